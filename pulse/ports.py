@@ -1,0 +1,41 @@
+"""Loopback port helpers: every server kafka-pulse starts for development binds 127.0.0.1 on a free port."""
+
+import socket
+import time
+from collections.abc import Callable
+
+LOOPBACK = "127.0.0.1"
+
+
+def free_ports(count: int) -> list[int]:
+    """Reserve `count` distinct free loopback ports by binding port 0, then release them for the caller."""
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind((LOOPBACK, 0))
+            sockets.append(sock)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def is_listening(port: int, host: str = LOOPBACK, timeout_s: float = 0.5) -> bool:
+    """True when something accepts TCP connections on host:port."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float, interval_s: float = 0.1) -> bool:
+    """Poll `condition` until it is true or `timeout_s` passes; returns its last value."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if condition():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval_s)
