@@ -1,0 +1,110 @@
+"""The Kafka runtime classpath, gathered from Maven Central once per version into a cache outside the repo.
+
+A broker needs `org.apache.kafka:kafka_2.13` (which brings every server module at runtime scope) plus a
+logging backend, which the core artifact does not bring: Log4j 2 for 4.x, reload4j for 3.x.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from pulse.errors import DependencyMissing, ProcessFailed
+
+DEFAULT_VERSION = "4.3.1"
+"""The current 4.x line; 4.4.0's POM names a kafka-tools-api jar Maven Central does not serve."""
+
+LEGACY_VERSION = "3.9.2"
+"""The newest line Debian's Burrow 1.2.1 can read (4.x dropped ListOffsets v0)."""
+
+LOG4J2_VERSION = "2.24.3"  # what Kafka 4.x's own build ships
+SLF4J_VERSION = "1.7.36"  # kafka_2.13 depends on slf4j-api 1.7.x in both lines
+DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
+
+
+@dataclass(frozen=True)
+class KafkaRuntime:
+    """A gathered classpath: `libs/` holds every jar a broker needs."""
+
+    version: str
+    libs: Path
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
+
+    @property
+    def classpath(self) -> str:
+        return str(self.libs / "*")
+
+
+def _logging_dependencies(version: str) -> list[tuple[str, str, str]]:
+    if int(version.split(".")[0]) >= 4:
+        return [
+            ("org.apache.logging.log4j", "log4j-core", LOG4J2_VERSION),
+            ("org.apache.logging.log4j", "log4j-slf4j-impl", LOG4J2_VERSION),
+        ]
+    return [("org.slf4j", "slf4j-reload4j", SLF4J_VERSION)]
+
+
+def render_pom(version: str) -> str:
+    """A throwaway POM whose runtime dependencies are exactly the broker's classpath."""
+    deps = [("org.apache.kafka", "kafka_2.13", version), *_logging_dependencies(version)]
+    body = "\n".join(
+        f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
+        for g, a, v in deps
+    )
+    return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>local.kafka-pulse</groupId>
+  <artifactId>kafka-runtime</artifactId>
+  <version>{version}</version>
+  <packaging>pom</packaging>
+  <dependencies>
+{body}
+  </dependencies>
+</project>
+"""
+
+
+def ensure_runtime(version: str, cache: Path) -> KafkaRuntime:
+    """Return the cached classpath for `version`, gathering it with Maven first if it is not complete yet."""
+    root = cache / "kafka" / version
+    libs = root / "libs"
+    marker = root / ".complete"
+    if marker.exists():
+        return KafkaRuntime(version, libs)
+    for tool, package in (("mvn", "maven"), ("java", "openjdk-17-jre-headless")):
+        if shutil.which(tool) is None:
+            raise DependencyMissing(f"'{tool}' is not on PATH; install the Debian package {package}")
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root.parent / f"{version}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two test workers or shells must not download into one directory
+        if marker.exists():
+            return KafkaRuntime(version, libs)
+        _gather(version, libs)
+        marker.write_text(version + "\n")
+    return KafkaRuntime(version, libs)
+
+
+def _gather(version: str, libs: Path) -> None:
+    if libs.exists():
+        shutil.rmtree(libs)  # a partial copy from an interrupted run
+    with tempfile.TemporaryDirectory(prefix="kafka-pulse-pom-") as tmp:
+        (Path(tmp) / "pom.xml").write_text(render_pom(version))
+        argv = [
+            "mvn", "-B", "-q", f"{DEPENDENCY_PLUGIN}:copy-dependencies",
+            f"-DoutputDirectory={libs}", "-DincludeScope=runtime",
+        ]  # fmt: skip
+        result = subprocess.run(argv, cwd=tmp, capture_output=True, text=True, timeout=900)
+    if result.returncode != 0:
+        errors = [line for line in result.stdout.splitlines() if "ERROR" in line][:5]
+        raise ProcessFailed(
+            f"Maven could not gather Kafka {version} from Maven Central:\n" + "\n".join(errors or [result.stderr])
+        )
+    if not any(libs.glob("kafka_2.13-*.jar")):
+        raise ProcessFailed(f"Maven finished but {libs} holds no kafka_2.13 jar")

@@ -1,0 +1,177 @@
+"""The dev cluster's shape, and the broker config files it implies (pure: no processes, no files).
+
+Every node runs KRaft combined mode (broker + controller) on 127.0.0.1 with a static voter set, one rack per
+node (az-a, az-b, az-c), and thread pools sized for a 2-core machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+RACKS = ("az-a", "az-b", "az-c")
+SCRAM_MECHANISM = "SCRAM-SHA-512"
+
+
+class Security(StrEnum):
+    """How clients reach the dev cluster."""
+
+    PLAINTEXT = "plaintext"
+    SASL_SSL = "sasl_ssl"
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One KRaft combined-mode node and its loopback ports."""
+
+    node_id: int
+    rack: str
+    port: int
+    """The client listener (PLAINTEXT or SASL_SSL)."""
+    controller_port: int
+    jmx_port: int
+    internal_port: int | None = None
+    """Inter-broker PLAINTEXT listener; only with SASL_SSL, where it also carries admin set-up."""
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """Where a broker finds its keystore; the password lives in the properties file, never on a command line."""
+
+    keystore: Path
+    keystore_password: str
+    ca_file: Path
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    cluster_id: str
+    kafka_version: str
+    security: Security
+    nodes: tuple[NodeSpec, ...]
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
+    @property
+    def internal_bootstrap(self) -> str:
+        """Where the dev tooling itself connects: the PLAINTEXT listener, internal or not."""
+        return ",".join(f"127.0.0.1:{n.internal_port or n.port}" for n in self.nodes)
+
+    @property
+    def replication_factor(self) -> int:
+        return min(3, len(self.nodes))
+
+
+def render_server_properties(spec: ClusterSpec, node: NodeSpec, data_dir: Path, tls: TlsFiles | None) -> str:
+    """server.properties for one node; `tls` is required when the cluster is SASL_SSL."""
+    rf = spec.replication_factor
+    min_isr = 2 if rf >= 3 else 1
+    voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in spec.nodes)
+    lines = {
+        "process.roles": "broker,controller",
+        "node.id": str(node.node_id),
+        "controller.quorum.voters": voters,
+        "controller.listener.names": "CONTROLLER",
+        "broker.rack": node.rack,
+        "log.dirs": str(data_dir),
+        "default.replication.factor": str(rf),
+        "min.insync.replicas": str(min_isr),
+        "num.partitions": str(len(spec.nodes)),
+        "offsets.topic.replication.factor": str(rf),
+        "offsets.topic.num.partitions": "6",  # default 50: slower to create, more MBeans, nothing gained here
+        "transaction.state.log.replication.factor": str(rf),
+        "transaction.state.log.min.isr": str(min_isr),
+        "transaction.state.log.num.partitions": "3",
+        "share.coordinator.state.topic.replication.factor": str(rf),
+        "share.coordinator.state.topic.min.isr": str(min_isr),
+        "group.initial.rebalance.delay.ms": "0",
+        # 2-core sizing (4.x defaults: network 3, io 8, background 10)
+        "num.network.threads": "2",
+        "num.io.threads": "2",
+        "background.threads": "2",
+        "num.recovery.threads.per.data.dir": "1",
+        "log.segment.bytes": str(64 * 1024 * 1024),
+    }
+    if spec.security is Security.PLAINTEXT:
+        lines |= {
+            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT",
+        }
+    else:
+        if tls is None or node.internal_port is None:
+            raise ValueError("a SASL_SSL node needs TLS files and an internal port")
+        jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        lines |= {
+            "listeners": (
+                f"SASL_SSL://127.0.0.1:{node.port},INTERNAL://127.0.0.1:{node.internal_port},"
+                f"CONTROLLER://127.0.0.1:{node.controller_port}"
+            ),
+            "advertised.listeners": f"SASL_SSL://127.0.0.1:{node.port},INTERNAL://127.0.0.1:{node.internal_port}",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,SASL_SSL:SASL_SSL",
+            "inter.broker.listener.name": "INTERNAL",
+            "sasl.enabled.mechanisms": SCRAM_MECHANISM,
+            f"listener.name.sasl_ssl.{SCRAM_MECHANISM.lower()}.sasl.jaas.config": jaas,
+            "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.location": str(tls.keystore),
+            "ssl.keystore.password": tls.keystore_password,
+            "ssl.client.auth": "none",
+        }
+    return "".join(f"{key}={value}\n" for key, value in lines.items())
+
+
+def render_log_config(kafka_major: int) -> str:
+    """Broker logging to `${kafka.logs.dir}/server.log`: Log4j 2 properties for 4.x, reload4j for 3.x."""
+    if kafka_major >= 4:
+        return (
+            "status = warn\n"
+            "appender.file.type = File\n"
+            "appender.file.name = FILE\n"
+            "appender.file.fileName = ${sys:kafka.logs.dir}/server.log\n"
+            "appender.file.layout.type = PatternLayout\n"
+            "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
+            "rootLogger.level = INFO\n"
+            "rootLogger.appenderRef.file.ref = FILE\n"
+            "logger.state.name = state.change.logger\n"
+            "logger.state.level = WARN\n"
+        )
+    return (
+        "log4j.rootLogger=INFO, F\n"
+        "log4j.appender.F=org.apache.log4j.FileAppender\n"
+        "log4j.appender.F.File=${kafka.logs.dir}/server.log\n"
+        "log4j.appender.F.layout=org.apache.log4j.PatternLayout\n"
+        "log4j.appender.F.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
+        "log4j.logger.state.change.logger=WARN\n"
+    )
+
+
+def jvm_flags(kafka_major: int, jmx_port: int, log_config: Path, logs_dir: Path) -> list[str]:
+    """JVM options: a small G1 heap for 2 cores, C1 only for a fast start, JMX on loopback with one port."""
+    logging = (
+        [f"-Dlog4j2.configurationFile={log_config}"]
+        if kafka_major >= 4
+        else [f"-Dlog4j.configuration=file:{log_config}"]
+    )
+    return [
+        "-Xms256m",
+        "-Xmx512m",
+        "-XX:+UseG1GC",
+        "-XX:MaxGCPauseMillis=20",
+        "-XX:InitiatingHeapOccupancyPercent=35",
+        "-XX:+ExplicitGCInvokesConcurrent",
+        "-XX:TieredStopAtLevel=1",
+        "-Djava.awt.headless=true",
+        "-Dcom.sun.management.jmxremote=true",
+        "-Dcom.sun.management.jmxremote.authenticate=false",
+        "-Dcom.sun.management.jmxremote.ssl=false",
+        f"-Dcom.sun.management.jmxremote.port={jmx_port}",
+        f"-Dcom.sun.management.jmxremote.rmi.port={jmx_port}",
+        "-Dcom.sun.management.jmxremote.host=127.0.0.1",
+        "-Djava.rmi.server.hostname=127.0.0.1",
+        f"-Dkafka.logs.dir={logs_dir}",
+        *logging,
+    ]
