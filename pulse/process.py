@@ -6,6 +6,7 @@ file, and is stopped by PID: SIGTERM, a grace period, then SIGKILL.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -35,10 +36,8 @@ def pid_alive(pid: int) -> bool:
 
 def _reap(pid: int) -> None:
     """Collect the exit status of our own child so it does not linger as a zombie."""
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def stop_pid(pid: int, grace_s: float = 15.0) -> None:
@@ -128,8 +127,7 @@ class ManagedProcess:
                 return
             time.sleep(0.1)
         raise ProcessFailed(
-            f"{self.name} was not {what} after {timeout_s:.0f} s; last lines of {self.log_path}:\n"
-            f"{tail(self.log_path)}"
+            f"{self.name} was not {what} after {timeout_s:.0f} s; last lines of {self.log_path}:\n{tail(self.log_path)}"
         )
 
     def stop(self, grace_s: float = 15.0) -> None:
@@ -137,7 +135,5 @@ class ManagedProcess:
         if self.popen is None:
             return
         stop_pid(self.popen.pid, grace_s)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.popen.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass

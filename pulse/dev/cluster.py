@@ -7,6 +7,7 @@ and every other command find the cluster again from another process.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import secrets
@@ -97,7 +98,9 @@ class DevCluster:
         try:
             raw = json.loads(path.read_text())
         except FileNotFoundError:
-            raise ClusterError(f"no dev cluster at {home} (no {STATE_FILE}); start one with `kafka-pulse dev up`")
+            raise ClusterError(
+                f"no dev cluster at {home} (no {STATE_FILE}); start one with `kafka-pulse dev up`"
+            ) from None
         except json.JSONDecodeError as exc:
             raise ClusterError(f"{path}: not valid JSON ({exc}); remove {home} and start again") from exc
         try:
@@ -321,10 +324,8 @@ class DevCluster:
         for pid in self.pids.values():
             if pid_alive(pid):
                 for sig in (signal.SIGCONT, signal.SIGTERM):
-                    try:
+                    with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, sig)
-                    except ProcessLookupError:
-                        pass
         for pid in self.pids.values():
             stop_pid(pid, grace_s=20)
         self.pids.clear()

@@ -1,0 +1,103 @@
+"""Commands that are part of the public CLI but whose issue has not landed: each says so and exits 2."""
+
+from pathlib import Path
+
+import click
+
+from pulse.cli.options import config_option
+from pulse.errors import NotImplementedYet
+
+
+def _pending(command: str, issue: int, what: str) -> NotImplementedYet:
+    return NotImplementedYet(f"`kafka-pulse {command}` ({what}) arrives with issue #{issue}, which has not landed yet")
+
+
+@click.command()
+@config_option
+def run(config_path: Path | None) -> None:
+    """Run collectors, canary and lag in one process with one /metrics, and the SLO job on a schedule."""
+    raise _pending("run", 7, "the all-in-one service")
+
+
+@click.command()
+@config_option
+def collect(config_path: Path | None) -> None:
+    """Serve broker JMX metrics and cluster state from the Admin API on /metrics."""
+    raise _pending("collect", 3, "JMX and cluster-state collectors")
+
+
+@click.command()
+@config_option
+def canary(config_path: Path | None) -> None:
+    """Run the synthetic producer/consumer: availability, latency and loss per broker and AZ."""
+    raise _pending("canary", 4, "the synthetic canary")
+
+
+@click.group(invoke_without_command=True)
+@config_option
+@click.pass_context
+def lag(ctx: click.Context, config_path: Path | None) -> None:
+    """Evaluate consumer groups (Burrow-compatible) and serve the Burrow v3 API; `lag replay` replays a file."""
+    if ctx.invoked_subcommand is None:
+        raise _pending("lag", 5, "the lag evaluator")
+
+
+@lag.command()
+@config_option
+@click.option("--input", "input_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--mode", type=click.Choice(["burrow", "burrow-1.2", "enhanced"]), default="enhanced")
+def replay(config_path: Path | None, input_path: Path, mode: str) -> None:
+    """Feed recorded offsets and commits (JSONL) through the evaluator, with no Kafka."""
+    raise _pending("lag replay", 5, "evaluator replay")
+
+
+@click.group()
+def slo() -> None:
+    """SLO error budgets and burn-rate alerts (PySpark), and equivalent Prometheus rules."""
+
+
+@slo.command()
+@config_option
+@click.option("--at", "at_time", default=None, help="Evaluation time (ISO 8601; default now).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def evaluate(config_path: Path | None, at_time: str | None, as_json: bool) -> None:
+    """SLI, budget remaining, burn rates, firing alerts and time to exhaustion per SLO."""
+    raise _pending("slo evaluate", 6, "the SLO engine")
+
+
+@slo.command()
+@config_option
+@click.option("--from", "from_time", required=True)
+@click.option("--to", "to_time", required=True)
+@click.option("--step", default="1m")
+@click.option("--json", "as_json", is_flag=True)
+def backtest(config_path: Path | None, from_time: str, to_time: str, step: str, as_json: bool) -> None:
+    """Every interval in which each SLO's alerts would have fired."""
+    raise _pending("slo backtest", 6, "the SLO engine")
+
+
+@slo.command()
+@config_option
+def rules(config_path: Path | None) -> None:
+    """Prometheus recording and alerting rules (with promtool tests) for SLOs whose SLI lives in Prometheus."""
+    raise _pending("slo rules", 6, "the SLO engine")
+
+
+@click.group()
+def dashboards() -> None:
+    """Grafana dashboards built in code."""
+
+
+@dashboards.command()
+@config_option
+def build(config_path: Path | None) -> None:
+    """Generate the dashboard JSON, provisioning files, Prometheus rules and Alertmanager example."""
+    raise _pending("dashboards build", 7, "dashboards")
+
+
+@click.command()
+@config_option
+@click.option("--json", "as_json", is_flag=True)
+def check(config_path: Path | None, as_json: bool) -> None:
+    """Is Kafka OK, and if not, what is wrong: exits 0 OK, 1 WARN, 2 CRIT, 3 UNKNOWN."""
+    raise _pending("check", 7, "the health check")
