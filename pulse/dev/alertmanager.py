@@ -1,0 +1,139 @@
+"""A real Alertmanager (Debian `prometheus-alertmanager`) on loopback, routing every alert to one local receiver
+(a webhook, and optionally a PagerDuty Events API v2 stand-in), as kafka-pulse's alert sink expects in production.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import yaml
+
+from pulse.dev.services import (
+    LocalService,
+    QueryFailed,
+    decode_json,
+    duration,
+    http_ok,
+    poll,
+    require_program,
+    run_checker,
+)
+from pulse.errors import ConfigError
+
+PACKAGE = "prometheus-alertmanager"
+RECEIVER = "pulse"
+
+
+@dataclass(frozen=True)
+class AlertRouting:
+    """The route timings; the defaults are short so a test sees a notification within a couple of seconds."""
+
+    group_by: tuple[str, ...] = ("...",)
+    """'...' groups by every label: each distinct alert is its own notification, easy to assert on."""
+    group_wait_s: float = 1.0
+    group_interval_s: float = 1.0
+    repeat_interval_s: float = 3600.0
+    """How often a still-firing alert is notified again; long by default so receivers are not flooded."""
+    send_resolved: bool = True
+
+
+def render_alertmanager_config(
+    webhook_url: str,
+    routing: AlertRouting | None = None,
+    pagerduty_url: str | None = None,
+    pagerduty_routing_key: str = "kafka-pulse-test-routing-key-0001",
+) -> str:
+    """alertmanager.yml with a default route to one receiver `pulse`: a webhook to `webhook_url` and, when
+    `pagerduty_url` is given, a PagerDuty Events v2 config posting there; pure, so tests read it back."""
+    routing = routing or AlertRouting()
+    for where, url in (("webhook_url", webhook_url), ("pagerduty_url", pagerduty_url)):
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise ConfigError(f"alertmanager: {where}: {url!r} is not an http(s) URL")
+    receiver: dict[str, Any] = {
+        "name": RECEIVER,
+        "webhook_configs": [{"url": webhook_url, "send_resolved": routing.send_resolved}],
+    }
+    if pagerduty_url is not None:
+        receiver["pagerduty_configs"] = [
+            {"routing_key": pagerduty_routing_key, "url": pagerduty_url, "send_resolved": routing.send_resolved}
+        ]
+    config = {
+        "route": {
+            "receiver": RECEIVER,
+            "group_by": list(routing.group_by),
+            "group_wait": duration(routing.group_wait_s),
+            "group_interval": duration(routing.group_interval_s),
+            "repeat_interval": duration(routing.repeat_interval_s),
+        },
+        "receivers": [receiver],
+    }
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+class Alertmanager(LocalService):
+    """Alertmanager with HA gossip disabled (`--cluster.listen-address=`): its default would bind 0.0.0.0:9094."""
+
+    name = "alertmanager"
+    ready_timeout_s = 30.0
+
+    def __init__(
+        self,
+        workdir: Path,
+        webhook_url: str,
+        routing: AlertRouting | None = None,
+        pagerduty_url: str | None = None,
+        port: int | None = None,
+    ) -> None:
+        super().__init__(workdir, port)
+        self.webhook_url = webhook_url
+        self.routing = routing or AlertRouting()
+        self.pagerduty_url = pagerduty_url
+
+    @property
+    def config_path(self) -> Path:
+        return self.workdir / "alertmanager.yml"
+
+    def prepare(self) -> None:
+        self.config_path.write_text(render_alertmanager_config(self.webhook_url, self.routing, self.pagerduty_url))
+        run_checker([require_program("amtool", PACKAGE), "check-config", str(self.config_path)], "alertmanager.yml")
+
+    def argv(self) -> list[str]:
+        return [
+            require_program("prometheus-alertmanager", PACKAGE),
+            f"--config.file={self.config_path}",
+            f"--storage.path={self.workdir / 'data'}",
+            f"--web.listen-address={self.address}",
+            "--cluster.listen-address=",
+        ]
+
+    def is_ready(self) -> bool:
+        return http_ok(self.http, "/-/ready")
+
+    # --- API v2 ----------------------------------------------------------------------------------------------
+    def alerts(self, active_only: bool = False) -> list[dict[str, Any]]:
+        """`GET /api/v2/alerts`: every alert Alertmanager holds (labels, annotations, startsAt, status.state)."""
+        params = {"active": "true", "silenced": "false", "inhibited": "false"} if active_only else {}
+        response = self.call("GET", "/api/v2/alerts", params=params)
+        if response.status_code != 200:
+            raise QueryFailed(f"alertmanager alerts: HTTP {response.status_code}: {response.text.strip()}")
+        return cast(list[dict[str, Any]], decode_json(response, "alertmanager alerts"))
+
+    def post_alerts(self, alerts: Sequence[dict[str, Any]]) -> None:
+        """`POST /api/v2/alerts`, the call kafka-pulse's alert sink makes; a rejected batch raises QueryFailed
+        with Alertmanager's reason (e.g. a missing label set)."""
+        response = self.call("POST", "/api/v2/alerts", json=list(alerts))
+        if response.status_code != 200:
+            raise QueryFailed(f"alertmanager post alerts: HTTP {response.status_code}: {response.text.strip()}")
+
+    def wait_for_alert(self, alertname: str, timeout_s: float = 30.0) -> dict[str, Any]:
+        """The first alert Alertmanager holds with this alertname, polled until it appears."""
+        found = poll(
+            lambda: [a for a in self.alerts() if a.get("labels", {}).get("alertname") == alertname],
+            bool,
+            timeout_s,
+            f"alertmanager: alert {alertname!r}",
+        )
+        return cast(dict[str, Any], found[0])
