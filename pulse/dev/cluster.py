@@ -65,6 +65,8 @@ class DevCluster:
         self.home = home
         self.spec = spec
         self.pids: dict[int, int] = dict(pids or {})
+        # Nodes this process started: kept so they are reaped here rather than left as zombies.
+        self._children: dict[int, ManagedProcess] = {}
 
     # ---- creation and persistence -------------------------------------------------------------
 
@@ -219,6 +221,7 @@ class DevCluster:
         ]  # fmt: skip
         proc = ManagedProcess(f"kafka node {node.node_id}", argv, self.stdout_path(node.node_id)).start()
         self.pids[node.node_id] = proc.pid
+        self._children[node.node_id] = proc
 
     def _await_ready(self, node_ids: list[int], timeout_s: float, log_offsets: dict[int, int] | None = None) -> None:
         """Wait for each node's 'Kafka Server started' line, then for metadata listing every broker."""
@@ -326,8 +329,8 @@ class DevCluster:
                 for sig in (signal.SIGCONT, signal.SIGTERM):
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, sig)
-        for pid in self.pids.values():
-            stop_pid(pid, grace_s=20)
+        for node_id, pid in self.pids.items():
+            self._stop_node(node_id, pid, grace_s=20)
         self.pids.clear()
         if keep_data:
             self.save()
@@ -344,6 +347,13 @@ class DevCluster:
     def listening_ports(self) -> list[int]:
         return [p for p in self.ports() if is_listening(p)]
 
+    def _stop_node(self, node_id: int, pid: int, grace_s: float) -> None:
+        child = self._children.pop(node_id, None)
+        if child is not None and child.pid == pid:
+            child.stop(grace_s)
+        else:
+            stop_pid(pid, grace_s)
+
     # ---- faults -------------------------------------------------------------------------------
 
     def _signal(self, node_id: int, sig: signal.Signals) -> int:
@@ -357,7 +367,7 @@ class DevCluster:
     def kill(self, node_id: int) -> None:
         """kill -9 one node: no controlled shutdown, as when a machine dies."""
         pid = self._signal(node_id, signal.SIGKILL)
-        stop_pid(pid, grace_s=0)  # reaps it if it is our child
+        self._stop_node(node_id, pid, grace_s=0)  # reaps it if it is our child
         self.pids.pop(node_id, None)
         self.save()
 
@@ -374,7 +384,7 @@ class DevCluster:
         node = self.node(node_id)
         pid = self.pids.pop(node_id, None)
         if pid is not None:
-            stop_pid(pid, grace_s=20)
+            self._stop_node(node_id, pid, grace_s=20)
         runtime = ensure_runtime(self.spec.kafka_version, cache)
         log = self.log_path(node_id)
         offset = log.stat().st_size if log.exists() else 0

@@ -138,6 +138,8 @@ def render_log_config(kafka_major: int) -> str:
             "rootLogger.appenderRef.file.ref = FILE\n"
             "logger.state.name = state.change.logger\n"
             "logger.state.level = WARN\n"
+            "logger.config.name = org.apache.kafka.common.config.AbstractConfig\n"
+            "logger.config.level = WARN\n"
         )
     return (
         "log4j.rootLogger=INFO, F\n"
@@ -146,6 +148,7 @@ def render_log_config(kafka_major: int) -> str:
         "log4j.appender.F.layout=org.apache.log4j.PatternLayout\n"
         "log4j.appender.F.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
         "log4j.logger.state.change.logger=WARN\n"
+        "log4j.logger.org.apache.kafka.common.config.AbstractConfig=WARN\n"
     )
 
 
