@@ -1,0 +1,205 @@
+"""The config file as a plain tree, before and after pulse/config.py validates it: strict YAML parsing,
+`${VAR}` substitution on the parsed tree, and pydantic errors reworded as `key.path[i]: reason`.
+"""
+
+import difflib
+import re
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any, get_args
+
+import yaml
+from pydantic import BaseModel
+from pydantic_core import ErrorDetails, PydanticCustomError
+
+from pulse.errors import ConfigError
+
+Loc = tuple[str | int, ...]
+"""Where a value sits in the tree: mapping keys and list indexes from the root, as pydantic's `loc`."""
+
+# --- YAML ---------------------------------------------------------------------------------------------------
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys, which PyYAML would silently resolve to the last one."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: dict[Any, yaml.Mark] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        if isinstance(key, Hashable) and key_node.tag != "tag:yaml.org,2002:merge":
+            if key in seen:
+                reason = f"duplicate key {key!r} (first at line {seen[key].line + 1})"
+                raise yaml.constructor.ConstructorError(None, None, reason, key_node.start_mark)
+            seen[key] = key_node.start_mark
+    return loader.construct_mapping(node)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def read_tree(text: str, source: str) -> dict[Any, Any]:
+    """Parse YAML `text` into a mapping (an empty document is `{}`); ConfigError names `source`, line, column."""
+    try:
+        tree = yaml.load(text, Loader=_StrictLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        context = f" ({exc.context})" if exc.context else ""
+        raise ConfigError(f"{source}: {where}YAML syntax error: {exc.problem}{context}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: YAML syntax error: {exc}") from None
+    if tree is None:
+        return {}
+    if not isinstance(tree, dict):
+        kind = "a list" if isinstance(tree, list) else f"a {type(tree).__name__}"
+        raise ConfigError(f"{source}: the top level must be a mapping of sections (clusters: ...), not {kind}")
+    return tree
+
+
+# --- ${VAR} substitution ------------------------------------------------------------------------------------
+
+# `$${` is the escape for a literal `${`; `${...}` is a reference; a `${` with no closing brace is malformed.
+_TOKEN = re.compile(r"\$\$\{|\$\{([^}]*)\}|\$\{")
+_REFERENCE = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>.*))?", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class SubstitutionProblem:
+    """A string whose `${...}` could not be resolved; the value is left as written."""
+
+    loc: Loc
+    """Path of the string in the tree."""
+    reason: str
+    """What is wrong, naming the variable, e.g. `environment variable KAFKA_PASSWORD is not set`."""
+
+
+def substitute(tree: Any, environ: Mapping[str, str]) -> tuple[Any, list[SubstitutionProblem]]:
+    """Return a copy of `tree` with `${VAR}` references resolved from `environ`, and every problem found.
+
+    Syntax, after POSIX sh: `${VAR}` is the value of VAR and an error when VAR is unset; `${VAR:-default}` is
+    the default when VAR is unset or empty; `$${` is a literal `${`. Only string values are rewritten, after
+    YAML parsing, so a value such as `p: {x}` stays one string and cannot add keys. A string with a problem
+    is kept as written so the caller can still validate the rest and report everything in one pass.
+    """
+    problems: list[SubstitutionProblem] = []
+    return _walk(tree, (), environ, problems), problems
+
+
+def _walk(node: Any, loc: Loc, environ: Mapping[str, str], problems: list[SubstitutionProblem]) -> Any:
+    if isinstance(node, str):
+        return _substitute_string(node, loc, environ, problems)
+    if isinstance(node, dict):
+        return {key: _walk(value, (*loc, key), environ, problems) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_walk(item, (*loc, index), environ, problems) for index, item in enumerate(node)]
+    return node
+
+
+def _substitute_string(text: str, loc: Loc, environ: Mapping[str, str], problems: list[SubstitutionProblem]) -> str:
+    found: list[str] = []
+
+    def replace(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token == "$${":
+            return "${"
+        body = match.group(1)
+        if body is None:
+            found.append("'${' without a closing '}' (write '$${' for a literal '${')")
+            return token
+        reference = _REFERENCE.fullmatch(body)
+        if reference is None:
+            found.append(f"{token!r} is not a valid reference; write ${{NAME}} or ${{NAME:-default}}")
+            return token
+        name, default = reference.group("name"), reference.group("default")
+        value = environ.get(name)
+        if default is not None and not value:
+            return default
+        if value is None:
+            found.append(f"environment variable {name} is not set")
+            return token
+        return value
+
+    result = _TOKEN.sub(replace, text)
+    if found:
+        problems.extend(SubstitutionProblem(loc, reason) for reason in found)
+        return text
+    return result
+
+
+# --- error wording ------------------------------------------------------------------------------------------
+
+
+def format_key_path(loc: Loc) -> str:
+    """`("clusters", 0, "bootstrap_servers", 1)` -> `clusters[0].bootstrap_servers[1]`."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int) and not isinstance(part, bool):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path or "(top level)"
+
+
+def config_problem(reason: str, at: Loc = ()) -> PydanticCustomError:
+    """A validator's error whose key path extends `at` below the validated field, for `describe_error`."""
+    return PydanticCustomError("pulse", "{reason}", {"reason": reason, "at": at})
+
+
+def describe_error(error: ErrorDetails, root: type[BaseModel]) -> tuple[Loc, str]:
+    """Word one pydantic error of a `root` model for someone editing the YAML: (key path, reason).
+
+    Errors of type `pulse` carry `ctx={"reason": ..., "at": loc}` where `at` extends the path below the
+    validated field (pydantic stops at the field, e.g. at `clusters` for a duplicate `clusters[1].name`).
+    Input values are echoed to help find the bad line, except under a key containing "password".
+    """
+    loc: Loc = tuple(error["loc"])
+    ctx = error.get("ctx", {})
+    kind = error["type"]
+    if kind == "pulse":
+        return (*loc, *ctx["at"]), str(ctx["reason"])
+    if kind == "value_error":
+        return loc, str(ctx["error"])
+    if kind == "missing":
+        return loc, "required key is missing"
+    if kind == "extra_forbidden":
+        return loc[:-1], _unknown_key(root, loc[:-1], loc[-1])
+    reason = error["msg"]
+    value = error["input"]
+    secret = any(isinstance(part, str) and "password" in part for part in loc)
+    if not secret and isinstance(value, str | int | float | bool) and len(repr(value)) <= 80:
+        reason += f" (got {value!r})"
+    return loc, reason
+
+
+def _unknown_key(root: type[BaseModel], parent: Loc, key: str | int) -> str:
+    """`unknown key 'x'`, with the closest known key of that section when one is near (a typo)."""
+    known = _section_keys(root, parent)
+    close = difflib.get_close_matches(str(key), known, n=1)
+    if close:
+        return f"unknown key {key!r}; did you mean {close[0]!r}?"
+    return f"unknown key {key!r}; known keys: {', '.join(known)}" if known else f"unknown key {key!r}"
+
+
+def _section_keys(root: type[BaseModel], loc: Loc) -> list[str]:
+    """The keys the model at `loc` accepts, found by walking field annotations down from `root`."""
+    model: type[BaseModel] | None = root
+    for part in loc:
+        if model is None:
+            return []
+        if isinstance(part, str):  # list indexes keep the item model
+            field = model.model_fields.get(part)
+            model = _model_in(field.annotation) if field is not None else None
+    return list(model.model_fields) if model is not None else []
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model inside `X`, `X | None`, `list[X]` or `Annotated[X, ...]`."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        model = _model_in(arg)
+        if model is not None:
+            return model
+    return None
