@@ -1,0 +1,157 @@
+"""Kafka connection profiles: a `ClusterConfig` becomes librdkafka client settings, and a connection check.
+
+Every component builds its producers, consumers and admin clients from `client_config`, so PLAINTEXT, SSL and
+SASL behave the same everywhere; `check_connection` is what `kafka-pulse check` and component start-up call.
+"""
+
+import logging
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient
+
+from pulse.config import ClusterConfig
+from pulse.errors import AuthenticationFailed, KafkaUnavailable
+
+_LOG = logging.getLogger(__name__)
+_ATTEMPT_TIMING = re.compile(r" \(after \d+ms in state \w+\)")
+"""librdkafka's per-attempt suffix; removed so repeated attempts of one failure read as one reason."""
+_ATTEMPT_S = 0.5
+"""Length of one metadata attempt in `check_connection`; bounds how late an authentication failure is seen."""
+
+
+class _DebugLogger:
+    """Stands in for a `logging.Logger` in librdkafka's `logger` setting, which only ever calls `log()`."""
+
+    def log(self, level: int, msg: str, *args: object) -> None:
+        _LOG.debug(msg, *args)
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """One broker as the cluster describes itself."""
+
+    id: int
+    host: str
+    port: int
+    rack: str | None
+    """`broker.rack`, or None when the broker has none; the canary and AZ-aware metrics label by it."""
+
+
+@dataclass(frozen=True)
+class ClusterSummary:
+    """What a successful connection check learnt about the cluster."""
+
+    cluster_id: str | None
+    controller_id: int | None
+    """The active controller as the Admin API reports it (under KRaft, a broker the client may send to)."""
+    brokers: tuple[BrokerInfo, ...]
+    """Sorted by broker id."""
+
+
+def client_config(cluster: ClusterConfig) -> dict[str, str]:
+    """librdkafka settings for `cluster`: servers, protocol, SASL credentials and TLS files.
+
+    The result holds the SASL and key passwords in clear, because librdkafka needs them so: pass it to a
+    client and never log it. Callers add their own settings (client.id, group.id, ...) on top.
+    """
+    security = cluster.security
+    config = {
+        "bootstrap.servers": ",".join(cluster.bootstrap_servers),
+        "security.protocol": security.protocol,
+    }
+    if security.sasl is not None:
+        config["sasl.mechanism"] = security.sasl.mechanism
+        config["sasl.username"] = security.sasl.username
+        config["sasl.password"] = security.sasl.password.get_secret_value()
+    if security.protocol in ("SSL", "SASL_SSL"):
+        tls = security.tls
+        # Spelled out even with no `tls` section, so hostname verification never depends on the librdkafka
+        # version's default (it changed to "https" in 2.0).
+        verify = tls is None or tls.verify_hostname
+        config["ssl.endpoint.identification.algorithm"] = "https" if verify else "none"
+        if tls is not None:
+            if tls.ca_file is not None:
+                config["ssl.ca.location"] = str(tls.ca_file)
+            if tls.cert_file is not None and tls.key_file is not None:
+                config["ssl.certificate.location"] = str(tls.cert_file)
+                config["ssl.key.location"] = str(tls.key_file)
+            if tls.key_password is not None:
+                config["ssl.key.password"] = tls.key_password.get_secret_value()
+    return config
+
+
+def check_connection(cluster: ClusterConfig, timeout_s: float = 10) -> ClusterSummary:
+    """Connect to `cluster` and describe it, within about `timeout_s` seconds.
+
+    Raises AuthenticationFailed when the brokers refuse our SASL credentials (the message names the user and
+    mechanism, never the password), KafkaUnavailable for anything else that stops us reaching the cluster.
+    """
+    errors: list[KafkaError] = []
+    # Any: confluent-kafka types its config as scalars only, but error_cb and logger take objects.
+    settings: dict[str, Any] = {
+        **client_config(cluster),
+        "client.id": "kafka-pulse-check",
+        # librdkafka reports failures through error_cb, served by poll(). Its log lines repeat them every
+        # reconnect (about 20 a second against a closed port), so they go to logging at DEBUG, not stderr.
+        "error_cb": errors.append,
+        "logger": _DebugLogger(),
+    }
+    admin = AdminClient(settings)
+    deadline = time.monotonic() + timeout_s
+    try:
+        _await_metadata(admin, deadline, errors)
+        description = admin.describe_cluster(
+            include_authorized_operations=False, request_timeout=max(deadline - time.monotonic(), 0.1)
+        ).result()
+    except KafkaException as exc:
+        admin.poll(0)  # deliver the error_cb calls queued while we waited
+        raise _translate(cluster, exc.args[0], errors) from exc
+    brokers = tuple(sorted((BrokerInfo(n.id, n.host, n.port, n.rack) for n in description.nodes), key=lambda b: b.id))
+    controller = description.controller
+    return ClusterSummary(description.cluster_id, controller.id if controller is not None else None, brokers)
+
+
+def _await_metadata(admin: AdminClient, deadline: float, errors: list[KafkaError]) -> None:
+    """Fetch metadata in short attempts until `deadline`, so refused credentials end the wait early.
+
+    librdkafka keeps retrying a failed SASL or TLS handshake, so one long `list_topics` would sit out the whole
+    timeout although the answer is known after the first attempt; errors only surface when we poll.
+    """
+    while True:
+        try:
+            admin.list_topics(timeout=max(min(deadline - time.monotonic(), _ATTEMPT_S), 0.01))
+            return
+        except KafkaException as exc:
+            admin.poll(0)
+            # A refused login or an untrusted certificate will not fix itself by retrying until the deadline.
+            refused = any(_code(e) in (KafkaError._AUTHENTICATION, KafkaError._SSL) for e in (*errors, exc.args[0]))
+            if refused or time.monotonic() >= deadline:
+                raise
+
+
+def _code(error: object) -> int | None:
+    return error.code() if isinstance(error, KafkaError) else None
+
+
+def _translate(cluster: ClusterConfig, failure: object, reported: list[KafkaError]) -> KafkaUnavailable:
+    """Pick the most telling error: an authentication failure outranks the transport errors it causes."""
+    seen = [e for e in reported if isinstance(e, KafkaError)]
+    if isinstance(failure, KafkaError):
+        seen.append(failure)
+    for error in seen:
+        if _code(error) == KafkaError._AUTHENTICATION:
+            reason, sasl = _ATTEMPT_TIMING.sub("", error.str()), cluster.security.sasl
+            if sasl is None:
+                return AuthenticationFailed(f"cluster {cluster.name!r}: authentication failed: {reason}")
+            return AuthenticationFailed(
+                f"cluster {cluster.name!r}: SASL authentication failed for user {sasl.username!r} "
+                f"({sasl.mechanism}): {reason}"
+            )
+    # Distinct reasons in the order they were first reported, e.g. "Connection refused" then "1/1 brokers down".
+    reasons = list(dict.fromkeys(_ATTEMPT_TIMING.sub("", e.str()) for e in seen)) or ["no reason given"]
+    servers = ",".join(cluster.bootstrap_servers)
+    return KafkaUnavailable(f"cluster {cluster.name!r} ({servers}) is unreachable: {'; '.join(reasons[:3])}")
