@@ -12,7 +12,7 @@ from rich.table import Table
 
 from pulse.cli.options import config_option
 from pulse.dev.cluster import DevCluster
-from pulse.dev.runtime import DEFAULT_VERSION
+from pulse.dev.runtime import DEFAULT_VERSION, LEGACY_VERSION, ensure_runtime
 from pulse.dev.topology import Security
 from pulse.errors import ClusterError
 from pulse.paths import cache_dir, state_dir
@@ -72,6 +72,23 @@ def up(config_path: Path | None, brokers: str, kafka_version: str, security: str
         cluster.up(cache_dir(), timeout_s)
     console.print(f"ready in {time.monotonic() - started:.1f} s")
     _render(cluster, Console())
+
+
+@dev.command()
+@config_option
+@click.option(
+    "--kafka-version",
+    "versions",
+    multiple=True,
+    default=(DEFAULT_VERSION, LEGACY_VERSION),
+    show_default=True,
+    help="Repeat for several versions.",
+)
+def fetch(config_path: Path | None, versions: tuple[str, ...]) -> None:
+    """Gather the Kafka jars from Maven Central into the cache ahead of time (what `up` would do on first use)."""
+    for version in versions:
+        runtime = ensure_runtime(version, cache_dir())
+        click.echo(f"Kafka {version}: {runtime.libs}")
 
 
 @dev.command()
