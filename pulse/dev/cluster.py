@@ -54,8 +54,15 @@ class ScramCredentials:
 
 
 def new_cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (Kafka's Uuid format)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (Kafka's Uuid format).
+
+    Like Kafka's own Uuid.randomUuid, ids starting with '-' are drawn again: the storage tool would read one
+    as an option (seen here: "argument --cluster-id/-t: expected one argument").
+    """
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 class DevCluster:
@@ -198,7 +205,7 @@ class DevCluster:
                 f"-Dlog4j.configuration=file:{node_dir / 'log4j.properties'}",
                 f"-Dkafka.logs.dir={node_dir / 'logs'}",
                 "kafka.tools.StorageTool", "format",
-                "-t", self.spec.cluster_id,
+                f"--cluster-id={self.spec.cluster_id}",
                 "-c", str(node_dir / "server.properties"),
                 "--ignore-formatted",
             )  # fmt: skip

@@ -95,7 +95,7 @@ def test_log_config_matches_the_logging_backend() -> None:
     assert "log4j.appender.F.File=${kafka.logs.dir}/server.log" in render_log_config(3)
 
 
-def test_cluster_id_is_a_kafka_uuid() -> None:
-    cid = new_cluster_id()
-    assert len(cid) == 22
-    assert len(base64.urlsafe_b64decode(cid + "==")) == 16
+def test_cluster_id_is_a_kafka_uuid_never_read_as_an_option() -> None:
+    ids = [new_cluster_id() for _ in range(2000)]  # a leading '-' has odds 1 in 64 per draw
+    assert all(len(cid) == 22 and len(base64.urlsafe_b64decode(cid + "==")) == 16 for cid in ids)
+    assert not any(cid.startswith("-") for cid in ids)
