@@ -1,0 +1,164 @@
+"""Naming rules: each row is one MBean attribute and the series jmx_exporter with Strimzi's rules would give."""
+
+from __future__ import annotations
+
+import pytest
+
+from collectors.catalogue import REQUEST_TYPES, Reading, TopicSelection, scrape_plan
+from collectors.mapping import BrokerIdentity, map_readings, merge_families, parse_object_name, point_for
+
+ID = BrokerIdentity("prod", 2, "az-b")
+IDENTITY = (("cluster", "prod"), ("broker", "2"), ("rack", "az-b"))
+
+
+@pytest.mark.parametrize(
+    ("reading", "name", "kind", "suffix", "labels", "value"),
+    [
+        pytest.param(
+            Reading("kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions", "Value", 3),
+            "kafka_server_replicamanager_underreplicatedpartitions", "gauge", "", (), 3.0,
+            id="yammer-gauge",
+        ),
+        pytest.param(
+            Reading("kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec", "Count", 1024),
+            "kafka_server_brokertopicmetrics_bytesin", "counter", "_total", (), 1024.0,
+            id="all-topics-meter-has-no-topic-label",
+        ),
+        pytest.param(
+            Reading("kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec,topic=orders", "Count", 7),
+            "kafka_server_brokertopicmetrics_bytesin", "counter", "_total", (("topic", "orders"),), 7.0,
+            id="per-topic-meter",
+        ),
+        pytest.param(
+            Reading("kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Produce", "99thPercentile", 4.5),
+            "kafka_network_requestmetrics_totaltimems", "gauge", "",
+            (("request", "Produce"), ("quantile", "0.99")), 4.5,
+            id="percentile-as-quantile-gauge",
+        ),
+        pytest.param(
+            Reading("kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Produce", "999thPercentile", 9),
+            "kafka_network_requestmetrics_totaltimems", "gauge", "",
+            (("request", "Produce"), ("quantile", "0.999")), 9.0,
+            id="999th-percentile",
+        ),
+        pytest.param(
+            Reading("kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Produce", "Count", 12),
+            "kafka_network_requestmetrics_totaltimems_count", "counter", "_total", (("request", "Produce"),), 12.0,
+            id="histogram-count-is-count-total-as-in-jmx-exporter-1",
+        ),
+        pytest.param(
+            Reading("kafka.network:type=RequestMetrics,name=ErrorsPerSec,request=Produce,error=NONE", "Count", 5),
+            "kafka_network_requestmetrics_errors", "counter", "_total",
+            (("request", "Produce"), ("error", "NONE")), 5.0,
+            id="meter-with-two-labels",
+        ),
+        pytest.param(
+            Reading("kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent", "MeanRate", 0.9),
+            "kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent", "gauge", "", (), 0.9,
+            id="percent-meter-meanrate",
+        ),
+        pytest.param(
+            Reading("kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent", "Value", 0.8),
+            "kafka_network_socketserver_networkprocessoravgidle_percent", "gauge", "", (), 0.8,
+            id="percent-gauge",
+        ),
+        pytest.param(
+            Reading("kafka.server:type=ReplicaFetcherManager,name=MaxLag,clientId=Replica", "Value", 0),
+            "kafka_server_replicafetchermanager_maxlag", "gauge", "", (("clientId", "Replica"),), 0.0,
+            id="label-names-keep-their-case",
+        ),
+        pytest.param(
+            Reading("kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs", "Count", 3),
+            "kafka_log_logflushstats_logflushrateandtimems_count", "counter", "_total", (), 3.0,
+            id="timer-count",
+        ),
+        pytest.param(
+            Reading("kafka.server:type=raft-metrics", "current-leader", 3),
+            "kafka_server_raftmetrics_current_leader", "gauge", "", (), 3.0,
+            id="kraft-metric-strimzi-spelling",
+        ),
+        pytest.param(
+            Reading("kafka.server:type=raft-metrics", "current-state", "leader"),
+            "kafka_server_raftmetrics_current_state", "gauge", "", (("current_state", "leader"),), 1.0,
+            id="string-state-as-label",
+        ),
+        pytest.param(
+            Reading("kafka.server:type=broker-metadata-metrics", "last-applied-record-lag-ms", 12),
+            "kafka_server_brokermetadatametrics_last_applied_record_lag_ms", "gauge", "", (), 12.0,
+            id="broker-metadata-metrics",
+        ),
+        pytest.param(
+            Reading("java.lang:name=G1 Young Generation,type=GarbageCollector", "CollectionTime", 1500),
+            "jvm_gc_collection_seconds", "summary", "_sum", (("gc", "G1 Young Generation"),), 1.5,
+            id="gc-time-in-seconds",
+        ),
+        pytest.param(
+            Reading("java.lang:type=Memory", "HeapMemoryUsage", 100, key="used"),
+            "jvm_memory_used_bytes", "gauge", "", (("area", "heap"),), 100.0,
+            id="composite-key-picked-in-python",
+        ),
+        pytest.param(
+            Reading("java.lang:type=OperatingSystem", "MaxFileDescriptorCount", 4096),
+            "process_max_fds", "gauge", "", (), 4096.0,
+            id="max-fds",
+        ),
+    ],
+)  # fmt: skip
+def test_naming_rules(reading, name, kind, suffix, labels, value) -> None:
+    point = point_for(reading)
+    assert point is not None
+    assert (point.name, point.kind, point.suffix, point.labels) == (name, kind, suffix, labels)
+    assert point.value == pytest.approx(value)
+
+
+@pytest.mark.parametrize(
+    "reading",
+    [
+        pytest.param(Reading("kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec", "OneMinuteRate", 1), id="ewma"),
+        pytest.param(Reading("kafka.server:type=KafkaServer,name=ClusterId", "Value", "abc"), id="string-value"),
+        pytest.param(Reading("java.lang:type=Memory", "HeapMemoryUsage", 1, key="weird"), id="unknown-key"),
+        pytest.param(Reading("com.example:type=Other", "Value", 1), id="foreign-domain"),
+    ],
+)  # fmt: skip
+def test_unexported_readings(reading) -> None:
+    assert point_for(reading) is None
+
+
+def test_quoted_object_name_values_are_unquoted() -> None:
+    assert parse_object_name('kafka.server:type=Fetch,client-id="a,\\"b\\\\",user=x') == (
+        "kafka.server",
+        [("type", "Fetch"), ("client-id", 'a,"b\\'), ("user", "x")],
+    )
+
+
+def test_every_sample_carries_cluster_broker_and_rack() -> None:
+    families = map_readings([Reading("kafka.server:type=ReplicaManager,name=LeaderCount", "Value", 4)], ID)
+    assert families["kafka_server_replicamanager_leadercount"].samples[0].labels == IDENTITY
+
+
+def test_topic_allow_and_deny_bound_cardinality() -> None:
+    readings = [
+        Reading(f"kafka.log:type=Log,name=Size,topic={topic},partition=0", "Value", 1)
+        for topic in ("orders", "payments", "__consumer_offsets")
+    ]
+    selection = TopicSelection(per_partition=True, allow="^[a-z]", deny="^pay")
+    samples = map_readings(readings, ID, selection)["kafka_log_log_size"].samples
+    assert [dict(s.labels)["topic"] for s in samples] == ["orders"]
+
+
+def test_families_merge_across_brokers() -> None:
+    reading = Reading("kafka.server:type=ReplicaManager,name=LeaderCount", "Value", 1)
+    parts = [map_readings([reading], BrokerIdentity("c", b, None)) for b in (1, 2, 3)]
+    merged = merge_families(parts)["kafka_server_replicamanager_leadercount"]
+    assert [dict(s.labels)["broker"] for s in merged.samples] == ["1", "2", "3"]
+
+
+def test_plan_reads_the_issue_requests_and_skips_zookeeper_beans_on_kraft() -> None:
+    plan = scrape_plan()
+    patterns = [q.pattern for q in plan]
+    for request in REQUEST_TYPES:
+        assert f"kafka.network:type=RequestMetrics,name=*,request={request}" in patterns
+    assert not any("ZooKeeper" in p or "EventQueueSize" in p for p in patterns)
+    assert any("ZooKeeper" in q.pattern for q in scrape_plan(zookeeper_mode=True))
+    assert not any("topic=" in p for p in patterns), "per-topic beans must be opt-in"
+    assert any("topic=" in q.pattern for q in scrape_plan(TopicSelection(per_topic=True)))
