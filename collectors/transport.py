@@ -1,0 +1,303 @@
+"""How a broker scrape reaches JMX: one `JmxTransport` per broker, two implementations behind it.
+
+First stage of the collectors' flow (transport -> mapping -> collector). Both implementations honour the same
+contract, so `collector.py` and the tests treat them alike:
+
+- `read(queries)` returns every `Reading` the queries match, or raises within about `timeout_s`:
+  `JmxTimeout` when the broker does not answer in time, `JmxUnreachable` when it refuses or fails.
+- Credentials never appear on a command line.
+
+`JmxqueryTransport` wraps the `jmxquery` package (a JVM forked per call) and disarms its defects (research §2.2):
+the attribute key it ignores is picked in `mapping.py`; a value with an unescaped quote or backslash, which breaks
+the whole batch's JSON, is isolated by splitting the batch; its crash on timeout becomes `JmxTimeout`. It refuses
+brokers with JMX credentials or TLS, because the jar takes the password as a command-line argument.
+`JpypeTransport` keeps one JMX connection per broker in an in-process JVM (JPype1): no fork per scrape, and
+credentials and trust-store passwords stay inside the process.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import logging
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from collectors.catalogue import BeanQuery, Reading
+from pulse.config import JmxBrokerConfig, JmxConfig
+from pulse.errors import ConfigError, PulseError
+
+_LOG = logging.getLogger(__name__)
+
+
+class JmxUnreachable(PulseError):
+    """A broker's JMX endpoint refused the connection or failed the query."""
+
+
+class JmxTimeout(JmxUnreachable):
+    """A broker's JMX endpoint did not answer within the scrape's time limit (a hung or paused broker)."""
+
+
+class JmxTransport(Protocol):
+    """Reads MBean attributes from one broker; see the module docstring for the contract."""
+
+    def read(self, queries: Sequence[BeanQuery]) -> list[Reading]: ...
+
+    def close(self) -> None: ...
+
+
+def service_url(broker: JmxBrokerConfig) -> str:
+    return f"service:jmx:rmi:///jndi/rmi://{broker.host}:{broker.port}/jmxrmi"
+
+
+def _number_or_string(value: Any) -> float | str | None:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        return value
+    return None
+
+
+# --- jmxquery ---------------------------------------------------------------------------------------------------
+
+
+class JmxqueryTransport:
+    """All queries of a scrape in one `jmxquery` call (one JVM fork), with a strict time limit."""
+
+    def __init__(self, broker: JmxBrokerConfig, timeout_s: float, java_path: str = "java") -> None:
+        if broker.username is not None or broker.ssl:
+            what = "credentials" if broker.username is not None else "TLS trust-store settings"
+            raise ConfigError(
+                f"jmx.brokers (broker {broker.broker_id}): the jmxquery transport would pass the JMX {what} on "
+                "the command line of its Java process; set collectors.transport to jpype"
+            )
+        from jmxquery import JMXConnection
+
+        self.broker = broker
+        self.timeout_s = timeout_s
+        self._connection = JMXConnection(service_url(broker), java_path=java_path)
+        self.dropped: list[BeanQuery] = []
+        """Queries left out of the last scrape because their values broke jmxquery's JSON."""
+
+    def read(self, queries: Sequence[BeanQuery]) -> list[Reading]:
+        self.dropped = []
+        deadline = time.monotonic() + self.timeout_s
+        return self._read_batch(list(queries), deadline)
+
+    def _read_batch(self, queries: list[BeanQuery], deadline: float) -> list[Reading]:
+        try:
+            return self._call(queries, deadline)
+        except json.JSONDecodeError:
+            # Defect 2: one value with a quote or backslash spoils the whole batch's JSON. Halve the batch until
+            # the bad query stands alone, keep everything else, and name the one left out.
+            if len(queries) == 1:
+                _LOG.warning("broker %s: %s returns a value jmxquery cannot encode; skipped", self.broker.broker_id,
+                             queries[0].pattern)  # fmt: skip
+                self.dropped.append(queries[0])
+                return []
+            middle = len(queries) // 2
+            return self._read_batch(queries[:middle], deadline) + self._read_batch(queries[middle:], deadline)
+
+    def _call(self, queries: list[BeanQuery], deadline: float) -> list[Reading]:
+        from jmxquery import JMXQuery
+
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise self._timeout()
+        jmx_queries = [JMXQuery(q.pattern, attribute=a) for q in queries for a in q.attributes]
+        started = time.monotonic()
+        try:
+            results = self._connection.query(jmx_queries, timeout=remaining)
+        except subprocess.CalledProcessError as exc:
+            raise JmxUnreachable(f"broker {self.broker.broker_id} JMX at {self._where()}: {_jar_error(exc)}") from exc
+        except (AttributeError, subprocess.TimeoutExpired) as exc:
+            # Defect 3: on timeout jmxquery calls .decode() on a None output; the killed JVM is reaped by then.
+            raise self._timeout() from exc
+        if not results and time.monotonic() - started >= remaining * 0.95:
+            raise self._timeout()  # the other timeout path: jmxquery logs and returns an empty list
+        readings = []
+        for result in results:
+            value = _number_or_string(result.value)
+            if value is not None:
+                readings.append(Reading(result.mBeanName, result.attribute, value, result.attributeKey))
+        return readings
+
+    def _where(self) -> str:
+        return f"{self.broker.host}:{self.broker.port}"
+
+    def _timeout(self) -> JmxTimeout:
+        return JmxTimeout(f"broker {self.broker.broker_id} JMX at {self._where()}: no answer in {self.timeout_s:g} s")
+
+    def close(self) -> None:
+        """Nothing to release: every call is its own process."""
+
+
+def _jar_error(exc: subprocess.CalledProcessError) -> str:
+    """The jar prints `{"error": ..., "message": ...}` and exits 2 on connect or query failure."""
+    text = (exc.output or b"").decode(errors="replace") + (exc.stderr or b"").decode(errors="replace")
+    try:
+        parsed = json.loads(text)
+        return f"{parsed.get('error')}: {parsed.get('message')}"
+    except (json.JSONDecodeError, AttributeError):
+        return text.strip()[-300:] or f"jmxquery exited with status {exc.returncode}"
+
+
+# --- JPype --------------------------------------------------------------------------------------------------------
+
+_JVM_LOCK = threading.Lock()
+
+
+def ensure_jvm(response_timeout_s: float) -> None:
+    """Start the in-process JVM once per process. RMI's response timeout is fixed then, for every broker: it is
+    what eventually frees a thread stuck on a paused broker after `read` has already given up on it."""
+    import jpype
+
+    with _JVM_LOCK:
+        if not jpype.isJVMStarted():
+            timeout_ms = str(int(response_timeout_s * 1000))
+            jpype.startJVM(
+                "-Xmx64m",
+                "-XX:TieredStopAtLevel=1",
+                f"-Dsun.rmi.transport.tcp.responseTimeout={timeout_ms}",
+                f"-Dsun.rmi.transport.connectionTimeout={timeout_ms}",
+                "-Djava.rmi.server.disableHttp=true",
+                convertStrings=True,
+            )
+
+
+class JpypeTransport:
+    """One JMX connection per broker, kept open across scrapes, in an in-process JVM."""
+
+    def __init__(
+        self,
+        broker: JmxBrokerConfig,
+        timeout_s: float,
+        truststore: str | None = None,
+        truststore_password: str | None = None,
+    ) -> None:
+        self.broker = broker
+        self.timeout_s = timeout_s
+        self._truststore = truststore
+        self._truststore_password = truststore_password
+        self._connector: Any = None
+        self._connection: Any = None
+        # One worker per broker: a read stuck on a paused broker blocks only this broker's next scrape.
+        self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"jmx-{broker.broker_id}")
+        self._pending: concurrent.futures.Future[list[Reading]] | None = None
+
+    def read(self, queries: Sequence[BeanQuery]) -> list[Reading]:
+        if self._pending is not None and not self._pending.done():
+            raise JmxTimeout(f"broker {self.broker.broker_id} JMX at {self._where()}: the previous read still hangs")
+        ensure_jvm(self.timeout_s)
+        self._pending = self._worker.submit(self._read, list(queries))
+        try:
+            return self._pending.result(timeout=self.timeout_s)
+        except concurrent.futures.TimeoutError:
+            self._connection = None  # reconnect next time; the old connector is closed by the stuck thread's end
+            raise JmxTimeout(
+                f"broker {self.broker.broker_id} JMX at {self._where()}: no answer in {self.timeout_s:g} s"
+            ) from None
+
+    def _where(self) -> str:
+        return f"{self.broker.host}:{self.broker.port}"
+
+    def _connect(self) -> Any:
+        import jpype
+
+        HashMap = jpype.JClass("java.util.HashMap")
+        JMXServiceURL = jpype.JClass("javax.management.remote.JMXServiceURL")
+        JMXConnectorFactory = jpype.JClass("javax.management.remote.JMXConnectorFactory")
+        env = HashMap()
+        if self.broker.username is not None and self.broker.password is not None:
+            credentials = jpype.JArray(jpype.JString)([self.broker.username, self.broker.password.get_secret_value()])
+            env.put("jmx.remote.credentials", credentials)
+        if self.broker.ssl:
+            System = jpype.JClass("java.lang.System")
+            if self._truststore is not None:
+                System.setProperty("javax.net.ssl.trustStore", self._truststore)
+            if self._truststore_password is not None:
+                System.setProperty("javax.net.ssl.trustStorePassword", self._truststore_password)
+            factory = jpype.JClass("javax.rmi.ssl.SslRMIClientSocketFactory")()
+            env.put("com.sun.jndi.rmi.factory.socket", factory)
+        self._connector = JMXConnectorFactory.connect(JMXServiceURL(service_url(self.broker)), env)
+        return self._connector.getMBeanServerConnection()
+
+    def _read(self, queries: list[BeanQuery]) -> list[Reading]:
+        import jpype
+
+        try:
+            if self._connection is None:
+                self._close_connector()
+                self._connection = self._connect()
+            return self._query(self._connection, queries)
+        except jpype.JException as exc:
+            self._connection = None
+            self._close_connector()
+            raise JmxUnreachable(f"broker {self.broker.broker_id} JMX at {self._where()}: {exc}") from exc
+
+    def _query(self, connection: Any, queries: list[BeanQuery]) -> list[Reading]:
+        import jpype
+
+        ObjectName = jpype.JClass("javax.management.ObjectName")
+        CompositeData = jpype.JClass("javax.management.openmbean.CompositeData")
+        readings: list[Reading] = []
+        for query in queries:
+            names = connection.queryNames(ObjectName(query.pattern), None)
+            for name in sorted(names, key=str):
+                bean = str(name)
+                # getAttributes: one round trip per bean; attributes a bean lacks are left out, not errors.
+                for attribute in connection.getAttributes(name, jpype.JArray(jpype.JString)(query.attributes)):
+                    value = attribute.getValue()
+                    if isinstance(value, CompositeData):
+                        for key in value.getCompositeType().keySet():
+                            number = _number_or_string(_to_python(value.get(key)))
+                            if number is not None:
+                                readings.append(Reading(bean, str(attribute.getName()), number, str(key)))
+                        continue
+                    converted = _number_or_string(_to_python(value))
+                    if converted is not None:
+                        readings.append(Reading(bean, str(attribute.getName()), converted))
+        return readings
+
+    def _close_connector(self) -> None:
+        connector, self._connector = self._connector, None
+        if connector is not None:
+            try:
+                connector.close()
+            except Exception:  # closing a dead connection may fail; there is nothing left to release
+                _LOG.debug("closing the JMX connector of broker %s failed", self.broker.broker_id, exc_info=True)
+
+    def close(self) -> None:
+        self._worker.submit(self._close_connector)
+        self._worker.shutdown(wait=False)
+
+
+def _to_python(value: Any) -> Any:
+    """java.lang boxed numbers, booleans and strings as Python values; anything else as is."""
+    import jpype
+
+    if value is None:
+        return None
+    if isinstance(value, jpype.JClass("java.lang.Boolean")):
+        return bool(value.booleanValue())
+    if isinstance(value, jpype.JClass("java.lang.Number")):
+        return float(value.doubleValue())
+    if isinstance(value, str | jpype.JString):
+        return str(value)
+    return value
+
+
+def open_transport(kind: str, broker: JmxBrokerConfig, jmx: JmxConfig) -> JmxTransport:
+    """The transport `collectors.transport` names, for one broker of a cluster's `jmx` section."""
+    if kind == "jmxquery":
+        return JmxqueryTransport(broker, jmx.timeout_s)
+    if kind == "jpype":
+        truststore = str(jmx.truststore) if jmx.truststore is not None else None
+        password = jmx.truststore_password.get_secret_value() if jmx.truststore_password is not None else None
+        return JpypeTransport(broker, jmx.timeout_s, truststore, password)
+    raise ConfigError(f"collectors.transport: unknown transport {kind!r}; use jmxquery or jpype")
