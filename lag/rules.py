@@ -1,0 +1,213 @@
+"""The partition rules, pure: Burrow v1.9.5's, Debian Burrow 1.2.1's, and ours (`enhanced`).
+
+Each rule set takes one partition's window (oldest first) and the broker-offset history, and returns a status and
+the reason it was chosen. Sources: research/burrow-and-lag.md §1.5 (Burrow's `caching.go` at both tags). Burrow's
+rule numbers are kept in the predicate docstrings. Clock note: Burrow compares against `time.Now().Unix()` seconds
+times 1000, so the burrow modes floor `now_ms` to a whole second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from lag.status import Mode, Status
+from lag.timelag import hwm_at, waiting_since_ms
+from lag.window import NO_LAG
+
+
+@dataclass(frozen=True, slots=True)
+class RuleParams:
+    """Evaluator settings; the names follow Burrow's config keys."""
+
+    mode: Mode = "enhanced"
+    intervals: int = 10
+    """Commits per window (Burrow storage `intervals`); also how many broker samples the burrow rules consult."""
+    allowed_lag: int = 0
+    """Lag at or below this counts as zero (Burrow >= 1.3.7 `allowed-lag`; ignored by burrow-1.2)."""
+    minimum_complete: float = 0.0
+    """Windows filled less than this are OK without checking rules (Burrow `minimum-complete`)."""
+    offset_refresh_ms: int = 10_000
+    """HWM poll interval; enhanced STOP waits at least `intervals x offset_refresh` (the warm-up)."""
+    marker_allowance: int = 1
+    """Enhanced: a lag this small with no record produced since the last commit is a transaction marker."""
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """One partition's inputs: its commit window and HWM history, oldest first."""
+
+    offsets: Sequence[int]
+    timestamps_ms: Sequence[int]
+    lags: Sequence[int]
+    """Lag at ingest per commit; `NO_LAG` (-1) when unknown."""
+    hwm_offsets: Sequence[int]
+    hwm_times_ms: Sequence[int]
+    current_lag: int
+
+
+# -- Burrow's predicates ---------------------------------------------------------------------------------------------
+
+
+def is_lag_always_not_zero(lags: Sequence[int], allowed_lag: int) -> bool:
+    """Rule 1: a stored lag at or below the allowance anywhere in the window makes the period OK."""
+    return not any(lag != NO_LAG and lag <= allowed_lag for lag in lags)
+
+
+def rewind_index(offsets: Sequence[int]) -> int:
+    """Rule 2: index of the first commit lower than its predecessor, -1 if none."""
+    for i in range(1, len(offsets)):
+        if offsets[i] < offsets[i - 1]:
+            return i
+    return -1
+
+
+def is_rewind_recovered(offsets: Sequence[int], index: int) -> bool:
+    """Rule 2, part 2 (HEAD, PR #716): a later commit reached the offset from before the rewind."""
+    return any(o >= offsets[index - 1] for o in offsets[index:])
+
+
+def is_stopped(timestamps_ms: Sequence[int], now_ms: int) -> bool:
+    """Rule 3: time since the last commit strictly exceeds the span of the window's commit timestamps."""
+    return now_ms - timestamps_ms[-1] > timestamps_ms[-1] - timestamps_ms[0]
+
+
+def is_stalled(offsets: Sequence[int]) -> bool:
+    """Rule 4: every commit in the window has the same offset."""
+    return all(o == offsets[0] for o in offsets)
+
+
+def is_lag_not_decreasing(lags: Sequence[int]) -> bool:
+    """Rule 5 (HEAD): the known lags never strictly decrease from one commit to the next."""
+    previous = NO_LAG
+    for lag in lags:
+        if lag == NO_LAG:
+            continue
+        if previous != NO_LAG and lag < previous:
+            return False
+        previous = lag
+    return True
+
+
+def is_recent_lag_zero(last_offset: int, broker_offsets: Sequence[int]) -> bool:
+    """The broker grace: some HWM sample in the ring is at or below the last commit (caught up recently)."""
+    return any(b <= last_offset for b in broker_offsets)
+
+
+# -- Rule sets -------------------------------------------------------------------------------------------------------
+
+
+def burrow_status(w: Window, now_ms: int, p: RuleParams) -> tuple[Status, str]:
+    """Burrow v1.9.5 `calculatePartitionStatus`: lag allowance, STOP, unrecovered REWIND, then STALL/WARN."""
+    now_ms -= now_ms % 1000
+    if w.current_lag <= p.allowed_lag:
+        return Status.OK, f"current lag {w.current_lag} <= allowed {p.allowed_lag}"
+    broker = w.hwm_offsets[-p.intervals :]
+    if is_stopped(w.timestamps_ms, now_ms) and not is_recent_lag_zero(w.offsets[-1], broker):
+        return Status.STOP, _stop_reason(w, now_ms)
+    index = rewind_index(w.offsets)
+    if index > 0 and not is_rewind_recovered(w.offsets, index):
+        return Status.REWIND, f"offset went back {w.offsets[index - 1]} -> {w.offsets[index]} and never recovered"
+    if is_lag_always_not_zero(w.lags, p.allowed_lag):
+        if is_stalled(w.offsets):
+            return Status.STALL, f"offset stuck at {w.offsets[-1]} for {len(w.offsets)} commits with lag"
+        if is_lag_not_decreasing(w.lags):
+            return Status.WARN, f"lag never decreased over {len(w.offsets)} commits: {_lags(w.lags)}"
+        return Status.OK, "lag decreased within the window"
+    return Status.OK, "lag was zero within the window"
+
+
+def burrow12_status(w: Window, now_ms: int, p: RuleParams) -> tuple[Status, str]:
+    """Burrow 1.2.1: no allowance, and any rewind (recovered or not) counts, inside the lag-never-zero block."""
+    now_ms -= now_ms % 1000
+    if w.current_lag <= 0:
+        return Status.OK, "current lag 0"
+    if is_stopped(w.timestamps_ms, now_ms) and not is_recent_lag_zero(w.offsets[-1], w.hwm_offsets[-p.intervals :]):
+        return Status.STOP, _stop_reason(w, now_ms)
+    if is_lag_always_not_zero(w.lags, 0):
+        index = rewind_index(w.offsets)
+        if index > 0:
+            return Status.REWIND, f"offset went back {w.offsets[index - 1]} -> {w.offsets[index]}"
+        if is_stalled(w.offsets):
+            return Status.STALL, f"offset stuck at {w.offsets[-1]} for {len(w.offsets)} commits with lag"
+        if all(w.lags[i] >= w.lags[i - 1] for i in range(1, len(w.lags))):
+            return Status.WARN, f"lag never decreased over {len(w.offsets)} commits: {_lags(w.lags)}"
+        return Status.OK, "lag decreased within the window"
+    return Status.OK, "lag was zero within the window"
+
+
+def enhanced_status(w: Window, now_ms: int, p: RuleParams) -> tuple[Status, str]:
+    """Ours: Burrow's order with lag against fresh HWMs, idle-aware STOP, a warm-up and marker awareness.
+
+    - E1 caught up: current lag <= allowance; or <= allowance + marker_allowance with no record produced since
+      the last commit (the gap is a transaction marker, which no consumer ever commits past);
+    - E2 STOP only when records have waited longer than the window span (at least `intervals x offset_refresh`,
+      the warm-up): a quiet topic is idle, not stopped, and a new group is not stopped after one commit;
+    - E3 REWIND as Burrow HEAD (unrecovered only);
+    - E4 fewer than two commits: too early to judge STALL or WARN (warm-up);
+    - E5 STALL/WARN on lags recomputed against the HWM interpolated at each commit's time, so a stale HWM
+      sample cannot hide lag (Burrow #101, #155).
+    """
+    last_offset, last_ts = w.offsets[-1], w.timestamps_ms[-1]
+    if w.current_lag <= p.allowed_lag:
+        return Status.OK, f"E1 caught up: lag {w.current_lag} <= allowed {p.allowed_lag}"
+    if w.current_lag <= p.allowed_lag + p.marker_allowance and _nothing_produced_since(w, last_ts):
+        return Status.OK, f"E1 caught up: lag {w.current_lag} is a transaction marker (no record since the commit)"
+    span = last_ts - w.timestamps_ms[0]
+    warm_up = p.intervals * p.offset_refresh_ms
+    threshold = max(span, warm_up)
+    waited = now_ms - max(last_ts, waiting_since_ms(last_offset, last_ts, w.hwm_offsets, w.hwm_times_ms))
+    if waited > threshold:
+        return Status.STOP, (
+            f"E2 STOP: no commit for {(now_ms - last_ts) / 1000:g} s while records waited {waited / 1000:g} s "
+            f"> {threshold / 1000:g} s (window span {span / 1000:g} s, warm-up {warm_up / 1000:g} s)"
+        )
+    index = rewind_index(w.offsets)
+    if index > 0 and not is_rewind_recovered(w.offsets, index):
+        return Status.REWIND, f"E3 offset went back {w.offsets[index - 1]} -> {w.offsets[index]} and never recovered"
+    if len(w.offsets) < 2:
+        return Status.OK, f"E4 warm-up: {len(w.offsets)} commit, records waiting {waited / 1000:g} s"
+    lags = fresh_lags(w)
+    if is_lag_always_not_zero(lags, p.allowed_lag):
+        if is_stalled(w.offsets):
+            return Status.STALL, f"E5 offset stuck at {last_offset} for {len(w.offsets)} commits, lags {_lags(lags)}"
+        if is_lag_not_decreasing(lags):
+            return Status.WARN, f"E5 lag never decreased over {len(w.offsets)} commits: {_lags(lags)}"
+        return Status.OK, f"E5 lag decreased within the window: {_lags(lags)}"
+    return Status.OK, f"E5 lag reached {p.allowed_lag} within the window: {_lags(lags)}"
+
+
+def fresh_lags(w: Window) -> list[int]:
+    """Lag at each commit against the HWM interpolated at the commit's time; the stored lag where history is short."""
+    out: list[int] = []
+    for offset, ts, stored in zip(w.offsets, w.timestamps_ms, w.lags, strict=True):
+        hwm = hwm_at(ts, w.hwm_offsets, w.hwm_times_ms)
+        out.append(stored if hwm is None else max(0, hwm - offset))
+    return out
+
+
+def _nothing_produced_since(w: Window, since_ms: int) -> bool:
+    """Every HWM sample from the last one before `since_ms` on is the newest HWM (none taken after: unknown, False)."""
+    if not w.hwm_times_ms or w.hwm_times_ms[-1] <= since_ms:
+        return False
+    newest = w.hwm_offsets[-1]
+    for offset, ts in zip(reversed(w.hwm_offsets), reversed(w.hwm_times_ms), strict=True):
+        if offset != newest:
+            return False
+        if ts <= since_ms:
+            return True
+    return False
+
+
+def _stop_reason(w: Window, now_ms: int) -> str:
+    span = w.timestamps_ms[-1] - w.timestamps_ms[0]
+    silence = now_ms - w.timestamps_ms[-1]
+    return f"STOP: no commit for {silence / 1000:g} s > window span {span / 1000:g} s, not caught up in the HWM history"
+
+
+def _lags(lags: Sequence[int]) -> str:
+    return ",".join("?" if lag == NO_LAG else str(lag) for lag in lags)
+
+
+RULE_SETS = {"burrow": burrow_status, "burrow-1.2": burrow12_status, "enhanced": enhanced_status}
+"""Mode name -> rule set."""

@@ -1,0 +1,96 @@
+"""The evaluator's verdicts: statuses ordered by severity with Burrow's names, and the frozen messages that carry them
+from `evaluator.py` to `burrow_json.py`, `api.py` and `metrics.py`.
+
+Burrow's numbering (`core/protocol/evaluator.go`) is kept so that metrics and API values mean the same thing:
+a group is NOTFOUND/OK/WARN/ERR, a partition OK/WARN/STOP/STALL/REWIND. UNKNOWN is ours: the group's cluster cannot
+be read, so no verdict is given (never a false STOP).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Literal
+
+Mode = Literal["burrow", "burrow-1.2", "enhanced"]
+"""Rule set: Burrow v1.9.5's rules, Debian Burrow 1.2.1's rules, or ours (the default)."""
+
+MODES: tuple[Mode, ...] = ("burrow", "burrow-1.2", "enhanced")
+
+
+class Status(enum.IntEnum):
+    """Severity-ordered status; `max()` of partition statuses gives the group's (before the ERR collapse)."""
+
+    UNKNOWN = -1
+    """Ours: the source of this group's offsets is unreachable or stale, so no verdict."""
+    NOTFOUND = 0
+    OK = 1
+    WARN = 2
+    ERR = 3
+    """Group only: any partition in STOP, STALL or REWIND."""
+    STOP = 4
+    STALL = 5
+    REWIND = 6
+
+    def group_level(self) -> Status:
+        """Burrow reports partition errors above ERR as ERR at group level (`evaluateConsumerStatus`)."""
+        return Status.ERR if self > Status.ERR else self
+
+
+@dataclass(frozen=True, slots=True)
+class CommitPoint:
+    """One stored commit of a partition window (Burrow's `ConsumerOffset`)."""
+
+    offset: int
+    timestamp_ms: int
+    """Commit timestamp from the broker (ms); after a min-distance merge, the timestamp of the bucket's first commit."""
+    lag: int | None
+    """Lag when the commit was stored, against the newest HWM known then; None when no HWM was known."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionVerdict:
+    """The status of one group-partition (Burrow's `PartitionStatus`, plus our `reason` and time lag)."""
+
+    topic: str
+    partition: int
+    status: Status
+    start: CommitPoint | None
+    """Oldest commit in the window; None for a partition the group never committed (a placeholder)."""
+    end: CommitPoint | None
+    """Newest commit in the window."""
+    current_lag: int
+    """max(0, newest HWM - newest committed offset) at evaluation time."""
+    complete: float
+    """Fraction of the window filled (1.0 when full; 0 for a placeholder)."""
+    owner: str = ""
+    client_id: str = ""
+    reason: str = ""
+    """Which rule decided, on which values: e.g. 'STOP: no commit for 600 s > window span 400 s'."""
+    lag_seconds: float | None = None
+    """How long ago the log end was where the group is now (interpolated from HWM history); None if unknown."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupStatus:
+    """The status of one consumer group (Burrow's `ConsumerGroupStatus`)."""
+
+    cluster: str
+    group: str
+    status: Status
+    """NOTFOUND, OK, WARN or ERR (or UNKNOWN while the cluster cannot be read)."""
+    complete: float
+    """Fraction of partitions whose window is full."""
+    partitions: tuple[PartitionVerdict, ...]
+    partition_count: int
+    maxlag: PartitionVerdict | None
+    """The partition with the largest current lag (first in topic/partition order on ties)."""
+    totallag: int
+    reason: str = ""
+    lag_seconds: float | None = None
+    """Largest partition time lag, when any is known."""
+
+
+def not_found(cluster: str, group: str, reason: str = "group not found") -> GroupStatus:
+    """Burrow answers 404 for an unknown group; the status object we print for it."""
+    return GroupStatus(cluster, group, Status.NOTFOUND, 0.0, (), 0, None, 0, reason)

@@ -1,0 +1,76 @@
+"""The array windows: ring order, wrap-around, Burrow's min-distance merge, and run reuse."""
+
+from __future__ import annotations
+
+from lag.store import Ingest, OffsetStore
+from lag.window import CommitWindows, HwmWindows
+
+
+def test_ring_keeps_the_newest_n_oldest_first() -> None:
+    w = CommitWindows(intervals=3)
+    slot = w.allocate(1)
+    for i in range(5):
+        w.push(slot, 100 * i, 1000 * i, i)
+    assert w.read(slot) == ([200, 300, 400], [2000, 3000, 4000], [2, 3, 4])
+    assert w.newest(slot) == (400, 4000, 4)
+
+
+def test_min_distance_merge_keeps_the_bucket_start_timestamp() -> None:
+    """research §1.4: the previous cell takes the new offset and lag but keeps its timestamp."""
+    w = CommitWindows(intervals=5, min_distance_ms=1000)
+    slot = w.allocate(1)
+    assert not w.push(slot, 10, 10_000, 5)
+    assert w.push(slot, 20, 10_400, 3)
+    assert w.push(slot, 30, 10_999, 1)  # still < 1000 ms after the bucket start
+    assert not w.push(slot, 40, 11_000, 0)
+    assert w.read(slot) == ([30, 40], [10_000, 11_000], [1, 0])
+
+
+def test_runs_are_contiguous_and_reused() -> None:
+    w = CommitWindows(intervals=2)
+    a = w.allocate(3)
+    b = w.allocate(2)
+    assert b == a + 3
+    w.push(a + 1, 5, 5, 0)
+    w.release(a, 3)
+    assert w.allocate(3) == a
+    assert w.count(a + 1) == 0
+
+
+def test_hwm_ring_and_partition_growth() -> None:
+    h = HwmWindows(capacity=2)
+    h.add("c", "t", 0, 10, 1)
+    h.add("c", "t", 2, 30, 1)
+    assert h.partition_count("c", "t") == 3
+    assert h.latest("c", "t", 1) is None
+    h.add("c", "t", 0, 11, 2)
+    h.add("c", "t", 0, 12, 3)
+    assert h.history("c", "t", 0) == ([11, 12], [2, 3])
+
+
+def test_store_drops_what_burrow_drops_and_counts_it() -> None:
+    s = OffsetStore(intervals=3, expire_group_ms=60_000, group_deny="^console-")
+    assert s.add_commit("c", "g", "t", 0, 5, 1000, now_ms=1000) is Ingest.NO_TOPIC
+    s.add_hwm("c", "t", 1, 100, 1000)
+    assert s.add_commit("c", "g", "t", 2, 5, 1000, now_ms=1000) is Ingest.NO_PARTITION
+    assert s.add_commit("c", "g", "t", 0, 5, 1000, now_ms=1000) is Ingest.NO_HWM
+    assert s.add_commit("c", "console-x", "t", 1, 5, 1000, now_ms=1000) is Ingest.FILTERED
+    assert s.add_commit("c", "g", "t", 1, 5, 1000, now_ms=100_000) is Ingest.EXPIRED
+    assert s.add_commit("c", "g", "t", 1, 40, 1000, now_ms=1000) is Ingest.STORED
+    slots = list(s.slots("c", "g"))
+    assert [(x.topic, x.partition) for x in slots] == [("t", 0), ("t", 1)]  # a placeholder for partition 0
+    assert s.commits.read(slots[1].slot) == ([40], [1000], [60])
+    assert s.has_group("c", "g", now_ms=2000)
+    assert not s.has_group("c", "g", now_ms=70_000)  # lazily purged after expire-group
+    assert s.groups("c") == []
+
+
+def test_partition_growth_keeps_existing_windows() -> None:
+    s = OffsetStore(intervals=3)
+    s.add_hwm("c", "t", 0, 100, 0)
+    s.add_commit("c", "g", "t", 0, 50, 0, now_ms=0)
+    s.add_hwm("c", "t", 1, 100, 0)
+    assert s.add_commit("c", "g", "t", 1, 60, 1, now_ms=1) is Ingest.STORED
+    slots = {x.partition: x.slot for x in s.slots("c", "g")}
+    assert s.commits.read(slots[0])[0] == [50]
+    assert s.commits.read(slots[1])[0] == [60]
