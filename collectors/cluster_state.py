@@ -1,0 +1,229 @@
+"""Cluster state from the Admin API alone (no JMX): the balance table and diagnoses of chapter 13.
+
+`fetch_snapshot` reads brokers, controller, partitions and each topic's min.insync.replicas; `assess` is pure and
+derives what an operator checks by hand: brokers missing, offline / under-replicated / under-min-ISR partitions,
+partitions and leaders per broker with their skew, preferred-leader imbalance, replicas sharing one rack, and
+`diagnose_under_replicated`: one broker common to every under-replicated partition, or a cluster-wide problem.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, ConfigResource
+
+from pulse.errors import KafkaUnavailable
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """One partition as the metadata describes it."""
+
+    topic: str
+    partition: int
+    leader: int
+    """Broker id of the leader; -1 when the partition is offline (no leader)."""
+    replicas: tuple[int, ...]
+    """The assignment in order: the first replica is the preferred leader."""
+    isr: tuple[int, ...]
+    min_isr: int = 1
+    """The topic's effective min.insync.replicas."""
+
+    @property
+    def is_offline(self) -> bool:
+        return self.leader < 0
+
+    @property
+    def is_under_replicated(self) -> bool:
+        return len(self.isr) < len(self.replicas)
+
+    @property
+    def is_under_min_isr(self) -> bool:
+        return len(self.isr) < self.min_isr
+
+    @property
+    def lagging_replicas(self) -> frozenset[int]:
+        """Replicas that are assigned but not in sync: the brokers this partition waits for."""
+        return frozenset(self.replicas) - frozenset(self.isr)
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    """What one Admin API read returned."""
+
+    brokers: Mapping[int, str | None]
+    """Live brokers (present in metadata) and their racks."""
+    controller: int | None
+    partitions: tuple[PartitionState, ...]
+
+
+class Scope(StrEnum):
+    """Where the under-replication comes from (the chapter's first question about URP)."""
+
+    NONE = "none"
+    """No partition is under-replicated."""
+    BROKER = "broker"
+    """One broker is missing from the ISR of every under-replicated partition: look at that broker."""
+    CLUSTER_WIDE = "cluster-wide"
+    """No single broker explains it: look at load, the network or the controller."""
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    scope: Scope
+    brokers: tuple[int, ...] = ()
+    """With scope BROKER, the broker(s) common to all under-replicated partitions (usually exactly one)."""
+
+
+@dataclass(frozen=True)
+class BrokerBalance:
+    """One row of the chapter's balance table."""
+
+    broker: int
+    rack: str | None
+    present: bool
+    partitions: int
+    """Replicas hosted."""
+    leaders: int
+    preferred: int
+    """Partitions whose preferred (first) replica is this broker."""
+    not_leading_preferred: int
+    """Of those, how many another broker leads: the preferred-leader imbalance."""
+    partition_skew: float
+    """(partitions - mean) / mean over the expected brokers; 0 when the mean is 0."""
+    leader_skew: float
+
+
+@dataclass(frozen=True)
+class ClusterHealth:
+    """Everything `assess` derives; `collector.py` exposes it as the `kafka_pulse_cluster_*` families."""
+
+    expected: tuple[int, ...]
+    missing: tuple[int, ...]
+    controller: int | None
+    partitions: int
+    offline: int
+    under_replicated: int
+    under_min_isr: int
+    same_rack: int
+    """Partitions with more than one replica, all of them in one rack (an AZ outage takes them all)."""
+    balance: tuple[BrokerBalance, ...]
+    diagnosis: Diagnosis
+
+
+def diagnose_under_replicated(partitions: Iterable[PartitionState]) -> Diagnosis:
+    """The broker(s) absent from the ISR of every under-replicated partition, else cluster-wide.
+
+    A dead or slow broker drops out of the ISR of all its partitions, so it is the one lagging replica they share.
+    Intersecting lagging replicas (not whole assignments) keeps the answer right when every partition is
+    assigned to every broker, as with RF 3 on 3 brokers.
+    """
+    common: frozenset[int] | None = None
+    for state in partitions:
+        if state.is_under_replicated:
+            common = state.lagging_replicas if common is None else common & state.lagging_replicas
+    if common is None:
+        return Diagnosis(Scope.NONE)
+    if common:
+        return Diagnosis(Scope.BROKER, tuple(sorted(common)))
+    return Diagnosis(Scope.CLUSTER_WIDE)
+
+
+def _skew(count: int, mean: float) -> float:
+    return (count - mean) / mean if mean else 0.0
+
+
+def assess(snapshot: ClusterSnapshot, expected: Iterable[int] = ()) -> ClusterHealth:
+    """Derive the cluster's health from one snapshot; `expected` adds brokers that should exist but may be gone."""
+    expected_ids = tuple(sorted(set(expected) | set(snapshot.brokers)))
+    hosted: Counter[int] = Counter()
+    leading: Counter[int] = Counter()
+    preferred: Counter[int] = Counter()
+    not_leading: Counter[int] = Counter()
+    same_rack = 0
+    for state in snapshot.partitions:
+        hosted.update(state.replicas)
+        if not state.is_offline:
+            leading[state.leader] += 1
+        if state.replicas:
+            preferred[state.replicas[0]] += 1
+            if state.leader != state.replicas[0]:
+                not_leading[state.replicas[0]] += 1
+        racks = {snapshot.brokers.get(b) for b in state.replicas}
+        if len(state.replicas) > 1 and len(racks) == 1 and None not in racks:
+            same_rack += 1
+    count = max(len(expected_ids), 1)
+    mean_partitions = sum(hosted[b] for b in expected_ids) / count
+    mean_leaders = sum(leading[b] for b in expected_ids) / count
+    balance = tuple(
+        BrokerBalance(
+            broker=b,
+            rack=snapshot.brokers.get(b),
+            present=b in snapshot.brokers,
+            partitions=hosted[b],
+            leaders=leading[b],
+            preferred=preferred[b],
+            not_leading_preferred=not_leading[b],
+            partition_skew=_skew(hosted[b], mean_partitions),
+            leader_skew=_skew(leading[b], mean_leaders),
+        )
+        for b in expected_ids
+    )
+    return ClusterHealth(
+        expected=expected_ids,
+        missing=tuple(b for b in expected_ids if b not in snapshot.brokers),
+        controller=snapshot.controller,
+        partitions=len(snapshot.partitions),
+        offline=sum(p.is_offline for p in snapshot.partitions),
+        under_replicated=sum(p.is_under_replicated for p in snapshot.partitions),
+        under_min_isr=sum(p.is_under_min_isr for p in snapshot.partitions),
+        same_rack=same_rack,
+        balance=balance,
+        diagnosis=diagnose_under_replicated(snapshot.partitions),
+    )
+
+
+# --- Admin API ----------------------------------------------------------------------------------------------------
+
+
+def fetch_snapshot(admin: AdminClient, cluster: str, timeout_s: float) -> ClusterSnapshot:
+    """Read brokers, controller, every partition and each topic's min.insync.replicas in three Admin calls."""
+    try:
+        described = admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s)
+        metadata = admin.list_topics(timeout=timeout_s)
+        min_isr = _min_isr(admin, list(metadata.topics), timeout_s)
+    except KafkaException as exc:
+        raise KafkaUnavailable(f"cluster {cluster!r}: cannot read cluster state: {exc.args[0]}") from exc
+    brokers = {node.id: node.rack for node in described.nodes}
+    partitions = tuple(
+        PartitionState(
+            topic=name,
+            partition=p.id,
+            leader=p.leader,
+            replicas=tuple(p.replicas),
+            isr=tuple(p.isrs),
+            min_isr=min_isr.get(name, 1),
+        )
+        for name, topic in sorted(metadata.topics.items())
+        for p in sorted(topic.partitions.values(), key=lambda part: part.id)
+    )
+    controller = described.controller.id if described.controller is not None else None
+    return ClusterSnapshot(brokers, controller, partitions)
+
+
+def _min_isr(admin: AdminClient, topics: list[str], timeout_s: float) -> dict[str, int]:
+    if not topics:
+        return {}
+    resources = [ConfigResource("TOPIC", t) for t in topics]
+    out: dict[str, int] = {}
+    futures: dict[Any, Any] = admin.describe_configs(resources, request_timeout=timeout_s)
+    for resource, future in futures.items():
+        entry = future.result(timeout=timeout_s).get("min.insync.replicas")
+        if entry is not None and entry.value is not None:
+            out[resource.name] = int(entry.value)
+    return out

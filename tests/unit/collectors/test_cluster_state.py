@@ -1,0 +1,87 @@
+"""Chapter 13's diagnoses as tables: each row a cluster shape, the expected verdict, and why."""
+
+from __future__ import annotations
+
+import pytest
+
+from collectors.cluster_state import (
+    ClusterSnapshot,
+    Diagnosis,
+    PartitionState,
+    Scope,
+    assess,
+    diagnose_under_replicated,
+)
+
+RACKS = {1: "az-a", 2: "az-b", 3: "az-c"}
+
+
+def part(p: int, leader: int, replicas: tuple[int, ...], isr: tuple[int, ...], min_isr: int = 2) -> PartitionState:
+    return PartitionState("t", p, leader, replicas, isr, min_isr)
+
+
+@pytest.mark.parametrize(
+    ("partitions", "want"),
+    [
+        pytest.param([part(0, 1, (1, 2, 3), (1, 2, 3))], Diagnosis(Scope.NONE), id="healthy"),
+        pytest.param(
+            [part(0, 1, (1, 2, 3), (1, 2)), part(1, 2, (2, 3, 1), (2, 1)), part(2, 1, (3, 1, 2), (1, 2))],
+            Diagnosis(Scope.BROKER, (3,)),
+            id="dead-broker-3-lags-everywhere",  # kill -9 of one broker: it leaves every ISR
+        ),
+        pytest.param(
+            [part(0, 1, (1, 2, 3), (1, 2)), part(1, 2, (2, 3, 1), (2, 3))],
+            Diagnosis(Scope.CLUSTER_WIDE),
+            id="different-laggards-cluster-wide",  # no one broker explains both
+        ),
+        pytest.param(
+            [part(0, 1, (1, 2, 3), (1,)), part(1, 1, (1, 2, 3), (1,))],
+            Diagnosis(Scope.BROKER, (2, 3)),
+            id="two-brokers-common-to-all",
+        ),
+        pytest.param(
+            [part(0, 1, (1, 2, 3), (1, 2, 3)), part(1, 2, (1, 2), (2,))],
+            Diagnosis(Scope.BROKER, (1,)),
+            id="healthy-partitions-do-not-vote",
+        ),
+    ],
+)  # fmt: skip
+def test_diagnosis(partitions, want) -> None:
+    assert diagnose_under_replicated(partitions) == want
+
+
+def test_assess_counts_the_states_of_the_chapter() -> None:
+    snapshot = ClusterSnapshot(
+        brokers={1: "az-a", 2: "az-b"},  # broker 3 is gone
+        controller=1,
+        partitions=(
+            part(0, 1, (1, 2, 3), (1, 2)),  # under-replicated, at min ISR
+            part(1, 2, (3, 1, 2), (2,)),  # under min ISR; preferred leader 3 not leading
+            part(2, -1, (3,), (), min_isr=1),  # offline
+            part(3, 1, (1, 2), (1, 2), min_isr=1),
+        ),
+    )
+    health = assess(snapshot, expected=[1, 2, 3])
+    assert health.missing == (3,)
+    assert (health.partitions, health.offline, health.under_replicated, health.under_min_isr) == (4, 1, 3, 2)
+    rows = {b.broker: b for b in health.balance}
+    assert [rows[b].partitions for b in (1, 2, 3)] == [3, 3, 3]
+    assert [rows[b].leaders for b in (1, 2, 3)] == [2, 1, 0]
+    assert rows[3].not_leading_preferred == 2 and rows[3].present is False
+    assert rows[1].leader_skew == pytest.approx(1.0)  # 2 leaders against a mean of 1
+    assert health.diagnosis == Diagnosis(Scope.BROKER, (3,))
+
+
+def test_same_rack_replicas_are_counted() -> None:
+    snapshot = ClusterSnapshot(
+        brokers={1: "az-a", 2: "az-a", 3: "az-b"},
+        controller=1,
+        partitions=(part(0, 1, (1, 2), (1, 2)), part(1, 1, (1, 3), (1, 3)), part(2, 1, (1,), (1,), 1)),
+    )
+    assert assess(snapshot).same_rack == 1  # RF 1 is not "sharing" a rack
+
+
+def test_no_partitions_means_no_skew() -> None:
+    health = assess(ClusterSnapshot(RACKS, None, ()))
+    assert all(b.partition_skew == 0 and b.leader_skew == 0 for b in health.balance)
+    assert health.controller is None
