@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from pulse.cli import dev, pending
+from pulse.cli import lag as lag_cli
 from pulse.errors import ConfigError, NotImplementedYet, PulseError
 
 
@@ -51,11 +52,11 @@ def cli() -> None:
 
 
 cli.add_command(dev.dev)
+cli.add_command(lag_cli.lag)
 for command in (
     pending.run,
     pending.collect,
     pending.canary,
-    pending.lag,
     pending.slo,
     pending.dashboards,
     pending.check,

@@ -33,24 +33,6 @@ def canary(config_path: Path | None) -> None:
     raise _pending("canary", 4, "the synthetic canary")
 
 
-@click.group(invoke_without_command=True)
-@config_option
-@click.pass_context
-def lag(ctx: click.Context, config_path: Path | None) -> None:
-    """Evaluate consumer groups (Burrow-compatible) and serve the Burrow v3 API; `lag replay` replays a file."""
-    if ctx.invoked_subcommand is None:
-        raise _pending("lag", 5, "the lag evaluator")
-
-
-@lag.command()
-@config_option
-@click.option("--input", "input_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
-@click.option("--mode", type=click.Choice(["burrow", "burrow-1.2", "enhanced"]), default="enhanced")
-def replay(config_path: Path | None, input_path: Path, mode: str) -> None:
-    """Feed recorded offsets and commits (JSONL) through the evaluator, with no Kafka."""
-    raise _pending("lag replay", 5, "evaluator replay")
-
-
 @click.group()
 def slo() -> None:
     """SLO error budgets and burn-rate alerts (PySpark), and equivalent Prometheus rules."""

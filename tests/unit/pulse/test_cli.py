@@ -34,7 +34,6 @@ def test_every_command_takes_config(command: str) -> None:
         (["collect"], 3),
         (["canary"], 4),
         (["lag"], 5),
-        (["lag", "replay", "--input", "x.jsonl"], 5),
         (["slo", "evaluate"], 6),
         (["slo", "backtest", "--from", "a", "--to", "b"], 6),
         (["slo", "rules"], 6),
