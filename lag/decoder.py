@@ -1,0 +1,251 @@
+"""Decoding of `__consumer_offsets` records into small typed messages (pure; `source.py` feeds it raw bytes).
+
+Formats (apache/kafka `group-coordinator/src/main/resources/common/message/*.json`, research §1.3), big-endian,
+key and value each start with an int16 version:
+- key v0/v1 OffsetCommitKey: group, topic (int16-length strings), partition int32; key v2 GroupMetadataKey: group;
+  keys >= 3 are the new coordinator's records (KIP-848, share groups): counted as unknown and skipped.
+- OffsetCommitValue v0: offset int64, metadata string, commit_ts int64; v1 adds expire_ts int64; v2 = v0's fields;
+  v3: offset, leader_epoch int32, metadata, commit_ts; v4 (Kafka 4.1, first flexible version): as v3 with a compact
+  string (unsigned varint length + 1) and trailing tagged fields.
+- GroupMetadataValue v0-v3: protocol_type, generation int32, protocol, leader (nullable strings), v2+ state
+  timestamp int64, members[int32 count]: member_id, v3+ group_instance_id (nullable), client_id, client_host,
+  v1+ rebalance_timeout int32, session_timeout int32, subscription bytes, assignment bytes.
+- An empty (null) value is a tombstone: for an offset key the committed offset is deleted, for a group key the group.
+Nothing here raises on bad input: a record that cannot be decoded becomes `Undecodable` with the reason.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommit:
+    group: str
+    topic: str
+    partition: int
+    offset: int
+    commit_timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetTombstone:
+    """The committed offset of one group-partition was deleted (expiry or DeleteConsumerGroupOffsets)."""
+
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    member_id: str
+    client_id: str
+    client_host: str
+    assignment: tuple[tuple[str, tuple[int, ...]], ...]
+    """(topic, partitions) assigned by the consumer protocol; empty when the group is not a `consumer` group or the
+    assignment could not be read."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadata:
+    group: str
+    protocol_type: str
+    generation: int
+    members: tuple[Member, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupTombstone:
+    """The group was deleted."""
+
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownRecord:
+    """A record kind we do not read (key version >= 3, or an unsupported value version); counted and skipped."""
+
+    key_version: int
+    value_version: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Undecodable:
+    """Bytes that do not parse as their version says; counted and skipped."""
+
+    reason: str
+
+
+Record = OffsetCommit | OffsetTombstone | GroupMetadata | GroupTombstone | UnknownRecord | Undecodable
+
+
+class _Truncated(Exception):
+    pass
+
+
+class _Reader:
+    """Cursor over a big-endian Kafka protocol buffer."""
+
+    __slots__ = ("buf", "pos")
+
+    def __init__(self, buf: bytes) -> None:
+        self.buf = buf
+        self.pos = 0
+
+    def _take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.buf):
+            raise _Truncated(f"need {n} bytes at {self.pos}, have {len(self.buf) - self.pos}")
+        out = self.buf[self.pos : self.pos + n]
+        self.pos += n
+        return out
+
+    def int16(self) -> int:
+        return int(struct.unpack(">h", self._take(2))[0])
+
+    def int32(self) -> int:
+        return int(struct.unpack(">i", self._take(4))[0])
+
+    def int64(self) -> int:
+        return int(struct.unpack(">q", self._take(8))[0])
+
+    def uvarint(self) -> int:
+        value = shift = 0
+        while True:
+            byte = self._take(1)[0]
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+            if shift > 28:
+                raise _Truncated("unsigned varint longer than 5 bytes")
+
+    def string(self) -> str:
+        n = self.int16()
+        if n < 0:
+            raise _Truncated(f"negative string length {n}")
+        return self._take(n).decode("utf-8", errors="replace")
+
+    def nullable_string(self) -> str | None:
+        n = self.int16()
+        return None if n == -1 else self._take(n).decode("utf-8", errors="replace")
+
+    def compact_string(self) -> str | None:
+        n = self.uvarint()
+        return None if n == 0 else self._take(n - 1).decode("utf-8", errors="replace")
+
+    def bytes_(self) -> bytes:
+        n = self.int32()
+        return b"" if n == -1 else self._take(n)
+
+    def tagged_fields(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self._take(self.uvarint())
+
+    def array_length(self) -> int:
+        n = self.int32()
+        if n < -1 or n > len(self.buf):  # each element needs at least one byte
+            raise _Truncated(f"array length {n} impossible in {len(self.buf)} bytes")
+        return max(n, 0)
+
+
+def decode_record(key: bytes | None, value: bytes | None) -> Record:
+    """Decode one `__consumer_offsets` record; never raises."""
+    if not key or len(key) < 2:
+        return Undecodable("key shorter than its version")
+    try:
+        reader = _Reader(key)
+        key_version = reader.int16()
+        if key_version in (0, 1):
+            group, topic, partition = reader.string(), reader.string(), reader.int32()
+            if not value:
+                return OffsetTombstone(group, topic, partition)
+            return _offset_value(group, topic, partition, value, key_version)
+        if key_version == 2:
+            group = reader.string()
+            if not value:
+                return GroupTombstone(group)
+            return _group_value(group, value, key_version)
+        return UnknownRecord(key_version, _peek_version(value))
+    except (_Truncated, struct.error) as exc:
+        return Undecodable(f"key: {exc}")
+
+
+def _peek_version(value: bytes | None) -> int | None:
+    return int(struct.unpack(">h", value[:2])[0]) if value and len(value) >= 2 else None
+
+
+def _offset_value(group: str, topic: str, partition: int, value: bytes, key_version: int) -> Record:
+    reader = _Reader(value)
+    try:
+        version = reader.int16()
+        if version in (0, 1, 2):
+            offset = reader.int64()
+            reader.string()
+            commit_ts = reader.int64()
+        elif version == 3:
+            offset = reader.int64()
+            reader.int32()
+            reader.string()
+            commit_ts = reader.int64()
+        elif version == 4:
+            offset = reader.int64()
+            reader.int32()
+            reader.compact_string()
+            commit_ts = reader.int64()
+            reader.tagged_fields()
+        else:
+            return UnknownRecord(key_version, version)
+    except (_Truncated, struct.error) as exc:
+        return Undecodable(f"offset commit value: {exc}")
+    return OffsetCommit(group, topic, partition, offset, commit_ts)
+
+
+def _group_value(group: str, value: bytes, key_version: int) -> Record:
+    reader = _Reader(value)
+    try:
+        version = reader.int16()
+        if not 0 <= version <= 3:
+            return UnknownRecord(key_version, version)
+        protocol_type = reader.string()
+        generation = reader.int32()
+        reader.nullable_string()
+        reader.nullable_string()
+        if version >= 2:
+            reader.int64()
+        members = []
+        for _ in range(reader.array_length()):
+            member_id = reader.string()
+            if version >= 3:
+                reader.nullable_string()
+            client_id = reader.string()
+            client_host = reader.string()
+            if version >= 1:
+                reader.int32()
+            reader.int32()
+            reader.bytes_()
+            assignment = reader.bytes_()
+            topics = _assignment(assignment) if protocol_type == "consumer" else ()
+            members.append(Member(member_id, client_id, client_host, topics))
+    except (_Truncated, struct.error) as exc:
+        return Undecodable(f"group metadata value: {exc}")
+    return GroupMetadata(group, protocol_type, generation, tuple(members))
+
+
+def _assignment(buf: bytes) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """ConsumerProtocolAssignment (v0-v3 share the prefix): version, [topic, [partition]]; empty if unreadable."""
+    if not buf:
+        return ()
+    reader = _Reader(buf)
+    try:
+        reader.int16()
+        out = []
+        for _ in range(reader.array_length()):
+            topic = reader.string()
+            partitions = tuple(reader.int32() for _ in range(reader.array_length()))
+            out.append((topic, partitions))
+    except (_Truncated, struct.error):
+        return ()
+    return tuple(out)
