@@ -247,6 +247,9 @@ class CollectorsConfig(_Section):
     scrape_interval_s: float = Field(default=15.0, gt=0)
     transport: Literal["jmxquery", "jpype"] = "jmxquery"
     """`jmxquery` forks a JVM per call; `jpype` keeps one JMX connection per broker in-process."""
+    topic_metrics: Literal["off", "topic", "partition"] = "off"
+    """Per-topic JMX beans (`topic`: BrokerTopicMetrics per topic; `partition`: also Log and Partition beans per
+    partition), filtered by `topic_allow`/`topic_deny`; off by default because they grow with the topic count."""
     topic_allow: Regex = ".*"
     topic_deny: Regex | None = None
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from pulse.cli import collect as collect_cli
 from pulse.cli import dev, pending
 from pulse.cli import lag as lag_cli
 from pulse.errors import ConfigError, NotImplementedYet, PulseError
@@ -52,10 +53,10 @@ def cli() -> None:
 
 
 cli.add_command(dev.dev)
+cli.add_command(collect_cli.collect)
 cli.add_command(lag_cli.lag)
 for command in (
     pending.run,
-    pending.collect,
     pending.canary,
     pending.slo,
     pending.dashboards,

@@ -21,13 +21,6 @@ def run(config_path: Path | None) -> None:
 
 @click.command()
 @config_option
-def collect(config_path: Path | None) -> None:
-    """Serve broker JMX metrics and cluster state from the Admin API on /metrics."""
-    raise _pending("collect", 3, "JMX and cluster-state collectors")
-
-
-@click.command()
-@config_option
 def canary(config_path: Path | None) -> None:
     """Run the synthetic producer/consumer: availability, latency and loss per broker and AZ."""
     raise _pending("canary", 4, "the synthetic canary")

@@ -31,7 +31,6 @@ def test_every_command_takes_config(command: str) -> None:
     ("argv", "issue"),
     [
         (["run"], 7),
-        (["collect"], 3),
         (["canary"], 4),
         (["lag"], 5),
         (["slo", "evaluate"], 6),

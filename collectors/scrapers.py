@@ -1,0 +1,146 @@
+"""Scrapes on their own schedule: one thread per broker (JMX) and one per cluster (Admin API).
+
+Each scraper keeps only its latest result; `collector.py` reads those at /metrics time, so a Prometheus scrape
+never waits on JMX, and one slow or hung broker delays nobody else's scrape.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from collectors.catalogue import BeanQuery, TopicSelection
+from collectors.mapping import BrokerIdentity, Family, map_readings
+from collectors.transport import JmxTimeout, JmxTransport
+from pulse.errors import PulseError
+
+_LOG = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ScrapeResult(Generic[T]):
+    """The outcome of the latest scrape, plus what the last good one returned."""
+
+    ok: bool
+    finished_s: float
+    """Wall-clock time (epoch seconds) the latest scrape ended."""
+    duration_s: float
+    last_success_s: float | None
+    """Wall-clock end of the latest successful scrape; None before the first."""
+    value: T | None
+    """The latest good value; None while the latest scrape failed (stale values would mislead alerts)."""
+    error: str | None = None
+    reason: str | None = None
+    """"timeout" or "unreachable" when the scrape failed."""
+
+
+@dataclass
+class FailureCounts:
+    """Failed scrapes by reason since start (exported as a counter)."""
+
+    by_reason: dict[str, int] = field(default_factory=dict)
+
+    def add(self, reason: str) -> None:
+        self.by_reason[reason] = self.by_reason.get(reason, 0) + 1
+
+
+class PeriodicScraper(Generic[T]):
+    """Runs `scrape()` every `interval_s` on its own daemon thread and publishes a `ScrapeResult`."""
+
+    def __init__(self, name: str, scrape: Callable[[], T], interval_s: float, clock: Callable[[], float] = time.time):
+        self.name = name
+        self._scrape = scrape
+        self.interval_s = interval_s
+        self._clock = clock
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._result: ScrapeResult[T] | None = None
+        self.failures = FailureCounts()
+        self.completed = threading.Condition(self._lock)
+        """Notified after every scrape; tests await a condition on `result` with it instead of sleeping."""
+
+    @property
+    def result(self) -> ScrapeResult[T] | None:
+        with self._lock:
+            return self._result
+
+    def scrape_once(self) -> ScrapeResult[T]:
+        started = time.monotonic()
+        previous = self.result
+        try:
+            value = self._scrape()
+        except PulseError as exc:
+            reason = "timeout" if isinstance(exc, JmxTimeout) else "unreachable"
+            last = previous.last_success_s if previous is not None else None
+            result: ScrapeResult[T] = ScrapeResult(
+                False, self._clock(), time.monotonic() - started, last, None, str(exc), reason
+            )
+            _LOG.warning("%s: scrape failed: %s", self.name, exc)
+        else:
+            now = self._clock()
+            result = ScrapeResult(True, now, time.monotonic() - started, now, value)
+        with self._lock:
+            if not result.ok and result.reason is not None:
+                self.failures.add(result.reason)
+            self._result = result
+            self.completed.notify_all()
+        return result
+
+    def wait_for(self, predicate: Callable[[ScrapeResult[T]], bool], timeout_s: float) -> ScrapeResult[T]:
+        """Block until a published result satisfies `predicate`; TimeoutError names the last result seen."""
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            while self._result is None or not predicate(self._result):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(f"{self.name}: no scrape result matched within {timeout_s} s: {self._result}")
+                self.completed.wait(remaining)
+            return self._result
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                self.scrape_once()
+            except Exception:  # a bug in one scrape must not end the schedule
+                _LOG.exception("%s: scrape crashed", self.name)
+            # Fixed rate, not fixed delay: a slow scrape shortens the pause rather than shifting the schedule.
+            self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - started)))
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"scrape-{self.name}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+class BrokerScraper(PeriodicScraper[dict[str, Family]]):
+    """One broker's JMX scrape: transport read -> named families."""
+
+    def __init__(
+        self,
+        identity: Callable[[], BrokerIdentity],
+        transport: JmxTransport,
+        plan: Sequence[BeanQuery],
+        selection: TopicSelection,
+        interval_s: float,
+    ) -> None:
+        self.identity = identity
+        self.transport = transport
+        broker = identity()
+
+        def scrape() -> dict[str, Family]:
+            return map_readings(transport.read(plan), identity(), selection)
+
+        super().__init__(f"cluster {broker.cluster} broker {broker.broker} JMX", scrape, interval_s)
+
+    def stop(self) -> None:
+        super().stop()
+        self.transport.close()

@@ -1,0 +1,111 @@
+"""The collectors as one service: configured from the config file, started, registered, stopped.
+
+Follows the module lifecycle of the style guide: the constructor validates and connects to nothing; `start`
+opens transports and starts the scrape threads; `stop` ends them. `kafka-pulse collect` and `kafka-pulse run`
+both compose it with an HTTP listener.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+from prometheus_client import CollectorRegistry
+
+from collectors.catalogue import TopicSelection, scrape_plan
+from collectors.cluster_state import ClusterHealth, assess, fetch_snapshot
+from collectors.collector import ClusterStateCollector, JmxCollector
+from collectors.mapping import BrokerIdentity
+from collectors.scrapers import BrokerScraper, PeriodicScraper
+from collectors.transport import open_transport
+from pulse.config import ClusterConfig, CollectorsConfig
+from pulse.profile import client_config
+
+_LOG = logging.getLogger(__name__)
+ADMIN_TIMEOUT_S = 10.0
+
+
+class _Quiet:
+    """librdkafka's `logger`: its reconnect chatter about a dead broker goes to DEBUG, the state is in /metrics."""
+
+    def log(self, level: int, msg: str, *args: object) -> None:
+        _LOG.debug(msg, *args)
+
+
+def topic_selection(config: CollectorsConfig) -> TopicSelection:
+    return TopicSelection(
+        per_topic=config.topic_metrics in ("topic", "partition"),
+        per_partition=config.topic_metrics == "partition",
+        allow=config.topic_allow,
+        deny=config.topic_deny,
+    )
+
+
+class CollectorService:
+    """JMX scrapers for every configured broker and one Admin API scraper per cluster."""
+
+    def __init__(self, clusters: Sequence[ClusterConfig], config: CollectorsConfig) -> None:
+        self.clusters = list(clusters)
+        self.config = config
+        self.selection = topic_selection(config)
+        self.plan = scrape_plan(self.selection)
+        self.racks: dict[tuple[str, int], str | None] = {}
+        """Rack per (cluster, broker), learnt from the Admin API; JMX samples are labelled with it."""
+        self.brokers: dict[tuple[str, int], BrokerScraper] = {}
+        self.states: dict[str, PeriodicScraper[ClusterHealth]] = {}
+        self._admins: list[AdminClient] = []
+
+    def start(self) -> None:
+        for cluster in self.clusters:
+            self.states[cluster.name] = self._state_scraper(cluster)
+            jmx = cluster.jmx
+            if jmx is None:
+                continue
+            for broker in jmx.brokers:
+                transport = open_transport(self.config.transport, broker, jmx)
+                self.brokers[(cluster.name, broker.broker_id)] = BrokerScraper(
+                    self._identity(cluster.name, broker.broker_id),
+                    transport,
+                    self.plan,
+                    self.selection,
+                    self.config.scrape_interval_s,
+                )
+        # Cluster state first: its first result brings the racks the JMX samples are labelled with.
+        for state in self.states.values():
+            state.scrape_once()
+            state.start()
+        for scraper in self.brokers.values():
+            scraper.start()
+
+    def _identity(self, cluster: str, broker: int) -> Callable[[], BrokerIdentity]:
+        def identity() -> BrokerIdentity:
+            return BrokerIdentity(cluster, broker, self.racks.get((cluster, broker)))
+
+        return identity
+
+    def _state_scraper(self, cluster: ClusterConfig) -> PeriodicScraper[ClusterHealth]:
+        settings: dict[str, Any] = {**client_config(cluster), "client.id": "kafka-pulse-collect", "logger": _Quiet()}
+        admin = AdminClient(settings)
+        self._admins.append(admin)
+        expected = {b.broker_id for b in cluster.jmx.brokers} if cluster.jmx is not None else set()
+
+        def scrape() -> ClusterHealth:
+            snapshot = fetch_snapshot(admin, cluster.name, min(ADMIN_TIMEOUT_S, self.config.scrape_interval_s * 2))
+            for broker, rack in snapshot.brokers.items():
+                self.racks[(cluster.name, broker)] = rack
+            expected.update(snapshot.brokers)  # a broker once seen stays expected: its absence is news
+            return assess(snapshot, expected)
+
+        return PeriodicScraper(f"cluster {cluster.name} state", scrape, self.config.scrape_interval_s)
+
+    def register(self, registry: CollectorRegistry) -> None:
+        registry.register(JmxCollector(self.brokers))
+        registry.register(ClusterStateCollector(self.states))
+
+    def stop(self) -> None:
+        for scraper in self.brokers.values():
+            scraper.stop()
+        for state in self.states.values():
+            state.stop()
