@@ -187,7 +187,11 @@ def fresh_lags(w: Window) -> list[int]:
 
 
 def _nothing_produced_since(w: Window, since_ms: int) -> bool:
-    """Every HWM sample from the last one before `since_ms` on is the newest HWM (none taken after: unknown, False)."""
+    """No HWM change seen after `since_ms`: every sample taken after it (there must be one) equals the newest.
+
+    When the history starts after the commit (kafka-pulse restarted), a flat history since then counts too: any
+    record produced before it would have been visible to the consumer, which committed nothing newer.
+    """
     if not w.hwm_times_ms or w.hwm_times_ms[-1] <= since_ms:
         return False
     newest = w.hwm_offsets[-1]
@@ -196,7 +200,7 @@ def _nothing_produced_since(w: Window, since_ms: int) -> bool:
             return False
         if ts <= since_ms:
             return True
-    return False
+    return True
 
 
 def _stop_reason(w: Window, now_ms: int) -> str:

@@ -155,6 +155,16 @@ class OffsetStore:
             self.commits.release(run.base, run.partitions)
         return True
 
+    def clear_partition(self, cluster: str, group: str, topic: str, partition: int) -> None:
+        """An offset tombstone: empty the window; a group left with no commits at all is deleted."""
+        entry = self._groups.get((cluster, group))
+        run = entry.topics.get(topic) if entry is not None else None
+        if entry is None or run is None or partition >= run.partitions:
+            return
+        self.commits.clear(run.base + partition)
+        if not any(self.commits.count(r.base + p) for r in entry.topics.values() for p in range(r.partitions)):
+            self.delete_group(cluster, group)
+
     def delete_group_topic(self, cluster: str, group: str, topic: str) -> bool:
         entry = self._groups.get((cluster, group))
         run = entry.topics.pop(topic, None) if entry is not None else None

@@ -98,6 +98,11 @@ class CommitWindows:
             self._count[slot] = count + 1
         return False
 
+    def clear(self, slot: int) -> None:
+        """Empty a slot (the partition's committed offset was deleted)."""
+        self._head[slot] = 0
+        self._count[slot] = 0
+
     def count(self, slot: int) -> int:
         return self._count[slot]
 

@@ -74,3 +74,15 @@ def test_partition_growth_keeps_existing_windows() -> None:
     slots = {x.partition: x.slot for x in s.slots("c", "g")}
     assert s.commits.read(slots[0])[0] == [50]
     assert s.commits.read(slots[1])[0] == [60]
+
+
+def test_offset_tombstones_empty_windows_and_then_the_group() -> None:
+    s = OffsetStore(intervals=3)
+    s.add_hwm("c", "t", 0, 100, 0)
+    s.add_hwm("c", "t", 1, 100, 0)
+    s.add_commit("c", "g", "t", 0, 50, 0, now_ms=0)
+    s.add_commit("c", "g", "t", 1, 50, 0, now_ms=0)
+    s.clear_partition("c", "g", "t", 0)
+    assert s.groups("c") == ["g"]
+    s.clear_partition("c", "g", "t", 1)
+    assert s.groups("c") == []

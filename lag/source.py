@@ -1,0 +1,170 @@
+"""Ingestion from a real cluster: `__consumer_offsets` consumed from the start (commit timestamps from the broker),
+HWMs polled with ListOffsets every `offset_refresh_s`, or committed offsets through the Admin API where the internal
+topic cannot be read. Kafka errors are caught here and turn the cluster unknown, never a verdict.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from lag.decoder import GroupMetadata, GroupTombstone, OffsetCommit, OffsetTombstone, decode_record
+from lag.service import LagService, SourceHealth
+
+_LOG = logging.getLogger(__name__)
+OFFSETS_TOPIC = "__consumer_offsets"
+_LATEST = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # untyped in confluent_kafka
+
+
+class KafkaLagSource:
+    """One cluster's HWM poller and offsets reader (`mode='offsets-topic'`) or Admin API poller (`'admin'`)."""
+
+    def __init__(
+        self,
+        cluster: str,
+        client_config: dict[str, Any],
+        service: LagService,
+        health: SourceHealth,
+        mode: str = "offsets-topic",
+    ) -> None:
+        self.cluster = cluster
+        self.client_config = dict(client_config)
+        self.service = service
+        self.health = health
+        self.mode = mode
+        self.decoded: dict[str, int] = {}
+        """Records read from __consumer_offsets by decoded kind (OffsetCommit, Undecodable, UnknownRecord, ...)."""
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._admin = AdminClient({**self.client_config, "socket.timeout.ms": 5000})
+        self._topics: dict[str, int] = {}
+
+    # -- lifecycle -------------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.poll_hwms()  # commits are only stored once their partition has a HWM (Burrow's rule)
+        targets = [self._hwm_loop, self._offsets_loop if self.mode == "offsets-topic" else self._admin_loop]
+        for target in targets:
+            thread = threading.Thread(target=target, name=f"lag-{self.cluster}-{target.__name__}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in reversed(self._threads):
+            thread.join(timeout=10)
+
+    # -- HWMs ------------------------------------------------------------------------------------------------------
+
+    def _hwm_loop(self) -> None:
+        while not self._stop.wait(self.service.settings.offset_refresh_s):
+            self.poll_hwms()
+
+    def poll_hwms(self) -> bool:
+        """One ListOffsets(latest) round for every partition of every non-internal topic; False when it failed."""
+        try:
+            metadata = self._admin.list_topics(timeout=5)
+            topics = {
+                name: len(t.partitions)
+                for name, t in metadata.topics.items()
+                if not name.startswith("__") and t.error is None
+            }
+            request = {TopicPartition(t, p): _LATEST for t, n in topics.items() for p in range(n)}
+            futures = self._admin.list_offsets(request, request_timeout=5) if request else {}
+            results = {tp: f.result(timeout=10) for tp, f in futures.items()}
+        except (KafkaException, TimeoutError, Exception) as exc:  # any failure means: this cluster is unknown now
+            self.health.mark_error(self.cluster, f"{type(exc).__name__}: {exc}")
+            return False
+        now = self.service.clock_ms()
+        with self.service.locked() as store:
+            for gone in set(self._topics) - set(topics):
+                store.delete_topic(self.cluster, gone)
+            for tp, info in results.items():
+                store.add_hwm(self.cluster, tp.topic, tp.partition, info.offset, now)
+        self._topics = topics
+        self.health.mark_ok(self.cluster)
+        return True
+
+    # -- __consumer_offsets ----------------------------------------------------------------------------------------
+
+    def _offsets_loop(self) -> None:
+        config = {
+            **self.client_config,
+            "group.id": f"kafka-pulse-lag-{uuid.uuid4().hex[:8]}",  # never joined or committed: we assign()
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+        }
+        consumer = Consumer(config)
+        try:
+            while not self._stop.is_set():
+                try:
+                    md = consumer.list_topics(OFFSETS_TOPIC, timeout=5).topics.get(OFFSETS_TOPIC)
+                except KafkaException as exc:
+                    self.health.mark_error(self.cluster, str(exc))
+                    continue
+                if md is not None and md.error is None and md.partitions:
+                    consumer.assign([TopicPartition(OFFSETS_TOPIC, p, OFFSET_BEGINNING) for p in md.partitions])
+                    break
+                self._stop.wait(1.0)
+            while not self._stop.is_set():
+                messages = consumer.consume(num_messages=10_000, timeout=0.5)
+                if messages:
+                    self.ingest([(m.key(), m.value()) for m in messages if m.error() is None])
+        finally:
+            consumer.close()
+
+    def ingest(self, records: list[tuple[bytes | None, bytes | None]]) -> None:
+        """Decode and apply a batch of `__consumer_offsets` records."""
+        now = self.service.clock_ms()
+        c = self.cluster
+        with self.service.locked() as store:
+            for key, value in records:
+                record = decode_record(key, value)
+                kind = type(record).__name__
+                self.decoded[kind] = self.decoded.get(kind, 0) + 1
+                if isinstance(record, OffsetCommit):
+                    store.add_commit(
+                        c, record.group, record.topic, record.partition, record.offset, record.commit_timestamp_ms, now
+                    )
+                elif isinstance(record, OffsetTombstone):
+                    store.clear_partition(c, record.group, record.topic, record.partition)
+                elif isinstance(record, GroupTombstone):
+                    store.delete_group(c, record.group)
+                elif isinstance(record, GroupMetadata) and record.protocol_type == "consumer":
+                    if not record.members:
+                        store.clear_owners(c, record.group)
+                    for m in record.members:
+                        for topic, partitions in m.assignment:
+                            for p in partitions:
+                                store.set_owner(c, record.group, topic, p, m.client_host, m.client_id)
+
+    # -- Admin API mode --------------------------------------------------------------------------------------------
+
+    def _admin_loop(self) -> None:
+        while not self._stop.wait(self.service.settings.offset_refresh_s):
+            self.poll_group_offsets()
+
+    def poll_group_offsets(self) -> bool:
+        """Committed offsets of every group through OffsetFetch; the poll time stands in for the commit time."""
+        try:
+            groups = self._admin.list_consumer_groups(request_timeout=5).result(timeout=10).valid
+            offsets = {}
+            for g in groups:
+                request = [ConsumerGroupTopicPartitions(g.group_id)]
+                result = self._admin.list_consumer_group_offsets(request, request_timeout=5)[g.group_id]
+                offsets[g.group_id] = result.result(timeout=10).topic_partitions or []
+        except (KafkaException, Exception) as exc:
+            self.health.mark_error(self.cluster, f"{type(exc).__name__}: {exc}")
+            return False
+        now = self.service.clock_ms()
+        with self.service.locked() as store:
+            for group, tps in offsets.items():
+                for tp in tps:
+                    if tp.offset >= 0 and tp.error is None:
+                        store.add_commit(self.cluster, group, tp.topic, tp.partition, tp.offset, now, now)
+        return True
