@@ -1,0 +1,120 @@
+"""SourceHealth: a cluster is judged only while its HWMs are fresh, and not again until `recovery_s` after it came
+back (issue #5 Build 7: while a cluster is unreachable its groups are unknown, never STOP). The clock is injected."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from lag.evaluator import Evaluator
+from lag.rules import RuleParams
+from lag.service import SourceHealth
+from lag.status import Status
+from lag.store import OffsetStore
+
+
+@dataclass
+class FakeClock:
+    now_ms: int = 0
+
+    def __call__(self) -> int:
+        return self.now_ms
+
+
+def health(clock: FakeClock) -> SourceHealth:
+    return SourceHealth(stale_after_s=5.0, recovery_s=10.0, clock_ms=clock)
+
+
+@dataclass(frozen=True)
+class Case:
+    events: tuple[tuple[int, str], ...]
+    """(time ms, "ok" | "error") in order: HWM rounds that succeeded or failed."""
+    now_ms: int
+    want: str | None
+    """A substring of the reason, or None when the cluster is readable."""
+
+
+CASES = [
+    pytest.param(Case((), 0, "no HWM read yet"), id="never-read: unknown, not OK"),
+    pytest.param(Case(((0, "error"),), 1000, "no HWM read yet (boom)"), id="never-read-with-error: says why"),
+    pytest.param(Case(((0, "ok"),), 5000, None), id="fresh: exactly stale_after is still fresh"),
+    pytest.param(Case(((0, "ok"),), 5001, "no HWM refresh for 5 s"), id="stale: HWMs older than stale_after"),
+    pytest.param(
+        Case(((0, "ok"), (2000, "error")), 6000, "no HWM refresh for 6 s (boom)"), id="stale-with-error: says why"
+    ),
+    pytest.param(Case(((0, "ok"), (2000, "error")), 3000, None), id="one-failed-round: still fresh, still judged"),
+    pytest.param(
+        Case(((0, "ok"), (60_000, "ok")), 65_000, "reachable again 5 s ago; waiting 10 s"),
+        id="recovering: no verdict right after an outage (commits must catch up first)",
+    ),
+    pytest.param(
+        Case(((0, "ok"), (60_000, "ok"), (64_000, "ok"), (68_000, "ok")), 70_000, None),
+        id="recovered: judged after recovery_s",
+    ),
+    pytest.param(
+        Case(((0, "ok"), (4000, "ok"), (8000, "ok")), 8000, None),
+        id="steady: refreshes within stale_after never recover",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_unavailable_reason(case: Case) -> None:
+    clock = FakeClock()
+    h = health(clock)
+    for at_ms, kind in case.events:
+        clock.now_ms = at_ms
+        if kind == "ok":
+            h.mark_ok("c")
+        else:
+            h.mark_error("c", "boom")
+    reason = h.unavailable_reason("c", case.now_ms)
+    if case.want is None:
+        assert reason is None
+    else:
+        assert reason is not None and case.want in reason, reason
+
+
+def test_clusters_are_independent() -> None:
+    clock = FakeClock()
+    h = health(clock)
+    h.mark_ok("a")
+    h.mark_ok("b")
+    clock.now_ms = 4000
+    h.mark_ok("b")
+    assert h.unavailable_reason("a", 9000) is not None
+    assert h.unavailable_reason("b", 9000) is None
+
+
+def test_a_success_clears_the_error() -> None:
+    clock = FakeClock()
+    h = health(clock)
+    h.mark_ok("c")
+    h.mark_error("c", "boom")
+    h.mark_ok("c")
+    assert h.unavailable_reason("c", 6000) == "no HWM refresh for 6 s"
+
+
+def test_evaluator_reports_unknown_instead_of_stop_while_stale() -> None:
+    """A group that Burrow's rules would call STOP (lag, no commit for longer than the window) is UNKNOWN while
+    its cluster's HWMs are stale, and STOP again once the cluster is fresh and recovered."""
+    clock = FakeClock()
+    h = health(clock)
+    store = OffsetStore(intervals=3)
+    store.add_hwm("c", "t", 0, 100, 0)
+    for ts in (0, 1000, 2000):
+        store.add_commit("c", "g", "t", 0, 10 + ts // 100, ts, ts)
+    h.mark_ok("c")
+    evaluator = Evaluator(store, RuleParams(mode="burrow", intervals=3), h)
+    assert evaluator.evaluate_group("c", "g", 5000).status is Status.ERR  # 3 s silent > 2 s span; fresh: judged
+    stale = evaluator.evaluate_group("c", "g", 60_000)
+    assert stale.status is Status.UNKNOWN
+    assert "no HWM refresh for 60 s" in stale.reason
+    clock.now_ms = 60_000
+    h.mark_ok("c")
+    assert evaluator.evaluate_group("c", "g", 61_000).status is Status.UNKNOWN
+    for at_ms in (64_000, 68_000):  # refreshes keep coming after the outage
+        clock.now_ms = at_ms
+        h.mark_ok("c")
+    assert evaluator.evaluate_group("c", "g", 71_000).status is Status.ERR
