@@ -31,6 +31,8 @@ from pulse.config import JmxBrokerConfig, JmxConfig
 from pulse.errors import ConfigError, PulseError
 
 _LOG = logging.getLogger(__name__)
+_JAR_NUMBER_TYPES = frozenset({"Byte", "Short", "Float", "BigInteger", "BigDecimal", "AtomicInteger", "AtomicLong"})
+"""Java types the jmxquery jar prints as JSON strings although they hold numbers."""
 
 
 class JmxUnreachable(PulseError):
@@ -39,6 +41,10 @@ class JmxUnreachable(PulseError):
 
 class JmxTimeout(JmxUnreachable):
     """A broker's JMX endpoint did not answer within the scrape's time limit (a hung or paused broker)."""
+
+
+class _BatchAborted(JmxUnreachable):
+    """jmxquery's jar gave up on a batch half-way ("general-exception"), typically a bean that disappeared."""
 
 
 class JmxTransport(Protocol):
@@ -87,7 +93,13 @@ class JmxqueryTransport:
     def read(self, queries: Sequence[BeanQuery]) -> list[Reading]:
         self.dropped = []
         deadline = time.monotonic() + self.timeout_s
-        return self._read_batch(list(queries), deadline)
+        try:
+            return self._read_batch(list(queries), deadline)
+        except _BatchAborted:
+            # The jar aborts the whole batch when a matched bean vanishes before its attributes are read (Kafka
+            # creates and removes RequestMetrics version beans at run time). A second try sees the new set.
+            self.dropped = []
+            return self._read_batch(list(queries), deadline)
 
     def _read_batch(self, queries: list[BeanQuery], deadline: float) -> list[Reading]:
         try:
@@ -114,7 +126,9 @@ class JmxqueryTransport:
         try:
             results = self._connection.query(jmx_queries, timeout=remaining)
         except subprocess.CalledProcessError as exc:
-            raise JmxUnreachable(f"broker {self.broker.broker_id} JMX at {self._where()}: {_jar_error(exc)}") from exc
+            reason = _jar_error(exc)
+            kind = _BatchAborted if reason.startswith("general-exception") else JmxUnreachable
+            raise kind(f"broker {self.broker.broker_id} JMX at {self._where()}: {reason}") from exc
         except (AttributeError, subprocess.TimeoutExpired) as exc:
             # Defect 3: on timeout jmxquery calls .decode() on a None output; the killed JVM is reaped by then.
             raise self._timeout() from exc
@@ -123,6 +137,12 @@ class JmxqueryTransport:
         readings = []
         for result in results:
             value = _number_or_string(result.value)
+            if isinstance(value, str) and result.value_type in _JAR_NUMBER_TYPES:
+                # The jar writes only Integer, Long, Double and Boolean as JSON numbers; BrokerState is a Byte.
+                try:
+                    value = float(value)
+                except ValueError:
+                    continue
             if value is not None:
                 readings.append(Reading(result.mBeanName, result.attribute, value, result.attributeKey))
         return readings
@@ -160,14 +180,29 @@ def ensure_jvm(response_timeout_s: float) -> None:
     with _JVM_LOCK:
         if not jpype.isJVMStarted():
             timeout_ms = str(int(response_timeout_s * 1000))
-            jpype.startJVM(
-                "-Xmx64m",
-                "-XX:TieredStopAtLevel=1",
-                f"-Dsun.rmi.transport.tcp.responseTimeout={timeout_ms}",
-                f"-Dsun.rmi.transport.connectionTimeout={timeout_ms}",
-                "-Djava.rmi.server.disableHttp=true",
-                convertStrings=True,
-            )
+            try:
+                _start_jvm(timeout_ms)
+            except OSError as exc:  # the JVM of this process was shut down (interpreter exit): no restart
+                raise JmxUnreachable(f"the in-process JVM is not available: {exc}") from exc
+
+
+def _start_jvm(timeout_ms: str) -> None:
+    import jpype
+    import jpype.config
+
+    # -Xrs and interrupt=False leave SIGINT/SIGTERM to Python, so `kafka-pulse collect` stops cleanly; and at
+    # exit the JVM is not destroyed, which would wait for RMI's non-daemon threads and never return.
+    jpype.config.destroy_jvm = False
+    jpype.startJVM(
+        "-Xrs",
+        "-Xmx64m",
+        "-XX:TieredStopAtLevel=1",
+        f"-Dsun.rmi.transport.tcp.responseTimeout={timeout_ms}",
+        f"-Dsun.rmi.transport.connectionTimeout={timeout_ms}",
+        "-Djava.rmi.server.disableHttp=true",
+        convertStrings=True,
+        interrupt=False,
+    )
 
 
 class JpypeTransport:
@@ -194,7 +229,10 @@ class JpypeTransport:
         if self._pending is not None and not self._pending.done():
             raise JmxTimeout(f"broker {self.broker.broker_id} JMX at {self._where()}: the previous read still hangs")
         ensure_jvm(self.timeout_s)
-        self._pending = self._worker.submit(self._read, list(queries))
+        try:
+            self._pending = self._worker.submit(self._read, list(queries))
+        except RuntimeError as exc:  # the transport was closed, or the interpreter is exiting
+            raise JmxUnreachable(f"broker {self.broker.broker_id}: the JMX transport is closed") from exc
         try:
             return self._pending.result(timeout=self.timeout_s)
         except concurrent.futures.TimeoutError:

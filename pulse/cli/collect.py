@@ -53,7 +53,10 @@ def collect(config_path: Path | None, cluster_name: str | None) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stopped.set())
     try:
-        stopped.wait()
+        # Short waits, not one long one: a signal may land on a JVM thread, and Python only runs its handler
+        # when the main thread gets back to bytecode.
+        while not stopped.wait(0.5):
+            pass
     finally:
         server.shutdown()
         service.stop()
