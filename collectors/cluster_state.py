@@ -194,8 +194,10 @@ def assess(snapshot: ClusterSnapshot, expected: Iterable[int] = ()) -> ClusterHe
 def fetch_snapshot(admin: AdminClient, cluster: str, timeout_s: float) -> ClusterSnapshot:
     """Read brokers, controller, every partition and each topic's min.insync.replicas in three Admin calls."""
     try:
-        described = admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s)
+        # Metadata first: it refreshes librdkafka's idea of the controller, which describe_cluster is sent to;
+        # after a kill -9 of that broker the cached one would time out every read until the next refresh.
         metadata = admin.list_topics(timeout=timeout_s)
+        described = admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s)
         min_isr = _min_isr(admin, list(metadata.topics), timeout_s)
     except KafkaException as exc:
         raise KafkaUnavailable(f"cluster {cluster!r}: cannot read cluster state: {exc.args[0]}") from exc
