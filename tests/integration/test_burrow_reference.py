@@ -6,10 +6,13 @@ This is the reference the lag evaluator is compared against, so the comparison s
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
+from pulse.dev.services import poll
 from tests.fixtures.kafka import KafkaHandle
+from tests.fixtures.services import BurrowFactory
 from tests.integration.test_dev_cluster import produce
 
 pytestmark = pytest.mark.integration
@@ -34,24 +37,26 @@ def commit_offsets(kafka39: KafkaHandle, topic: str, group: str, upto: int) -> N
     assert seen == upto, f"read only {seen} of {upto} records"
 
 
-def test_burrow_reports_a_real_groups_lag(kafka39: KafkaHandle, burrow_factory) -> None:
+def test_burrow_reports_a_real_groups_lag(kafka39: KafkaHandle, burrow_factory: BurrowFactory) -> None:
     topic = kafka39.create_topic("burrow", partitions=1, replication_factor=1)
     group = "burrow-ref"
     produce(kafka39, topic, 50, "x")
     commit_offsets(kafka39, topic, group, upto=20)  # also creates __consumer_offsets, which Burrow needs
 
     burrow = burrow_factory(kafka39.bootstrap_servers.split(","))
-    deadline = time.monotonic() + 90
-    partition: dict = {}
-    while time.monotonic() < deadline:
-        body = burrow.group_lag("local", group)
-        partitions = (body.get("status") or {}).get("partitions") or []
-        if partitions and partitions[0].get("end", {}).get("offset") == 20:
-            partition = partitions[0]
-            if partition.get("current_lag") == 30:
-                break
-        time.sleep(0.5)
-    assert partition, f"Burrow never reported group {group!r}; last answer: {body}"
+
+    def first_partition() -> dict[str, Any]:
+        partitions = (burrow.group_lag("local", group).get("status") or {}).get("partitions") or []
+        return partitions[0] if partitions else {}
+
+    # Burrow needs a few offset refreshes before it has both the commit and the HWM; poll, then assert exactly.
+    partition = poll(
+        first_partition,
+        lambda p: p.get("end", {}).get("offset") == 20 and p.get("current_lag") == 30,
+        90,
+        f"Burrow reporting group {group!r} at offset 20 with lag 30",
+        interval_s=0.5,
+    )
     assert partition["topic"] == topic
     assert partition["end"]["offset"] == 20
     assert partition["current_lag"] == 30, partition
