@@ -6,9 +6,11 @@ from pathlib import Path
 
 def cache_dir() -> Path:
     """Downloaded runtimes (Kafka classpaths per version); shared by every checkout on the machine."""
-    root = os.environ.get("KAFKA_PULSE_CACHE") or os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    base = Path(root) if os.environ.get("KAFKA_PULSE_CACHE") else Path(root) / "kafka-pulse"
-    return base
+    explicit = os.environ.get("KAFKA_PULSE_CACHE")
+    if explicit:
+        return Path(explicit)
+    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(root) / "kafka-pulse"
 
 
 def state_dir() -> Path:
