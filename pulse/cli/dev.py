@@ -12,7 +12,7 @@ from rich.table import Table
 
 from pulse.cli.options import config_option
 from pulse.dev.cluster import DevCluster
-from pulse.dev.runtime import DEFAULT_VERSION, LEGACY_VERSION, ensure_runtime
+from pulse.dev.runtime import DEFAULT_VERSION, LEGACY_VERSION, ensure_runtime, ensure_tools
 from pulse.dev.topology import Security
 from pulse.errors import ClusterError
 from pulse.paths import cache_dir, state_dir
@@ -85,10 +85,11 @@ def up(config_path: Path | None, brokers: str, kafka_version: str, security: str
     help="Repeat for several versions.",
 )
 def fetch(config_path: Path | None, versions: tuple[str, ...]) -> None:
-    """Gather the Kafka jars from Maven Central into the cache ahead of time (what `up` would do on first use)."""
+    """Gather the Kafka broker and client-tools jars from Maven Central into the cache ahead of time."""
     for version in versions:
         runtime = ensure_runtime(version, cache_dir())
-        click.echo(f"Kafka {version}: {runtime.libs}")
+        tools = ensure_tools(version, cache_dir())
+        click.echo(f"Kafka {version}: {runtime.libs} (tools: {tools.libs})")
 
 
 @dev.command()

@@ -1,7 +1,9 @@
-"""The Kafka runtime classpath, gathered from Maven Central once per version into a cache outside the repo.
+"""The Kafka runtime classpaths, gathered from Maven Central once per version into a cache outside the repo.
 
 A broker needs `org.apache.kafka:kafka_2.13` (which brings every server module at runtime scope) plus a
-logging backend, which the core artifact does not bring: Log4j 2 for 4.x, reload4j for 3.x.
+logging backend, which the core artifact does not bring: Log4j 2 for 4.x, reload4j for 3.x. The client-side
+tools (the perf tools of `kafka-tools`, MirrorMaker 2 from `connect-mirror`) get a classpath of their own, so
+Connect's dependencies never share a JVM with a broker.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ LEGACY_VERSION = "3.9.2"
 LOG4J2_VERSION = "2.24.3"  # what Kafka 4.x's own build ships
 SLF4J_VERSION = "1.7.36"  # kafka_2.13 depends on slf4j-api 1.7.x in both lines
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
+
+BROKER = ("kafka_2.13",)
+TOOLS = ("kafka-tools", "connect-mirror", "connect-runtime")
+"""ProducerPerformance/ConsumerPerformance live in kafka-tools; MirrorMaker 2's driver in connect-mirror."""
 
 
 @dataclass(frozen=True)
@@ -51,9 +57,9 @@ def _logging_dependencies(version: str) -> list[tuple[str, str, str]]:
     return [("org.slf4j", "slf4j-reload4j", SLF4J_VERSION)]
 
 
-def render_pom(version: str) -> str:
-    """A throwaway POM whose runtime dependencies are exactly the broker's classpath."""
-    deps = [("org.apache.kafka", "kafka_2.13", version), *_logging_dependencies(version)]
+def render_pom(version: str, artifacts: tuple[str, ...] = BROKER) -> str:
+    """A throwaway POM whose runtime dependencies are exactly the wanted classpath (the broker's by default)."""
+    deps = [*(("org.apache.kafka", a, version) for a in artifacts), *_logging_dependencies(version)]
     body = "\n".join(
         f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
         for g, a, v in deps
@@ -71,9 +77,9 @@ def render_pom(version: str) -> str:
 """
 
 
-def ensure_runtime(version: str, cache: Path) -> KafkaRuntime:
+def ensure_runtime(version: str, cache: Path, artifacts: tuple[str, ...] = BROKER) -> KafkaRuntime:
     """Return the cached classpath for `version`, gathering it with Maven first if it is not complete yet."""
-    root = cache / "kafka" / version
+    root = cache / "kafka" / (version if artifacts == BROKER else f"{version}-{'+'.join(artifacts)}")
     libs = root / "libs"
     marker = root / ".complete"
     if marker.exists():
@@ -86,16 +92,21 @@ def ensure_runtime(version: str, cache: Path) -> KafkaRuntime:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two test workers or shells must not download into one directory
         if marker.exists():
             return KafkaRuntime(version, libs)
-        _gather(version, libs)
+        _gather(version, artifacts, libs)
         marker.write_text(version + "\n")
     return KafkaRuntime(version, libs)
 
 
-def _gather(version: str, libs: Path) -> None:
+def ensure_tools(version: str, cache: Path) -> KafkaRuntime:
+    """The client-tools classpath (perf tools, MirrorMaker 2) for `version`."""
+    return ensure_runtime(version, cache, TOOLS)
+
+
+def _gather(version: str, artifacts: tuple[str, ...], libs: Path) -> None:
     if libs.exists():
         shutil.rmtree(libs)  # a partial copy from an interrupted run
     with tempfile.TemporaryDirectory(prefix="kafka-pulse-pom-") as tmp:
-        (Path(tmp) / "pom.xml").write_text(render_pom(version))
+        (Path(tmp) / "pom.xml").write_text(render_pom(version, artifacts))
         argv = [
             "mvn", "-B", "-q", f"{DEPENDENCY_PLUGIN}:copy-dependencies",
             f"-DoutputDirectory={libs}", "-DincludeScope=runtime",
@@ -106,5 +117,6 @@ def _gather(version: str, libs: Path) -> None:
         raise ProcessFailed(
             f"Maven could not gather Kafka {version} from Maven Central:\n" + "\n".join(errors or [result.stderr])
         )
-    if not any(libs.glob("kafka_2.13-*.jar")):
-        raise ProcessFailed(f"Maven finished but {libs} holds no kafka_2.13 jar")
+    missing = [a for a in artifacts if not any(libs.glob(f"{a}-{version}.jar"))]
+    if missing:
+        raise ProcessFailed(f"Maven finished but {libs} holds no jar for {', '.join(missing)} {version}")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pulse.dev.cluster import new_cluster_id
-from pulse.dev.runtime import render_pom
+from pulse.dev.runtime import TOOLS, render_pom
 from pulse.dev.topology import (
     ClusterSpec,
     NodeSpec,
@@ -99,3 +99,10 @@ def test_cluster_id_is_a_kafka_uuid_never_read_as_an_option() -> None:
     ids = [new_cluster_id() for _ in range(2000)]  # a leading '-' has odds 1 in 64 per draw
     assert all(len(cid) == 22 and len(base64.urlsafe_b64decode(cid + "==")) == 16 for cid in ids)
     assert not any(cid.startswith("-") for cid in ids)
+
+
+def test_tools_pom_names_perf_tools_and_mirrormaker() -> None:
+    pom = render_pom("4.3.1", TOOLS)
+    for artifact in ("kafka-tools", "connect-mirror", "connect-runtime"):
+        assert f"<artifactId>{artifact}</artifactId><version>4.3.1</version>" in pom
+    assert "kafka_2.13" not in pom
