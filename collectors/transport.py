@@ -276,7 +276,27 @@ class JpypeTransport:
         except jpype.JException as exc:
             self._connection = None
             self._close_connector()
-            raise JmxUnreachable(f"broker {self.broker.broker_id} JMX at {self._where()}: {exc}") from exc
+            raise JmxUnreachable(
+                f"broker {self.broker.broker_id} JMX at {self._where()}: {self._describe(exc)}"
+            ) from exc
+
+    def _describe(self, exc: Any) -> str:
+        """Name the likely fix for a login or TLS failure; Java's own messages never carry the password."""
+        import jpype
+
+        SecurityException = jpype.JClass("java.lang.SecurityException")
+        SSLException = jpype.JClass("javax.net.ssl.SSLException")
+        cause = exc
+        while cause is not None:
+            if isinstance(cause, SecurityException):
+                user = self.broker.username or "(none)"
+                return (
+                    f"JMX login refused for user {user!r} ({cause.getMessage()}); check jmx.brokers[].username/password"
+                )
+            if isinstance(cause, SSLException):
+                return f"TLS handshake failed ({cause.getMessage()}); check jmx.brokers[].ssl and jmx.truststore"
+            cause = cause.getCause()
+        return str(exc)
 
     def _query(self, connection: Any, queries: list[BeanQuery]) -> list[Reading]:
         import jpype

@@ -27,13 +27,17 @@ def dev_cluster_config(cluster: DevCluster, name: str = DEV_CLUSTER_NAME) -> Clu
             "sasl": {"mechanism": creds.mechanism, "username": creds.username, "password": creds.password},
             "tls": {"ca_file": creds.ca_file},
         }
+    login: dict[str, object] = {}
+    trust: dict[str, object] = {}
+    jmx_creds = cluster.jmx_credentials()
+    if jmx_creds is not None:  # a dev cluster started with JMX auth (and TLS)
+        login = {"username": jmx_creds.username, "password": jmx_creds.password, "ssl": jmx_creds.ssl}
+        if jmx_creds.truststore is not None:
+            trust = {"truststore": jmx_creds.truststore, "truststore_password": jmx_creds.truststore_password}
+    brokers = [{"broker_id": n.node_id, "port": n.jmx_port, **login} for n in cluster.spec.nodes]
+    jmx = {"brokers": brokers, **trust}
     return ClusterConfig.model_validate(
-        {
-            "name": name,
-            "bootstrap_servers": cluster.spec.bootstrap_servers,
-            "security": security,
-            "jmx": {"brokers": [{"broker_id": n.node_id, "port": n.jmx_port} for n in cluster.spec.nodes]},
-        }
+        {"name": name, "bootstrap_servers": cluster.spec.bootstrap_servers, "security": security, "jmx": jmx}
     )
 
 

@@ -16,20 +16,25 @@ import signal
 import subprocess
 import time
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from pulse.dev.runtime import KafkaRuntime, ensure_runtime
-from pulse.dev.tls import create_tls_files
+from pulse.dev.tls import create_tls_files, write_truststore
 from pulse.dev.topology import (
     RACKS,
     SCRAM_MECHANISM,
     ClusterSpec,
+    JmxAuthFiles,
+    JmxSecurity,
     NodeSpec,
     Security,
     TlsFiles,
     jvm_flags,
+    render_jmx_management_properties,
+    render_jmx_ssl_properties,
     render_log_config,
     render_server_properties,
 )
@@ -39,8 +44,11 @@ from pulse.process import ManagedProcess, pid_alive, stop_pid, tail
 
 STATE_FILE = "state.json"
 CREDENTIALS_FILE = "credentials.json"
+JMX_CREDENTIALS_FILE = "jmx-credentials.json"
 STARTED_MARKER = "Kafka Server started"  # KafkaRaftServer, logged once the broker is RUNNING
 SCRAM_USER = "pulse"
+JMX_USER = "pulse-monitor"
+"""The JMX login of a secured dev cluster; its role is `readonly`, all a collector needs."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,25 @@ class ScramCredentials:
     password: str
     mechanism: str
     ca_file: str
+
+
+@dataclass(frozen=True)
+class JmxCredentials:
+    """How a JMX client logs in to a secured dev cluster; kept in a 0600 file like `ScramCredentials`."""
+
+    username: str
+    password: str
+    ssl: bool
+    truststore: str | None = None
+    """PKCS#12 trust store holding the dev CA, for JVM clients; None without TLS."""
+    truststore_password: str | None = None
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write a file only its owner may read (passwords, keystore settings)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
 
 
 def new_cluster_id() -> str:
@@ -78,10 +105,25 @@ class DevCluster:
     # ---- creation and persistence -------------------------------------------------------------
 
     @classmethod
-    def plan(cls, home: Path, brokers: int, kafka_version: str, security: Security) -> DevCluster:
-        """Choose ports and ids for a new cluster; nothing is started or written yet."""
+    def plan(
+        cls,
+        home: Path,
+        brokers: int,
+        kafka_version: str,
+        security: Security,
+        jmx_security: JmxSecurity = JmxSecurity.NONE,
+        extra_jvm_flags: Mapping[int, Sequence[str]] | None = None,
+    ) -> DevCluster:
+        """Choose ports and ids for a new cluster; nothing is started or written yet.
+
+        `extra_jvm_flags` maps a node id to JVM options appended to that node's own (a java agent, say).
+        """
         if brokers not in (1, 3):
             raise ClusterError(f"--brokers must be 1 or 3, not {brokers}")
+        extra = dict(extra_jvm_flags or {})
+        unknown = sorted(set(extra) - set(range(1, brokers + 1)))
+        if unknown:
+            raise ClusterError(f"extra JVM flags for node(s) {unknown}, but the cluster has nodes 1-{brokers}")
         per_node = 4 if security is Security.SASL_SSL else 3
         ports = free_ports(brokers * per_node)
         nodes = []
@@ -95,9 +137,10 @@ class DevCluster:
                     controller_port=p[1],
                     jmx_port=p[2],
                     internal_port=p[3] if security is Security.SASL_SSL else None,
+                    extra_jvm_flags=tuple(extra.get(i + 1, ())),
                 )
             )
-        spec = ClusterSpec(new_cluster_id(), kafka_version, security, tuple(nodes))
+        spec = ClusterSpec(new_cluster_id(), kafka_version, security, tuple(nodes), jmx_security)
         return cls(home, spec)
 
     @classmethod
@@ -113,8 +156,11 @@ class DevCluster:
         except json.JSONDecodeError as exc:
             raise ClusterError(f"{path}: not valid JSON ({exc}); remove {home} and start again") from exc
         try:
-            nodes = tuple(NodeSpec(**node) for node in raw["nodes"])
-            spec = ClusterSpec(raw["cluster_id"], raw["kafka_version"], Security(raw["security"]), nodes)
+            nodes = tuple(
+                NodeSpec(**{**node, "extra_jvm_flags": tuple(node.get("extra_jvm_flags", ()))}) for node in raw["nodes"]
+            )
+            jmx_security = JmxSecurity(raw.get("jmx_security", JmxSecurity.NONE.value))
+            spec = ClusterSpec(raw["cluster_id"], raw["kafka_version"], Security(raw["security"]), nodes, jmx_security)
             pids = {int(k): int(v) for k, v in raw.get("pids", {}).items()}
         except (KeyError, TypeError, ValueError) as exc:
             raise ClusterError(f"{path}: unreadable state ({exc!r}); remove {home} and start again") from exc
@@ -126,6 +172,7 @@ class DevCluster:
             "cluster_id": self.spec.cluster_id,
             "kafka_version": self.spec.kafka_version,
             "security": self.spec.security.value,
+            "jmx_security": self.spec.jmx_security.value,
             "bootstrap_servers": self.spec.bootstrap_servers,
             "nodes": [asdict(n) for n in self.spec.nodes],
             "pids": {str(k): v for k, v in self.pids.items()},
@@ -141,6 +188,13 @@ class DevCluster:
         if self.spec.security is Security.PLAINTEXT or not path.exists():
             return None
         return ScramCredentials(**json.loads(path.read_text()))
+
+    def jmx_credentials(self) -> JmxCredentials | None:
+        """The JMX login (and trust store) of a cluster started with JMX security; None without."""
+        path = self.home / JMX_CREDENTIALS_FILE
+        if self.spec.jmx_security is JmxSecurity.NONE or not path.exists():
+            return None
+        return JmxCredentials(**json.loads(path.read_text()))
 
     # ---- paths --------------------------------------------------------------------------------
 
@@ -166,9 +220,11 @@ class DevCluster:
     def up(self, cache: Path, timeout_s: float = 120.0) -> None:
         """Gather jars, write configs, format storage, start every node and wait until all are RUNNING."""
         runtime = ensure_runtime(self.spec.kafka_version, cache)
-        tls = create_tls_files(self.home / "tls") if self.spec.security is Security.SASL_SSL else None
+        needs_tls = self.spec.security is Security.SASL_SSL or self.spec.jmx_security is JmxSecurity.AUTH_TLS
+        tls = create_tls_files(self.home / "tls") if needs_tls else None
+        jmx_files = self._write_jmx_security(tls)
         for node in self.spec.nodes:
-            self._write_node_files(runtime, node, tls)
+            self._write_node_files(runtime, node, tls if self.spec.security is Security.SASL_SSL else None, jmx_files)
         self._format(runtime)
         self.save()
         try:
@@ -182,14 +238,49 @@ class DevCluster:
             self.down(keep_data=True)
             raise
 
-    def _write_node_files(self, runtime: KafkaRuntime, node: NodeSpec, tls: TlsFiles | None) -> None:
+    def _write_node_files(
+        self, runtime: KafkaRuntime, node: NodeSpec, tls: TlsFiles | None, jmx_files: JmxAuthFiles | None
+    ) -> None:
         node_dir = self.node_dir(node.node_id)
         (node_dir / "logs").mkdir(parents=True, exist_ok=True)
-        props = node_dir / "server.properties"
-        fd = os.open(props, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # may hold the keystore password
-        with os.fdopen(fd, "w") as out:
-            out.write(render_server_properties(self.spec, node, node_dir / "data", tls))
+        # server.properties may hold the keystore password
+        _write_private(
+            node_dir / "server.properties", render_server_properties(self.spec, node, node_dir / "data", tls)
+        )
         (node_dir / "log4j.properties").write_text(render_log_config(runtime.major))
+        if jmx_files is not None:
+            management = render_jmx_management_properties(node.jmx_port, jmx_files)
+            _write_private(self._jmx_config_file(node.node_id), management)
+
+    def _jmx_config_file(self, node_id: int) -> Path:
+        return self.node_dir(node_id) / "management.properties"
+
+    def _write_jmx_security(self, tls: TlsFiles | None) -> JmxAuthFiles | None:
+        """The JMX login, access and TLS files every node shares, and the client's copy of the login (all 0600).
+
+        No password reaches a command line: the broker reads these files (the JVM rewrites the password file with
+        salted hashes at the first login), and clients read `jmx-credentials.json` or their own config.
+        """
+        if self.spec.jmx_security is JmxSecurity.NONE:
+            return None
+        directory = self.home / "jmx"
+        directory.mkdir(parents=True, exist_ok=True)
+        password = secrets.token_urlsafe(18)
+        files = JmxAuthFiles(directory / "jmxremote.password", directory / "jmxremote.access")
+        _write_private(files.password_file, f"{JMX_USER} {password}\n")
+        _write_private(files.access_file, f"{JMX_USER} readonly\n")
+        creds = JmxCredentials(JMX_USER, password, ssl=False)
+        if self.spec.jmx_security is JmxSecurity.AUTH_TLS:
+            if tls is None:
+                raise ValueError("JMX over TLS needs the cluster's TLS files")
+            ssl_config = directory / "jmx-ssl.properties"
+            _write_private(ssl_config, render_jmx_ssl_properties(tls))
+            files = JmxAuthFiles(files.password_file, files.access_file, ssl_config)
+            truststore = self.home / "tls" / "truststore.p12"
+            trust_password = write_truststore(tls.ca_file, truststore)
+            creds = JmxCredentials(JMX_USER, password, True, str(truststore), trust_password)
+        _write_private(self.home / JMX_CREDENTIALS_FILE, json.dumps(asdict(creds)))
+        return files
 
     def _java(self, runtime: KafkaRuntime, *args: str) -> list[str]:
         return ["java", "-cp", runtime.classpath, *args]
@@ -220,9 +311,18 @@ class DevCluster:
 
     def _start_node(self, runtime: KafkaRuntime, node: NodeSpec) -> None:
         node_dir = self.node_dir(node.node_id)
+        secured = self.spec.jmx_security is not JmxSecurity.NONE
+        flags = jvm_flags(
+            runtime.major,
+            node.jmx_port,
+            node_dir / "log4j.properties",
+            node_dir / "logs",
+            jmx_config_file=self._jmx_config_file(node.node_id) if secured else None,
+            extra=node.extra_jvm_flags,
+        )
         argv = [
             "java",
-            *jvm_flags(runtime.major, node.jmx_port, node_dir / "log4j.properties", node_dir / "logs"),
+            *flags,
             "-cp", runtime.classpath,
             "kafka.Kafka", str(node_dir / "server.properties"),
         ]  # fmt: skip
@@ -296,10 +396,7 @@ class DevCluster:
         for future in admin.alter_user_scram_credentials([upsert]).values():
             future.result(timeout=30)
         creds = ScramCredentials(SCRAM_USER, password, SCRAM_MECHANISM, str(tls.ca_file))
-        path = self.home / CREDENTIALS_FILE
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as out:
-            json.dump(asdict(creds), out)
+        _write_private(self.home / CREDENTIALS_FILE, json.dumps(asdict(creds)))
 
     # ---- status and stop ----------------------------------------------------------------------
 

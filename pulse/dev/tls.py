@@ -1,7 +1,8 @@
-"""A throwaway certificate authority and broker certificate for the dev cluster's SASL_SSL listener.
+"""A throwaway certificate authority and server certificates for the dev cluster's TLS (SASL_SSL, JMX) and tests.
 
-Brokers read a PKCS#12 keystore (key + certificate + CA); clients trust `ca.pem`. Everything is valid for
-127.0.0.1 and localhost only, and lives in the cluster's own directory.
+Brokers read a PKCS#12 keystore (key + certificate + CA); librdkafka clients trust `ca.pem`, JVM clients (the
+JMX transport) a PKCS#12 trust store. Everything is valid for 127.0.0.1 and localhost only, and lives in the
+cluster's own directory.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import datetime as dt
 import ipaddress
 import os
 import secrets
+from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
@@ -39,11 +41,16 @@ def _write_private(path: Path, data: bytes) -> None:
         out.write(data)
 
 
-def create_tls_files(directory: Path) -> TlsFiles:
-    """Generate a CA and a loopback broker certificate under `directory`."""
-    directory.mkdir(parents=True, exist_ok=True)
-    now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)  # tolerate small clock skew
+@dataclass(frozen=True)
+class PemFiles:
+    """A server certificate and key in PEM, for Python's `ssl` (the HTTP listener's TLS in tests)."""
 
+    cert_file: Path
+    key_file: Path
+    ca_file: Path
+
+
+def _new_ca(now: dt.datetime) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_cert = (
         x509.CertificateBuilder()
@@ -64,13 +71,18 @@ def create_tls_files(directory: Path) -> TlsFiles:
         )
         .sign(ca_key, hashes.SHA256())
     )  # fmt: skip
+    return ca_key, ca_cert
 
-    broker_key = ec.generate_private_key(ec.SECP256R1())
-    broker_cert = (
+
+def _issue_server_cert(
+    ca_key: ec.EllipticCurvePrivateKey, ca_cert: x509.Certificate, now: dt.datetime
+) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
         x509.CertificateBuilder()
         .subject_name(_name("localhost"))
         .issuer_name(ca_cert.subject)
-        .public_key(broker_key.public_key())
+        .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now)
         .not_valid_after(now + VALIDITY)
@@ -83,7 +95,19 @@ def create_tls_files(directory: Path) -> TlsFiles:
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
+    return key, cert
 
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)  # tolerate small clock skew
+
+
+def create_tls_files(directory: Path) -> TlsFiles:
+    """Generate a CA and a loopback broker certificate under `directory`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    now = _now()
+    ca_key, ca_cert = _new_ca(now)
+    broker_key, broker_cert = _issue_server_cert(ca_key, ca_cert, now)
     ca_file = directory / "ca.pem"
     ca_file.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
     password = secrets.token_urlsafe(18)
@@ -99,3 +123,35 @@ def create_tls_files(directory: Path) -> TlsFiles:
         ),
     )
     return TlsFiles(keystore=keystore, keystore_password=password, ca_file=ca_file)
+
+
+def create_pem_files(directory: Path) -> PemFiles:
+    """Generate a CA and a loopback server certificate as PEM files (key mode 0600) under `directory`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    now = _now()
+    ca_key, ca_cert = _new_ca(now)
+    key, cert = _issue_server_cert(ca_key, ca_cert, now)
+    files = PemFiles(directory / "server.pem", directory / "server-key.pem", directory / "ca.pem")
+    files.ca_file.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    files.cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    _write_private(
+        files.key_file,
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()),
+    )
+    return files
+
+
+def write_truststore(ca_file: Path, path: Path) -> str:
+    """A PKCS#12 trust store holding the CA of `ca_file` as a Java trusted-certificate entry; returns its password.
+
+    Java ignores certificates in a PKCS#12 file unless they carry Oracle's trusted-key-usage attribute, which
+    `serialize_java_truststore` writes; keytool would do the same but takes the password on its command line.
+    """
+    ca_cert = x509.load_pem_x509_certificate(ca_file.read_bytes())
+    password = secrets.token_urlsafe(18)
+    data = pkcs12.serialize_java_truststore(
+        [pkcs12.PKCS12Certificate(ca_cert, b"kafka-pulse-dev-ca")],
+        serialization.BestAvailableEncryption(password.encode()),
+    )
+    _write_private(path, data)
+    return password

@@ -6,6 +6,7 @@ node (az-a, az-b, az-c), and thread pools sized for a 2-core machine.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -33,6 +34,29 @@ class NodeSpec:
     jmx_port: int
     internal_port: int | None = None
     """Inter-broker PLAINTEXT listener; only with SASL_SSL, where it also carries admin set-up."""
+    extra_jvm_flags: tuple[str, ...] = ()
+    """Appended to the node's JVM options (after ours, so they win), e.g. a `-javaagent:` for a benchmark."""
+
+
+class JmxSecurity(StrEnum):
+    """How the brokers' remote JMX is protected: nothing (loopback only), a login, or a login over TLS."""
+
+    NONE = "none"
+    AUTH = "auth"
+    """Password and access files (read-only role)."""
+    AUTH_TLS = "auth+tls"
+    """The same login, with the JMX connector and its RMI registry over TLS."""
+
+
+@dataclass(frozen=True)
+class JmxAuthFiles:
+    """The files a JMX-secured node reads; every one is mode 0600 because the JVM refuses a readable password
+    file, and the TLS settings file holds the keystore password."""
+
+    password_file: Path
+    access_file: Path
+    ssl_config_file: Path | None = None
+    """`javax.net.ssl.keyStore*` for the JMX connector; None without TLS."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +74,7 @@ class ClusterSpec:
     kafka_version: str
     security: Security
     nodes: tuple[NodeSpec, ...]
+    jmx_security: JmxSecurity = JmxSecurity.NONE
 
     @property
     def bootstrap_servers(self) -> str:
@@ -152,13 +177,69 @@ def render_log_config(kafka_major: int) -> str:
     )
 
 
-def jvm_flags(kafka_major: int, jmx_port: int, log_config: Path, logs_dir: Path) -> list[str]:
-    """JVM options: a small G1 heap for 2 cores, C1 only for a fast start, JMX on loopback with one port."""
+def render_jmx_management_properties(jmx_port: int, files: JmxAuthFiles) -> str:
+    """`com.sun.management.config.file` for a JMX-secured node: every remote-JMX setting, so none is on argv.
+
+    The JVM reads only `com.sun.management.*` keys here: `javax.net.ssl.keyStorePassword` in this file is ignored
+    (measured on OpenJDK 17: the TLS handshake then fails for want of a key), so the keystore settings go in the
+    file `com.sun.management.jmxremote.ssl.config.file` names, which the JMX agent loads itself.
+    """
+    lines = {
+        "com.sun.management.jmxremote.port": str(jmx_port),
+        "com.sun.management.jmxremote.rmi.port": str(jmx_port),
+        "com.sun.management.jmxremote.host": "127.0.0.1",
+        "com.sun.management.jmxremote.authenticate": "true",
+        "com.sun.management.jmxremote.password.file": str(files.password_file),
+        "com.sun.management.jmxremote.access.file": str(files.access_file),
+        "com.sun.management.jmxremote.ssl": "false",
+    }
+    if files.ssl_config_file is not None:
+        lines |= {
+            "com.sun.management.jmxremote.ssl": "true",
+            "com.sun.management.jmxremote.registry.ssl": "true",
+            "com.sun.management.jmxremote.ssl.need.client.auth": "false",
+            "com.sun.management.jmxremote.ssl.config.file": str(files.ssl_config_file),
+        }
+    return "".join(f"{key}={value}\n" for key, value in lines.items())
+
+
+def render_jmx_ssl_properties(tls: TlsFiles) -> str:
+    """The JMX connector's keystore (the broker certificate of the dev CA) and its password."""
+    return (
+        f"javax.net.ssl.keyStore={tls.keystore}\n"
+        "javax.net.ssl.keyStoreType=PKCS12\n"
+        f"javax.net.ssl.keyStorePassword={tls.keystore_password}\n"
+    )
+
+
+def jvm_flags(
+    kafka_major: int,
+    jmx_port: int,
+    log_config: Path,
+    logs_dir: Path,
+    jmx_config_file: Path | None = None,
+    extra: Sequence[str] = (),
+) -> list[str]:
+    """JVM options: a small G1 heap for 2 cores, C1 only for a fast start, JMX on loopback with one port.
+
+    With `jmx_config_file` (a secured node) the JMX settings come from that file instead of the command line.
+    """
     logging = (
         [f"-Dlog4j2.configurationFile={log_config}"]
         if kafka_major >= 4
         else [f"-Dlog4j.configuration=file:{log_config}"]
     )
+    if jmx_config_file is not None:
+        jmx = [f"-Dcom.sun.management.config.file={jmx_config_file}"]
+    else:
+        jmx = [
+            "-Dcom.sun.management.jmxremote=true",
+            "-Dcom.sun.management.jmxremote.authenticate=false",
+            "-Dcom.sun.management.jmxremote.ssl=false",
+            f"-Dcom.sun.management.jmxremote.port={jmx_port}",
+            f"-Dcom.sun.management.jmxremote.rmi.port={jmx_port}",
+            "-Dcom.sun.management.jmxremote.host=127.0.0.1",
+        ]
     return [
         "-Xms256m",
         "-Xmx512m",
@@ -168,13 +249,9 @@ def jvm_flags(kafka_major: int, jmx_port: int, log_config: Path, logs_dir: Path)
         "-XX:+ExplicitGCInvokesConcurrent",
         "-XX:TieredStopAtLevel=1",
         "-Djava.awt.headless=true",
-        "-Dcom.sun.management.jmxremote=true",
-        "-Dcom.sun.management.jmxremote.authenticate=false",
-        "-Dcom.sun.management.jmxremote.ssl=false",
-        f"-Dcom.sun.management.jmxremote.port={jmx_port}",
-        f"-Dcom.sun.management.jmxremote.rmi.port={jmx_port}",
-        "-Dcom.sun.management.jmxremote.host=127.0.0.1",
+        *jmx,
         "-Djava.rmi.server.hostname=127.0.0.1",
         f"-Dkafka.logs.dir={logs_dir}",
         *logging,
+        *extra,
     ]
