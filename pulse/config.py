@@ -240,6 +240,58 @@ class ClusterConfig(_Section):
 # --- components ---------------------------------------------------------------------------------------------
 
 
+# --- collectors.clients: JVM clients scraped over JMX (issue #3 point 7) ---
+
+
+class JmxClientConfig(_Section):
+    """A JVM Kafka client's JMX endpoint (producer, consumer, MirrorMaker 2), scraped for client-side metrics."""
+
+    name: str
+    """Unique among `collectors.clients`; the `client_target` label of every sample and health series."""
+    host: str = "127.0.0.1"
+    port: int = Field(ge=1, le=65535)
+    username: str | None = None
+    password: SecretStr | None = None
+    ssl: bool = False
+    """JMX over TLS (`com.sun.management.jmxremote.ssl=true` in the client's JVM); trust from `truststore`."""
+    truststore: ExistingFile | None = None
+    truststore_password: SecretStr | None = None
+    cluster: str | None = None
+    """The Kafka cluster the client talks to: a `cluster` label on its samples; absent means no such label."""
+    timeout_s: float = Field(default=5.0, gt=0)
+    """Limit for one scrape of this client; a slower answer counts as a failed scrape (`reason="timeout"`)."""
+
+    @field_validator("name", "cluster")
+    @classmethod
+    def _valid_name(cls, name: str | None) -> str | None:
+        if name is not None and not _NAME.fullmatch(name):
+            raise ValueError(f"{name!r} may only contain letters, digits, '_', '.' and '-'")
+        return name
+
+    @model_validator(mode="after")
+    def _credentials_in_pairs(self) -> Self:
+        if self.password is not None and self.username is None:
+            raise config_problem("required when password is set", ("username",))
+        if self.username is not None and self.password is None:
+            raise config_problem("required when username is set", ("password",))
+        if self.truststore is not None and not self.ssl:
+            raise config_problem("set ssl: true to use a trust store (JMX over TLS)", ("ssl",))
+        return self
+
+
+def _unique_client_names(clients: list[JmxClientConfig]) -> list[JmxClientConfig]:
+    first: dict[str, int] = {}
+    for index, client in enumerate(clients):
+        if client.name in first:
+            raise config_problem(f"duplicate client name {client.name!r} (also clients[{first[client.name]}])",
+                                 (index, "name"))  # fmt: skip
+        first[client.name] = index
+    return clients
+
+
+# --- end of collectors.clients ---
+
+
 class CollectorsConfig(_Section):
     """JMX and Admin API collectors (collectors/)."""
 
@@ -252,16 +304,54 @@ class CollectorsConfig(_Section):
     partition), filtered by `topic_allow`/`topic_deny`; off by default because they grow with the topic count."""
     topic_allow: Regex = ".*"
     topic_deny: Regex | None = None
+    clients: Annotated[list[JmxClientConfig], AfterValidator(_unique_client_names)] = []
+    """JVM clients to scrape over JMX (producer, consumer and MirrorMaker 2 metrics), with the same transport."""
 
 
 class CanaryConfig(_Section):
-    """Synthetic producer/consumer (canary/)."""
+    """Synthetic producer/consumer (canary/): probes every partition of a monitor topic each interval."""
 
     enabled: bool = True
+    cluster: str | None = None
+    """Which configured cluster to probe; None means the only one (or the local dev cluster)."""
     topic: str = "__pulse_canary"
     interval_s: float = Field(default=1.0, gt=0)
+    """One probe per partition per interval."""
     client_rack: str | None = None
     """The canary's own rack (`client.rack`), so probes can be labelled same-rack or cross-rack."""
+    replication_factor: int | None = Field(default=None, ge=1)
+    """Of the monitor topic when the canary creates it; None means min(3, brokers)."""
+    min_insync_replicas: int | None = Field(default=None, ge=1)
+    """None means replication_factor - 1 (at least 1), so one broker down still accepts acks=all probes."""
+    partitions_per_broker: float = Field(default=1.0, gt=0)
+    """The topic keeps at least ceil(brokers x this) partitions."""
+    manage_topic: bool = True
+    """Create, extend and re-balance the monitor topic; false only reports what is wrong (metric and log)."""
+    reconcile_interval_s: float = Field(default=60.0, gt=0)
+    """How often the topic's placement is checked against the live brokers."""
+    min_change_interval_s: float = Field(default=600.0, ge=0)
+    """At least this long between two placement changes, so a flapping broker cannot make the canary thrash
+    the cluster with reassignments (Strimzi canary #221, #28)."""
+    latency_slo_s: float = Field(default=2.0, gt=0)
+    """A probe not acknowledged within this fails (it is librdkafka's `message.timeout.ms`) and counts against
+    availability as soon as it is this old."""
+    loss_deadline_s: float = Field(default=30.0, gt=0)
+    """An acknowledged probe not read back within this long after it was sent is lost."""
+    availability_window_s: float = Field(default=60.0, gt=0)
+    """The sliding window of the per-broker availability gauges."""
+    connection_check_interval_s: float = Field(default=10.0, gt=0)
+    """How often each broker is asked for metadata on its own connection."""
+    connection_check_timeout_s: float = Field(default=2.0, gt=0)
+    metadata_refresh_s: float = Field(default=2.0, gt=0)
+    """How often partition leaders and in-sync replicas are re-read, to attribute probes to brokers."""
+    commit_group: str | None = None
+    """Consumer group whose offset is committed each interval to probe the group coordinator; None means
+    `<topic>-<instance id>`, one group per canary instance."""
+    closest_replica_probe: bool = False
+    """Also read with `client.rack` set, from the closest replica (KIP-392): needs `client_rack` and brokers
+    with `replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector`."""
+    listen: HostPort | None = None
+    """Where `kafka-pulse canary` serves /metrics; None means `http.listen`."""
 
     @field_validator("topic")
     @classmethod
@@ -270,18 +360,142 @@ class CanaryConfig(_Section):
             raise ValueError(f"{topic!r} is not a Kafka topic name (1-249 of letters, digits, '.', '_', '-')")
         return topic
 
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        rf, min_isr = self.replication_factor, self.min_insync_replicas
+        if rf is not None and min_isr is not None and min_isr > rf:
+            raise config_problem(
+                f"{min_isr} is more than replication_factor {rf}: no acks=all probe could ever succeed",
+                ("min_insync_replicas",),
+            )
+        if self.loss_deadline_s < self.latency_slo_s:
+            raise config_problem(
+                f"{self.loss_deadline_s:g} s is shorter than latency_slo_s {self.latency_slo_s:g} s: a probe "
+                "could be declared lost before its produce is even given up",
+                ("loss_deadline_s",),
+            )
+        if self.availability_window_s < self.interval_s:
+            raise config_problem(
+                f"{self.availability_window_s:g} s is shorter than interval_s {self.interval_s:g} s: the window "
+                "would often hold no probe at all",
+                ("availability_window_s",),
+            )
+        if self.closest_replica_probe and self.client_rack is None:
+            raise config_problem(
+                "closest_replica_probe needs client_rack: the broker picks the replica in the client's rack",
+                ("client_rack",),
+            )
+        return self
+
+
+class ExactTimeLagConfig(_Section):
+    """Exact time lag: the timestamp of the record at each lagging group's committed offset, read from Kafka."""
+
+    enabled: bool = False
+    interval_s: float = Field(default=10.0, gt=0)
+    """How often the lagging partitions' record timestamps are looked up."""
+    max_fetches_per_cycle: int = Field(default=100, ge=1)
+    """Records read per cluster per cycle at most (bounded work); the rest wait for the next cycle."""
+    fetch_timeout_s: float = Field(default=5.0, gt=0)
+    """How long one cycle waits for its records; a partition not answered in time is retried next cycle."""
+    cache_size: int = Field(default=100_000, ge=1)
+    """(partition, offset) -> timestamp entries kept; a committed offset is read once while it stays."""
+
+
+class PageCacheConfig(_Section):
+    """The page-cache hint: flag groups whose lag reaches further back than the brokers' page cache holds, so their
+    reads go to disk (the Kuaishou seed). Give `window_s`, or `size_bytes` to derive it from the produce rate."""
+
+    enabled: bool = False
+    window_s: float | None = Field(default=None, gt=0)
+    """Seconds of recent data the brokers' page cache holds, as the operator measured it."""
+    size_bytes: int | None = Field(default=None, gt=0)
+    """Page cache per broker available for log data; the window is this / the broker's write rate in bytes/s."""
+    record_bytes: float = Field(default=1024.0, gt=0)
+    """Average record size on disk (batch overhead included), to turn HWM rates (records/s) into bytes/s."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Self:
+        if self.enabled and (self.window_s is None) == (self.size_bytes is None):
+            raise config_problem("give exactly one of window_s or size_bytes when the page-cache hint is enabled")
+        return self
+
+
+class LagNotifyConfig(_Section):
+    """Incidents per consumer group, sent to Alertmanager (`alerting.alertmanager_url`) and resolved on recovery."""
+
+    enabled: bool = False
+    severity: Literal["WARN", "ERR"] = "ERR"
+    """The lowest group status that opens an incident (Burrow's notifier `threshold`: 2 WARN, 3 ERR)."""
+    interval_s: float = Field(default=30.0, gt=0)
+    """How often every group is evaluated for notification (Burrow's notifier `interval`)."""
+    resend_s: float = Field(default=60.0, gt=0)
+    """A firing alert is posted again this often, so Alertmanager never times it out while it lasts."""
+    spool_dir: Path | None = None
+    """Where undelivered alerts wait while Alertmanager is down (default: under the state directory)."""
+
+
+IngestionMode = Literal["consumer_offsets", "admin"]
+
 
 class LagConfig(_Section):
-    """Consumer-lag evaluator (lag/)."""
+    """Consumer-lag evaluator (lag/): Burrow's settings by their Burrow names, plus ours."""
 
     enabled: bool = True
     mode: Literal["burrow", "burrow-1.2", "enhanced"] = "enhanced"
     """Rule set: Burrow's current rules, Burrow 1.2's, or ours (time lag aware)."""
-    intervals: int = Field(default=10, ge=2)
+    intervals: int = Field(default=10, ge=2, le=255)
     """Offsets kept per partition window, as Burrow's `intervals`; the rules compare at least two."""
     offset_refresh_s: float = Field(default=10.0, gt=0)
+    """How often HWMs are read (Burrow's `offset-refresh`)."""
+    min_distance_s: float = Field(default=0.0, ge=0)
+    """A commit closer than this to the previous stored one replaces it (Burrow's `min-distance`)."""
+    allowed_lag: int = Field(default=0, ge=0)
+    """Lag at or below this counts as caught up (Burrow >= 1.3.7 `allowed-lag`; ignored by burrow-1.2)."""
+    minimum_complete: float = Field(default=0.0, ge=0, le=1)
+    """Windows filled less than this are OK without rules (Burrow's `minimum-complete`)."""
+    expire_group_s: float = Field(default=604_800.0, gt=0)
+    """A group with no commit for this long is forgotten (Burrow's `expire-group`, 7 days)."""
+    hwm_history: int = Field(default=60, ge=2, le=65535)
+    """HWM samples kept per partition for time lag, idle detection and produce rates."""
+    stale_after_s: float | None = Field(default=None, gt=0)
+    """A cluster whose offsets were not refreshed for this long is unknown (default 3 x the slowest refresh)."""
+    recovery_s: float | None = Field(default=None, ge=0)
+    """After an outage, groups stay unknown this long while commits catch up (default 3 x offset_refresh_s)."""
     group_allow: Regex = ".*"
     group_deny: Regex | None = None
+    ingestion: IngestionMode = "consumer_offsets"
+    """Where commits come from: the `__consumer_offsets` topic (commit timestamps from the broker) or the Admin API
+    (committed offsets polled per group; the poll time stands in for the commit time)."""
+    ingestion_by_cluster: dict[str, IngestionMode] = {}
+    """Per-cluster exceptions to `ingestion`, by cluster name (e.g. a cluster whose internal topic is not readable)."""
+    group_offsets_refresh_s: float | None = Field(default=None, gt=0)
+    """Admin ingestion: how often committed offsets are polled (default offset_refresh_s)."""
+    exact_time_lag: ExactTimeLagConfig = ExactTimeLagConfig()
+    page_cache: PageCacheConfig = PageCacheConfig()
+    notify: LagNotifyConfig = LagNotifyConfig()
+    listen: HostPort | None = None
+    """The Burrow v3 API and /metrics listener of `kafka-pulse lag` (default: `http.listen`)."""
+
+    @model_validator(mode="after")
+    def _stale_after_a_refresh(self) -> Self:
+        slowest = max(self.offset_refresh_s, self.group_offsets_refresh_s or 0.0)
+        if self.stale_after_s is not None and self.stale_after_s <= slowest:
+            raise config_problem(
+                f"{self.stale_after_s:g} s must be longer than the slowest refresh ({slowest:g} s), or every cluster "
+                "would turn unknown between two refreshes",
+                ("stale_after_s",),
+            )
+        return self
+
+    def effective_stale_after_s(self) -> float:
+        return self.stale_after_s or 3 * max(self.offset_refresh_s, self.group_offsets_refresh_s or 0.0)
+
+    def effective_recovery_s(self) -> float:
+        return self.recovery_s if self.recovery_s is not None else 3 * self.offset_refresh_s
+
+    def ingestion_for(self, cluster: str) -> IngestionMode:
+        return self.ingestion_by_cluster.get(cluster, self.ingestion)
 
 
 class SloConfig(_Section):
@@ -294,17 +508,76 @@ class SloConfig(_Section):
     schedule_s: float = Field(default=60.0, gt=0)
 
 
+# --- alerting (pulse/alerts.py; docs/alerting.md) ---
+
+_LABEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+
+
+def _resolve_dir(path: Path, info: ValidationInfo) -> Path:
+    """A relative directory is relative to the config file's directory; it need not exist yet."""
+    base_dir = info.context.get("base_dir") if isinstance(info.context, dict) else None
+    return base_dir / path if isinstance(base_dir, Path) and not path.is_absolute() else path
+
+
 class AlertingConfig(_Section):
-    """Where alerts go (Alertmanager v2 API); off by default because it needs a URL."""
+    """Where alerts go (Alertmanager v2 API) and how they survive its absence; off by default (it needs a URL)."""
 
     enabled: bool = False
     alertmanager_url: HttpUrl | None = None
+    spool_dir: Annotated[Path, AfterValidator(_resolve_dir)] | None = None
+    """Where alerts wait while Alertmanager is unreachable; default `<state dir>/alert-spool`."""
+    spool_max_bytes: int = Field(default=16 * 1024 * 1024, ge=64 * 1024)
+    """Bound of the spool file; past it the oldest waiting alerts are dropped (and counted)."""
+    timeout_s: float = Field(default=5.0, gt=0, le=60)
+    """Per POST to Alertmanager; a slower answer counts as a failure and the alerts are spooled."""
+    retry_after_s: float = Field(default=10.0, gt=0)
+    """After a failure, alerts go straight to the spool for this long instead of waiting on the network again."""
+    resend_interval_s: float = Field(default=60.0, gt=0)
+    """How often open alerts are resent (at least every cycle of the component that raises them)."""
+    keepalive_cycles: int = Field(default=4, ge=2)
+    """Firing alerts carry `endsAt = now + keepalive_cycles x resend_interval_s`: missed cycles before Alertmanager
+    resolves them by itself (Prometheus uses 4)."""
+    resolved_retention_s: float = Field(default=300.0, ge=0)
+    """How long a resolved alert keeps being resent, for an Alertmanager that missed it."""
+    labels: dict[str, str] = {}
+    """Added to every alert for routing (e.g. `team: kafka`, `env: prod`); identity, so keep them constant."""
+    runbook_url: str | None = None
+    """Runbook link template for the `runbook_url` annotation; `{label}` is replaced by that label's value,
+    e.g. `https://runbooks.example.com/kafka/{alertname}#{slo}`."""
 
     @model_validator(mode="after")
     def _url_when_enabled(self) -> Self:
         if self.enabled and self.alertmanager_url is None:
             raise config_problem("required when alerting is enabled", ("alertmanager_url",))
         return self
+
+    @field_validator("labels")
+    @classmethod
+    def _routing_labels(cls, labels: dict[str, str]) -> dict[str, str]:
+        for name, value in labels.items():
+            if not _LABEL_NAME.fullmatch(name):
+                raise config_problem(f"{name!r} is not a label name (letters, digits, '_'; no leading digit)", (name,))
+            if name in ("alertname", "severity"):
+                raise config_problem(f"{name!r} is set by the component raising the alert, not here", (name,))
+            if not value:
+                raise config_problem("empty value: Alertmanager drops empty labels; remove the key instead", (name,))
+        return labels
+
+    @field_validator("runbook_url")
+    @classmethod
+    def _runbook_template(cls, template: str | None) -> str | None:
+        if template is None:
+            return None
+        for name in _PLACEHOLDER.findall(template):
+            if not _LABEL_NAME.fullmatch(name):
+                raise ValueError(f"{template!r}: {{{name}}} is not a label placeholder such as {{slo}}")
+        if urlsplit(_PLACEHOLDER.sub("x", template)).scheme not in ("http", "https"):
+            raise ValueError(f"{template!r} is not an http(s) URL template, e.g. https://runbooks.example.com/{{slo}}")
+        return template
+
+
+# --- end of alerting ---
 
 
 class BasicAuthConfig(_Section):
@@ -353,6 +626,30 @@ class PulseConfig(_Section):
                 raise config_problem(reason, (index, "name"))
             first[cluster.name] = index
         return clusters
+
+    # --- lag: checks across sections (issue #5) ---
+    @field_validator("lag")
+    @classmethod
+    def _lag_clusters_exist(cls, lag: LagConfig, info: ValidationInfo) -> LagConfig:
+        clusters = info.data.get("clusters")
+        if clusters is None:
+            return lag  # clusters itself was invalid and is reported there
+        names = [c.name for c in clusters]
+        for name in lag.ingestion_by_cluster:
+            if name not in names:
+                known = ", ".join(names) or "none"
+                raise config_problem(f"no cluster named {name!r} is configured (clusters: {known})",
+                                     ("ingestion_by_cluster", name))  # fmt: skip
+        return lag
+
+    @model_validator(mode="after")
+    def _lag_notify_has_a_sink(self) -> Self:
+        if self.lag.notify.enabled and not self.alerting.enabled:
+            raise config_problem("lag.notify is enabled but alerting is not; set alerting.enabled and "
+                                 "alerting.alertmanager_url", ("lag", "notify", "enabled"))  # fmt: skip
+        return self
+
+    # --- end of lag checks ---
 
     def cluster(self, name: str | None = None) -> ClusterConfig:
         """The cluster called `name`, or the only one when `name` is None; ConfigError lists the known names."""
