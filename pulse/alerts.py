@@ -1,0 +1,634 @@
+"""Alerts to Alertmanager's v2 API: the `Alert` message, `Incidents` (which alerts are open, resent every cycle
+with a moving `endsAt`) and `AlertSink` (POST /api/v2/alerts, or a bounded on-disk spool while Alertmanager is away).
+
+Used by every component that alerts (slo/, lag/); docs/alerting.md explains the contract. In short:
+
+    sink = AlertSink("http://127.0.0.1:9093", spool_dir)          # one per process; thread-safe
+    incidents = Incidents(resend_interval_s=60)                    # one per alerting component
+    every cycle:
+        sink.send(incidents.reconcile(firing_alerts, now=utc_now()))
+
+Labels are identity only (alertname, severity, slo, cluster, group...): Alertmanager deduplicates on them, so a
+number in a label would open a new alert at every change. Numbers, summary and runbook go in annotations.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal, Self
+from urllib.parse import quote
+
+import httpx
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from pulse.config import AlertingConfig
+
+_LOG = logging.getLogger(__name__)
+
+LABEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""Alertmanager's rule for label and annotation names (`model.LabelName.IsValid`)."""
+
+Identity = tuple[tuple[str, str], ...]
+"""An alert's sorted label pairs: what Alertmanager deduplicates on."""
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def identity(labels: Mapping[str, str]) -> Identity:
+    return tuple(sorted(labels.items()))
+
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def render_link(template: str, labels: Mapping[str, str]) -> str:
+    """`alerting.runbook_url` with each `{label}` replaced by that label's value (URL-quoted; empty if absent)."""
+    return _PLACEHOLDER.sub(lambda m: quote(labels.get(m.group(1), ""), safe=""), template)
+
+
+# --- the message ------------------------------------------------------------------------------------------------
+
+
+def _check_names(names: Iterable[str], what: str) -> None:
+    for name in names:
+        if not LABEL_NAME.fullmatch(name):
+            raise ValueError(f"{what} name {name!r} is invalid: use letters, digits and '_', not starting with a digit")
+
+
+class Alert(BaseModel):
+    """One alert as Alertmanager's `postableAlert`; Python names here, the API's camelCase on the wire."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    labels: dict[str, str]
+    """Identity only; `alertname` is required. Empty values are dropped, as Alertmanager drops them."""
+    annotations: dict[str, str] = {}
+    """Information: summary, description, runbook_url and every number (burn rates, budget, lag)."""
+    starts_at: AwareDatetime | None = Field(default=None, alias="startsAt")
+    """When the incident began; Alertmanager uses the receipt time when absent."""
+    ends_at: AwareDatetime | None = Field(default=None, alias="endsAt")
+    """Firing: a time a few cycles ahead (the alert resolves by itself if we stop resending). Resolved: now/past."""
+    generator_url: str | None = Field(default=None, alias="generatorURL")
+    """A link back to what produced the alert (a dashboard panel); shown as "Source" by Alertmanager."""
+
+    @field_validator("labels")
+    @classmethod
+    def _identity_labels(cls, labels: dict[str, str]) -> dict[str, str]:
+        kept = {name: value for name, value in labels.items() if value != ""}
+        _check_names(kept, "label")
+        if "alertname" not in kept:
+            raise ValueError("an alert needs a non-empty 'alertname' label")
+        return kept
+
+    @field_validator("annotations")
+    @classmethod
+    def _annotation_names(cls, annotations: dict[str, str]) -> dict[str, str]:
+        _check_names(annotations, "annotation")
+        return annotations
+
+    @model_validator(mode="after")
+    def _ends_after_start(self) -> Self:
+        if self.starts_at is not None and self.ends_at is not None and self.ends_at < self.starts_at:
+            raise ValueError(f"endsAt {self.ends_at.isoformat()} is before startsAt {self.starts_at.isoformat()}")
+        return self
+
+    @property
+    def identity(self) -> Identity:
+        return identity(self.labels)
+
+    @property
+    def name(self) -> str:
+        return self.labels["alertname"]
+
+    def is_resolved(self, now: datetime) -> bool:
+        """Alertmanager's rule: resolved once `endsAt` is set and not after `now`."""
+        return self.ends_at is not None and self.ends_at <= now
+
+    def to_api(self) -> dict[str, Any]:
+        """The JSON object for `POST /api/v2/alerts` (RFC 3339 times, unset fields omitted)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def supersede(alerts: Sequence[Alert]) -> tuple[list[Alert], int]:
+    """Keep only the last alert per incident (same labels and startsAt), where it stood; return (kept, removed).
+
+    Alertmanager keeps the last state posted for a label set, so posting the last state of an incident alone ends
+    in the same place as posting every keep-alive before it. A new incident of the same labels (a later startsAt)
+    is another key: its resolve-then-refire stays visible.
+    """
+    last = {(a.identity, a.starts_at): index for index, a in enumerate(alerts)}
+    kept = [a for index, a in enumerate(alerts) if last[(a.identity, a.starts_at)] == index]
+    return kept, len(alerts) - len(kept)
+
+
+# --- which alerts are open (pure) ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Incident:
+    alert: Alert
+    """The latest content, with the incident's startsAt."""
+    resolved_at: datetime | None = None
+
+
+class Incidents:
+    """The alerts one component has open, and what to post each cycle to keep Alertmanager in step.
+
+    Alertmanager resolves a firing alert by itself once its `endsAt` passes, so an open alert is resent every
+    cycle with `endsAt = now + keepalive_cycles x resend_interval_s` (Prometheus sends 4 x its resend delay).
+    If this process dies, its alerts resolve that long after the last cycle. A closed alert is resent with its
+    `endsAt` for `resolved_retention_s`, so an Alertmanager that missed the resolve still gets it. Pure: the clock
+    is an argument; nothing here does I/O.
+    """
+
+    def __init__(
+        self, resend_interval_s: float, keepalive_cycles: int = 4, resolved_retention_s: float = 300.0
+    ) -> None:
+        """`resend_interval_s` must be at least the caller's cycle: a slower caller would let its alerts expire."""
+        if resend_interval_s <= 0:
+            raise ValueError(f"resend_interval_s must be > 0, got {resend_interval_s!r}")
+        if keepalive_cycles < 2:
+            raise ValueError(
+                f"keepalive_cycles must be >= 2 (one late cycle must not resolve), got {keepalive_cycles!r}"
+            )
+        if resolved_retention_s < 0:
+            raise ValueError(f"resolved_retention_s must be >= 0, got {resolved_retention_s!r}")
+        self.lifetime = timedelta(seconds=resend_interval_s * keepalive_cycles)
+        self.retention = timedelta(seconds=resolved_retention_s)
+        self._open: dict[Identity, _Incident] = {}
+        self._resolved: dict[Identity, _Incident] = {}
+
+    @classmethod
+    def from_config(cls, config: AlertingConfig, cycle_s: float = 0.0) -> Incidents:
+        """Incidents for a component that runs every `cycle_s` (the resend interval is at least that)."""
+        return cls(max(config.resend_interval_s, cycle_s), config.keepalive_cycles, config.resolved_retention_s)
+
+    def open(self, alert: Alert, now: datetime) -> Alert:
+        """Open an incident, or update the annotations of the open one (its startsAt is kept); returns what to post."""
+        key = alert.identity
+        current = self._open.get(key)
+        starts_at = current.alert.starts_at if current is not None else (alert.starts_at or now)
+        # A resolve of an earlier incident must not be resent after this one opened: Alertmanager would take it
+        # as the latest state of these labels.
+        self._resolved.pop(key, None)
+        incident = _Incident(alert.model_copy(update={"starts_at": starts_at, "ends_at": None}))
+        self._open[key] = incident
+        return self._firing(incident, now)
+
+    def close(self, labels: Mapping[str, str], now: datetime) -> Alert | None:
+        """Resolve the open incident with these labels (None if none is open); returns the resolving alert."""
+        key = identity({k: v for k, v in labels.items() if v != ""})
+        incident = self._open.pop(key, None)
+        if incident is None:
+            return None
+        incident.resolved_at = now
+        self._resolved[key] = incident
+        return self._closed(incident)
+
+    def refresh(self, now: datetime) -> list[Alert]:
+        """Every alert to post this cycle: open ones with a fresh `endsAt`, then recent resolves."""
+        expired = [key for key, i in self._resolved.items() if now - (i.resolved_at or now) > self.retention]
+        for key in expired:
+            del self._resolved[key]
+        return [self._firing(i, now) for i in self._open.values()] + [self._closed(i) for i in self._resolved.values()]
+
+    def reconcile(
+        self, firing: Iterable[Alert], now: datetime, scope: Callable[[Mapping[str, str]], bool] | None = None
+    ) -> list[Alert]:
+        """Make `firing` the open set and return what to post this cycle.
+
+        Open incidents absent from `firing` are closed if `scope` (default: all) accepts their labels; the others
+        are held open and refreshed. Pass a scope of what was actually evaluated this cycle, so an SLO or a group
+        whose state is unknown (source down) is never reported resolved.
+        """
+        seen: set[Identity] = set()
+        for alert in firing:
+            self.open(alert, now)
+            seen.add(alert.identity)
+        for key, incident in list(self._open.items()):
+            if key not in seen and (scope is None or scope(incident.alert.labels)):
+                self.close(incident.alert.labels, now)
+        return self.refresh(now)
+
+    def is_open(self, labels: Mapping[str, str]) -> bool:
+        return identity(labels) in self._open
+
+    @property
+    def open_alerts(self) -> list[Alert]:
+        """The open incidents' latest content (without endsAt)."""
+        return [i.alert for i in self._open.values()]
+
+    def _firing(self, incident: _Incident, now: datetime) -> Alert:
+        return incident.alert.model_copy(update={"ends_at": now + self.lifetime})
+
+    @staticmethod
+    def _closed(incident: _Incident) -> Alert:
+        return incident.alert.model_copy(update={"ends_at": incident.resolved_at})
+
+
+# --- the on-disk spool --------------------------------------------------------------------------------------------
+
+SPOOL_FILE = "alerts.jsonl"
+SPOOL_FORMAT = 1
+"""`v` of each spool line: {"v": 1, "spooled_at": RFC 3339, "alert": <postableAlert JSON>}."""
+
+
+@dataclass(frozen=True)
+class CorruptLine:
+    """A spool line that could not be read back; it is reported, counted and removed at the next rewrite."""
+
+    line_no: int
+    """1-based."""
+    reason: str
+
+
+@dataclass(frozen=True)
+class SpoolContents:
+    alerts: list[Alert]
+    corrupt: list[CorruptLine]
+
+
+@dataclass(frozen=True)
+class Trimmed:
+    """What a bounded write removed from the spool."""
+
+    superseded: int = 0
+    """Older states of an incident whose newer state is kept (nothing a receiver would see is lost)."""
+    overflow: int = 0
+    """Oldest entries dropped because the spool would exceed its byte bound."""
+    corrupt: tuple[CorruptLine, ...] = ()
+    """Unreadable lines found while rewriting; they are gone from the rewritten spool."""
+
+
+def _encode(alert: Alert, spooled_at: datetime) -> bytes:
+    entry = {"v": SPOOL_FORMAT, "spooled_at": spooled_at.isoformat(), "alert": alert.to_api()}
+    return (json.dumps(entry, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+
+
+def _decode(line: bytes) -> Alert:
+    entry = json.loads(line)
+    if not isinstance(entry, dict) or entry.get("v") != SPOOL_FORMAT or "alert" not in entry:
+        raise ValueError(f'not a spool entry of format {SPOOL_FORMAT} ({{"v": 1, "alert": ...}})')
+    return Alert.model_validate(entry["alert"])
+
+
+class AlertSpool:
+    """Alerts waiting for Alertmanager: JSON lines in `<directory>/alerts.jsonl`, appended and fsync'd, never
+    larger than `max_bytes`, rewritten atomically (temp file, fsync, rename) when delivered entries are removed.
+
+    When a write would pass the bound, older states of the same incident go first (see `supersede`), then the
+    oldest entries, counted as overflow: the newest state of the world is what an operator needs after an
+    outage. Callers hold `locked()` around every read-modify-write; it excludes other threads and processes.
+    """
+
+    def __init__(self, directory: Path, max_bytes: int) -> None:
+        if max_bytes <= 0:
+            raise ValueError(f"max_bytes must be > 0, got {max_bytes!r}")
+        self.directory = directory
+        self.max_bytes = max_bytes
+        self.path = directory / SPOOL_FILE
+        directory.mkdir(parents=True, exist_ok=True)
+        self._thread_lock = threading.Lock()
+        self.entries = 0
+        """Entries after this object's last read or write (another process may have appended since)."""
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Exclusive access: a thread lock, then `flock` on `spool.lock` for other processes on the same dir."""
+        with self._thread_lock, open(self.directory / "spool.lock", "a+b") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def size_bytes(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def read(self) -> SpoolContents:
+        """Every readable entry in order; unreadable lines (including a last line cut off by a crash) are listed."""
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return SpoolContents([], [])
+        alerts: list[Alert] = []
+        corrupt: list[CorruptLine] = []
+        lines = data.split(b"\n")
+        for index, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            if index == len(lines):  # no trailing newline: the write was cut off
+                corrupt.append(CorruptLine(index, "incomplete line (no newline): a write was cut off"))
+                continue
+            try:
+                alerts.append(_decode(line))
+            except (ValueError, ValidationError) as exc:
+                reason = str(exc).replace("\n", "; ")
+                corrupt.append(CorruptLine(index, f"{type(exc).__name__}: {reason}"[:500]))
+        self.entries = len(alerts)
+        return SpoolContents(alerts, corrupt)
+
+    def append(self, alerts: Sequence[Alert], now: datetime) -> Trimmed:
+        """Add alerts at the end; if the bound would be passed, rewrite the whole spool trimmed to fit."""
+        lines = [_encode(a, now) for a in alerts]
+        size = self.size_bytes()
+        if size + sum(map(len, lines)) > self.max_bytes:
+            held = self.read()
+            trimmed = self._write([(_encode(a, now), a) for a in held.alerts] + list(zip(lines, alerts, strict=True)))
+            return Trimmed(trimmed.superseded, trimmed.overflow, tuple(held.corrupt))
+        if not lines:
+            return Trimmed()
+        with open(self.path, "ab") as handle:
+            if size and self._ends_without_newline():
+                handle.write(b"\n")  # seal a torn last line so it cannot swallow the next entry
+            handle.write(b"".join(lines))
+            handle.flush()
+            os.fsync(handle.fileno())
+        self.entries += len(lines)
+        return Trimmed()
+
+    def replace(self, alerts: Sequence[Alert], now: datetime) -> Trimmed:
+        """Make the spool hold exactly `alerts` (trimmed to the bound), atomically."""
+        return self._write([(_encode(a, now), a) for a in alerts])
+
+    def _ends_without_newline(self) -> bool:
+        with open(self.path, "rb") as handle:
+            handle.seek(-1, os.SEEK_END)
+            return handle.read(1) != b"\n"
+
+    def _write(self, entries: list[tuple[bytes, Alert]]) -> Trimmed:
+        alerts, superseded = supersede([a for _, a in entries])
+        keep = {id(a) for a in alerts}
+        lines = [line for line, a in entries if id(a) in keep]
+        total = sum(map(len, lines))
+        overflow = 0
+        while lines and total > self.max_bytes:
+            total -= len(lines[overflow])
+            overflow += 1
+            if overflow == len(lines):
+                break
+        lines = lines[overflow:]
+        self.entries = len(lines)
+        if not lines:
+            self.path.unlink(missing_ok=True)
+            return Trimmed(superseded, overflow)
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "wb") as handle:
+            handle.write(b"".join(lines))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.path)
+        directory = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+        return Trimmed(superseded, overflow)
+
+
+# --- delivery -----------------------------------------------------------------------------------------------------
+
+DropReason = Literal["overflow", "corrupt", "rejected"]
+
+
+@dataclass
+class SinkStats:
+    """Counters since this sink was created; exported by `AlertSinkCollector` (docs/metrics.md, Alerting)."""
+
+    sent: int = 0
+    """Alerts Alertmanager accepted (2xx), live or from the spool."""
+    failed: int = 0
+    """Alerts in POSTs that failed (refused, timeout, 5xx, other non-2xx); they went to or stayed in the spool.
+    A spooled alert counts again at each failed retry."""
+    spooled: int = 0
+    """Alerts written to the spool."""
+    superseded: int = 0
+    """Spooled states replaced by a newer state of the same incident before delivery (not a loss)."""
+    dropped: dict[DropReason, int] = field(default_factory=lambda: {"overflow": 0, "corrupt": 0, "rejected": 0})
+    """Alerts lost: the spool's byte bound (oldest first), unreadable spool lines, or refused by Alertmanager (400)."""
+    spool_entries: int = 0
+    spool_bytes: int = 0
+    last_success_s: float | None = None
+    """Unix time of the last 2xx from Alertmanager."""
+
+
+@dataclass(frozen=True)
+class SendResult:
+    """What one `send` or `flush` did."""
+
+    delivered: int
+    """Alerts Alertmanager accepted in this call (spooled ones included)."""
+    spooled: int
+    """Alerts waiting in the spool after this call."""
+    dropped: int = 0
+    """Alerts lost in this call (overflow, corrupt spool lines, rejected)."""
+
+
+class AlertSink:
+    """Posts alerts to Alertmanager's v2 API; whatever cannot be posted waits in an `AlertSpool` and goes first,
+    in order, at the next `send` or `flush` - also from a new sink on the same directory after a restart.
+
+    A caller is blocked for at most about one `timeout_s` per call while Alertmanager is unreachable: after a
+    failure, `send` spools without trying the network for `retry_after_s`. Thread-safe; share one per process.
+    Delivery is at-least-once (a crash between a POST and the spool rewrite repeats it; Alertmanager dedups).
+    """
+
+    batch_size = 500
+    """Alerts per POST when draining the spool."""
+
+    def __init__(
+        self,
+        url: str,
+        spool_dir: Path,
+        max_spool_bytes: int = 16 * 1024 * 1024,
+        timeout_s: float = 5.0,
+        retry_after_s: float = 10.0,
+        transport: httpx.BaseTransport | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.spool = AlertSpool(spool_dir, max_spool_bytes)
+        self.retry_after_s = retry_after_s
+        self.stats = SinkStats()
+        self._monotonic = monotonic
+        self._retry_at: float | None = None
+        self._client = httpx.Client(timeout=httpx.Timeout(timeout_s), trust_env=False, transport=transport)
+        with self.spool.locked():
+            self.spool.read()
+            self._note_spool()
+
+    @classmethod
+    def from_config(cls, config: AlertingConfig, state_dir: Path) -> AlertSink:
+        """The sink `config` describes; the spool defaults to `<state_dir>/alert-spool`."""
+        if config.alertmanager_url is None:
+            raise ValueError("alerting.alertmanager_url is not set")
+        return cls(
+            config.alertmanager_url,
+            config.spool_dir or state_dir / "alert-spool",
+            max_spool_bytes=config.spool_max_bytes,
+            timeout_s=config.timeout_s,
+            retry_after_s=config.retry_after_s,
+        )
+
+    def send(self, alerts: Sequence[Alert]) -> SendResult:
+        """Deliver spooled alerts, then `alerts`, in order; what Alertmanager does not take is spooled.
+
+        Call it every cycle, with an empty list if nothing is open, so the spool drains when Alertmanager returns.
+        """
+        with self.spool.locked():
+            if self._retry_at is not None and self._monotonic() < self._retry_at:
+                # Alertmanager failed moments ago: do not make the caller wait for another timeout.
+                trimmed = self.spool.append(alerts, utc_now())
+                self.stats.spooled += len(alerts)
+                dropped = self._count_trimmed(trimmed)
+                self._note_spool()
+                return SendResult(0, self.spool.entries, dropped)
+            return self._drain(alerts)
+
+    def flush(self) -> SendResult:
+        """Deliver the spool now (ignoring the retry pause); what fails stays spooled."""
+        with self.spool.locked():
+            return self._drain([])
+
+    def pending(self) -> list[Alert]:
+        """The alerts waiting in the spool, oldest first."""
+        with self.spool.locked():
+            return self.spool.read().alerts
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- internals (called with the spool lock held) -----------------------------------------------------------
+    def _drain(self, new: Sequence[Alert]) -> SendResult:
+        now = utc_now()
+        held = self.spool.read() if self.spool.size_bytes() else SpoolContents([], [])
+        dropped = self._report_corrupt(held.corrupt)
+        pending, superseded = supersede(held.alerts + list(new))
+        self.stats.superseded += superseded
+        delivered = 0
+        while delivered < len(pending):
+            batch = pending[delivered : delivered + self.batch_size]
+            outcome = self._post(batch)
+            if outcome == "failed":
+                break
+            if outcome == "rejected":
+                self.stats.dropped["rejected"] += len(batch)
+                dropped += len(batch)
+            delivered += len(batch)
+        rest = pending[delivered:]
+        fresh = {id(a) for a in new}
+        self.stats.spooled += sum(1 for a in rest if id(a) in fresh)
+        # Rewrite only when something was read back; otherwise the undelivered new alerts are merely appended.
+        trimmed = self.spool.replace(rest, now) if held.alerts or held.corrupt else self.spool.append(rest, now)
+        dropped += self._count_trimmed(trimmed)
+        self._note_spool()
+        if delivered and held.alerts and not rest:
+            _LOG.info("alertmanager %s: delivered the alert spool (%d alerts waited)", self.url, len(held.alerts))
+        return SendResult(delivered, self.spool.entries, dropped)
+
+    def _post(self, batch: Sequence[Alert]) -> Literal["sent", "rejected", "failed"]:
+        body = [a.to_api() for a in batch]
+        try:
+            response = self._client.post(f"{self.url}/api/v2/alerts", json=body)
+        except httpx.HTTPError as exc:
+            return self._failed(batch, f"{type(exc).__name__}: {exc}")
+        if response.is_success:
+            self.stats.sent += len(batch)
+            self.stats.last_success_s = time.time()
+            if self._retry_at is not None:
+                _LOG.info("alertmanager %s is reachable again", self.url)
+            self._retry_at = None
+            return "sent"
+        if response.status_code in (400, 422):
+            # Alertmanager stores the valid alerts of a batch and answers 400 naming the invalid ones; retrying
+            # the same batch could never succeed, so it is dropped (counted) rather than blocking the spool.
+            _LOG.error(
+                "alertmanager %s refused %d alerts: HTTP %d: %s",
+                self.url, len(batch), response.status_code, response.text.strip()[:500],
+            )  # fmt: skip
+            return "rejected"
+        return self._failed(batch, f"HTTP {response.status_code}: {response.text.strip()[:200]}")
+
+    def _failed(self, batch: Sequence[Alert], why: str) -> Literal["failed"]:
+        if self._retry_at is None:
+            _LOG.warning("alertmanager %s: %s; spooling alerts in %s", self.url, why, self.spool.path)
+        self.stats.failed += len(batch)
+        self._retry_at = self._monotonic() + self.retry_after_s
+        return "failed"
+
+    def _report_corrupt(self, corrupt: Sequence[CorruptLine]) -> int:
+        for line in corrupt:
+            _LOG.error("alert spool %s: line %d skipped: %s", self.spool.path, line.line_no, line.reason)
+        self.stats.dropped["corrupt"] += len(corrupt)
+        return len(corrupt)
+
+    def _count_trimmed(self, trimmed: Trimmed) -> int:
+        self._report_corrupt(trimmed.corrupt)
+        if trimmed.overflow:
+            _LOG.warning(
+                "alert spool %s is full (%d bytes): dropped the %d oldest alerts",
+                self.spool.path, self.spool.max_bytes, trimmed.overflow,
+            )  # fmt: skip
+        self.stats.superseded += trimmed.superseded
+        self.stats.dropped["overflow"] += trimmed.overflow
+        return trimmed.overflow + len(trimmed.corrupt)
+
+    def _note_spool(self) -> None:
+        self.stats.spool_entries = self.spool.entries
+        self.stats.spool_bytes = self.spool.size_bytes()
+
+
+class AlertSinkCollector(Collector):
+    """The sink's counters as Prometheus families; register it with a `CollectorRegistry` (nothing module-level)."""
+
+    def __init__(self, sink: AlertSink) -> None:
+        self.sink = sink
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self.sink.stats
+        yield CounterMetricFamily("kafka_pulse_alerts_sent", "Alerts Alertmanager accepted.", value=stats.sent)
+        yield CounterMetricFamily(
+            "kafka_pulse_alerts_failed", "Alerts in POSTs to Alertmanager that failed; they were spooled.", stats.failed
+        )
+        yield CounterMetricFamily("kafka_pulse_alerts_spooled", "Alerts written to the on-disk spool.", stats.spooled)
+        yield CounterMetricFamily(
+            "kafka_pulse_alerts_superseded",
+            "Spooled alert states replaced by a newer state of the same incident before delivery.",
+            stats.superseded,
+        )
+        dropped = CounterMetricFamily("kafka_pulse_alerts_dropped", "Alerts lost, by reason.", labels=["reason"])
+        for reason, count in stats.dropped.items():
+            dropped.add_metric([reason], count)
+        yield dropped
+        yield GaugeMetricFamily("kafka_pulse_alert_spool_entries", "Alerts waiting in the spool.", stats.spool_entries)
+        yield GaugeMetricFamily("kafka_pulse_alert_spool_bytes", "Size of the spool file.", stats.spool_bytes)
+        if stats.last_success_s is not None:
+            yield GaugeMetricFamily(
+                "kafka_pulse_alerts_last_success_timestamp_seconds",
+                "Unix time of the last POST Alertmanager accepted.",
+                stats.last_success_s,
+            )
