@@ -1,0 +1,272 @@
+"""Per-partition bookkeeping of this instance's probes: loss, duplicates, order and truncation (pure).
+
+Every method takes the clock (`now`, monotonic seconds) and returns the `ProbeResult`s it settles; the service
+hands those to the sinks. Rules, after Xinfra Monitor's ConsumeService but counted apart (research canary.md §8):
+  1. A probe is settled once: produce failed, read back, or lost.
+  2. Lost: acknowledged, and not read back within `loss_deadline_s` of its send, or its offset deleted (log start
+     moved past it) or truncated (high watermark fell below it) before it was read.
+  3. Duplicate: a sequence read again after it was read once; an extra result row with `duplicate=True`.
+  4. Out of order: read after a higher sequence of the same partition was already read.
+  5. Truncation: an acknowledged offset later gone (high watermark below it, or the log handing out an offset
+     again); records already read are counted as truncated, unread ones are lost.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+
+from canary.events import ProbeResult
+
+
+class _State(Enum):
+    SENT = "sent"
+    ACKED = "acked"
+    """Acknowledged, waiting to be read."""
+    READ_EARLY = "read_early"
+    """Read back before its delivery report was handled (the consumer can beat the producer's poll loop)."""
+    FAILED = "failed"
+    CONSUMED = "consumed"
+    LOST = "lost"
+
+
+@dataclass
+class _Probe:
+    sequence: int
+    sent_s: float
+    sent_at: datetime
+    broker: int | None
+    rack: str | None
+    state: _State = _State.SENT
+    offset: int | None = None
+    produce_latency_s: float | None = None
+    read_s: float | None = None
+    out_of_order: bool = False
+    error: str | None = None
+    settled_s: float | None = None
+
+
+@dataclass
+class PartitionCounts:
+    """Running totals of what did not become (or is not only) a `ProbeResult` row, for the metrics."""
+
+    truncations: int = 0
+    """Times the partition's log was seen shorter than an acknowledged offset."""
+    truncated: int = 0
+    """Records read back earlier whose offsets were later truncated away."""
+    late: int = 0
+    """Read back after being declared lost (the deadline was too short, or the consumer was stuck)."""
+    persisted_after_error: int = 0
+    """Read back although the produce reported an error (a timed-out request that did reach the log)."""
+    unknown: int = 0
+    """Records with this instance's id but a sequence it does not (or no longer) track."""
+
+
+@dataclass
+class _Partition:
+    probes: dict[int, _Probe] = field(default_factory=dict)
+    highest_read: int = -1
+    highest_offset_read: int = -1
+    counts: PartitionCounts = field(default_factory=PartitionCounts)
+
+
+class Tracker:
+    """Probes of one canary instance on one topic; not thread-safe (the service serialises calls)."""
+
+    def __init__(
+        self,
+        cluster: str,
+        topic: str,
+        producer_id: str,
+        client_rack: str | None,
+        loss_deadline_s: float,
+        retain_s: float | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.topic = topic
+        self.producer_id = producer_id
+        self.client_rack = client_rack
+        self.loss_deadline_s = loss_deadline_s
+        self.retain_s = retain_s if retain_s is not None else 2 * loss_deadline_s
+        """How long settled probes are remembered, to tell duplicates and late arrivals from unknown records."""
+        self._partitions: dict[int, _Partition] = defaultdict(_Partition)
+
+    # ---- producer side ------------------------------------------------------------------------------
+
+    def sent(
+        self, partition: int, sequence: int, now: float, sent_at: datetime, broker: int | None, rack: str | None
+    ) -> None:
+        """A probe left the canary; `broker`/`rack` is the leader the canary believed in at send time."""
+        self._partitions[partition].probes[sequence] = _Probe(sequence, now, sent_at, broker, rack)
+
+    def acked(self, partition: int, sequence: int, offset: int, latency_s: float, now: float) -> list[ProbeResult]:
+        """The delivery report says the record is at `offset`; settles it if it was already read back."""
+        probe = self._partitions[partition].probes.get(sequence)
+        if probe is None or probe.state not in (_State.SENT, _State.READ_EARLY):
+            return []
+        probe.offset, probe.produce_latency_s = offset, latency_s
+        if probe.state is _State.READ_EARLY:
+            return [self._settle(partition, probe, _State.CONSUMED, now)]
+        probe.state = _State.ACKED
+        return []
+
+    def failed(self, partition: int, sequence: int, error: str, now: float) -> list[ProbeResult]:
+        """The produce failed (after librdkafka's own retries, within `message.timeout.ms`)."""
+        probe = self._partitions[partition].probes.get(sequence)
+        if probe is None or probe.state not in (_State.SENT, _State.READ_EARLY):
+            return []
+        probe.error = error
+        if probe.state is _State.READ_EARLY:
+            # In the log although the client gave up: the read is what happened, the error is recorded with it.
+            self._partitions[partition].counts.persisted_after_error += 1
+            return [self._settle(partition, probe, _State.CONSUMED, now)]
+        return [self._settle(partition, probe, _State.FAILED, now)]
+
+    # ---- consumer side ------------------------------------------------------------------------------
+
+    def arrived(self, partition: int, sequence: int, offset: int, now: float) -> list[ProbeResult]:
+        """One of our records was read at `offset`."""
+        part = self._partitions[partition]
+        results: list[ProbeResult] = []
+        if offset <= part.highest_offset_read:
+            # The log hands out an offset we already read: it was truncated and rewritten (rule 5).
+            results += self.truncated(partition, offset, now, before_sequence=sequence)
+        part.highest_offset_read = offset
+        probe = part.probes.get(sequence)
+        if probe is None:
+            part.counts.unknown += 1
+            return results
+        if probe.state in (_State.CONSUMED, _State.READ_EARLY):
+            results.append(self._duplicate(partition, probe, offset, now))
+            return results
+        if probe.state is _State.LOST:
+            part.counts.late += 1
+            return results
+        probe.out_of_order = sequence < part.highest_read
+        part.highest_read = max(part.highest_read, sequence)
+        probe.read_s = now
+        if probe.state is _State.FAILED:
+            part.counts.persisted_after_error += 1
+            return results
+        if probe.state is _State.SENT:
+            probe.state, probe.offset = _State.READ_EARLY, offset
+            return results
+        if probe.state is _State.ACKED:
+            results.append(self._settle(partition, probe, _State.CONSUMED, now))
+        return results
+
+    def offsets_deleted(self, partition: int, log_start: int, now: float) -> list[ProbeResult]:
+        """The log now starts at `log_start` although we had not read up to it: acked probes below are lost."""
+        return self._lose_unread(partition, lambda offset: offset < log_start, now)
+
+    def truncated(
+        self, partition: int, high_watermark: int, now: float, before_sequence: int | None = None
+    ) -> list[ProbeResult]:
+        """The log now ends at `high_watermark`; acknowledged offsets at or above it are gone (rule 5).
+
+        `before_sequence` limits this to probes sent before it: when the truncation shows as an offset handed out
+        again, the record carrying it (and later ones) were written after the truncation and are not gone.
+        """
+        part = self._partitions[partition]
+        limit = before_sequence if before_sequence is not None else float("inf")
+        gone = [
+            p
+            for p in part.probes.values()
+            if p.offset is not None
+            and p.offset >= high_watermark
+            and p.state is not _State.FAILED
+            and p.sequence < limit
+        ]
+        if not gone:
+            return []
+        part.counts.truncations += 1
+        part.counts.truncated += sum(1 for p in gone if p.state is _State.CONSUMED)
+        part.highest_offset_read = min(part.highest_offset_read, high_watermark - 1)
+        lost = [p for p in gone if p.state is _State.ACKED]
+        return [self._settle(partition, p, _State.LOST, now) for p in sorted(lost, key=lambda p: p.sequence)]
+
+    def max_acked_offset(self, partition: int) -> int | None:
+        """The highest offset acknowledged and still tracked, to compare with the high watermark."""
+        offsets = [
+            p.offset
+            for p in self._partitions[partition].probes.values()
+            if p.offset is not None and p.state in (_State.ACKED, _State.CONSUMED)
+        ]
+        return max(offsets, default=None)
+
+    # ---- the clock ---------------------------------------------------------------------------------
+
+    def expire(self, now: float) -> list[ProbeResult]:
+        """Declare acknowledged probes past the loss deadline lost (rule 2) and forget old settled ones."""
+        results: list[ProbeResult] = []
+        for partition, part in self._partitions.items():
+            for probe in list(part.probes.values()):
+                age = now - probe.sent_s
+                if probe.state is _State.ACKED and age > self.loss_deadline_s:
+                    results.append(self._settle(partition, probe, _State.LOST, now))
+                elif probe.settled_s is not None and now - probe.settled_s > self.retain_s:
+                    del part.probes[probe.sequence]
+        return results
+
+    def counts(self) -> dict[int, PartitionCounts]:
+        return {partition: part.counts for partition, part in self._partitions.items()}
+
+    def pending(self) -> int:
+        """Probes not settled yet (in flight, or acknowledged and awaiting their read)."""
+        return sum(1 for part in self._partitions.values() for p in part.probes.values() if p.settled_s is None)
+
+    # ---- results -----------------------------------------------------------------------------------
+
+    def _lose_unread(self, partition: int, gone: Callable[[int], bool], now: float) -> list[ProbeResult]:
+        part = self._partitions[partition]
+        return [
+            self._settle(partition, probe, _State.LOST, now)
+            for probe in sorted(part.probes.values(), key=lambda p: p.sequence)
+            if probe.state is _State.ACKED and probe.offset is not None and gone(probe.offset)
+        ]
+
+    def _settle(self, partition: int, probe: _Probe, state: _State, now: float) -> ProbeResult:
+        probe.state, probe.settled_s = state, now
+        produced = probe.produce_latency_s is not None
+        consumed = state is _State.CONSUMED
+        return ProbeResult(
+            time=probe.sent_at,
+            cluster=self.cluster,
+            topic=self.topic,
+            partition=partition,
+            broker=probe.broker,
+            rack=probe.rack,
+            client_rack=self.client_rack,
+            producer_id=self.producer_id,
+            sequence=probe.sequence,
+            produce_ok=produced,
+            produce_latency_s=probe.produce_latency_s,
+            consume_ok=None if state is _State.FAILED else consumed,
+            e2e_latency_s=probe.read_s - probe.sent_s if consumed and probe.read_s is not None else None,
+            lost=state is _State.LOST,
+            out_of_order=probe.out_of_order,
+            error=probe.error,
+            offset=probe.offset,
+        )
+
+    def _duplicate(self, partition: int, probe: _Probe, offset: int, now: float) -> ProbeResult:
+        return ProbeResult(
+            time=probe.sent_at,
+            cluster=self.cluster,
+            topic=self.topic,
+            partition=partition,
+            broker=probe.broker,
+            rack=probe.rack,
+            client_rack=self.client_rack,
+            producer_id=self.producer_id,
+            sequence=probe.sequence,
+            produce_ok=True,
+            produce_latency_s=None,
+            consume_ok=True,
+            e2e_latency_s=now - probe.sent_s,
+            duplicate=True,
+            offset=offset,
+        )

@@ -1,0 +1,29 @@
+"""Probe record format: round trip, and a clear refusal of anything else found on the monitor topic."""
+
+import pytest
+
+from canary.payload import MalformedProbe, Probe, decode, encode
+
+
+def test_round_trip_and_key_is_the_producer_id() -> None:
+    probe = Probe("3f2a", partition=4, sequence=17, sent_ns=1_700_000_000_123_456_789)
+    key, value = encode(probe)
+    assert key == b"3f2a"
+    assert decode(value) == probe
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        (None, "record has no value"),
+        (b"\xff\xfe", "value is not JSON"),
+        (b"[1, 2]", "value is a JSON list, not an object"),
+        (b'{"v": 2}', "format version 2, expected 1"),
+        (b'{"v": 1, "id": "a", "p": 0, "seq": 1}', "field 'ts_ns' is missing"),
+        (b'{"v": 1, "id": "a", "p": "0", "seq": 1, "ts_ns": 5}', "id must be a string and p, seq, ts_ns integers"),
+    ],
+)
+def test_malformed_values_say_why(value: bytes | None, why: str) -> None:
+    with pytest.raises(MalformedProbe) as excinfo:
+        decode(value)
+    assert str(excinfo.value).startswith(why)
