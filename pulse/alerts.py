@@ -32,7 +32,16 @@ from urllib.parse import quote
 import httpx
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from pulse.config import AlertingConfig
 
@@ -73,17 +82,23 @@ def _check_names(names: Iterable[str], what: str) -> None:
 class Alert(BaseModel):
     """One alert as Alertmanager's `postableAlert`; Python names here, the API's camelCase on the wire."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     labels: dict[str, str]
     """Identity only; `alertname` is required. Empty values are dropped, as Alertmanager drops them."""
     annotations: dict[str, str] = {}
     """Information: summary, description, runbook_url and every number (burn rates, budget, lag)."""
-    starts_at: AwareDatetime | None = Field(default=None, alias="startsAt")
+    starts_at: AwareDatetime | None = Field(
+        default=None, validation_alias=AliasChoices("starts_at", "startsAt"), serialization_alias="startsAt"
+    )
     """When the incident began; Alertmanager uses the receipt time when absent."""
-    ends_at: AwareDatetime | None = Field(default=None, alias="endsAt")
+    ends_at: AwareDatetime | None = Field(
+        default=None, validation_alias=AliasChoices("ends_at", "endsAt"), serialization_alias="endsAt"
+    )
     """Firing: a time a few cycles ahead (the alert resolves by itself if we stop resending). Resolved: now/past."""
-    generator_url: str | None = Field(default=None, alias="generatorURL")
+    generator_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("generator_url", "generatorURL"), serialization_alias="generatorURL"
+    )
     """A link back to what produced the alert (a dashboard panel); shown as "Source" by Alertmanager."""
 
     @field_validator("labels")
