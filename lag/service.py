@@ -1,19 +1,29 @@
-"""The running lag evaluator: one store and evaluator shared by the sources (writers) and the API and metrics
-(readers) under one lock, with the wall clock read here and nowhere in the rules.
+"""The running lag evaluator: one store and evaluator shared by the sources (writers) and the API, metrics and
+notifier (readers) under one lock, with the wall clock read here and nowhere in the rules. Verdicts leave through
+`group_status`/`all_statuses`, which add the exact time lag and the page-cache hint to the evaluator's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from lag.evaluator import ClusterHealth, Evaluator
+from lag.pagecache import PageCacheEstimate, is_beyond_page_cache
 from lag.rules import RuleParams
-from lag.status import GroupStatus, Mode
+from lag.status import GroupStatus, Mode, PartitionVerdict
 from lag.store import OffsetStore
+from lag.timelag import RecordTimes, exact_lag_seconds
+from pulse.config import LagConfig
+
+HWM_FEED = "hwm"
+"""The feed every cluster has: ListOffsets rounds. Admin ingestion adds `group-offsets`."""
 
 
 def wall_clock_ms() -> int:
@@ -28,6 +38,7 @@ class LagSettings:
     intervals: int = 10
     offset_refresh_s: float = 10.0
     topic_refresh_s: float = 60.0
+    """Shown as Burrow's `topic-refresh`; our HWM round reads metadata every `offset_refresh_s` anyway."""
     min_distance_s: float = 0.0
     allowed_lag: int = 0
     minimum_complete: float = 0.0
@@ -35,6 +46,29 @@ class LagSettings:
     hwm_history: int = 60
     group_allow: str | None = None
     group_deny: str | None = None
+    group_offsets_refresh_s: float | None = None
+    """Admin ingestion's poll interval (default `offset_refresh_s`)."""
+
+    @classmethod
+    def from_config(cls, config: LagConfig) -> LagSettings:
+        return cls(
+            mode=config.mode,
+            intervals=config.intervals,
+            offset_refresh_s=config.offset_refresh_s,
+            topic_refresh_s=config.offset_refresh_s,
+            min_distance_s=config.min_distance_s,
+            allowed_lag=config.allowed_lag,
+            minimum_complete=config.minimum_complete,
+            expire_group_s=config.expire_group_s,
+            hwm_history=config.hwm_history,
+            group_allow=None if config.group_allow in ("", ".*") else config.group_allow,
+            group_deny=config.group_deny,
+            group_offsets_refresh_s=config.group_offsets_refresh_s,
+        )
+
+    @property
+    def group_refresh_s(self) -> float:
+        return self.group_offsets_refresh_s or self.offset_refresh_s
 
     def rule_params(self) -> RuleParams:
         return RuleParams(
@@ -58,53 +92,86 @@ class LagSettings:
 
 @dataclass
 class SourceHealth:
-    """Per-cluster freshness, fed by the sources: a cluster whose HWMs were not refreshed within `stale_after_s`,
-    or which came back less than `recovery_s` ago, is unknown rather than judged (no false STOP after an outage)."""
+    """Per-cluster freshness, fed by the sources: a cluster any of whose feeds (HWM rounds; with admin ingestion
+    also committed-offset polls) was not refreshed within `stale_after_s`, or which came back less than
+    `recovery_s` ago, is unknown rather than judged (no false STOP after an outage, nor while commits cannot be
+    read)."""
 
     stale_after_s: float
     recovery_s: float
     clock_ms: Callable[[], int] = wall_clock_ms
-    _last_ok_ms: dict[str, int] = field(default_factory=dict)
+    _last_ok_ms: dict[tuple[str, str], int] = field(default_factory=dict)
     _recovered_ms: dict[str, int] = field(default_factory=dict)
-    _errors: dict[str, str] = field(default_factory=dict)
+    _errors: dict[tuple[str, str], str] = field(default_factory=dict)
+    _feeds: dict[str, list[str]] = field(default_factory=dict)
 
-    def mark_ok(self, cluster: str) -> None:
+    def expect(self, cluster: str, feed: str) -> None:
+        """Require `feed` to be fresh too before `cluster` is judged (the HWM feed is always required)."""
+        feeds = self._feeds.setdefault(cluster, [HWM_FEED])
+        if feed not in feeds:
+            feeds.append(feed)
+
+    def mark_ok(self, cluster: str, feed: str = HWM_FEED) -> None:
         now = self.clock_ms()
-        last = self._last_ok_ms.get(cluster)
+        last = self._last_ok_ms.get((cluster, feed))
         if last is not None and now - last > self.stale_after_s * 1000:
             self._recovered_ms[cluster] = now
-        self._last_ok_ms[cluster] = now
-        self._errors.pop(cluster, None)
+        self._last_ok_ms[(cluster, feed)] = now
+        self._errors.pop((cluster, feed), None)
 
-    def mark_error(self, cluster: str, error: str) -> None:
-        self._errors[cluster] = error
+    def mark_error(self, cluster: str, error: str, feed: str = HWM_FEED) -> None:
+        self._errors[(cluster, feed)] = error
 
     def unavailable_reason(self, cluster: str, now_ms: int) -> str | None:
-        last = self._last_ok_ms.get(cluster)
-        if last is None:
-            return "no HWM read yet" + (f" ({self._errors[cluster]})" if cluster in self._errors else "")
-        if now_ms - last > self.stale_after_s * 1000:
-            why = f" ({self._errors[cluster]})" if cluster in self._errors else ""
-            return f"no HWM refresh for {(now_ms - last) / 1000:.0f} s{why}"
+        for feed in self._feeds.get(cluster, [HWM_FEED]):
+            why = self._feed_reason(cluster, feed, now_ms)
+            if why is not None:
+                return why
         recovered = self._recovered_ms.get(cluster)
         if recovered is not None and now_ms - recovered < self.recovery_s * 1000:
             return f"reachable again {(now_ms - recovered) / 1000:.0f} s ago; waiting {self.recovery_s:g} s"
         return None
 
+    def _feed_reason(self, cluster: str, feed: str, now_ms: int) -> str | None:
+        what = "HWM" if feed == HWM_FEED else feed
+        error = self._errors.get((cluster, feed))
+        why = f" ({error})" if error is not None else ""
+        last = self._last_ok_ms.get((cluster, feed))
+        if last is None:
+            return f"no {what} read yet{why}"
+        if now_ms - last > self.stale_after_s * 1000:
+            return f"no {what} refresh for {(now_ms - last) / 1000:.0f} s{why}"
+        return None
+
 
 class LagService:
-    """Store + evaluator + lock; `api.py` and `metrics.py` read through it, `source.py` writes through it."""
+    """Store + evaluator + lock; `api.py`, `metrics.py` and `notify.py` read through it, the sources write."""
 
     def __init__(
         self, settings: LagSettings, health: ClusterHealth | None = None, clock_ms: Callable[[], int] = wall_clock_ms
     ) -> None:
         self.settings = settings
         self.store = settings.store()
+        self.health = health
         self.evaluator = Evaluator(self.store, settings.rule_params(), health)
         self.clock_ms = clock_ms
         self.lock = threading.RLock()
-        self.cluster_info: dict[str, dict[str, object]] = {}
-        """Per cluster, what `/v3/kafka/{cluster}` shows (servers, refresh intervals)."""
+        self.ready = True
+        """`/burrow/admin/ready`: False while a runner is still starting its sources."""
+        self.cluster_info: dict[str, dict[str, Any]] = {}
+        """Per cluster, Burrow's cluster module detail (`/v3/kafka/{cluster}`, `/v3/config/cluster/{name}`)."""
+        self.consumer_info: dict[str, dict[str, Any]] = {}
+        """Per cluster, Burrow's consumer module detail (`/v3/config/consumer/{name}`)."""
+        self.notifier_info: dict[str, dict[str, Any]] = {}
+        """Notifier modules by name (`/v3/config/notifier/{name}`)."""
+        self.main_config: dict[str, Any] = {}
+        """Burrow's `/v3/config` sections (general, logging, zookeeper, httpserver)."""
+        self.record_times: RecordTimes | None = None
+        """Exact time lag on: timestamps of the records at committed offsets, filled by `record_times.py`."""
+        self.page_cache: dict[str, PageCacheEstimate] = {}
+        """Page-cache hint on: per cluster, refreshed by the source after each HWM round."""
+        self.decoded: dict[str, Counter[str]] = {}
+        """Per cluster, `__consumer_offsets` records read by decoded kind (a source's own counter)."""
 
     @contextmanager
     def locked(self) -> Iterator[OffsetStore]:
@@ -115,11 +182,48 @@ class LagService:
         with self.lock:
             return sorted(set(self.store.clusters()) | set(self.cluster_info))
 
-    def group_status(self, cluster: str, group: str) -> GroupStatus:
+    def group_status(self, cluster: str, group: str, now_ms: int | None = None) -> GroupStatus:
+        now = self.clock_ms() if now_ms is None else now_ms
         with self.lock:
-            return self.evaluator.evaluate_group(cluster, group, self.clock_ms())
+            return self._enrich(self.evaluator.evaluate_group(cluster, group, now), now)
 
     def all_statuses(self) -> list[GroupStatus]:
         now = self.clock_ms()
         with self.lock:
-            return [s for c in self.store.clusters() for s in self.evaluator.evaluate_cluster(c, now)]
+            return [
+                self._enrich(s, now) for c in self.store.clusters() for s in self.evaluator.evaluate_cluster(c, now)
+            ]
+
+    def _enrich(self, status: GroupStatus, now_ms: int) -> GroupStatus:
+        """Add exact time lag and the page-cache hint, when configured, to the evaluator's verdicts."""
+        estimate = self.page_cache.get(status.cluster)
+        if (self.record_times is None and estimate is None) or not status.partitions:
+            return status
+        partitions = tuple(self._enrich_partition(status.cluster, v, estimate, now_ms) for v in status.partitions)
+        exact = [v.exact_lag_seconds for v in partitions if v.exact_lag_seconds is not None]
+        beyond = [v.beyond_page_cache for v in partitions if v.beyond_page_cache is not None]
+        maxlag = status.maxlag
+        if maxlag is not None:
+            maxlag = next((v for v in partitions if (v.topic, v.partition) == (maxlag.topic, maxlag.partition)), maxlag)
+        return dataclasses.replace(
+            status,
+            partitions=partitions,
+            maxlag=maxlag,
+            exact_lag_seconds=max(exact) if exact else None,
+            beyond_page_cache=any(beyond) if beyond else None,
+        )
+
+    def _enrich_partition(
+        self, cluster: str, v: PartitionVerdict, estimate: PageCacheEstimate | None, now_ms: int
+    ) -> PartitionVerdict:
+        if v.end is None:
+            return v
+        exact = None
+        if self.record_times is not None:
+            ts = self.record_times.get((cluster, v.topic, v.partition, v.end.offset))
+            exact = exact_lag_seconds(ts, v.current_lag, now_ms)
+        window = beyond = None
+        if estimate is not None:
+            window = estimate.window_for(v.topic, v.partition)
+            beyond = is_beyond_page_cache(exact if exact is not None else v.lag_seconds, window)
+        return dataclasses.replace(v, exact_lag_seconds=exact, page_cache_window_s=window, beyond_page_cache=beyond)

@@ -1,6 +1,7 @@
-"""Ingestion from a real cluster: `__consumer_offsets` consumed from the start (commit timestamps from the broker),
-HWMs polled with ListOffsets every `offset_refresh_s`, or committed offsets through the Admin API where the internal
-topic cannot be read. Kafka errors are caught here and turn the cluster unknown, never a verdict.
+"""Ingestion from a real cluster: HWMs polled with ListOffsets every `offset_refresh_s`, and commits either from
+`__consumer_offsets` consumed from the start (commit timestamps from the broker) or, where the internal topic cannot
+be read, through the Admin API (`admin_source.py`). Kafka errors are caught here and turn the cluster unknown,
+never a verdict. Each HWM round also refreshes the partition placement behind the page-cache hint.
 """
 
 from __future__ import annotations
@@ -8,21 +9,28 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from typing import Any
+from collections import Counter
+from typing import Any, Literal
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from lag.admin_source import GROUP_OFFSETS_FEED, AdminOffsetsReader
 from lag.decoder import GroupMetadata, GroupTombstone, OffsetCommit, OffsetTombstone, decode_record
+from lag.pagecache import Placement, estimate, produce_rate
 from lag.service import LagService, SourceHealth
+from pulse.config import PageCacheConfig
 
 _LOG = logging.getLogger(__name__)
 OFFSETS_TOPIC = "__consumer_offsets"
 _LATEST = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # untyped in confluent_kafka
 
 
+Ingestion = Literal["consumer_offsets", "admin"]
+
+
 class KafkaLagSource:
-    """One cluster's HWM poller and offsets reader (`mode='offsets-topic'`) or Admin API poller (`'admin'`)."""
+    """One cluster's HWM poller plus its commits reader: `__consumer_offsets` or the Admin API."""
 
     def __init__(
         self,
@@ -30,25 +38,36 @@ class KafkaLagSource:
         client_config: dict[str, Any],
         service: LagService,
         health: SourceHealth,
-        mode: str = "offsets-topic",
+        ingestion: Ingestion = "consumer_offsets",
+        page_cache: PageCacheConfig | None = None,
     ) -> None:
         self.cluster = cluster
         self.client_config = dict(client_config)
         self.service = service
         self.health = health
-        self.mode = mode
-        self.decoded: dict[str, int] = {}
+        self.ingestion = ingestion
+        self.page_cache = page_cache if page_cache is not None and page_cache.enabled else None
+        self.decoded: Counter[str] = Counter()
         """Records read from __consumer_offsets by decoded kind (OffsetCommit, Undecodable, UnknownRecord, ...)."""
+        service.decoded[cluster] = self.decoded
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._admin = AdminClient({**self.client_config, "socket.timeout.ms": 5000})
+        self._admin: AdminClient | None = None
+        """Created by `start()`: configuring a source connects to nothing (Burrow's module contract)."""
         self._topics: dict[str, int] = {}
+        self.admin_reader: AdminOffsetsReader | None = None
+        if ingestion == "admin":
+            health.expect(cluster, GROUP_OFFSETS_FEED)  # judged only once commits can be read too
 
     # -- lifecycle -------------------------------------------------------------------------------------------------
 
     def start(self) -> None:
+        self._admin = AdminClient({**self.client_config, "socket.timeout.ms": 5000})
         self.poll_hwms()  # commits are only stored once their partition has a HWM (Burrow's rule)
-        targets = [self._hwm_loop, self._offsets_loop if self.mode == "offsets-topic" else self._admin_loop]
+        if self.ingestion == "admin":
+            self.admin_reader = AdminOffsetsReader(self.cluster, self._admin, self.service, self.health)
+            self.admin_reader.poll()
+        targets = [self._hwm_loop, self._offsets_loop if self.admin_reader is None else self._admin_loop]
         for target in targets:
             thread = threading.Thread(target=target, name=f"lag-{self.cluster}-{target.__name__}", daemon=True)
             thread.start()
@@ -67,12 +86,16 @@ class KafkaLagSource:
 
     def poll_hwms(self) -> bool:
         """One ListOffsets(latest) round for every partition of every non-internal topic; False when it failed."""
+        if self._admin is None:
+            raise RuntimeError(f"lag source {self.cluster}: poll_hwms() before start()")
         try:
             metadata = self._admin.list_topics(timeout=5)
-            topics = {
-                name: len(t.partitions)
-                for name, t in metadata.topics.items()
-                if not name.startswith("__") and t.error is None
+            listed = {n: t for n, t in metadata.topics.items() if not n.startswith("__") and t.error is None}
+            topics = {name: len(t.partitions) for name, t in listed.items()}
+            placements = {
+                (name, p.id): Placement(p.leader, tuple(p.replicas))
+                for name, t in listed.items()
+                for p in t.partitions.values()
             }
             request = {TopicPartition(t, p): _LATEST for t, n in topics.items() for p in range(n)}
             futures = self._admin.list_offsets(request, request_timeout=5) if request else {}
@@ -86,9 +109,24 @@ class KafkaLagSource:
                 store.delete_topic(self.cluster, gone)
             for tp, info in results.items():
                 store.add_hwm(self.cluster, tp.topic, tp.partition, info.offset, now)
+            if self.page_cache is not None:
+                self._estimate_page_cache(placements)
         self._topics = topics
         self.health.mark_ok(self.cluster)
         return True
+
+    def _estimate_page_cache(self, placements: dict[tuple[str, int], Placement]) -> None:
+        """Per broker, how many seconds of writes its page cache holds (called under the service lock)."""
+        assert self.page_cache is not None
+        rates: dict[tuple[str, int], float] = {}
+        if self.page_cache.size_bytes is not None:
+            for topic, partition in placements:
+                rate = produce_rate(*self.service.store.hwms.history(self.cluster, topic, partition))
+                if rate is not None:
+                    rates[(topic, partition)] = rate
+        self.service.page_cache[self.cluster] = estimate(
+            placements, rates, self.page_cache.size_bytes, self.page_cache.record_bytes, self.page_cache.window_s
+        )
 
     # -- __consumer_offsets ----------------------------------------------------------------------------------------
 
@@ -146,25 +184,6 @@ class KafkaLagSource:
     # -- Admin API mode --------------------------------------------------------------------------------------------
 
     def _admin_loop(self) -> None:
-        while not self._stop.wait(self.service.settings.offset_refresh_s):
-            self.poll_group_offsets()
-
-    def poll_group_offsets(self) -> bool:
-        """Committed offsets of every group through OffsetFetch; the poll time stands in for the commit time."""
-        try:
-            groups = self._admin.list_consumer_groups(request_timeout=5).result(timeout=10).valid
-            offsets = {}
-            for g in groups:
-                request = [ConsumerGroupTopicPartitions(g.group_id)]
-                result = self._admin.list_consumer_group_offsets(request, request_timeout=5)[g.group_id]
-                offsets[g.group_id] = result.result(timeout=10).topic_partitions or []
-        except (KafkaException, Exception) as exc:
-            self.health.mark_error(self.cluster, f"{type(exc).__name__}: {exc}")
-            return False
-        now = self.service.clock_ms()
-        with self.service.locked() as store:
-            for group, tps in offsets.items():
-                for tp in tps:
-                    if tp.offset >= 0 and tp.error is None:
-                        store.add_commit(self.cluster, group, tp.topic, tp.partition, tp.offset, now, now)
-        return True
+        assert self.admin_reader is not None
+        while not self._stop.wait(self.service.settings.group_refresh_s):
+            self.admin_reader.poll()

@@ -69,6 +69,12 @@ class PartitionVerdict:
     """Which rule decided, on which values: e.g. 'STOP: no commit for 600 s > window span 400 s'."""
     lag_seconds: float | None = None
     """How long ago the log end was where the group is now (interpolated from HWM history); None if unknown."""
+    exact_lag_seconds: float | None = None
+    """Age of the record at the committed offset (its Kafka timestamp), when exact time lag is on and it was read."""
+    page_cache_window_s: float | None = None
+    """Seconds of recent data the leader's page cache holds (page-cache hint on); None when unknown."""
+    beyond_page_cache: bool | None = None
+    """The group reads older data than the leader's page cache holds (its reads go to disk); None when unknown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +95,10 @@ class GroupStatus:
     reason: str = ""
     lag_seconds: float | None = None
     """Largest partition time lag, when any is known."""
+    exact_lag_seconds: float | None = None
+    """Largest exact partition time lag, when any is known."""
+    beyond_page_cache: bool | None = None
+    """Some partition reads older data than its leader's page cache holds; None when unknown for all."""
 
 
 def not_found(cluster: str, group: str, reason: str = "group not found") -> GroupStatus:

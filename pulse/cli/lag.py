@@ -1,16 +1,26 @@
-"""`kafka-pulse lag` commands: `lag replay` feeds a recorded JSONL stream through the evaluator, with no Kafka."""
+"""`kafka-pulse lag` commands: `lag` runs the evaluator service for every configured cluster until SIGTERM/Ctrl-C;
+`lag replay` feeds a recorded JSONL stream through the evaluator, with no Kafka."""
 
 from __future__ import annotations
 
 import json
+import logging
+import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
 
+from lag.notify import AlertSender
 from lag.replay import ReplaySettings, replay
+from lag.runner import LagRunner
+from pulse.cli.dev import dev_home
 from pulse.cli.options import config_option
-from pulse.errors import ConfigError, NotImplementedYet, PulseError
+from pulse.clusters import load_or_default, resolve_cluster
+from pulse.config import PulseConfig, split_host_port
+from pulse.errors import ConfigError, PulseError
 
 
 class ReplayInputInvalid(PulseError):
@@ -19,14 +29,56 @@ class ReplayInputInvalid(PulseError):
 
 @click.group(invoke_without_command=True)
 @config_option
+@click.option(
+    "--cluster",
+    "cluster_names",
+    multiple=True,
+    help="Only this configured cluster (repeatable; default: every configured cluster, else the dev cluster).",
+)
+@click.option("--listen", default=None, help="host:port of the API and /metrics (default: lag.listen, http.listen).")
 @click.pass_context
-def lag(ctx: click.Context, config_path: Path | None) -> None:
-    """Evaluate consumer groups (Burrow-compatible) and serve the Burrow v3 API; `lag replay` replays a file."""
-    if ctx.invoked_subcommand is None:
-        raise NotImplementedYet(
-            "`kafka-pulse lag` (the lag evaluator service) arrives with issue #5, which has not landed yet; "
-            "`kafka-pulse lag replay` has"
-        )
+def lag(ctx: click.Context, config_path: Path | None, cluster_names: tuple[str, ...], listen: str | None) -> None:
+    """Evaluate consumer groups (Burrow-compatible) and serve the Burrow v3 API; `lag replay` replays a file.
+
+    Without a subcommand, runs until SIGTERM or Ctrl-C: reads every configured cluster, serves the Burrow v3 API
+    and /metrics, and (with lag.notify) opens and resolves incidents in Alertmanager.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = load_or_default(config_path, os.environ)
+    if not config.lag.enabled:
+        raise ConfigError("lag.enabled is false: nothing to run (set it to true or leave it out)")
+    if config.clusters:
+        clusters = [config.cluster(n) for n in cluster_names] if cluster_names else list(config.clusters)
+    else:
+        clusters = [resolve_cluster(config, n, dev_home()) for n in (cluster_names or (None,))]
+    if listen is not None:
+        try:
+            split_host_port(listen)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--listen") from None
+    runner = LagRunner(config, clusters, _alert_sender(config), listen)
+    stopped = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stopped.set())
+    runner.start()
+    names = ", ".join(c.name for c in clusters)
+    click.echo(f"lag: evaluating {names} ({config.lag.mode} rules); Burrow v3 API and /metrics on {runner.api.url}",
+               err=True)  # fmt: skip
+    try:
+        while not stopped.wait(0.5):  # short waits: the signal handler only runs when the main thread wakes
+            pass
+    finally:
+        runner.stop()
+    click.echo("lag: stopped", err=True)
+
+
+def _alert_sender(config: PulseConfig) -> AlertSender | None:
+    """The suite's alert sink for lag incidents, when `lag.notify` is on."""
+    if not config.lag.notify.enabled:
+        return None
+    raise ConfigError("lag.notify: the alert sink is not connected yet")
 
 
 @lag.command("replay")

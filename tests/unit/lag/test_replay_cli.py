@@ -106,7 +106,19 @@ def test_options_are_validated(tmp_path: Path) -> None:
     assert "--minimum-complete" in result.output
 
 
-def test_lag_service_is_not_landed_yet() -> None:
+def test_lag_service_without_config_or_dev_cluster_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KAFKA_PULSE_HOME", str(tmp_path))
+    monkeypatch.delenv("KAFKA_PULSE_CONFIG", raising=False)
     result = CliRunner().invoke(cli, ["lag"])
+    assert result.exit_code == 1
+    assert result.output.startswith("ClusterError: no dev cluster")
+
+
+def test_lag_service_refuses_a_bad_config_before_starting(tmp_path: Path) -> None:
+    config = tmp_path / "pulse.yaml"
+    config.write_text("lag:\n  intervals: 1\n")
+    result = CliRunner().invoke(cli, ["lag", "--config", str(config)])
     assert result.exit_code == 2
-    assert "issue #5" in result.output
+    assert f"ConfigError: {config}: lag.intervals: Input should be greater than or equal to 2" in result.output

@@ -118,3 +118,43 @@ def test_evaluator_reports_unknown_instead_of_stop_while_stale() -> None:
         clock.now_ms = at_ms
         h.mark_ok("c")
     assert evaluator.evaluate_group("c", "g", 71_000).status is Status.ERR
+
+
+def test_every_expected_feed_must_be_fresh() -> None:
+    """Admin ingestion adds a `group-offsets` feed: HWMs alone do not make a cluster judgeable, since a live
+    group whose commits cannot be read would look silent (a false STOP)."""
+    clock = FakeClock()
+    h = health(clock)
+    h.expect("c", "group-offsets")
+    h.mark_ok("c")
+    assert h.unavailable_reason("c", 1000) == "no group-offsets read yet"
+    h.mark_error("c", "timed out", "group-offsets")
+    assert h.unavailable_reason("c", 1000) == "no group-offsets read yet (timed out)"
+    h.mark_ok("c", "group-offsets")
+    assert h.unavailable_reason("c", 1000) is None
+    clock.now_ms = 4000
+    h.mark_ok("c")  # HWMs keep coming, group offsets do not
+    assert h.unavailable_reason("c", 7000) == "no group-offsets refresh for 7 s"
+
+
+def test_the_page_cache_hint_marks_partitions_read_from_disk() -> None:
+    from lag.pagecache import PageCacheEstimate
+    from lag.service import LagService, LagSettings
+
+    now = 1_000_000
+    service = LagService(LagSettings(mode="enhanced", intervals=2), clock_ms=lambda: now)
+    with service.locked() as store:
+        for p in (0, 1):
+            store.add_hwm("c", "t", p, 0, now - 200_000)
+            store.add_hwm("c", "t", p, 2000, now)  # 10 records/s
+        store.add_commit("c", "g", "t", 0, 1990, now - 1000, now - 1000)  # 1 s behind
+        store.add_commit("c", "g", "t", 1, 500, now - 1000, now - 1000)  # 150 s behind
+    service.page_cache["c"] = PageCacheEstimate({1: 60.0, 2: 600.0}, {("t", 0): 1, ("t", 1): 1})
+    status = service.group_status("c", "g")
+    assert [(v.partition, v.beyond_page_cache, v.page_cache_window_s) for v in status.partitions] == [
+        (0, False, 60.0),
+        (1, True, 60.0),
+    ]
+    assert status.beyond_page_cache is True
+    service.page_cache["c"] = PageCacheEstimate({1: 600.0}, {("t", 0): 1, ("t", 1): 1})
+    assert service.group_status("c", "g").beyond_page_cache is False

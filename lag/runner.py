@@ -1,0 +1,143 @@
+"""The lag evaluator as a service: one `LagService` for every configured cluster, each cluster's source (HWMs plus
+`__consumer_offsets` or Admin API commits), exact-time-lag readers, the Burrow v3 API with /metrics, and the
+notifier, composed from the config. Started in Burrow's order (things taking requests first: API, then sources,
+then the notifier that reads them) and stopped in reverse.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from lag.api import BasicAuth, BurrowApi
+from lag.burrow_json import Json, client_profile_json, cluster_module_json, consumer_module_json
+from lag.metrics import LagCollector
+from lag.notify import AlertSender, IncidentBook, LagNotifier
+from lag.record_times import ExactLagFetcher
+from lag.service import LagService, LagSettings, SourceHealth, wall_clock_ms
+from lag.source import KafkaLagSource
+from lag.status import Status
+from pulse.config import ClusterConfig, PulseConfig, split_host_port
+from pulse.profile import client_config
+
+_LOG = logging.getLogger(__name__)
+CLIENT_ID = "kafka-pulse-lag"
+
+
+class LagRunner:
+    """Everything `kafka-pulse lag` runs; `start()` returns once the API answers and every source made its first
+    round (a cluster that is down at start is simply unknown until it answers)."""
+
+    def __init__(
+        self,
+        config: PulseConfig,
+        clusters: Sequence[ClusterConfig],
+        sender: AlertSender | None = None,
+        listen: str | None = None,
+        clock_ms: Callable[[], int] = wall_clock_ms,
+    ) -> None:
+        lag = config.lag
+        self.settings = LagSettings.from_config(lag)
+        self.health = SourceHealth(lag.effective_stale_after_s(), lag.effective_recovery_s(), clock_ms)
+        self.service = LagService(self.settings, self.health, clock_ms)
+        self.service.ready = False
+        self.sources: list[KafkaLagSource] = []
+        self.fetchers: list[ExactLagFetcher] = []
+        for cluster in clusters:
+            kafka = {**client_config(cluster), "client.id": CLIENT_ID}
+            ingestion = lag.ingestion_for(cluster.name)
+            self.sources.append(
+                KafkaLagSource(cluster.name, kafka, self.service, self.health, ingestion, lag.page_cache)
+            )
+            if lag.exact_time_lag.enabled:
+                self.fetchers.append(ExactLagFetcher(cluster.name, kafka, self.service, lag.exact_time_lag))
+            profile = _profile(cluster)
+            self.service.cluster_info[cluster.name] = cluster_module_json(
+                cluster.bootstrap_servers, profile, self.settings.topic_refresh_s, self.settings.offset_refresh_s
+            )
+            self.service.consumer_info[cluster.name] = consumer_module_json(
+                lag.mode,
+                cluster.name,
+                cluster.bootstrap_servers,
+                profile,
+                self.settings.group_allow,
+                self.settings.group_deny,
+                ingestion,
+            )
+        self.registry = CollectorRegistry()
+        self.registry.register(LagCollector(self.service))
+        host, port = split_host_port(listen or lag.listen or config.http.listen)
+        http = config.http
+        auth = http.basic_auth
+        self.api = BurrowApi(
+            self.service,
+            host,
+            port,
+            self.registry,
+            tls=(http.tls.cert_file, http.tls.key_file) if http.tls is not None else None,
+            basic_auth=BasicAuth(auth.username, auth.password.get_secret_value()) if auth is not None else None,
+        )
+        self.notifier: LagNotifier | None = None
+        if lag.notify.enabled and sender is not None:
+            threshold = Status[lag.notify.severity]
+            book = IncidentBook(threshold, lag.notify.resend_s, api_url=self.api.url)
+            self.notifier = LagNotifier(self.service, book, sender, lag.notify.interval_s)
+            self.service.notifier_info["alertmanager"] = {
+                "class-name": "alertmanager",
+                "url": config.alerting.alertmanager_url,
+                "threshold": int(threshold),
+                "interval": lag.notify.interval_s,
+                "send-interval": lag.notify.resend_s,
+                "send-close": True,
+            }
+
+    def start(self) -> None:
+        self.api.start()
+        starting = [threading.Thread(target=s.start, name=f"lag-start-{s.cluster}") for s in self.sources]
+        for thread in starting:  # in parallel: an unreachable cluster must not hold up the others
+            thread.start()
+        for thread in starting:
+            thread.join()
+        for fetcher in self.fetchers:
+            fetcher.start()
+        if self.notifier is not None:
+            self.notifier.start()
+        self.service.ready = True
+
+    def stop(self) -> None:
+        self.service.ready = False
+        if self.notifier is not None:
+            self.notifier.stop()
+        for fetcher in reversed(self.fetchers):
+            fetcher.stop()
+        for source in reversed(self.sources):
+            source.stop()
+        self.api.stop()
+
+
+def _profile(cluster: ClusterConfig) -> Json:
+    """Burrow's client profile for a cluster: TLS and SASL described, never their secrets."""
+    security = cluster.security
+    tls: dict[str, Any] | None = None
+    if security.protocol in ("SSL", "SASL_SSL"):
+        t = security.tls
+        tls = {
+            "name": cluster.name,
+            "noverify": t is not None and not t.verify_hostname,
+            "certfile": str(t.cert_file) if t is not None and t.cert_file is not None else "",
+            "keyfile": str(t.key_file) if t is not None and t.key_file is not None else "",
+            "cafile": str(t.ca_file) if t is not None and t.ca_file is not None else "",
+        }
+    sasl: dict[str, Any] | None = None
+    if security.sasl is not None:
+        sasl = {
+            "name": cluster.name,
+            "handshake-first": True,
+            "username": security.sasl.username,
+            "mechanism": security.sasl.mechanism,
+        }
+    return client_profile_json(cluster.name, CLIENT_ID, tls, sasl)

@@ -1,0 +1,222 @@
+"""The `lag` config section (issue #5): one valid config with every lag key set, broken one key at a time; each
+row names the exact message line (`<file>: <key path>: <reason>`), after Sloth's validation tables."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import yaml
+
+from lag.runner import LagRunner
+from lag.service import LagSettings
+from pulse.config import PulseConfig, parse_config
+from pulse.errors import ConfigError
+from pulse.ports import free_ports
+
+
+def valid_config() -> dict[str, Any]:
+    return {
+        "clusters": [
+            {"name": "prod", "bootstrap_servers": ["kafka1:9092"]},
+            {"name": "legacy", "bootstrap_servers": ["kafka9:9092"]},
+        ],
+        "lag": {
+            "mode": "burrow",
+            "intervals": 15,
+            "offset_refresh_s": 30,
+            "min_distance_s": 1,
+            "allowed_lag": 1,
+            "minimum_complete": 0.5,
+            "expire_group_s": 86400,
+            "hwm_history": 120,
+            "stale_after_s": 120,
+            "recovery_s": 60,
+            "group_allow": "^app-",
+            "group_deny": "^console-consumer-",
+            "ingestion": "consumer_offsets",
+            "ingestion_by_cluster": {"legacy": "admin"},
+            "group_offsets_refresh_s": 20,
+            "exact_time_lag": {"enabled": True, "interval_s": 15, "max_fetches_per_cycle": 50},
+            "page_cache": {"enabled": True, "size_bytes": 32 << 30, "record_bytes": 512},
+            "notify": {"enabled": True, "severity": "WARN", "interval_s": 30, "resend_s": 120},
+            "listen": "127.0.0.1:8000",
+        },
+        "alerting": {"enabled": True, "alertmanager_url": "http://127.0.0.1:9093"},
+    }
+
+
+def parse(tree: dict[str, Any]) -> PulseConfig:
+    return parse_config(yaml.safe_dump(tree), "pulse.yaml", {})
+
+
+def test_valid_lag_config_parses_and_becomes_settings() -> None:
+    config = parse(valid_config())
+    lag = config.lag
+    assert lag.ingestion_for("legacy") == "admin" and lag.ingestion_for("prod") == "consumer_offsets"
+    settings = LagSettings.from_config(lag)
+    assert (settings.mode, settings.intervals, settings.offset_refresh_s, settings.min_distance_s) == (
+        "burrow", 15, 30, 1,
+    )  # fmt: skip
+    assert (settings.group_allow, settings.group_deny, settings.group_refresh_s) == ("^app-", "^console-consumer-", 20)
+    rules = settings.rule_params()
+    assert (rules.allowed_lag, rules.minimum_complete, rules.offset_refresh_ms) == (1, 0.5, 30_000)
+
+
+def test_defaults_derive_staleness_from_the_refresh_intervals() -> None:
+    lag = parse({"lag": {"offset_refresh_s": 5, "group_offsets_refresh_s": 20}}).lag
+    assert (lag.effective_stale_after_s(), lag.effective_recovery_s()) == (60.0, 15.0)
+    default = PulseConfig().lag
+    assert (default.mode, default.ingestion, default.exact_time_lag.enabled, default.page_cache.enabled) == (
+        "enhanced", "consumer_offsets", False, False,
+    )  # fmt: skip
+    assert LagSettings.from_config(default).group_allow is None  # ".*" is no filter
+
+
+def test_the_whole_config_builds_a_runner_without_connecting() -> None:
+    """Validate with the code that runs: the runner is composed (nothing started, nothing connected)."""
+    config = parse(valid_config())
+    runner = LagRunner(config, config.clusters, sender=None, listen=f"127.0.0.1:{free_ports(1)[0]}")
+    try:
+        assert [s.ingestion for s in runner.sources] == ["consumer_offsets", "admin"]
+        assert runner.health.unavailable_reason("legacy", 0) == "no HWM read yet"
+        assert len(runner.fetchers) == 2
+        assert runner.service.consumer_info["legacy"]["class-name"] == "admin"
+    finally:
+        runner.api.stop()
+
+
+@dataclass(frozen=True)
+class Case:
+    breaks: Callable[[dict[str, Any]], None]
+    want: str
+
+
+def _set(*path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def apply(tree: dict[str, Any]) -> None:
+        node = tree
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = value
+
+    return apply
+
+
+def _off(section: str) -> Callable[[dict[str, Any]], None]:
+    def apply(tree: dict[str, Any]) -> None:
+        del tree["alerting"]
+        tree["lag"]["notify"]["enabled"] = section == "notify"
+
+    return apply
+
+
+CASES = [
+    pytest.param(
+        Case(_set("lag", "intervals", value=1), "lag.intervals: Input should be greater than or equal to 2 (got 1)"),
+        id="intervals-too-small",
+    ),
+    pytest.param(
+        Case(_set("lag", "intervals", value=300), "lag.intervals: Input should be less than or equal to 255 (got 300)"),
+        id="intervals-too-large",
+    ),
+    pytest.param(
+        Case(
+            _set("lag", "minimum_complete", value=1.5),
+            "lag.minimum_complete: Input should be less than or equal to 1 (got 1.5)",
+        ),
+        id="minimum-complete-above-1",
+    ),
+    pytest.param(
+        Case(
+            _set("lag", "allowed_lag", value=-1), "lag.allowed_lag: Input should be greater than or equal to 0 (got -1)"
+        ),
+        id="allowed-lag-negative",
+    ),
+    pytest.param(
+        Case(
+            _set("lag", "stale_after_s", value=25),
+            "lag.stale_after_s: 25 s must be longer than the slowest refresh (30 s), or every cluster would turn "
+            "unknown between two refreshes",
+        ),
+        id="stale-shorter-than-refresh",
+    ),
+    pytest.param(
+        Case(
+            _set("lag", "ingestion", value="zookeeper"),
+            "lag.ingestion: Input should be 'consumer_offsets' or 'admin' (got 'zookeeper')",
+        ),
+        id="unknown-ingestion",
+    ),
+    pytest.param(
+        Case(
+            _set("lag", "ingestion_by_cluster", value={"staging": "admin"}),
+            "lag.ingestion_by_cluster.staging: no cluster named 'staging' is configured (clusters: prod, legacy)",
+        ),
+        id="ingestion-for-an-unknown-cluster",
+    ),
+    pytest.param(
+        Case(
+            _set("lag", "page_cache", "window_s", value=600),
+            "lag.page_cache: give exactly one of window_s or size_bytes when the page-cache hint is enabled",
+        ),
+        id="page-cache-both-sources",
+    ),
+    pytest.param(
+        Case(
+            _set("lag", "page_cache", value={"enabled": True}),
+            "lag.page_cache: give exactly one of window_s or size_bytes when the page-cache hint is enabled",
+        ),
+        id="page-cache-no-source",
+    ),
+    pytest.param(
+        Case(
+            _set("lag", "exact_time_lag", "max_fetches_per_cycle", value=0),
+            "lag.exact_time_lag.max_fetches_per_cycle: Input should be greater than or equal to 1 (got 0)",
+        ),
+        id="exact-lag-unbounded",
+    ),
+    pytest.param(
+        Case(
+            _set("lag", "notify", "severity", value="STOP"),
+            "lag.notify.severity: Input should be 'WARN' or 'ERR' (got 'STOP')",
+        ),
+        id="notify-severity-not-a-group-status",
+    ),
+    pytest.param(
+        Case(
+            _off("notify"),
+            "lag.notify.enabled: lag.notify is enabled but alerting is not; set alerting.enabled and "
+            "alerting.alertmanager_url",
+        ),
+        id="notify-without-alerting",
+    ),
+    pytest.param(
+        Case(_set("lag", "listen", value="8000"), "lag.listen: '8000' is not host:port (e.g. kafka1:9092)"),
+        id="listen-not-host-port",
+    ),
+    pytest.param(
+        Case(
+            _set("lag", "group_allow", value="[app"),
+            "lag.group_allow: '[app' is not a valid regular expression: unterminated character set at position 0",
+        ),
+        id="allow-regex",
+    ),
+    pytest.param(
+        Case(
+            _set("lag", "exact_time_lag", "enable", value=True),
+            "lag.exact_time_lag: unknown key 'enable'; did you mean 'enabled'?",
+        ),
+        id="typo-in-a-subsection",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_invalid_lag_config_is_refused_naming_the_key(case: Case) -> None:
+    tree = valid_config()
+    case.breaks(tree)
+    with pytest.raises(ConfigError) as excinfo:
+        parse(tree)
+    assert str(excinfo.value).splitlines() == ["pulse.yaml: " + case.want]
