@@ -1,4 +1,5 @@
-"""What a broker scrape reads over JMX: the MBeans of chapter 13 and research §3, as data (pure).
+"""What a broker scrape reads over JMX: the MBeans of chapter 13 and research §3, as data (pure); and what a
+client target's scrape reads (`CLIENT_BEANS`).
 
 `scrape_plan` turns the catalogue into the `BeanQuery` list one transport call executes; `mapping.py` names what
 comes back. Adding a bean here is all it takes to export it: names follow from the jmx_exporter/Strimzi rules.
@@ -119,6 +120,39 @@ JVM_BEANS: tuple[BeanQuery, ...] = (
     BeanQuery("java.lang:type=Threading", ("ThreadCount",)),
 )
 """JVM beans, exported under the names of jmx_exporter's built-in JVM metrics (client_java 1.x)."""
+
+
+MIRROR_STATS = ("", "-max", "-min", "-avg")
+"""MirrorMaker 2 keeps each latency as the latest value plus its max, min and avg over the sample window."""
+
+CLIENT_BEANS: tuple[BeanQuery, ...] = (
+    BeanQuery(
+        "kafka.producer:type=producer-metrics,client-id=*",
+        (
+            "record-error-rate",
+            "record-error-total",
+            "record-retry-rate",
+            "record-retry-total",
+            "request-latency-avg",
+            "produce-throttle-time-avg",
+        ),
+    ),
+    BeanQuery(
+        "kafka.consumer:type=consumer-fetch-manager-metrics,client-id=*",
+        ("fetch-latency-avg", "records-lag-max", "fetch-throttle-time-avg"),
+    ),
+    BeanQuery(
+        "kafka.consumer:type=consumer-coordinator-metrics,client-id=*", ("commit-latency-avg", "assigned-partitions")
+    ),
+    BeanQuery(
+        "kafka.connect.mirror:type=MirrorSourceConnector,target=*,topic=*,partition=*",
+        tuple(f"{metric}{stat}" for metric in ("replication-latency-ms", "record-age-ms") for stat in MIRROR_STATS),
+    ),
+)
+"""What a client target's scrape reads (the chapter's client monitoring, issue #3 point 7). The client-id
+patterns match exactly the keys {type, client-id}: the client-wide beans, never the per-topic or per-node ones,
+so cardinality stays one series per client. A JVM that is no producer (or no MirrorMaker 2) simply matches none
+of that group's beans; the `-total` companions are the counters Strimzi's rules export for `rate()`."""
 
 
 def request_beans(requests: tuple[str, ...] = REQUEST_TYPES) -> tuple[BeanQuery, ...]:

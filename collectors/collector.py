@@ -1,13 +1,15 @@
 """prometheus_client Collectors: the latest JMX and cluster-state results as metric families at /metrics time.
 
 Last stage of the collectors' flow. Nothing here talks to Kafka: each `collect()` renders what the scrapers
-(`scrapers.py`) published last, so a Prometheus scrape is as fast as formatting text. Every broker is reported
-(`kafka_pulse_jmx_up`, last success time, failures by reason) even while its values are withheld.
+(`scrapers.py`) published last, so a Prometheus scrape is as fast as formatting text. Every broker and client
+target is reported (`kafka_pulse_jmx_up`, `kafka_pulse_client_jmx_up`, last success time, failures by reason) even
+while its values are withheld.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client.core import Metric
@@ -41,16 +43,34 @@ class _Families:
         return iter(self._families.values())
 
 
-class JmxCollector(Collector):
-    """Broker JMX families (jmx_exporter/Strimzi names) plus each broker's scrape health."""
+@dataclass(frozen=True)
+class HealthNames:
+    """How one kind of JMX endpoint reports its scrape health: family prefix and the words of the help texts."""
 
-    def __init__(self, scrapers: Mapping[Any, BrokerScraper]) -> None:
+    prefix: str
+    subject: str
+    timeout_key: str
+    """The config key of the scrape time limit, named in the failure counter's help."""
+
+
+BROKER_HEALTH = HealthNames("kafka_pulse_jmx", "broker", "jmx.timeout_s")
+CLIENT_HEALTH = HealthNames("kafka_pulse_client_jmx", "client target", "collectors.clients[].timeout_s")
+"""Client targets get families of their own: their label set (`client_target`) is not a broker's."""
+
+
+class JmxCollector(Collector):
+    """JMX families (jmx_exporter/Strimzi names) plus each endpoint's scrape health: brokers by default, or the
+    client targets with `CLIENT_HEALTH`."""
+
+    def __init__(self, scrapers: Mapping[Any, BrokerScraper], health: HealthNames = BROKER_HEALTH) -> None:
         self.scrapers = scrapers
         """A live view: scrapers added after registration are collected too."""
+        self.health = health
 
     def collect(self) -> Iterator[Metric]:
         parts = []
         health = _Families()
+        p, subject = self.health.prefix, self.health.subject
         for scraper in list(self.scrapers.values()):
             labels = dict(scraper.identity().labels())
             result = scraper.result
@@ -58,17 +78,18 @@ class JmxCollector(Collector):
                 continue  # not scraped yet: unknown, not down
             if result.ok and result.value is not None:
                 parts.append(result.value)
-            health.add("kafka_pulse_jmx_up", "gauge", "1 when the latest JMX scrape of the broker succeeded.",
+            health.add(f"{p}_up", "gauge", f"1 when the latest JMX scrape of the {subject} succeeded.",
                        labels, 1.0 if result.ok else 0.0)  # fmt: skip
             if result.last_success_s is not None:
-                health.add("kafka_pulse_jmx_last_success_timestamp_seconds", "gauge",
-                           "When the latest successful JMX scrape of the broker ended.", labels,
+                health.add(f"{p}_last_success_timestamp_seconds", "gauge",
+                           f"When the latest successful JMX scrape of the {subject} ended.", labels,
                            result.last_success_s)  # fmt: skip
-            health.add("kafka_pulse_jmx_scrape_duration_seconds", "gauge",
-                       "How long the latest JMX scrape of the broker took.", labels, result.duration_s)  # fmt: skip
+            health.add(f"{p}_scrape_duration_seconds", "gauge",
+                       f"How long the latest JMX scrape of the {subject} took.", labels, result.duration_s)  # fmt: skip
             for reason in ("timeout", "unreachable"):
-                health.add("kafka_pulse_jmx_scrape_failures", "counter",
-                           "Failed JMX scrapes of the broker by reason (timeout: no answer within jmx.timeout_s).",
+                health.add(f"{p}_scrape_failures", "counter",
+                           f"Failed JMX scrapes of the {subject} by reason (timeout: no answer within "
+                           f"{self.health.timeout_key}).",
                            {**labels, "reason": reason}, scraper.failures.by_reason.get(reason, 0))  # fmt: skip
         for family in merge_families(parts).values():
             yield to_metric(family)

@@ -12,8 +12,19 @@ Strimzi's `kafka-metrics.yaml` and jmx_exporter 1.x (research §2.5):
    `*-total` attributes are counters, the rest gauges; raft `current-state` -> `..._current_state{current_state}` 1.
 6. JVM beans -> jmx_exporter's built-in JVM names (`jvm_gc_collection_seconds`, `jvm_memory_used_bytes`, ...).
 
+Client beans (a producer's, consumer's or MirrorMaker 2's JVM), after Strimzi's Connect/MirrorMaker 2 rules
+(`kafka-mirror-maker-2-metrics.yaml`, which also sets `lowercaseOutputLabelNames`):
+
+7. `kafka.<client>:type=<group>-metrics,client-id=C[,...]` -> `kafka_<group>_<attr>{clientid=C}`
+   (`kafka_producer_record_error_rate`, `kafka_consumer_fetch_manager_records_lag_max`); `*-total` attributes are
+   counters, the rest gauges. Strimzi's rules list which suffixes they keep; we name every attribute the catalogue
+   asks for by the same rule, so `-rate`, `-max` and `assigned-partitions` get the names those rules would give.
+8. `kafka.connect.mirror:type=<Connector>,k=v...` -> gauge `kafka_connect_mirror_<connector>_<attr>{k=v...}`
+   (`kafka_connect_mirror_mirrorsourceconnector_replication_latency_ms_max{target,topic,partition}`).
+
 Other key properties of the bean become labels (`request`, `clientId`, `topic`, ...); every sample also carries
-`cluster`, `broker` and `rack`. Names are lower-cased; other characters Prometheus forbids become `_`.
+its origin's labels: `cluster`, `broker` and `rack` for a broker, `client_target` (and `cluster` when configured)
+for a client. Names are lower-cased; other characters Prometheus forbids become `_`.
 """
 
 from __future__ import annotations
@@ -21,7 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 from collectors.catalogue import NO_TOPICS, Reading, TopicSelection
 
@@ -36,9 +47,17 @@ _MEMORY_AREAS = {"HeapMemoryUsage": "heap", "NonHeapMemoryUsage": "nonheap"}
 _MEMORY_KEYS = ("used", "committed", "max", "init")
 
 
+class Origin(Protocol):
+    """Where one scrape's samples come from: the labels they all carry, and a name for logs and errors."""
+
+    def labels(self) -> tuple[tuple[str, str], ...]: ...
+
+    def describe(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class BrokerIdentity:
-    """The labels that say where a sample comes from."""
+    """The labels that say which broker a sample comes from."""
 
     cluster: str
     broker: int
@@ -47,6 +66,26 @@ class BrokerIdentity:
 
     def labels(self) -> tuple[tuple[str, str], ...]:
         return (("cluster", self.cluster), ("broker", str(self.broker)), ("rack", self.rack or ""))
+
+    def describe(self) -> str:
+        return f"cluster {self.cluster} broker {self.broker}"
+
+
+@dataclass(frozen=True)
+class ClientIdentity:
+    """The labels that say which client target (a JVM the operator listed in `collectors.clients`) a sample is from."""
+
+    target: str
+    """The target's configured name, exported as `client_target`."""
+    cluster: str | None = None
+    """The Kafka cluster the client talks to, when configured; no `cluster` label otherwise."""
+
+    def labels(self) -> tuple[tuple[str, str], ...]:
+        own = (("client_target", self.target),)
+        return own if self.cluster is None else (*own, ("cluster", self.cluster))
+
+    def describe(self) -> str:
+        return f"client target {self.target}"
 
 
 @dataclass(frozen=True)
@@ -192,6 +231,36 @@ def _yammer_point(domain: str, props: list[tuple[str, str]], attribute: str, num
     return None
 
 
+def _client_label(key: str) -> str:
+    """Strimzi's label for a client bean's key (`client-id` -> `clientId`), lower-cased as its rules file does."""
+    return safe_name(key.replace("-", "")).lower()
+
+
+def _client_point(domain: str, props: list[tuple[str, str]], reading: Reading, number: float) -> _Point:
+    """Rule 7: a Kafka client's metrics-library bean, named without its domain, as Strimzi's rule does."""
+    group = props[0][1].removesuffix("-metrics")
+    name = safe_name(f"kafka_{group}_{reading.attribute}".replace("-", "_")).lower()
+    labels = tuple((_client_label(k), v) for k, v in props[1:])
+    source = f"JMX {domain}:type={props[0][1]} {reading.attribute}"
+    if reading.attribute.endswith("-total"):
+        return _Point(name.removesuffix("_total"), "counter", "_total", labels, number, source)
+    return _Point(name, "gauge", "", labels, number, source)
+
+
+def _mirror_point(domain: str, props: list[tuple[str, str]], reading: Reading, number: float) -> _Point:
+    """Rule 8: MirrorMaker 2's connector metrics, every attribute a gauge (Strimzi types them all GAUGE)."""
+    connector = props[0][1]
+    name = safe_name(f"kafka_connect_mirror_{connector}_{reading.attribute}".replace("-", "_")).lower()
+    labels = tuple((_client_label(k), v) for k, v in props[1:])
+    return _Point(name, "gauge", "", labels, number, f"JMX {domain}:type={connector} {reading.attribute}")
+
+
+def _is_client_bean(domain: str, props: list[tuple[str, str]]) -> bool:
+    return (
+        domain != "kafka.server" and props[0][1].endswith("-metrics") and len(props) >= 2 and props[1][0] == "client-id"
+    )
+
+
 def point_for(reading: Reading) -> _Point | None:
     """The sample a reading becomes under the rules above, or None when no rule exports it."""
     domain, props = parse_object_name(reading.bean)
@@ -200,6 +269,10 @@ def point_for(reading: Reading) -> _Point | None:
         return _jvm_point(dict(props), reading, number) if number is not None else None
     if not domain.startswith("kafka") or not props or props[0][0] != "type":
         return None
+    if domain == "kafka.connect.mirror":
+        return _mirror_point(domain, props, reading, number) if number is not None else None
+    if _is_client_bean(domain, props):
+        return _client_point(domain, props, reading, number) if number is not None else None
     if len(props) >= 2 and props[1][0] == "name":
         return _yammer_point(domain, props, reading.attribute, number) if number is not None else None
     return _kafka_metrics_point(domain, props, reading)
@@ -216,10 +289,10 @@ def is_selected(labels: Iterable[tuple[str, str]], selection: TopicSelection) ->
 
 
 def map_readings(
-    readings: Iterable[Reading], identity: BrokerIdentity, selection: TopicSelection = NO_TOPICS
+    readings: Iterable[Reading], identity: Origin, selection: TopicSelection = NO_TOPICS
 ) -> dict[str, Family]:
-    """The families one broker's readings make, by name. Unnamed readings and non-numbers are dropped; a name
-    reused with another kind keeps its first kind (the later readings are dropped, never mislabelled)."""
+    """The families one origin's readings (a broker's or a client's) make, by name. Unnamed readings and
+    non-numbers are dropped; a name reused with another kind keeps its first kind (later readings are dropped)."""
     families: dict[str, Family] = {}
     for reading in readings:
         point = point_for(reading)

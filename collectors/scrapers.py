@@ -1,4 +1,4 @@
-"""Scrapes on their own schedule: one thread per broker (JMX) and one per cluster (Admin API).
+"""Scrapes on their own schedule: one thread per broker or client target (JMX) and one per cluster (Admin API).
 
 Each scraper keeps only its latest result; `collector.py` reads those at /metrics time, so a Prometheus scrape
 never waits on JMX, and one slow or hung broker delays nobody else's scrape.
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from collectors.catalogue import BeanQuery, TopicSelection
-from collectors.mapping import BrokerIdentity, Family, map_readings
+from collectors.mapping import Family, Origin, map_readings
 from collectors.transport import JmxTimeout, JmxTransport
 from pulse.errors import PulseError
 
@@ -122,24 +122,24 @@ class PeriodicScraper(Generic[T]):
 
 
 class BrokerScraper(PeriodicScraper[dict[str, Family]]):
-    """One broker's JMX scrape: transport read -> named families."""
+    """One JMX endpoint's scrape, a broker's or a client target's: transport read -> named families."""
 
     def __init__(
         self,
-        identity: Callable[[], BrokerIdentity],
+        identity: Callable[[], Origin],
         transport: JmxTransport,
         plan: Sequence[BeanQuery],
         selection: TopicSelection,
         interval_s: float,
     ) -> None:
         self.identity = identity
+        """Called at every scrape: a broker's rack is learnt from the Admin API after the scraper starts."""
         self.transport = transport
-        broker = identity()
 
         def scrape() -> dict[str, Family]:
             return map_readings(transport.read(plan), identity(), selection)
 
-        super().__init__(f"cluster {broker.cluster} broker {broker.broker} JMX", scrape, interval_s)
+        super().__init__(f"{identity().describe()} JMX", scrape, interval_s)
 
     def stop(self) -> None:
         super().stop()

@@ -15,8 +15,9 @@ from confluent_kafka.admin import AdminClient
 from prometheus_client import CollectorRegistry
 
 from collectors.catalogue import TopicSelection, scrape_plan
+from collectors.clients import client_scraper
 from collectors.cluster_state import ClusterHealth, assess, fetch_snapshot
-from collectors.collector import ClusterStateCollector, JmxCollector
+from collectors.collector import CLIENT_HEALTH, ClusterStateCollector, JmxCollector
 from collectors.mapping import BrokerIdentity
 from collectors.scrapers import BrokerScraper, PeriodicScraper
 from collectors.transport import open_transport
@@ -44,7 +45,7 @@ def topic_selection(config: CollectorsConfig) -> TopicSelection:
 
 
 class CollectorService:
-    """JMX scrapers for every configured broker and one Admin API scraper per cluster."""
+    """JMX scrapers for every configured broker and client target, and one Admin API scraper per cluster."""
 
     def __init__(self, clusters: Sequence[ClusterConfig], config: CollectorsConfig) -> None:
         self.clusters = list(clusters)
@@ -54,6 +55,8 @@ class CollectorService:
         self.racks: dict[tuple[str, int], str | None] = {}
         """Rack per (cluster, broker), learnt from the Admin API; JMX samples are labelled with it."""
         self.brokers: dict[tuple[str, int], BrokerScraper] = {}
+        self.clients: dict[str, BrokerScraper] = {}
+        """Client targets (`collectors.clients`) by name."""
         self.states: dict[str, PeriodicScraper[ClusterHealth]] = {}
         self._admins: list[AdminClient] = []
 
@@ -72,11 +75,15 @@ class CollectorService:
                     self.selection,
                     self.config.scrape_interval_s,
                 )
+        for index, client in enumerate(self.config.clients):
+            self.clients[client.name] = client_scraper(
+                client, self.config.transport, self.selection, self.config.scrape_interval_s, index
+            )
         # Cluster state first: its first result brings the racks the JMX samples are labelled with.
         for state in self.states.values():
             state.scrape_once()
             state.start()
-        for scraper in self.brokers.values():
+        for scraper in (*self.brokers.values(), *self.clients.values()):
             scraper.start()
 
     def _identity(self, cluster: str, broker: int) -> Callable[[], BrokerIdentity]:
@@ -102,10 +109,11 @@ class CollectorService:
 
     def register(self, registry: CollectorRegistry) -> None:
         registry.register(JmxCollector(self.brokers))
+        registry.register(JmxCollector(self.clients, CLIENT_HEALTH))
         registry.register(ClusterStateCollector(self.states))
 
     def stop(self) -> None:
-        for scraper in self.brokers.values():
+        for scraper in (*self.brokers.values(), *self.clients.values()):
             scraper.stop()
         for state in self.states.values():
             state.stop()

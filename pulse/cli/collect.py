@@ -1,4 +1,4 @@
-"""`kafka-pulse collect`: broker JMX metrics and Admin API cluster state on /metrics until interrupted."""
+"""`kafka-pulse collect`: broker and client JMX metrics and Admin API cluster state on /metrics until interrupted."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ from pulse.errors import ConfigError
 @config_option
 @click.option("--cluster", "cluster_name", default=None, help="Only this configured cluster (default: all).")
 def collect(config_path: Path | None, cluster_name: str | None) -> None:
-    """Serve broker JMX metrics and cluster state from the Admin API on /metrics (at `http.listen`)."""
+    """Serve broker JMX metrics, cluster state from the Admin API and the JMX metrics of the client targets in
+    `collectors.clients` on /metrics (at `http.listen`)."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = load_or_default(config_path, os.environ)
     if config.http.basic_auth is not None:
@@ -48,6 +49,9 @@ def collect(config_path: Path | None, cluster_name: str | None) -> None:
         keyfile=str(tls.key_file) if tls is not None else None,
     )
     names = ", ".join(c.name for c in clusters)
+    targets = config.collectors.clients
+    if targets:
+        names += f" and {len(targets)} client target{'s' if len(targets) > 1 else ''}"
     click.echo(f"collecting {names}; metrics on http{'s' if tls else ''}://{config.http.listen}/metrics", err=True)
     stopped = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
