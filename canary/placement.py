@@ -152,15 +152,15 @@ def plan(
                 *_pick(racks, [broker], min(replication_factor, len(live)) - 1, combined),
             )
             continue
-        replicas = list(combined[donor])
-        if broker in replicas:
-            replicas.remove(broker)
-        else:
+        others = list(combined[donor])
+        if broker in others:
+            others.remove(broker)
+        elif len(others) > 1:
             counts = Counter(b for r in combined.values() for b in r)
-            follower = max(replicas[1:], key=lambda b: (b not in live, counts[b], b)) if len(replicas) > 1 else None
-            if follower is not None:
-                replicas.remove(follower)
-        combined[donor] = (broker, *replicas)
+            others.remove(max(others[1:], key=lambda b: (b not in live, counts[b], b)))
+        else:
+            others = []
+        combined[donor] = (broker, *others)
         if donor in add:
             add[donor] = combined[donor]
         else:
