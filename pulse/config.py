@@ -308,6 +308,28 @@ class CollectorsConfig(_Section):
     """JVM clients to scrape over JMX (producer, consumer and MirrorMaker 2 metrics), with the same transport."""
 
 
+# --- canary.sli_log: the Parquet SLI event log (issue #4 point 7) ---
+
+
+class SliLogConfig(_Section):
+    """Where and how the canary writes one Parquet row per settled probe (schema: docs/sli-log.md)."""
+
+    enabled: bool = True
+    dir: Path | None = None
+    """The log's root (`date=YYYY-MM-DD/part-*.parquet` below it); None means `<state dir>/sli/canary`.
+    Relative paths are relative to the process's working directory."""
+    flush_interval_s: float = Field(default=60.0, gt=0, le=60)
+    """Rows reach disk at least this often (and on stop); at most a minute, so the SLO engine is never further
+    behind than that."""
+    max_bytes: int = Field(default=1 << 30, ge=1 << 20)
+    """The log's size bound: the oldest files are removed first once it is exceeded (at least 1 MiB)."""
+    queue_size: int = Field(default=100_000, ge=1)
+    """Rows waiting for the writer at most; beyond it rows are dropped and counted, probes never wait."""
+
+
+# --- end of canary.sli_log ---
+
+
 class CanaryConfig(_Section):
     """Synthetic producer/consumer (canary/): probes every partition of a monitor topic each interval."""
 
@@ -352,6 +374,8 @@ class CanaryConfig(_Section):
     with `replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector`."""
     listen: HostPort | None = None
     """Where `kafka-pulse canary` serves /metrics; None means `http.listen`."""
+    sli_log: SliLogConfig = SliLogConfig()
+    """The Parquet SLI event log (issue #4 point 7)."""
 
     @field_validator("topic")
     @classmethod
