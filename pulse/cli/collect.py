@@ -9,14 +9,13 @@ import threading
 from pathlib import Path
 
 import click
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 
 from collectors.service import CollectorService
 from pulse.cli.dev import dev_home
 from pulse.cli.options import config_option
 from pulse.clusters import load_or_default, resolve_cluster
-from pulse.config import split_host_port
-from pulse.errors import ConfigError
+from pulse.http_server import HttpServer
 
 
 @click.command()
@@ -27,32 +26,26 @@ def collect(config_path: Path | None, cluster_name: str | None) -> None:
     `collectors.clients` on /metrics (at `http.listen`)."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = load_or_default(config_path, os.environ)
-    if config.http.basic_auth is not None:
-        raise ConfigError(
-            "http.basic_auth: not supported by `kafka-pulse collect` yet; remove it or front it with a proxy"
-        )
     if config.clusters and cluster_name is None:
         clusters = list(config.clusters)
     else:
         clusters = [resolve_cluster(config, cluster_name, dev_home())]
-    host, port = split_host_port(config.http.listen)
-    tls = config.http.tls
     service = CollectorService(clusters, config.collectors)
     registry = CollectorRegistry()
     service.register(registry)
-    service.start()
-    server, _thread = start_http_server(
-        port,
-        addr=host,
-        registry=registry,
-        certfile=str(tls.cert_file) if tls is not None else None,
-        keyfile=str(tls.key_file) if tls is not None else None,
-    )
+    # The listener binds first, so a busy port or a bad certificate fails before any JMX connection is made.
+    server = HttpServer.from_config(config.http, registry).start()
+    try:
+        service.start()
+    except BaseException:
+        server.stop()
+        raise
     names = ", ".join(c.name for c in clusters)
     targets = config.collectors.clients
     if targets:
         names += f" and {len(targets)} client target{'s' if len(targets) > 1 else ''}"
-    click.echo(f"collecting {names}; metrics on http{'s' if tls else ''}://{config.http.listen}/metrics", err=True)
+    login = " (basic auth)" if config.http.basic_auth is not None else ""
+    click.echo(f"collecting {names}; metrics on {server.url}/metrics{login}", err=True)
     stopped = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stopped.set())
@@ -62,5 +55,5 @@ def collect(config_path: Path | None, cluster_name: str | None) -> None:
         while not stopped.wait(0.5):
             pass
     finally:
-        server.shutdown()
+        server.stop()
         service.stop()
