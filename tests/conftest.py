@@ -4,4 +4,5 @@ pytest_plugins = [
     "tests.fixtures.logs",
     "tests.fixtures.kafka",
     "tests.fixtures.services",
+    "tests.fixtures.mirror",
 ]
