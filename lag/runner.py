@@ -16,12 +16,13 @@ from prometheus_client import CollectorRegistry
 from lag.api import BasicAuth, BurrowApi
 from lag.burrow_json import Json, client_profile_json, cluster_module_json, consumer_module_json
 from lag.metrics import LagCollector
-from lag.notify import AlertSender, IncidentBook, LagNotifier
+from lag.notify import AlertSender, LagNotifier
 from lag.record_times import ExactLagFetcher
 from lag.service import LagService, LagSettings, SourceHealth, wall_clock_ms
 from lag.source import KafkaLagSource
 from lag.status import Status
 from pulse.config import ClusterConfig, PulseConfig, split_host_port
+from pulse.errors import ConfigError
 from pulse.profile import client_config
 
 _LOG = logging.getLogger(__name__)
@@ -73,25 +74,29 @@ class LagRunner:
         host, port = split_host_port(listen or lag.listen or config.http.listen)
         http = config.http
         auth = http.basic_auth
-        self.api = BurrowApi(
-            self.service,
-            host,
-            port,
-            self.registry,
-            tls=(http.tls.cert_file, http.tls.key_file) if http.tls is not None else None,
-            basic_auth=BasicAuth(auth.username, auth.password.get_secret_value()) if auth is not None else None,
-        )
+        try:
+            self.api = BurrowApi(
+                self.service,
+                host,
+                port,
+                self.registry,
+                tls=(http.tls.cert_file, http.tls.key_file) if http.tls is not None else None,
+                basic_auth=BasicAuth(auth.username, auth.password.get_secret_value()) if auth is not None else None,
+            )
+        except OSError as exc:  # address in use, not ours to bind, unreadable certificate
+            raise ConfigError(f"lag API: cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
         self.notifier: LagNotifier | None = None
         if lag.notify.enabled and sender is not None:
             threshold = Status[lag.notify.severity]
-            book = IncidentBook(threshold, lag.notify.resend_s, api_url=self.api.url)
-            self.notifier = LagNotifier(self.service, book, sender, lag.notify.interval_s)
+            self.notifier = LagNotifier.from_config(
+                self.service, config.alerting, threshold, lag.notify.interval_s, sender, self.api.url
+            )
             self.service.notifier_info["alertmanager"] = {
                 "class-name": "alertmanager",
                 "url": config.alerting.alertmanager_url,
                 "threshold": int(threshold),
                 "interval": lag.notify.interval_s,
-                "send-interval": lag.notify.resend_s,
+                "send-interval": config.alerting.resend_interval_s,
                 "send-close": True,
             }
 

@@ -446,17 +446,14 @@ class PageCacheConfig(_Section):
 
 
 class LagNotifyConfig(_Section):
-    """Incidents per consumer group, sent to Alertmanager (`alerting.alertmanager_url`) and resolved on recovery."""
+    """Incidents per consumer group, sent through the alert sink (`alerting`) and resolved on recovery."""
 
     enabled: bool = False
     severity: Literal["WARN", "ERR"] = "ERR"
     """The lowest group status that opens an incident (Burrow's notifier `threshold`: 2 WARN, 3 ERR)."""
     interval_s: float = Field(default=30.0, gt=0)
-    """How often every group is evaluated for notification (Burrow's notifier `interval`)."""
-    resend_s: float = Field(default=60.0, gt=0)
-    """A firing alert is posted again this often, so Alertmanager never times it out while it lasts."""
-    spool_dir: Path | None = None
-    """Where undelivered alerts wait while Alertmanager is down (default: under the state directory)."""
+    """How often every group is evaluated for notification (Burrow's notifier `interval`); resending, keep-alive,
+    routing labels and the spool are `alerting`'s."""
 
 
 IngestionMode = Literal["consumer_offsets", "admin"]

@@ -13,14 +13,15 @@ from pathlib import Path
 
 import click
 
-from lag.notify import AlertSender
 from lag.replay import ReplaySettings, replay
 from lag.runner import LagRunner
+from pulse.alerts import AlertSink, AlertSinkCollector
 from pulse.cli.dev import dev_home
 from pulse.cli.options import config_option
 from pulse.clusters import load_or_default, resolve_cluster
-from pulse.config import PulseConfig, split_host_port
+from pulse.config import split_host_port
 from pulse.errors import ConfigError, PulseError
+from pulse.paths import state_dir
 
 
 class ReplayInputInvalid(PulseError):
@@ -58,7 +59,10 @@ def lag(ctx: click.Context, config_path: Path | None, cluster_names: tuple[str, 
             split_host_port(listen)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--listen") from None
-    runner = LagRunner(config, clusters, _alert_sender(config), listen)
+    sink = AlertSink.from_config(config.alerting, state_dir()) if config.lag.notify.enabled else None
+    runner = LagRunner(config, clusters, sink, listen)
+    if sink is not None:
+        runner.registry.register(AlertSinkCollector(sink))
     stopped = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stopped.set())
@@ -71,14 +75,9 @@ def lag(ctx: click.Context, config_path: Path | None, cluster_names: tuple[str, 
             pass
     finally:
         runner.stop()
+        if sink is not None:
+            sink.close()
     click.echo("lag: stopped", err=True)
-
-
-def _alert_sender(config: PulseConfig) -> AlertSender | None:
-    """The suite's alert sink for lag incidents, when `lag.notify` is on."""
-    if not config.lag.notify.enabled:
-        return None
-    raise ConfigError("lag.notify: the alert sink is not connected yet")
 
 
 @lag.command("replay")

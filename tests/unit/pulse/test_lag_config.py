@@ -41,7 +41,7 @@ def valid_config() -> dict[str, Any]:
             "group_offsets_refresh_s": 20,
             "exact_time_lag": {"enabled": True, "interval_s": 15, "max_fetches_per_cycle": 50},
             "page_cache": {"enabled": True, "size_bytes": 32 << 30, "record_bytes": 512},
-            "notify": {"enabled": True, "severity": "WARN", "interval_s": 30, "resend_s": 120},
+            "notify": {"enabled": True, "severity": "WARN", "interval_s": 30},
             "listen": "127.0.0.1:8000",
         },
         "alerting": {"enabled": True, "alertmanager_url": "http://127.0.0.1:9093"},
