@@ -4,7 +4,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import signal
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -14,6 +17,7 @@ import yaml
 from pulse.dev.services import (
     LocalService,
     QueryFailed,
+    ServiceTimeout,
     decode_json,
     duration,
     http_ok,
@@ -22,6 +26,8 @@ from pulse.dev.services import (
     run_checker,
 )
 from pulse.errors import ConfigError
+from pulse.ports import wait_until
+from pulse.process import pid_alive
 
 PACKAGE = "prometheus-alertmanager"
 RECEIVER = "pulse"
@@ -73,6 +79,41 @@ def render_alertmanager_config(
     return yaml.safe_dump(config, sort_keys=False)
 
 
+def retarget_config(
+    text: str,
+    pagerduty_url: str,
+    webhook_url: str,
+    routing_key_file: Path,
+    routing: AlertRouting | None = None,
+) -> str:
+    """An operator's alertmanager.yml (e.g. examples/alertmanager.yml) pointed at local receivers: every PagerDuty
+    config posts to `pagerduty_url` with its key read from `routing_key_file`, every webhook posts to
+    `webhook_url`, and, given `routing`, every route's timings are replaced; routes, inhibitions and templates
+    stay as written. Pure."""
+    config = yaml.safe_load(text)
+    if not isinstance(config, dict) or not isinstance(config.get("route"), dict):
+        raise ConfigError("alertmanager config: not a mapping with a `route`")
+    config.setdefault("global", {})["pagerduty_url"] = pagerduty_url
+    for receiver in config.get("receivers") or []:
+        for pagerduty in receiver.get("pagerduty_configs") or []:
+            pagerduty.pop("routing_key", None)
+            pagerduty["routing_key_file"] = str(routing_key_file)
+            pagerduty["url"] = pagerduty_url
+        for webhook in receiver.get("webhook_configs") or []:
+            webhook["url"] = webhook_url
+    if routing is not None:
+        pending = [config["route"]]
+        while pending:
+            route = pending.pop()
+            timings = ("group_wait", "group_interval", "repeat_interval")
+            if route is config["route"] or any(key in route for key in timings):
+                route["group_wait"] = duration(routing.group_wait_s)
+                route["group_interval"] = duration(routing.group_interval_s)
+                route["repeat_interval"] = duration(routing.repeat_interval_s)
+            pending.extend(route.get("routes") or [])
+    return yaml.safe_dump(config, sort_keys=False)
+
+
 class Alertmanager(LocalService):
     """Alertmanager with HA gossip disabled (`--cluster.listen-address=`): its default would bind 0.0.0.0:9094."""
 
@@ -86,18 +127,23 @@ class Alertmanager(LocalService):
         routing: AlertRouting | None = None,
         pagerduty_url: str | None = None,
         port: int | None = None,
+        config_text: str | None = None,
     ) -> None:
+        """`config_text`, when given, is used as alertmanager.yml instead of the rendered one-receiver config
+        (see `retarget_config`); it is still checked with amtool before the start."""
         super().__init__(workdir, port)
         self.webhook_url = webhook_url
         self.routing = routing or AlertRouting()
         self.pagerduty_url = pagerduty_url
+        self.config_text = config_text
 
     @property
     def config_path(self) -> Path:
         return self.workdir / "alertmanager.yml"
 
     def prepare(self) -> None:
-        self.config_path.write_text(render_alertmanager_config(self.webhook_url, self.routing, self.pagerduty_url))
+        text = self.config_text or render_alertmanager_config(self.webhook_url, self.routing, self.pagerduty_url)
+        self.config_path.write_text(text)
         run_checker([require_program("amtool", PACKAGE), "check-config", str(self.config_path)], "alertmanager.yml")
 
     def argv(self) -> list[str]:
@@ -127,6 +173,20 @@ class Alertmanager(LocalService):
         response = self.call("POST", "/api/v2/alerts", json=list(alerts))
         if response.status_code != 200:
             raise QueryFailed(f"alertmanager post alerts: HTTP {response.status_code}: {response.text.strip()}")
+
+    @contextmanager
+    def outage(self, sig: signal.Signals = signal.SIGKILL) -> Iterator[None]:
+        """Alertmanager down for the body of a `with`: `sig` to its PID (SIGKILL: a crash, its in-memory alerts and
+        unsaved notification log are lost; SIGTERM: a clean stop that saves them), then a restart on the same port
+        and data directory, awaited until ready."""
+        os.kill(self.pid, sig)
+        if not wait_until(lambda: not pid_alive(self.pid), timeout_s=30):
+            raise ServiceTimeout(f"alertmanager pid {self.pid} still alive 30 s after {sig.name}")
+        self.stop()  # reap it and drop the HTTP client
+        try:
+            yield
+        finally:
+            self.start()
 
     def wait_for_alert(self, alertname: str, timeout_s: float = 30.0) -> dict[str, Any]:
         """The first alert Alertmanager holds with this alertname, polled until it appears."""
