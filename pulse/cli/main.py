@@ -9,6 +9,7 @@ import click
 from pulse.cli import collect as collect_cli
 from pulse.cli import dev, pending
 from pulse.cli import lag as lag_cli
+from pulse.cli import slo as slo_cli
 from pulse.errors import ConfigError, NotImplementedYet, PulseError
 
 
@@ -58,7 +59,7 @@ cli.add_command(lag_cli.lag)
 for command in (
     pending.run,
     pending.canary,
-    pending.slo,
+    slo_cli.slo,
     pending.dashboards,
     pending.check,
 ):

@@ -26,34 +26,9 @@ def canary(config_path: Path | None) -> None:
     raise _pending("canary", 4, "the synthetic canary")
 
 
-@click.group()
-def slo() -> None:
-    """SLO error budgets and burn-rate alerts (PySpark), and equivalent Prometheus rules."""
-
-
-@slo.command()
+@click.command("rules")
 @config_option
-@click.option("--at", "at_time", default=None, help="Evaluation time (ISO 8601; default now).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def evaluate(config_path: Path | None, at_time: str | None, as_json: bool) -> None:
-    """SLI, budget remaining, burn rates, firing alerts and time to exhaustion per SLO."""
-    raise _pending("slo evaluate", 6, "the SLO engine")
-
-
-@slo.command()
-@config_option
-@click.option("--from", "from_time", required=True)
-@click.option("--to", "to_time", required=True)
-@click.option("--step", default="1m")
-@click.option("--json", "as_json", is_flag=True)
-def backtest(config_path: Path | None, from_time: str, to_time: str, step: str, as_json: bool) -> None:
-    """Every interval in which each SLO's alerts would have fired."""
-    raise _pending("slo backtest", 6, "the SLO engine")
-
-
-@slo.command()
-@config_option
-def rules(config_path: Path | None) -> None:
+def slo_rules(config_path: Path | None) -> None:
     """Prometheus recording and alerting rules (with promtool tests) for SLOs whose SLI lives in Prometheus."""
     raise _pending("slo rules", 6, "the SLO engine")
 

@@ -32,8 +32,6 @@ def test_every_command_takes_config(command: str) -> None:
     [
         (["run"], 7),
         (["canary"], 4),
-        (["slo", "evaluate"], 6),
-        (["slo", "backtest", "--from", "a", "--to", "b"], 6),
         (["slo", "rules"], 6),
         (["dashboards", "build"], 7),
         (["check"], 7),

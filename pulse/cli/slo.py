@@ -1,0 +1,119 @@
+"""`kafka-pulse slo evaluate|backtest`: load and validate the SLO spec, then (and only then) start Spark and run
+the burn-rate job; `slo rules` is still a placeholder (pulse/cli/pending.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from pulse.cli import pending
+from pulse.cli.options import config_option
+from pulse.clusters import load_or_default
+
+if TYPE_CHECKING:
+    from slo.model import Slo
+
+
+def parse_time(text: str | None, option: str) -> datetime:
+    """ISO 8601 (`2024-03-01T12:00:00Z`; a time without zone is UTC) or `now`."""
+    if text is None or text == "now":
+        return datetime.now(UTC)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        reason = f"{text!r} is not an ISO 8601 time, e.g. 2024-03-01T12:00:00Z"
+        raise click.BadParameter(reason, param_hint=option) from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _load(config_path: Path | None) -> tuple[list[Slo], str]:
+    """Validated SLOs and the Spark master; raises InvalidSpec before anything starts Spark."""
+    from slo.spec import load_slos
+
+    config = load_or_default(config_path, os.environ)
+    source = str(config_path) if config_path is not None else "config"
+    base_dir = config_path.parent if config_path is not None else Path.cwd()
+    return load_slos(config, source, base_dir), config.slo.spark_master
+
+
+@click.group()
+def slo() -> None:
+    """SLO error budgets and burn-rate alerts (PySpark), and equivalent Prometheus rules."""
+
+
+@slo.command()
+@config_option
+@click.option("--at", "at_time", default=None, help="Evaluation time (ISO 8601, UTC if no zone; default now).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), help="Also write results as Parquet.")
+@click.option("--pushgateway", "pushgateway_url", help="Also push budget gauges to this Pushgateway URL.")
+def evaluate(
+    config_path: Path | None, at_time: str | None, as_json: bool, results_dir: Path | None, pushgateway_url: str | None
+) -> None:
+    """SLI, budget remaining, burn rates, firing alerts and time to exhaustion per SLO."""
+    at = parse_time(at_time, "--at")
+    slos, master = _load(config_path)
+    from slo import job, output
+    from slo.session import spark_session
+
+    results = job.evaluate(spark_session(master), slos, at)
+    if results_dir is not None:
+        output.write_results(results, results_dir)
+    if pushgateway_url is not None:
+        output.push_gauges(results, pushgateway_url)
+    if as_json:
+        click.echo(json.dumps({"slos": [r.to_json() for r in results]}, indent=2))
+        return
+    for r in results:
+        firing = [a.severity for a in r.alerts if a.firing] or ["none"]
+        sli = "no data" if r.sli is None else f"{r.sli * 100:.4f}%"
+        remaining = "-" if r.budget_remaining is None else f"{r.budget_remaining * 100:.1f}%"
+        labels = "".join(f" {k}={v}" for k, v in sorted(r.labels.items()))
+        click.echo(
+            f"{r.name}{labels}: SLI {sli} (objective {r.objective:g}% over {r.window}), budget left {remaining}, "
+            f"firing: {', '.join(firing)}, exhaustion: {r.exhaustion_at.isoformat() if r.exhaustion_at else 'none'}"
+        )
+
+
+@slo.command()
+@config_option
+@click.option("--from", "from_time", required=True, help="First evaluation time (ISO 8601).")
+@click.option("--to", "to_time", required=True, help="Last evaluation time (ISO 8601).")
+@click.option("--step", default="1m", show_default=True, help="Time between evaluations (whole minutes).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def backtest(config_path: Path | None, from_time: str, to_time: str, step: str, as_json: bool) -> None:
+    """Every interval in which each SLO's alerts would have fired."""
+    from slo.policy import parse_duration_s
+
+    start, end = parse_time(from_time, "--from"), parse_time(to_time, "--to")
+    if end < start:
+        raise click.BadParameter("is before --from", param_hint="--to")
+    try:
+        step_s = parse_duration_s(step)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--step") from None
+    if step_s % 60 or step_s == 0:
+        raise click.BadParameter(f"{step!r} is not a whole number of minutes", param_hint="--step")
+    slos, master = _load(config_path)
+    from slo import job
+    from slo.session import spark_session
+
+    results = job.backtest(spark_session(master), slos, start, end, timedelta(seconds=step_s))
+    if as_json:
+        click.echo(json.dumps({"slos": [r.to_json() for r in results]}, indent=2))
+        return
+    for r in results:
+        labels = "".join(f" {k}={v}" for k, v in sorted(r.labels.items()))
+        click.echo(f"{r.name}{labels}: {len(r.alerts)} interval(s)")
+        for interval in r.alerts:
+            until = interval.end.isoformat() if interval.end else "still firing"
+            click.echo(f"  {interval.severity:6} {interval.start.isoformat()} -> {until}")
+
+
+slo.add_command(pending.slo_rules)

@@ -1,0 +1,121 @@
+"""Where evaluation results go besides stdout: a Parquet file per run, and budget gauges pushed to a Pushgateway
+for Grafana (names in docs/metrics.md, "SLO engine").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from prometheus_client import CollectorRegistry, Gauge, push_to_gateway
+
+from pulse.errors import PulseError
+from slo.policy import REPORTED_WINDOWS_S, format_duration
+from slo.results import SloResult
+
+PUSH_JOB = "kafka-pulse-slo"
+
+
+class PushFailed(PulseError):
+    """The Pushgateway could not be reached or refused the push."""
+
+
+def results_table(results: Sequence[SloResult]) -> pa.Table:
+    """One row per SLO instance; burn rates one column per window (`burn_rate_5m` ...)."""
+    columns: dict[str, list[object]] = {
+        "at": [r.at for r in results],
+        "name": [r.name for r in results],
+        "labels": [json.dumps(r.labels, sort_keys=True) for r in results],
+        "objective": [r.objective for r in results],
+        "window": [r.window for r in results],
+        "good": [r.good for r in results],
+        "total": [r.total for r in results],
+        "sli": [r.sli for r in results],
+        "budget_remaining": [r.budget_remaining for r in results],
+    }
+    for window in (format_duration(w) for w in REPORTED_WINDOWS_S):
+        columns[f"burn_rate_{window}"] = [r.burn_rates.get(window) for r in results]
+    for severity in ("page", "ticket"):
+        columns[f"{severity}_firing"] = [any(a.firing for a in r.alerts if a.severity == severity) for r in results]
+    columns["exhaustion_at"] = [r.exhaustion_at for r in results]
+    columns["projected_sli"] = [r.projected_sli for r in results]
+    columns["skipped_rows"] = [sum(r.skipped_rows.values()) for r in results]
+    schema = pa.schema(
+        [
+            ("at", pa.timestamp("us", tz="UTC")),
+            ("name", pa.string()),
+            ("labels", pa.string()),
+            ("objective", pa.float64()),
+            ("window", pa.string()),
+            ("good", pa.float64()),
+            ("total", pa.float64()),
+            ("sli", pa.float64()),
+            ("budget_remaining", pa.float64()),
+            *[(f"burn_rate_{format_duration(w)}", pa.float64()) for w in REPORTED_WINDOWS_S],
+            ("page_firing", pa.bool_()),
+            ("ticket_firing", pa.bool_()),
+            ("exhaustion_at", pa.timestamp("us", tz="UTC")),
+            ("projected_sli", pa.float64()),
+            ("skipped_rows", pa.int64()),
+        ]
+    )
+    return pa.table(columns, schema=schema)
+
+
+def write_results(results: Sequence[SloResult], directory: Path) -> Path:
+    """`<directory>/evaluation-<at>.parquet`; the directory is created when missing."""
+    directory.mkdir(parents=True, exist_ok=True)
+    stamp = results[0].at.strftime("%Y%m%dT%H%M%SZ") if results else "empty"
+    path = directory / f"evaluation-{stamp}.parquet"
+    pq.write_table(results_table(results), path)
+    return path
+
+
+def gauges(results: Sequence[SloResult]) -> CollectorRegistry:
+    """A fresh registry holding one gauge family per figure, labelled by `slo` plus the instance's labels."""
+    registry = CollectorRegistry()
+    extra = sorted({key for r in results for key in r.labels})
+    base = ["slo", *extra]
+
+    def gauge(name: str, doc: str, more: Sequence[str] = ()) -> Gauge:
+        return Gauge(name, doc, [*base, *more], registry=registry)
+
+    objective = gauge("kafka_pulse_slo_objective_ratio", "The SLO's objective as a ratio (0.999 for 99.9 %).")
+    sli = gauge("kafka_pulse_slo_sli_ratio", "good / total over the SLO window; absent without events.")
+    remaining = gauge("kafka_pulse_slo_error_budget_remaining_ratio", "1 - budget consumed; negative when overspent.")
+    events = gauge("kafka_pulse_slo_events", "Events (or timeslices) counted in the SLO window.")
+    burn = gauge("kafka_pulse_slo_burn_rate", "Error ratio / error budget over a window.", ["window"])
+    firing = gauge("kafka_pulse_slo_alert_firing", "1 while the severity's burn-rate alert fires.", ["severity"])
+    exhaustion = gauge("kafka_pulse_slo_exhaustion_timestamp_seconds", "When the budget runs out at current rates.")
+    skipped = gauge("kafka_pulse_slo_skipped_rows", "Malformed source rows skipped in this run.", ["reason"])
+    evaluated = gauge("kafka_pulse_slo_evaluation_timestamp_seconds", "The evaluation time of these figures.")
+    for r in results:
+        labels = [r.name, *[r.labels.get(key, "") for key in extra]]
+        objective.labels(*labels).set(r.objective / 100)
+        events.labels(*labels).set(r.total)
+        evaluated.labels(*labels).set(r.at.timestamp())
+        if r.sli is not None:
+            sli.labels(*labels).set(r.sli)
+        if r.budget_remaining is not None:
+            remaining.labels(*labels).set(r.budget_remaining)
+        for window, value in r.burn_rates.items():
+            if value is not None:
+                burn.labels(*labels, window).set(value)
+        for alert in r.alerts:
+            firing.labels(*labels, alert.severity).set(1 if alert.firing else 0)
+        if r.exhaustion_at is not None:
+            exhaustion.labels(*labels).set(r.exhaustion_at.timestamp())
+        for reason, count in r.skipped_rows.items():
+            skipped.labels(*labels, reason).set(count)
+    return registry
+
+
+def push_gauges(results: Sequence[SloResult], url: str, timeout_s: float = 10.0) -> None:
+    """Replace the `kafka-pulse-slo` group on the Pushgateway with these results (PUT semantics)."""
+    try:
+        push_to_gateway(url, job=PUSH_JOB, registry=gauges(results), timeout=timeout_s)
+    except OSError as exc:
+        raise PushFailed(f"Pushgateway at {url}: {exc}") from exc

@@ -1,0 +1,220 @@
+"""SLI sources -> one Spark DataFrame of scored rows: (slo, instance, ts, good, total, ok, n_null_time, n_bad_value,
+n_good_exceeds_total). Parquet event logs are scanned once per path for every SLO reading them; Prometheus counter
+pairs are fetched with `query_range` and handed to Spark as rows.
+
+Malformed rows are kept, flagged and counted, never fatal: a null or unparsable `time` (`null_time`), a good or
+total that is null, NaN, negative or not a number (`bad_value`), good above total (`good_exceeds_total`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import httpx
+from pyspark.errors import AnalysisException, PySparkException
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from pulse.errors import PulseError
+from slo.model import EventsSource, PrometheusSource, Slo
+
+REASONS = ("null_time", "bad_value", "good_exceeds_total")
+"""Why a row was skipped, as reported in `skipped_rows`."""
+
+
+class SourceUnreadable(PulseError):
+    """An SLO's source could not be read or its expressions do not fit its rows (names the SLO and the key)."""
+
+
+def _as_double(column: Column, data_type: T.DataType, where: str) -> Column:
+    """Booleans count 0/1 and numbers are summed; strings are parsed, and what does not parse becomes null."""
+    if isinstance(data_type, T.BooleanType):
+        return column.cast("double")
+    if isinstance(data_type, T.NumericType):
+        return column.cast("double")
+    if isinstance(data_type, T.StringType):
+        return _parse_string(column)
+    if isinstance(data_type, T.NullType):
+        return F.lit(None).cast("double")
+    raise SourceUnreadable(f"{where}: evaluates to {data_type.simpleString()}; expected a boolean or a number")
+
+
+def _parse_string(column: Column) -> Column:
+    number = column.try_cast("double")
+    flag = F.lower(F.trim(column)).try_cast("boolean").cast("double")
+    return F.coalesce(number, flag)
+
+
+def _epoch_seconds(frame: DataFrame, name: str, where: str) -> Column:
+    """`time` as epoch seconds (long); null when missing or unparsable."""
+    data_type = frame.schema[name].dataType
+    column = F.col(f"`{name}`")
+    if isinstance(data_type, T.TimestampType | T.TimestampNTZType):
+        return F.unix_seconds(column.cast("timestamp"))
+    if isinstance(data_type, T.StringType):
+        return F.unix_seconds(F.try_to_timestamp(column))
+    if isinstance(data_type, T.DateType):
+        return F.unix_seconds(column.cast("timestamp"))
+    raise SourceUnreadable(f"{where}: column `time` is {data_type.simpleString()}; expected a UTC timestamp")
+
+
+def _expression(frame: DataFrame, text: str, where: str) -> Column:
+    try:
+        column = F.expr(text)
+        data_type = frame.select(column.alias("__v")).schema["__v"].dataType
+    except (AnalysisException, PySparkException) as exc:
+        first_line = str(exc).strip().splitlines()[0]
+        raise SourceUnreadable(f"{where}: Spark cannot evaluate {text!r}: {first_line}") from exc
+    return _as_double(column, data_type, where)
+
+
+def _instance(slo: Slo) -> Column:
+    """The `group_by` labels as a JSON object string (`{}` without grouping), one value per SLO instance."""
+    if not slo.group_by:
+        return F.lit("{}")
+    return F.to_json(F.struct(*[F.col(f"`{label}`").cast("string").alias(label) for label in slo.group_by]))
+
+
+def scored_rows(
+    spark: SparkSession, slos: Sequence[Slo], lo: datetime, hi: datetime, names: Sequence[str]
+) -> DataFrame:
+    """Every SLO's rows with time in [lo, hi) or without a usable time, scored; `slo` is the index in `slos`."""
+    frames: list[DataFrame] = []
+    by_path: dict[tuple[str, str], list[int]] = {}
+    for index, slo in enumerate(slos):
+        if isinstance(slo.source, EventsSource):
+            by_path.setdefault((slo.source.kind, str(slo.source.path)), []).append(index)
+        else:
+            frames.append(_prometheus_rows(spark, index, slo, slo.source, lo, hi, names[index]))
+    for (_, path), members in by_path.items():
+        frames.append(_parquet_rows(spark, path, [(i, slos[i], names[i]) for i in members], lo, hi))
+    result = frames[0]
+    for frame in frames[1:]:
+        result = result.unionByName(frame)
+    return result
+
+
+def _read_parquet(spark: SparkSession, path: str, where: str) -> DataFrame:
+    try:
+        return spark.read.parquet(path)
+    except (AnalysisException, PySparkException) as exc:
+        first_line = str(exc).strip().splitlines()[0]
+        raise SourceUnreadable(f"{where}: cannot read Parquet under '{path}': {first_line}") from exc
+
+
+def _parquet_rows(
+    spark: SparkSession, path: str, members: Sequence[tuple[int, Slo, str]], lo: datetime, hi: datetime
+) -> DataFrame:
+    frame = _read_parquet(spark, path, members[0][2] + ".source.path")
+    ts = _epoch_seconds(frame, "time", members[0][2] + ".source.path")
+    lo_s, hi_s = int(lo.timestamp()), int(hi.timestamp())
+    frame = frame.withColumn("__ts", ts).where(F.col("__ts").isNull() | F.col("__ts").between(lo_s, hi_s - 1))
+    parts: list[Column] = []
+    for index, slo, where in members:
+        keep = F.lit(True)
+        if isinstance(slo.source, EventsSource) and slo.source.filter is not None:
+            keep = F.coalesce(_condition(frame, slo.source.filter, f"{where}.source.filter"), F.lit(False))
+        parts.append(
+            F.struct(
+                F.lit(index).alias("slo"),
+                _instance(slo).alias("instance"),
+                keep.alias("keep"),
+                _expression(frame, slo.good, f"{where}.good").alias("good"),
+                _expression(frame, slo.total, f"{where}.total").alias("total"),
+            )
+        )
+    if len(parts) == 1:
+        rows = frame.select(F.col("__ts").alias("ts"), parts[0].alias("s")).select("ts", "s.*")
+    else:
+        rows = frame.select(F.col("__ts").alias("ts"), F.explode(F.array(*parts)).alias("s")).select("ts", "s.*")
+    return _flag(rows.where("keep").drop("keep"))
+
+
+def _condition(frame: DataFrame, text: str, where: str) -> Column:
+    try:
+        column = F.expr(text)
+        frame.select(column.alias("__c")).schema  # noqa: B018 - analysis only: unknown columns fail here
+    except (AnalysisException, PySparkException) as exc:
+        first_line = str(exc).strip().splitlines()[0]
+        raise SourceUnreadable(f"{where}: Spark cannot evaluate {text!r}: {first_line}") from exc
+    return column.cast("boolean")
+
+
+def _flag(rows: DataFrame) -> DataFrame:
+    """Add `ok` and the per-reason indicator columns (0/1) summed later into `skipped_rows`."""
+    bad_value = (
+        F.col("good").isNull()
+        | F.col("total").isNull()
+        | F.isnan("good")
+        | F.isnan("total")
+        | (F.col("good") < 0)
+        | (F.col("total") < 0)
+    )
+    null_time = F.col("ts").isNull()
+    exceeds = ~null_time & ~bad_value & (F.col("good") > F.col("total"))
+    return rows.select(
+        "slo",
+        "instance",
+        "ts",
+        "good",
+        "total",
+        (~null_time & ~bad_value & ~exceeds).alias("ok"),
+        null_time.cast("long").alias("n_null_time"),
+        (~null_time & bad_value).cast("long").alias("n_bad_value"),
+        exceeds.cast("long").alias("n_good_exceeds_total"),
+    )
+
+
+# --- Prometheus -----------------------------------------------------------------------------------------------
+
+_MAX_POINTS = 10_000
+"""Prometheus refuses a range query of more than 11,000 points per series: query in chunks below that."""
+
+
+def fetch_minutes(source: PrometheusSource, query: str, lo: datetime, hi: datetime, where: str) -> dict[int, float]:
+    """epoch minute start -> value of `query` one minute later (the events of that minute), over [lo, hi)."""
+    values: dict[int, float] = {}
+    step = 60
+    start = int(lo.timestamp()) + step
+    end = int(hi.timestamp())
+    with httpx.Client(base_url=source.url, timeout=source.timeout_s) as client:
+        while start <= end:
+            chunk_end = min(end, start + step * (_MAX_POINTS - 1))
+            params: dict[str, Any] = {"query": query, "start": start, "end": chunk_end, "step": step}
+            try:
+                response = client.get("/api/v1/query_range", params=params)
+            except httpx.HTTPError as exc:
+                raise SourceUnreadable(f"{where}: Prometheus at {source.url} unreachable: {exc}") from exc
+            body = response.json() if response.headers.get("content-type", "").startswith("application/json") else {}
+            if response.status_code != 200 or body.get("status") != "success":
+                reason = body.get("error") or response.text.strip()[:200]
+                raise SourceUnreadable(f"{where}: Prometheus refused {query!r}: HTTP {response.status_code}: {reason}")
+            result = body["data"]["result"]
+            if len(result) > 1:
+                raise SourceUnreadable(f"{where}: {query!r} returns {len(result)} series; aggregate it to one (sum)")
+            for series in result:
+                for stamp, text in series["values"]:
+                    value = float(text)
+                    if math.isfinite(value):
+                        values[int(float(stamp)) - step] = value
+            start = chunk_end + step
+    return values
+
+
+def _prometheus_rows(
+    spark: SparkSession, index: int, slo: Slo, source: PrometheusSource, lo: datetime, hi: datetime, where: str
+) -> DataFrame:
+    good = fetch_minutes(source, slo.good, lo, hi, f"{where}.good")
+    total = fetch_minutes(source, slo.total, lo, hi, f"{where}.total")
+    rows = [
+        (index, json.dumps({}), minute, good.get(minute), value)
+        for minute, value in sorted(total.items())
+        if lo <= lo + timedelta(seconds=minute - int(lo.timestamp())) < hi
+    ]
+    schema = "slo int, instance string, ts long, good double, total double"
+    return _flag(spark.createDataFrame(rows, schema))
