@@ -1,0 +1,55 @@
+"""Offset-commit probe: commit a small group's offset once per interval, timing the group coordinator (item 3).
+
+Kept apart from the data-plane consumer, which uses assign() and never commits, so a slow coordinator shows here
+and never as end-to-end latency (Strimzi canary #161).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from pulse.config import ClusterConfig
+from pulse.profile import client_config
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    ok: bool
+    latency_s: float
+    error: str | None = None
+
+
+class CommitProbe:
+    """Commits offset n, n+1, ... of partition 0 of the monitor topic for `group`; the group has no members."""
+
+    def __init__(self, cluster: ClusterConfig, topic: str, group: str, timeout_s: float) -> None:
+        self._topic = topic
+        self.group = group
+        self._offset = 0
+        self._consumer = Consumer(
+            {
+                **client_config(cluster),
+                "group.id": group,
+                "client.id": "kafka-pulse-canary-commit",
+                "enable.auto.commit": False,
+                "socket.timeout.ms": max(10, int(timeout_s * 1000)),
+                "log_level": 0,  # failures are counted by error name; reconnect chatter is noise
+            }
+        )
+
+    def commit_once(self) -> CommitResult:
+        started = time.monotonic()
+        self._offset += 1
+        try:
+            self._consumer.commit(offsets=[TopicPartition(self._topic, 0, self._offset)], asynchronous=False)
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            name = str(error.name()) if isinstance(error, KafkaError) else type(exc).__name__
+            return CommitResult(False, time.monotonic() - started, name)
+        return CommitResult(True, time.monotonic() - started)
+
+    def close(self) -> None:
+        self._consumer.close()

@@ -1,0 +1,72 @@
+"""Where the producer, the consumer and the clock meet: the tracker and the availability window behind one lock.
+
+Every settled probe leaves here, in order, to the sinks. Producer callbacks, the consumer thread and the service's
+tick all call in; the lock makes them take turns, so the (pure, single-threaded) tracker and window stay simple.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import datetime
+
+from canary.availability import Availability, AvailabilityWindow, BrokerHealth
+from canary.events import ProbeResult, SinkFanout
+from canary.tracker import PartitionCounts, Tracker
+from canary.view import PartitionLeader
+
+
+class Ledger:
+    """Thread-safe front of `Tracker` and `AvailabilityWindow`; results go to `sinks` as they settle."""
+
+    def __init__(self, tracker: Tracker, window: AvailabilityWindow, sinks: SinkFanout) -> None:
+        self.tracker = tracker
+        self.window = window
+        self._sinks = sinks
+        self._lock = threading.Lock()
+
+    def sent(self, partition: int, sequence: int, now: float, sent_at: datetime, leader: PartitionLeader) -> None:
+        with self._lock:
+            self.tracker.sent(partition, sequence, now, sent_at, leader.broker, leader.rack)
+            self.window.sent(partition, sequence, now, leader.broker, leader.in_sync)
+
+    def acked(self, partition: int, sequence: int, offset: int, latency_s: float, now: float) -> None:
+        with self._lock:
+            self.window.acked(partition, sequence, latency_s)
+            self._emit(self.tracker.acked(partition, sequence, offset, latency_s, now))
+
+    def failed(self, partition: int, sequence: int, error: str, now: float) -> None:
+        with self._lock:
+            self.window.failed(partition, sequence, now)
+            self._emit(self.tracker.failed(partition, sequence, error, now))
+
+    def arrived(self, partition: int, sequence: int, offset: int, now: float) -> None:
+        with self._lock:
+            self._emit(self.tracker.arrived(partition, sequence, offset, now))
+
+    def offsets_deleted(self, partition: int, log_start: int, now: float) -> None:
+        with self._lock:
+            self._emit(self.tracker.offsets_deleted(partition, log_start, now))
+
+    def truncated(self, partition: int, high_watermark: int, now: float) -> None:
+        with self._lock:
+            self._emit(self.tracker.truncated(partition, high_watermark, now))
+
+    def tick(self, now: float, health: BrokerHealth) -> dict[int, Availability]:
+        """Expire lost probes, give availability verdicts, and return availability per broker."""
+        with self._lock:
+            self._emit(self.tracker.expire(now))
+            self.window.judge(now, health)
+            return self.window.availability(now)
+
+    def counts(self) -> dict[int, PartitionCounts]:
+        with self._lock:
+            return {p: PartitionCounts(**vars(c)) for p, c in self.tracker.counts().items()}
+
+    def read(self, query: Callable[[Tracker], int]) -> int:
+        with self._lock:
+            return query(self.tracker)
+
+    def _emit(self, results: list[ProbeResult]) -> None:
+        for result in results:
+            self._sinks.record(result)

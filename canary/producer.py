@@ -1,0 +1,128 @@
+"""Probe producer: one record per partition per round, acks=all, idempotent, no linger (issue #4 item 2).
+
+`message.timeout.ms` is the latency SLO, so a probe the cluster cannot take in time fails with a diagnosable code
+rather than waiting five minutes (librdkafka's default). Latency comes from librdkafka's delivery report
+(`Message.latency()`: produce() to acknowledgement), not from timing the callback, which `poll()` delays.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from confluent_kafka import KafkaError, Message, Producer
+
+from canary.ledger import Ledger
+from canary.payload import Probe, encode
+from canary.view import ClusterView
+from pulse.config import CanaryConfig, ClusterConfig
+from pulse.profile import client_config
+
+_LOG = logging.getLogger(__name__)
+
+
+class LibrdkafkaLog:
+    """Takes librdkafka's log lines (a `logger` setting calls only `log()`) to Python logging at DEBUG: a broker
+    down makes every client log each reconnect, and that is the canary's normal working condition."""
+
+    def __init__(self, name: str) -> None:
+        self._log = logging.getLogger(name)
+
+    def log(self, level: int, msg: str, *args: object) -> None:
+        self._log.debug(msg, *args)
+
+
+NO_AUTO_CREATE = {"allow.auto.create.topics": False}
+"""Metadata requests and produces must not create the monitor topic with broker defaults behind our back."""
+
+
+def producer_settings(cluster: ClusterConfig, config: CanaryConfig, producer_id: str) -> dict[str, Any]:
+    """librdkafka settings of the probe producer."""
+    return {
+        **client_config(cluster),
+        "client.id": f"kafka-pulse-canary-{producer_id[:8]}",
+        "acks": "all",
+        "enable.idempotence": True,
+        "linger.ms": 0,
+        "message.timeout.ms": max(1, int(config.latency_slo_s * 1000)),
+        "logger": LibrdkafkaLog("canary.librdkafka.producer"),
+        **NO_AUTO_CREATE,
+    }
+
+
+def error_name(error: KafkaError) -> str:
+    """The stable librdkafka name (`_MSG_TIMED_OUT`, `NOT_ENOUGH_REPLICAS`), for labels and the SLI log."""
+    return str(error.name())
+
+
+class ProbeProducer:
+    """Sends rounds of probes; delivery reports are handled in `poll`, on the caller's thread."""
+
+    def __init__(
+        self,
+        cluster: ClusterConfig,
+        config: CanaryConfig,
+        producer_id: str,
+        ledger: Ledger,
+        view: ClusterView,
+        settings: dict[str, Any] | None = None,
+    ) -> None:
+        self._topic = config.topic
+        self._producer_id = producer_id
+        self._ledger = ledger
+        self._view = view
+        self._next_sequence: dict[int, int] = {}
+        self._producer = Producer({**producer_settings(cluster, config, producer_id), **(settings or {})})
+        self.rounds = 0
+
+    def send_round(self, readable: Callable[[int], bool] = lambda _: True) -> int:
+        """One probe to every known partition that `readable` says is being read; returns how many were sent."""
+        sent = 0
+        for partition in filter(readable, self._view.partitions()):
+            sequence = self._next_sequence.get(partition, 0)
+            self._next_sequence[partition] = sequence + 1
+            leader = self._view.leader(partition)
+            now, wall_ns = time.monotonic(), time.time_ns()
+            sent_at = datetime.fromtimestamp(wall_ns / 1e9, tz=UTC)
+            self._ledger.sent(partition, sequence, now, sent_at, leader)
+            key, value = encode(Probe(self._producer_id, partition, sequence, wall_ns))
+            try:
+                self._producer.produce(
+                    self._topic,
+                    value=value,
+                    key=key,
+                    partition=partition,
+                    timestamp=wall_ns // 1_000_000,
+                    on_delivery=self._on_delivery(partition, sequence),
+                )
+                sent += 1
+            except BufferError:
+                self._ledger.failed(partition, sequence, "_QUEUE_FULL", time.monotonic())
+            except Exception as exc:  # KafkaException for an unknown partition and the like
+                code = exc.args[0] if exc.args else None
+                name = error_name(code) if isinstance(code, KafkaError) else type(exc).__name__
+                self._ledger.failed(partition, sequence, name, time.monotonic())
+        self.rounds += 1
+        return sent
+
+    def poll(self, timeout_s: float) -> None:
+        self._producer.poll(timeout_s)
+
+    def close(self, timeout_s: float = 2.0) -> None:
+        """Wait briefly for in-flight probes; what is left is settled by the tracker's clock, not here."""
+        self._producer.flush(timeout_s)
+
+    def _on_delivery(self, partition: int, sequence: int) -> Any:
+        def report(error: KafkaError | None, message: Message) -> None:
+            now = time.monotonic()
+            if error is not None:
+                self._ledger.failed(partition, sequence, error_name(error), now)
+                return
+            latency = message.latency()
+            offset = message.offset()
+            self._ledger.acked(partition, sequence, offset if offset is not None else -1, latency or 0.0, now)
+
+        return report

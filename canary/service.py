@@ -1,0 +1,276 @@
+"""The canary as a service: threads for producing, consuming, checking brokers, committing and topic upkeep.
+
+`configure` (the constructor) connects to nothing; `start` creates clients and threads; `stop` ends them in
+reverse order. Every loop catches what Kafka throws at it, logs it and carries on: a sick cluster is what the
+canary is for, so it must never be what stops it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from confluent_kafka.admin import AdminClient
+from prometheus_client import CollectorRegistry
+
+from canary.availability import AvailabilityWindow, BrokerHealth
+from canary.commit_probe import CommitProbe
+from canary.consumer import Arrival, ConsumerCounts, ProbeConsumer, fetch_brokers
+from canary.events import ProbeSink, SinkFanout
+from canary.health import CheckResult, check_broker, tls_context
+from canary.ledger import Ledger
+from canary.metrics import CanaryMetrics, CanarySnapshot
+from canary.producer import NO_AUTO_CREATE, ProbeProducer
+from canary.topic import KafkaPythonReassigner, Reassigner, TopicManager, read_brokers, read_layout
+from canary.tracker import Tracker
+from canary.view import ClusterView
+from pulse.config import CanaryConfig, ClusterConfig
+from pulse.errors import KafkaUnavailable
+from pulse.profile import client_config
+
+_LOG = logging.getLogger(__name__)
+HISTORY_ROUNDS = 600
+
+
+@dataclass(frozen=True)
+class RoundRecord:
+    """Availability as judged right after one probe round: what a test or a debugger reads back."""
+
+    round: int
+    at_s: float
+    """Monotonic time of the round."""
+    availability: dict[int, float | None]
+    down: frozenset[int]
+
+
+class CanaryService:
+    """One canary instance probing one cluster."""
+
+    def __init__(
+        self,
+        cluster: ClusterConfig,
+        config: CanaryConfig,
+        sinks: Iterable[ProbeSink] = (),
+        registry: CollectorRegistry | None = None,
+        reassigner: Reassigner | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.config = config
+        self.producer_id = uuid.uuid4().hex
+        self.view = ClusterView()
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self._sinks = SinkFanout(sinks)
+        self.metrics = CanaryMetrics(
+            self.registry, cluster.name, config.client_rack, config.availability_window_s, self._snapshot
+        )
+        self._sinks.add(self.metrics)
+        tracker = Tracker(cluster.name, config.topic, self.producer_id, config.client_rack, config.loss_deadline_s)
+        defer_s = config.connection_check_interval_s + config.connection_check_timeout_s + config.interval_s
+        window = AvailabilityWindow(config.availability_window_s, config.latency_slo_s, max_defer_s=defer_s)
+        self.ledger = Ledger(tracker, window, self._sinks)
+        self._reassigner = reassigner or KafkaPythonReassigner(cluster)
+        self.history: deque[RoundRecord] = deque(maxlen=HISTORY_ROUNDS)
+        self._health = BrokerHealth(frozenset(), as_of=-1.0)
+        self._up: dict[int, bool] = {}
+        self._endpoints: dict[int, tuple[str, int]] = {}
+        self._fetch_brokers: dict[int, int] = {}
+        self._availability: dict[int, float | None] = {}
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self.topic_manager: TopicManager | None = None
+        self.producer: ProbeProducer | None = None
+        self.consumer: ProbeConsumer | None = None
+        self._closest: ProbeConsumer | None = None
+        self._commit: CommitProbe | None = None
+        self._admin: AdminClient | None = None
+
+    # ---- lifecycle -----------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        config, cluster = self.config, self.cluster
+        self._admin = AdminClient(
+            {**client_config(cluster), "client.id": "kafka-pulse-canary-admin", "log_level": 0, **NO_AUTO_CREATE}
+        )
+        self.topic_manager = TopicManager(self._admin, self._reassigner, config)
+        self.consumer = ProbeConsumer(cluster, config, self.producer_id, self.ledger)
+        self.producer = ProbeProducer(cluster, config, self.producer_id, self.ledger, self.view)
+        group = config.commit_group or f"{config.topic}-commit"
+        self._commit = CommitProbe(cluster, config.topic, group, config.latency_slo_s)
+        loops: list[tuple[str, Callable[[], None]]] = [
+            ("metadata", self._metadata_loop),
+            ("health", self._health_loop),
+            ("consume", self._consume_loop),
+            ("produce", self._produce_loop),
+            ("commit", self._commit_loop),
+        ]
+        if config.closest_replica_probe:
+            self._closest = ProbeConsumer(
+                cluster, config, self.producer_id, None, config.client_rack, self._closest_arrival, self._closest_stats
+            )
+            loops.append(("closest", self._closest_loop))
+        for name, loop in loops:
+            thread = threading.Thread(target=self._guard(name, loop), name=f"canary-{name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in reversed(self._threads):
+            thread.join(timeout=15)
+        self._threads.clear()
+        for closer in (self.producer, self.consumer, self._closest, self._commit):
+            if closer is not None:
+                with contextlib.suppress(Exception):
+                    closer.close()
+
+    @property
+    def rounds(self) -> int:
+        return self.producer.rounds if self.producer is not None else 0
+
+    def availability(self) -> dict[int, float | None]:
+        with self._lock:
+            return dict(self._availability)
+
+    def broker_up(self) -> dict[int, bool]:
+        with self._lock:
+            return dict(self._up)
+
+    # ---- loops ---------------------------------------------------------------------------------------
+
+    def _guard(self, name: str, loop: Callable[[], None]) -> Callable[[], None]:
+        """Run `loop` until stop; an unexpected exception is logged and the loop restarted after a pause."""
+
+        def run() -> None:
+            while not self._stop.is_set():
+                try:
+                    loop()
+                    return
+                except Exception:
+                    _LOG.exception("canary %s loop failed; restarting it", name)
+                    self._stop.wait(1.0)
+
+        return run
+
+    def _metadata_loop(self) -> None:
+        assert self._admin is not None and self.topic_manager is not None
+        next_reconcile = 0.0
+        while not self._stop.is_set():
+            now = time.monotonic()
+            if now >= next_reconcile:
+                self.topic_manager.reconcile(now)
+                next_reconcile = now + self.config.reconcile_interval_s
+            try:
+                brokers = read_brokers(self._admin, self.config.connection_check_timeout_s * 2)
+                layout = read_layout(self._admin, self.config.topic, self.config.connection_check_timeout_s * 2)
+                with self._lock:
+                    self._endpoints.update({b: (i.host, i.port) for b, i in brokers.items()})
+                self.view.update(layout, {b: i.rack for b, i in brokers.items()})
+            except KafkaUnavailable as exc:
+                _LOG.info("canary metadata refresh failed: %s", exc)
+            self._stop.wait(self.config.metadata_refresh_s)
+
+    def _health_loop(self) -> None:
+        context = tls_context(self.cluster)
+        timeout_s = self.config.connection_check_timeout_s
+        with ThreadPoolExecutor(max_workers=8, thread_name_prefix="canary-check") as pool:
+            while not self._stop.is_set():
+                started = time.monotonic()
+                with self._lock:
+                    endpoints = dict(self._endpoints)
+                futures = {
+                    broker: pool.submit(check_broker, broker, host, port, timeout_s, context)
+                    for broker, (host, port) in endpoints.items()
+                }
+                results: dict[int, CheckResult] = {b: f.result() for b, f in futures.items()}
+                for broker, result in results.items():
+                    self.metrics.connection_checked(result, self.view.rack(broker))
+                with self._lock:
+                    self._up.update({b: r.ok for b, r in results.items()})
+                    if results:
+                        down = frozenset(b for b, r in results.items() if not r.ok)
+                        self._health = BrokerHealth(down, as_of=started)
+                self._stop.wait(max(0.0, self.config.connection_check_interval_s - (time.monotonic() - started)))
+
+    def _consume_loop(self) -> None:
+        consumer = self.consumer
+        assert consumer is not None
+        while not self._stop.is_set():
+            consumer.sync_partitions(self.view.partitions())
+            consumer.poll_once(0.1)
+
+    def _closest_loop(self) -> None:
+        consumer = self._closest
+        assert consumer is not None
+        while not self._stop.is_set():
+            consumer.sync_partitions(self.view.partitions())
+            consumer.poll_once(0.1)
+
+    def _produce_loop(self) -> None:
+        producer, consumer = self.producer, self.consumer
+        assert producer is not None and consumer is not None
+        interval = self.config.interval_s
+        next_round = time.monotonic()
+        while not self._stop.is_set():
+            now = time.monotonic()
+            if now >= next_round:
+                readable = consumer.assigned
+                producer.send_round(readable.__contains__)
+                next_round = max(next_round + interval, now)  # a stalled loop skips rounds, never bursts
+                self._judge(producer.rounds)
+            producer.poll(max(0.0, min(0.05, next_round - time.monotonic())))
+
+    def _commit_loop(self) -> None:
+        commit = self._commit
+        assert commit is not None
+        while not self._stop.is_set():
+            started = time.monotonic()
+            if self.view.partitions():
+                self.metrics.committed(commit.commit_once())
+            self._stop.wait(max(0.0, self.config.interval_s - (time.monotonic() - started)))
+
+    # ---- helpers -------------------------------------------------------------------------------------
+
+    def _judge(self, round_number: int) -> None:
+        now = time.monotonic()
+        with self._lock:
+            health = self._health
+        verdicts = self.ledger.tick(now, health)
+        ratios = {b: a.ratio for b, a in verdicts.items()}
+        with self._lock:
+            self._availability = ratios
+        self.history.append(RoundRecord(round_number, now, ratios, health.down))
+
+    def _closest_arrival(self, arrival: Arrival) -> None:
+        broker = self._fetch_brokers.get(arrival.partition)
+        self.metrics.closest_arrival(arrival.latency_s, broker, self.view.rack(broker) if broker is not None else None)
+
+    def _closest_stats(self, statistics_json: str) -> None:
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            self._fetch_brokers = fetch_brokers(statistics_json, self.config.topic)
+
+    def _snapshot(self) -> CanarySnapshot:
+        report = self.topic_manager.report if self.topic_manager is not None else None
+        with self._lock:
+            up, availability = dict(self._up), dict(self._availability)
+        consumer = self.consumer
+        return CanarySnapshot(
+            availability=availability,
+            broker_up=up,
+            racks=self.view.known_brokers(),
+            partitions_led=self.view.partitions_led(),
+            partitions=report.partitions if report is not None else 0,
+            placement_gaps=len(report.gaps) if report is not None else 0,
+            topic_actions=dict(report.actions) if report is not None else {},
+            tracker=self.ledger.counts(),
+            consumer=consumer.counts if consumer is not None else ConsumerCounts(),
+            pending=self.ledger.read(lambda t: t.pending()),
+            fetch_brokers=dict(self._fetch_brokers),
+        )

@@ -1,0 +1,236 @@
+"""The monitor topic on the cluster: read its layout, and apply `placement.plan` rarely and only when needed.
+
+Reads go through confluent-kafka's AdminClient; replica moves need AlterPartitionReassignments, which librdkafka
+lacks, so they go through kafka-python's admin client behind the one-method `Reassigner` seam.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from confluent_kafka import ElectionType, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+from canary.placement import Plan, TopicLayout, default_min_insync, default_replication_factor, plan
+from pulse.config import CanaryConfig, ClusterConfig
+from pulse.errors import KafkaUnavailable
+from pulse.profile import BrokerInfo
+
+_LOG = logging.getLogger(__name__)
+
+
+def read_brokers(admin: AdminClient, timeout_s: float) -> dict[int, BrokerInfo]:
+    """Live brokers (registered and unfenced): endpoint and rack, from DescribeCluster."""
+    try:
+        description = admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s + 1)
+    except (KafkaException, TimeoutError) as exc:
+        raise KafkaUnavailable(f"describe cluster failed: {exc}") from exc
+    return {node.id: BrokerInfo(node.id, node.host, node.port, node.rack) for node in description.nodes}
+
+
+def read_layout(admin: AdminClient, topic: str, timeout_s: float) -> TopicLayout | None:
+    """The topic's replicas, leaders and ISRs from a metadata request; None when the topic does not exist."""
+    try:
+        metadata = admin.list_topics(topic=topic, timeout=timeout_s)
+    except KafkaException as exc:
+        raise KafkaUnavailable(f"metadata for topic {topic!r} failed: {exc}") from exc
+    described = metadata.topics.get(topic)
+    if described is None or (described.error is not None and described.error.code() == 3):  # UNKNOWN_TOPIC
+        return None
+    if described.error is not None and not described.partitions:
+        raise KafkaUnavailable(f"metadata for topic {topic!r}: {described.error.str()}")
+    parts = described.partitions
+    return TopicLayout(
+        replicas={p: tuple(m.replicas) for p, m in parts.items()},
+        leaders={p: (m.leader if m.leader >= 0 else None) for p, m in parts.items()},
+        in_sync={p: frozenset(m.isrs) for p, m in parts.items()},
+    )
+
+
+class Reassigner(Protocol):
+    """Moves replicas of existing partitions (AlterPartitionReassignments)."""
+
+    def reassign(self, topic: str, assignment: Mapping[int, tuple[int, ...]]) -> None: ...
+
+
+class KafkaPythonReassigner:
+    """AlterPartitionReassignments through kafka-python's admin client, built from the same connection profile."""
+
+    def __init__(self, cluster: ClusterConfig, timeout_s: float = 30.0) -> None:
+        self._cluster = cluster
+        self._timeout_ms = int(timeout_s * 1000)
+
+    def reassign(self, topic: str, assignment: Mapping[int, tuple[int, ...]]) -> None:
+        from kafka import KafkaAdminClient
+        from kafka import TopicPartition as KpTopicPartition
+        from kafka.errors import KafkaError
+
+        try:
+            client = KafkaAdminClient(**self._settings())
+            try:
+                moves = {KpTopicPartition(topic, p): list(replicas) for p, replicas in assignment.items()}
+                errors = client.alter_partition_reassignments(moves, timeout_ms=self._timeout_ms)
+            finally:
+                client.close()
+        except KafkaError as exc:
+            raise KafkaUnavailable(f"reassignment of {topic} failed: {exc!r}") from exc
+        refused = {tp.partition: err.__name__ for tp, err in errors.items() if err is not None}
+        if refused:
+            raise KafkaUnavailable(f"reassignment of {topic} refused: {refused}")
+
+    def _settings(self) -> dict[str, Any]:
+        security = self._cluster.security
+        settings: dict[str, Any] = {
+            "bootstrap_servers": list(self._cluster.bootstrap_servers),
+            "client_id": "kafka-pulse-canary-topic",
+            "security_protocol": security.protocol,
+            "request_timeout_ms": self._timeout_ms,
+        }
+        if security.sasl is not None:
+            settings |= {
+                "sasl_mechanism": security.sasl.mechanism,
+                "sasl_plain_username": security.sasl.username,
+                "sasl_plain_password": security.sasl.password.get_secret_value(),
+            }
+        if security.tls is not None:
+            tls = security.tls
+            settings["ssl_check_hostname"] = tls.verify_hostname
+            if tls.ca_file is not None:
+                settings["ssl_cafile"] = str(tls.ca_file)
+            if tls.cert_file is not None and tls.key_file is not None:
+                settings |= {"ssl_certfile": str(tls.cert_file), "ssl_keyfile": str(tls.key_file)}
+            if tls.key_password is not None:
+                settings["ssl_password"] = tls.key_password.get_secret_value()
+        return settings
+
+
+@dataclass
+class ReconcileReport:
+    """What the last reconciliation saw and did, for the metrics and the log."""
+
+    partitions: int = 0
+    gaps: tuple[str, ...] = ()
+    actions: dict[str, int] = field(default_factory=dict)
+    """Totals per action (`create`, `add_partitions`, `reassign`, `elect`) since start."""
+    deferred: bool = False
+    """A placement change was needed but held back by `min_change_interval_s`."""
+    error: str | None = None
+
+
+class TopicManager:
+    """Reconciles the monitor topic each `reconcile_interval_s`; placement changes at most every
+    `min_change_interval_s`, and a missing broker only counts as removed after that long too."""
+
+    def __init__(self, admin: AdminClient, reassigner: Reassigner, config: CanaryConfig, timeout_s: float = 10.0):
+        self._admin = admin
+        self._reassigner = reassigner
+        self._config = config
+        self._timeout_s = timeout_s
+        self._last_change_s = -math.inf
+        self._missing_since: dict[int, float] = {}
+        self._known: set[int] = set()
+        self.report = ReconcileReport()
+
+    def reconcile(self, now: float) -> ReconcileReport:
+        """One pass; Kafka errors are caught and reported, never raised."""
+        try:
+            self._reconcile(now)
+            self.report.error = None
+        except KafkaUnavailable as exc:
+            self.report.error = str(exc)
+            _LOG.warning("canary topic %s: %s", self._config.topic, exc)
+        return self.report
+
+    def _reconcile(self, now: float) -> None:
+        config = self._config
+        racks = {b: info.rack for b, info in read_brokers(self._admin, self._timeout_s).items()}
+        layout = read_layout(self._admin, config.topic, self._timeout_s)
+        if layout is not None:
+            self._known |= {b for r in layout.replicas.values() for b in r}
+        self._known |= set(racks)
+        for broker in self._known - set(racks):
+            self._missing_since.setdefault(broker, now)
+        for broker in set(racks):
+            self._missing_since.pop(broker, None)
+        gone = frozenset(b for b, since in self._missing_since.items() if now - since >= config.min_change_interval_s)
+        rf = default_replication_factor(len(self._known - gone), config.replication_factor)
+        wanted = plan(racks, layout, rf, config.partitions_per_broker, gone)
+        self.report.partitions = len(layout.replicas) if layout is not None else 0
+        self.report.gaps = wanted.gaps
+        self.report.deferred = False
+        if wanted.is_empty:
+            return
+        if not config.manage_topic:
+            _LOG.warning(
+                "canary topic %s is not as it should be (manage_topic is off): %s", config.topic, "; ".join(wanted.gaps)
+            )
+            return
+        if wanted.changes_placement and not wanted.create and now - self._last_change_s < config.min_change_interval_s:
+            self.report.deferred = True
+            _LOG.info(
+                "canary topic %s: change deferred by min_change_interval_s: %s", config.topic, "; ".join(wanted.gaps)
+            )
+        else:
+            self._apply_placement(wanted, rf, now)
+        if wanted.elect:
+            self._elect(wanted.elect)
+
+    def _apply_placement(self, wanted: Plan, rf: int, now: float) -> None:
+        topic = self._config.topic
+        if wanted.create:
+            min_isr = default_min_insync(rf, self._config.min_insync_replicas)
+            assignment = [list(wanted.create[p]) for p in sorted(wanted.create)]
+            new = NewTopic(
+                topic,
+                num_partitions=len(assignment),
+                replica_assignment=assignment,
+                config={
+                    "min.insync.replicas": str(min(min_isr, rf)),
+                    "cleanup.policy": "delete",
+                    "retention.ms": str(24 * 3600 * 1000),
+                },
+            )
+            self._wait(self._admin.create_topics([new], request_timeout=self._timeout_s)[topic], "create topic")
+            self._count("create")
+            _LOG.warning("canary topic %s created: %s", topic, wanted.create)
+        if wanted.add:
+            total = self.report.partitions + len(wanted.add)
+            new_parts = NewPartitions(topic, total, [list(wanted.add[p]) for p in sorted(wanted.add)])
+            self._wait(
+                self._admin.create_partitions([new_parts], request_timeout=self._timeout_s)[topic], "add partitions"
+            )
+            self._count("add_partitions")
+            _LOG.warning("canary topic %s: partitions added: %s", topic, wanted.add)
+        if wanted.reassign:
+            self._reassigner.reassign(topic, wanted.reassign)
+            self._count("reassign")
+            _LOG.warning("canary topic %s: replicas moved: %s", topic, wanted.reassign)
+        if wanted.changes_placement:
+            self._last_change_s = now
+
+    def _elect(self, partitions: tuple[int, ...]) -> None:
+        topic = self._config.topic
+        tps = [TopicPartition(topic, p) for p in partitions]
+        try:
+            results = self._admin.elect_leaders(ElectionType.PREFERRED, tps, request_timeout=self._timeout_s).result(
+                timeout=self._timeout_s + 1
+            )
+        except (KafkaException, TimeoutError) as exc:
+            raise KafkaUnavailable(f"preferred leader election on {topic} failed: {exc}") from exc
+        self._count("elect")
+        failed = {tp.partition: str(err) for tp, err in results.items() if err is not None}
+        if failed:
+            _LOG.info("canary topic %s: preferred leader election not done for %s", topic, failed)
+
+    def _wait(self, future: Any, what: str) -> None:
+        try:
+            future.result(timeout=self._timeout_s + 1)
+        except (KafkaException, TimeoutError) as exc:
+            raise KafkaUnavailable(f"{what} {self._config.topic!r} failed: {exc}") from exc
+
+    def _count(self, action: str) -> None:
+        self.report.actions[action] = self.report.actions.get(action, 0) + 1

@@ -1,0 +1,72 @@
+"""The canary's picture of the monitor topic: partitions, their leaders, in-sync replicas and racks.
+
+Refreshed by the service every `metadata_refresh_s`; read by the producer at each send to attribute the probe to
+the leader (broker and rack) of that moment. Thread-safe: one writer, several readers.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from canary.placement import TopicLayout
+
+
+@dataclass(frozen=True)
+class PartitionLeader:
+    """Who a probe to this partition goes to, as far as the canary knows."""
+
+    broker: int | None
+    rack: str | None
+    in_sync: frozenset[int]
+
+
+class ClusterView:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._layout: TopicLayout | None = None
+        self._racks: dict[int, str | None] = {}
+        self._all_racks: dict[int, str | None] = {}
+
+    def update(self, layout: TopicLayout | None, racks: Mapping[int, str | None] | None = None) -> None:
+        with self._lock:
+            self._layout = layout
+            if racks is not None:
+                self._racks = dict(racks)
+                self._all_racks.update(racks)  # a broker that went away keeps its rack label
+
+    def partitions(self) -> list[int]:
+        with self._lock:
+            return sorted(self._layout.replicas) if self._layout is not None else []
+
+    def leader(self, partition: int) -> PartitionLeader:
+        with self._lock:
+            if self._layout is None:
+                return PartitionLeader(None, None, frozenset())
+            broker = self._layout.leaders.get(partition)
+            rack = self._all_racks.get(broker) if broker is not None else None
+            return PartitionLeader(broker, rack, self._layout.in_sync.get(partition, frozenset()))
+
+    def rack(self, broker: int) -> str | None:
+        with self._lock:
+            return self._all_racks.get(broker)
+
+    def live_brokers(self) -> dict[int, str | None]:
+        with self._lock:
+            return dict(self._racks)
+
+    def known_brokers(self) -> dict[int, str | None]:
+        """Every broker seen since start (live or not), with its rack."""
+        with self._lock:
+            return dict(self._all_racks)
+
+    def partitions_led(self) -> dict[int, int]:
+        """Broker -> number of monitor partitions it leads now (0 for known brokers leading none)."""
+        with self._lock:
+            counts = dict.fromkeys(self._all_racks, 0)
+            if self._layout is not None:
+                for leader in self._layout.leaders.values():
+                    if leader is not None:
+                        counts[leader] = counts.get(leader, 0) + 1
+            return counts
