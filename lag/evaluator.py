@@ -1,5 +1,11 @@
-"""Group evaluation: reads a group's windows from the store, applies the mode's rule set to every partition and
+"""Group evaluation: reads groups' windows from the store, applies the mode's rules to every partition and
 aggregates as Burrow's `evaluateConsumerStatus` does. Pure apart from reading the store; the clock is an argument.
+
+Two paths give the same answers. The columnar one (`evaluate_groups`, used by `evaluate_group` and
+`evaluate_cluster`) gathers the windows of many groups into numpy blocks (`columns.py`), decides every partition
+with `column_rules.py` and rolls the groups up with array reductions; `PartitionVerdict`/`GroupStatus` objects are
+built only for the groups a caller reads. The scalar one (`evaluate_group_reference`) runs `rules.py` one partition
+at a time and is the readable reference the columnar path is tested against.
 
 Aggregation (research §1.5): status is the worst partition status with STOP/STALL/REWIND reported as ERR; totallag
 sums current lags; maxlag is the first partition (topic, then partition order) with the largest current lag;
@@ -8,14 +14,26 @@ complete is the fraction of partitions whose window is full; placeholder partiti
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
-from lag.rules import RULE_SETS, RuleParams, Window
+import numpy as np
+from numpy.typing import NDArray
+
+from lag.column_rules import decide
+from lag.columns import I64, PartitionIndex, gather, partition_index
+from lag.rules import RULE_SETS, RULE_STATUS, Rule, RuleParams, Window, explain
 from lag.status import CommitPoint, GroupStatus, PartitionVerdict, Status, not_found
 from lag.store import OffsetStore, PartitionSlot
 from lag.timelag import time_lag_seconds
 from lag.window import NO_LAG
+
+BLOCK_ROWS = 32_768
+"""Group-partitions decided per numpy block: large enough to amortise numpy's per-call cost, small enough that a
+block's temporaries stay in cache."""
+
+_STATUS_OF_RULE = np.array([RULE_STATUS[rule] for rule in Rule], dtype=np.int64)
 
 
 class ClusterHealth(Protocol):
@@ -23,6 +41,33 @@ class ClusterHealth(Protocol):
 
     def unavailable_reason(self, cluster: str, now_ms: int) -> str | None:
         """None when the cluster is readable; otherwise why not (e.g. 'no HWM refresh for 42 s')."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupVerdicts:
+    """The columnar result for some groups of one cluster: per partition and per group, as arrays.
+
+    Partition arrays follow `index` (group after group, topic then partition order). Reason texts and time lags
+    are not here: `Evaluator.group_status` computes them when it builds a group's objects.
+    """
+
+    cluster: str
+    now_ms: int
+    index: PartitionIndex
+    rules: NDArray[np.uint8]
+    """Per partition: the `Rule` that fired."""
+    status: I64
+    """Per partition: the `Status` value."""
+    current_lag: I64
+    complete: NDArray[np.float64]
+    group_status: I64
+    """Per group: OK, WARN or ERR (`Status` values)."""
+    group_totallag: I64
+    group_complete: NDArray[np.float64]
+    group_maxlag: I64
+    """Per group: index of the maxlag partition; -1 for a group without partitions."""
+    group_worst: I64
+    """Per group: index of the first partition with the worst status; -1 for a group without partitions."""
 
 
 class Evaluator:
@@ -38,16 +83,94 @@ class Evaluator:
         """The group's status at `now_ms`; NOTFOUND when unknown or expired, UNKNOWN while its cluster is down."""
         if not self.store.has_group(cluster, group, now_ms):
             return not_found(cluster, group)
-        if self.health is not None:
-            why = self.health.unavailable_reason(cluster, now_ms)
-            if why is not None:
-                return GroupStatus(cluster, group, Status.UNKNOWN, 0.0, (), 0, None, 0, f"cluster {cluster}: {why}")
-        verdicts = tuple(self.evaluate_partition(cluster, slot, now_ms) for slot in self.store.slots(cluster, group))
-        return aggregate(cluster, group, verdicts)
+        why = self._unavailable(cluster, now_ms)
+        if why is not None:
+            return _unknown(cluster, group, why)
+        verdicts = self.evaluate_groups(cluster, [self.store.group_ids(cluster)[group]], now_ms)
+        return self.group_status(verdicts, 0)
 
     def evaluate_cluster(self, cluster: str, now_ms: int) -> Iterator[GroupStatus]:
-        for group in self.store.groups(cluster):
-            yield self.evaluate_group(cluster, group, now_ms)
+        """Every group of the cluster in name order, decided in one columnar pass (expired groups are NOTFOUND)."""
+        names = self.store.groups(cluster)
+        expired = set(self.store.purge_expired(cluster, now_ms))
+        why = self._unavailable(cluster, now_ms) if len(expired) < len(names) else None
+        ids = self.store.group_ids(cluster)
+        live = [name for name in names if name not in expired]
+        verdicts = self.evaluate_groups(cluster, [ids[name] for name in live], now_ms) if why is None else None
+        position = {name: i for i, name in enumerate(live)}
+        for name in names:
+            if name in expired:
+                yield not_found(cluster, name)
+            elif verdicts is None:
+                yield _unknown(cluster, name, why or "")
+            else:
+                yield self.group_status(verdicts, position[name])
+
+    def evaluate_groups(self, cluster: str, gids: Sequence[int], now_ms: int) -> GroupVerdicts:
+        """The columnar pass: decide every partition of the given groups and roll each group up, as arrays.
+
+        No expiry or health check here (`evaluate_group`/`evaluate_cluster` do those)."""
+        index = partition_index(self.store, gids)
+        total = len(index.slots)
+        rules = np.empty(total, dtype=np.uint8)
+        current_lag = np.empty(total, dtype=np.int64)
+        complete = np.empty(total, dtype=np.float64)
+        for lo in range(0, total, BLOCK_ROWS):
+            hi = min(lo + BLOCK_ROWS, total)
+            block = gather(self.store, index.slots[lo:hi], index.hwm_rows[lo:hi])
+            decided = decide(block, now_ms, self.params)
+            rules[lo:hi], current_lag[lo:hi], complete[lo:hi] = decided.rules, decided.current_lag, decided.complete
+        status = _STATUS_OF_RULE[rules]
+        return _roll_up(cluster, now_ms, index, rules, status, current_lag, complete)
+
+    def group_status(self, verdicts: GroupVerdicts, group: int) -> GroupStatus:
+        """The objects of the `group`-th group of a columnar result: verdicts with reasons and time lags."""
+        index, store, p = verdicts.index, self.store, self.params
+        gid = int(index.gids[group])
+        owners = store.owners(gid)
+        out = []
+        for k in range(int(index.starts[group]), int(index.starts[group + 1])):
+            topic, partition = store.hwms.topic_name(int(index.topic_ids[k])), int(index.partitions[k])
+            owner, client_id = owners.get((topic, partition), ("", ""))
+            if p.mode == "burrow-1.2":
+                client_id = ""  # 1.2.1 never copied it into the status
+            rule = Rule(int(verdicts.rules[k]))
+            if rule is Rule.NO_COMMIT:
+                out.append(_placeholder(topic, partition, owner, client_id))
+                continue
+            offsets, timestamps, lags = store.commits.read(int(index.slots[k]))
+            row = int(index.hwm_rows[k])
+            hwm_offsets, hwm_times = store.hwms.history_of_row(row) if row >= 0 else ([], [])
+            current_lag = int(verdicts.current_lag[k])
+            window = Window(offsets, timestamps, lags, hwm_offsets, hwm_times, current_lag)
+            out.append(
+                PartitionVerdict(
+                    topic=topic,
+                    partition=partition,
+                    status=RULE_STATUS[rule],
+                    start=_point(offsets[0], timestamps[0], lags[0]),
+                    end=_point(offsets[-1], timestamps[-1], lags[-1]),
+                    current_lag=current_lag,
+                    complete=float(verdicts.complete[k]),
+                    owner=owner,
+                    client_id=client_id,
+                    reason=explain(rule, window, verdicts.now_ms, p),
+                    lag_seconds=time_lag_seconds(offsets[-1], hwm_offsets, hwm_times, verdicts.now_ms),
+                )
+            )
+        return aggregate(verdicts.cluster, store.group_name(gid), tuple(out))
+
+    # -- the scalar reference ----------------------------------------------------------------------------------
+
+    def evaluate_group_reference(self, cluster: str, group: str, now_ms: int) -> GroupStatus:
+        """`evaluate_group` through `rules.py`, one partition at a time."""
+        if not self.store.has_group(cluster, group, now_ms):
+            return not_found(cluster, group)
+        why = self._unavailable(cluster, now_ms)
+        if why is not None:
+            return _unknown(cluster, group, why)
+        verdicts = tuple(self.evaluate_partition(cluster, slot, now_ms) for slot in self.store.slots(cluster, group))
+        return aggregate(cluster, group, verdicts)
 
     def evaluate_partition(self, cluster: str, slot: PartitionSlot, now_ms: int) -> PartitionVerdict:
         p = self.params
@@ -55,34 +178,82 @@ class Evaluator:
         hwm_offsets, hwm_times = self.store.hwms.history(cluster, slot.topic, slot.partition)
         client_id = "" if p.mode == "burrow-1.2" else slot.client_id  # 1.2.1 never copied it into the status
         if not offsets:
-            return PartitionVerdict(
-                slot.topic, slot.partition, Status.OK, None, None, 0, 0.0, slot.owner, client_id,
-                "no commit from this group on this partition",
-            )  # fmt: skip
+            return _placeholder(slot.topic, slot.partition, slot.owner, client_id)
         current_lag = max(0, hwm_offsets[-1] - offsets[-1]) if hwm_offsets else 0
         complete = 1.0 if len(offsets) >= p.intervals else len(offsets) / p.intervals
-        if complete < p.minimum_complete:
-            status, reason = Status.OK, f"window {complete:.0%} filled < minimum-complete {p.minimum_complete:g}"
-        else:
-            window = Window(offsets, timestamps, lags, hwm_offsets, hwm_times, current_lag)
-            status, reason = self._rule(window, now_ms, p)
+        window = Window(offsets, timestamps, lags, hwm_offsets, hwm_times, current_lag)
+        rule = Rule.MINIMUM_COMPLETE if complete < p.minimum_complete else self._rule(window, now_ms, p)
         return PartitionVerdict(
             topic=slot.topic,
             partition=slot.partition,
-            status=status,
+            status=RULE_STATUS[rule],
             start=_point(offsets[0], timestamps[0], lags[0]),
             end=_point(offsets[-1], timestamps[-1], lags[-1]),
             current_lag=current_lag,
             complete=complete,
             owner=slot.owner,
             client_id=client_id,
-            reason=reason,
+            reason=explain(rule, window, now_ms, p),
             lag_seconds=time_lag_seconds(offsets[-1], hwm_offsets, hwm_times, now_ms),
         )
+
+    def _unavailable(self, cluster: str, now_ms: int) -> str | None:
+        return self.health.unavailable_reason(cluster, now_ms) if self.health is not None else None
+
+
+def _unknown(cluster: str, group: str, why: str) -> GroupStatus:
+    return GroupStatus(cluster, group, Status.UNKNOWN, 0.0, (), 0, None, 0, f"cluster {cluster}: {why}")
+
+
+def _placeholder(topic: str, partition: int, owner: str, client_id: str) -> PartitionVerdict:
+    return PartitionVerdict(
+        topic, partition, Status.OK, None, None, 0, 0.0, owner, client_id, "no commit from this group on this partition"
+    )
 
 
 def _point(offset: int, timestamp_ms: int, lag: int) -> CommitPoint:
     return CommitPoint(offset, timestamp_ms, None if lag == NO_LAG else lag)
+
+
+def _roll_up(
+    cluster: str,
+    now_ms: int,
+    index: PartitionIndex,
+    rules: NDArray[np.uint8],
+    status: I64,
+    current_lag: I64,
+    complete: NDArray[np.float64],
+) -> GroupVerdicts:
+    """`aggregate` over every group at once, with segment reductions over the partition arrays."""
+    groups = len(index.gids)
+    sizes = np.diff(index.starts)
+    nonempty = sizes > 0
+    starts = index.starts[:-1][nonempty]
+    group_status = np.full(groups, int(Status.OK), dtype=np.int64)
+    totallag = np.zeros(groups, dtype=np.int64)
+    full = np.zeros(groups, dtype=np.int64)
+    maxlag = np.full(groups, -1, dtype=np.int64)
+    worst = np.full(groups, -1, dtype=np.int64)
+    if len(starts):
+        group_status[nonempty] = np.maximum.reduceat(np.minimum(status, int(Status.ERR)), starts)
+        totallag[nonempty] = np.add.reduceat(current_lag, starts)
+        full[nonempty] = np.add.reduceat((complete == 1.0).astype(np.int64), starts)
+        maxlag[nonempty] = _first_max(current_lag, starts, sizes[nonempty])
+        worst[nonempty] = _first_max(status, starts, sizes[nonempty])
+    group_complete = np.divide(full, sizes, out=np.zeros(groups, dtype=np.float64), where=nonempty)
+    return GroupVerdicts(
+        cluster, now_ms, index, rules, status, current_lag, complete, group_status, totallag, group_complete, maxlag,
+        worst,
+    )  # fmt: skip
+
+
+def _first_max(values: I64, starts: I64, sizes: I64) -> I64:
+    """Per segment, the index of the first element equal to the segment's maximum."""
+    top = np.maximum.reduceat(values, starts)
+    positions = np.arange(len(values))
+    candidates = np.where(values == np.repeat(top, sizes), positions, len(values))
+    first: I64 = np.minimum.reduceat(candidates, starts)
+    return first
 
 
 def aggregate(cluster: str, group: str, verdicts: tuple[PartitionVerdict, ...]) -> GroupStatus:

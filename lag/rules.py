@@ -1,14 +1,17 @@
 """The partition rules, pure: Burrow v1.9.5's, Debian Burrow 1.2.1's, and ours (`enhanced`).
 
-Each rule set takes one partition's window (oldest first) and the broker-offset history, and returns a status and
-the reason it was chosen. Sources: research/burrow-and-lag.md §1.5 (Burrow's `caching.go` at both tags). Burrow's
-rule numbers are kept in the predicate docstrings. Clock note: Burrow compares against `time.Now().Unix()` seconds
+Each rule set takes one partition's window (oldest first) and the broker-offset history, and returns the `Rule`
+that fired, which gives the status (`RULE_STATUS`) and the reason text (`explain`). These scalar functions are the
+readable reference; `column_rules.py` applies the same rules to many partitions at once and is tested against them.
+Sources: research/burrow-and-lag.md §1.5 (Burrow's `caching.go` at both tags). Burrow's rule numbers are kept in
+the predicate docstrings. Clock note: Burrow compares against `time.Now().Unix()` seconds
 times 1000, so the burrow modes floor `now_ms` to a whole second.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import enum
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from lag.status import Mode, Status
@@ -97,46 +100,93 @@ def is_recent_lag_zero(last_offset: int, broker_offsets: Sequence[int]) -> bool:
 # -- Rule sets -------------------------------------------------------------------------------------------------------
 
 
-def burrow_status(w: Window, now_ms: int, p: RuleParams) -> tuple[Status, str]:
+class Rule(enum.IntEnum):
+    """Which branch decided a partition: what the scalar rule sets below return and what `column_rules.py` returns
+    as a uint8 array. `RULE_STATUS` gives the status, `explain` the reason text; both are shared by the two paths."""
+
+    NO_COMMIT = 0
+    """A placeholder partition the group never committed (evaluator, all modes)."""
+    MINIMUM_COMPLETE = 1
+    """Window filled less than minimum-complete: OK without rules (evaluator, all modes)."""
+    CAUGHT_UP = 2
+    """burrow: current lag <= allowed-lag."""
+    CAUGHT_UP_ZERO = 3
+    """burrow-1.2: current lag 0."""
+    STOP = 4
+    """burrow, burrow-1.2: rule 3 and no broker grace."""
+    REWIND_UNRECOVERED = 5
+    """burrow: rule 2 with PR #716's recovery check."""
+    REWIND_ANY = 6
+    """burrow-1.2: any rewind, inside the lag-never-zero block."""
+    STALL = 7
+    WARN = 8
+    LAG_DECREASED = 9
+    LAG_ZERO = 10
+    E1_CAUGHT_UP = 11
+    E1_MARKER = 12
+    E2_STOP = 13
+    E3_REWIND = 14
+    E4_WARM_UP = 15
+    E5_STALL = 16
+    E5_WARN = 17
+    E5_DECREASED = 18
+    E5_REACHED = 19
+
+
+RULE_STATUS: dict[Rule, Status] = {
+    **{rule: Status.OK for rule in Rule},
+    Rule.STOP: Status.STOP,
+    Rule.E2_STOP: Status.STOP,
+    Rule.REWIND_UNRECOVERED: Status.REWIND,
+    Rule.REWIND_ANY: Status.REWIND,
+    Rule.E3_REWIND: Status.REWIND,
+    Rule.STALL: Status.STALL,
+    Rule.E5_STALL: Status.STALL,
+    Rule.WARN: Status.WARN,
+    Rule.E5_WARN: Status.WARN,
+}
+"""The status each rule gives."""
+
+
+def burrow_rule(w: Window, now_ms: int, p: RuleParams) -> Rule:
     """Burrow v1.9.5 `calculatePartitionStatus`: lag allowance, STOP, unrecovered REWIND, then STALL/WARN."""
     now_ms -= now_ms % 1000
     if w.current_lag <= p.allowed_lag:
-        return Status.OK, f"current lag {w.current_lag} <= allowed {p.allowed_lag}"
+        return Rule.CAUGHT_UP
     broker = w.hwm_offsets[-p.intervals :]
     if is_stopped(w.timestamps_ms, now_ms) and not is_recent_lag_zero(w.offsets[-1], broker):
-        return Status.STOP, _stop_reason(w, now_ms)
+        return Rule.STOP
     index = rewind_index(w.offsets)
     if index > 0 and not is_rewind_recovered(w.offsets, index):
-        return Status.REWIND, f"offset went back {w.offsets[index - 1]} -> {w.offsets[index]} and never recovered"
+        return Rule.REWIND_UNRECOVERED
     if is_lag_always_not_zero(w.lags, p.allowed_lag):
         if is_stalled(w.offsets):
-            return Status.STALL, f"offset stuck at {w.offsets[-1]} for {len(w.offsets)} commits with lag"
+            return Rule.STALL
         if is_lag_not_decreasing(w.lags):
-            return Status.WARN, f"lag never decreased over {len(w.offsets)} commits: {_lags(w.lags)}"
-        return Status.OK, "lag decreased within the window"
-    return Status.OK, "lag was zero within the window"
+            return Rule.WARN
+        return Rule.LAG_DECREASED
+    return Rule.LAG_ZERO
 
 
-def burrow12_status(w: Window, now_ms: int, p: RuleParams) -> tuple[Status, str]:
+def burrow12_rule(w: Window, now_ms: int, p: RuleParams) -> Rule:
     """Burrow 1.2.1: no allowance, and any rewind (recovered or not) counts, inside the lag-never-zero block."""
     now_ms -= now_ms % 1000
     if w.current_lag <= 0:
-        return Status.OK, "current lag 0"
+        return Rule.CAUGHT_UP_ZERO
     if is_stopped(w.timestamps_ms, now_ms) and not is_recent_lag_zero(w.offsets[-1], w.hwm_offsets[-p.intervals :]):
-        return Status.STOP, _stop_reason(w, now_ms)
+        return Rule.STOP
     if is_lag_always_not_zero(w.lags, 0):
-        index = rewind_index(w.offsets)
-        if index > 0:
-            return Status.REWIND, f"offset went back {w.offsets[index - 1]} -> {w.offsets[index]}"
+        if rewind_index(w.offsets) > 0:
+            return Rule.REWIND_ANY
         if is_stalled(w.offsets):
-            return Status.STALL, f"offset stuck at {w.offsets[-1]} for {len(w.offsets)} commits with lag"
+            return Rule.STALL
         if all(w.lags[i] >= w.lags[i - 1] for i in range(1, len(w.lags))):
-            return Status.WARN, f"lag never decreased over {len(w.offsets)} commits: {_lags(w.lags)}"
-        return Status.OK, "lag decreased within the window"
-    return Status.OK, "lag was zero within the window"
+            return Rule.WARN
+        return Rule.LAG_DECREASED
+    return Rule.LAG_ZERO
 
 
-def enhanced_status(w: Window, now_ms: int, p: RuleParams) -> tuple[Status, str]:
+def enhanced_rule(w: Window, now_ms: int, p: RuleParams) -> Rule:
     """Ours: Burrow's order with lag against fresh HWMs, idle-aware STOP, a warm-up and marker awareness.
 
     - E1 caught up: current lag <= allowance; or <= allowance + marker_allowance with no record produced since
@@ -148,33 +198,87 @@ def enhanced_status(w: Window, now_ms: int, p: RuleParams) -> tuple[Status, str]
     - E5 STALL/WARN on lags recomputed against the HWM interpolated at each commit's time, so a stale HWM
       sample cannot hide lag (Burrow #101, #155).
     """
-    last_offset, last_ts = w.offsets[-1], w.timestamps_ms[-1]
     if w.current_lag <= p.allowed_lag:
-        return Status.OK, f"E1 caught up: lag {w.current_lag} <= allowed {p.allowed_lag}"
-    if w.current_lag <= p.allowed_lag + p.marker_allowance and _nothing_produced_since(w, last_ts):
-        return Status.OK, f"E1 caught up: lag {w.current_lag} is a transaction marker (no record since the commit)"
-    span = last_ts - w.timestamps_ms[0]
-    warm_up = p.intervals * p.offset_refresh_ms
-    threshold = max(span, warm_up)
-    waited = now_ms - max(last_ts, waiting_since_ms(last_offset, last_ts, w.hwm_offsets, w.hwm_times_ms))
+        return Rule.E1_CAUGHT_UP
+    if w.current_lag <= p.allowed_lag + p.marker_allowance and _nothing_produced_since(w, w.timestamps_ms[-1]):
+        return Rule.E1_MARKER
+    waited, threshold, _, _ = _waiting(w, now_ms, p)
     if waited > threshold:
-        return Status.STOP, (
-            f"E2 STOP: no commit for {(now_ms - last_ts) / 1000:g} s while records waited {waited / 1000:g} s "
-            f"> {threshold / 1000:g} s (window span {span / 1000:g} s, warm-up {warm_up / 1000:g} s)"
-        )
+        return Rule.E2_STOP
     index = rewind_index(w.offsets)
     if index > 0 and not is_rewind_recovered(w.offsets, index):
-        return Status.REWIND, f"E3 offset went back {w.offsets[index - 1]} -> {w.offsets[index]} and never recovered"
+        return Rule.E3_REWIND
     if len(w.offsets) < 2:
-        return Status.OK, f"E4 warm-up: {len(w.offsets)} commit, records waiting {waited / 1000:g} s"
+        return Rule.E4_WARM_UP
     lags = fresh_lags(w)
     if is_lag_always_not_zero(lags, p.allowed_lag):
         if is_stalled(w.offsets):
-            return Status.STALL, f"E5 offset stuck at {last_offset} for {len(w.offsets)} commits, lags {_lags(lags)}"
+            return Rule.E5_STALL
         if is_lag_not_decreasing(lags):
-            return Status.WARN, f"E5 lag never decreased over {len(w.offsets)} commits: {_lags(lags)}"
-        return Status.OK, f"E5 lag decreased within the window: {_lags(lags)}"
-    return Status.OK, f"E5 lag reached {p.allowed_lag} within the window: {_lags(lags)}"
+            return Rule.E5_WARN
+        return Rule.E5_DECREASED
+    return Rule.E5_REACHED
+
+
+def _waiting(w: Window, now_ms: int, p: RuleParams) -> tuple[int, int, int, int]:
+    """E2's figures: (records waited ms, threshold ms, window span ms, warm-up ms)."""
+    last_offset, last_ts = w.offsets[-1], w.timestamps_ms[-1]
+    span = last_ts - w.timestamps_ms[0]
+    warm_up = p.intervals * p.offset_refresh_ms
+    waited = now_ms - max(last_ts, waiting_since_ms(last_offset, last_ts, w.hwm_offsets, w.hwm_times_ms))
+    return waited, max(span, warm_up), span, warm_up
+
+
+def explain(rule: Rule, w: Window, now_ms: int, p: RuleParams) -> str:
+    """The reason text for a rule that fired on this window: which rule, on which values."""
+    if rule is Rule.NO_COMMIT:
+        return "no commit from this group on this partition"
+    if rule is Rule.MINIMUM_COMPLETE:
+        complete = 1.0 if len(w.offsets) >= p.intervals else len(w.offsets) / p.intervals
+        return f"window {complete:.0%} filled < minimum-complete {p.minimum_complete:g}"
+    n, last_offset = len(w.offsets), w.offsets[-1]
+    index = rewind_index(w.offsets)
+    if rule is Rule.CAUGHT_UP:
+        return f"current lag {w.current_lag} <= allowed {p.allowed_lag}"
+    if rule is Rule.CAUGHT_UP_ZERO:
+        return "current lag 0"
+    if rule is Rule.STOP:
+        return _stop_reason(w, now_ms - now_ms % 1000)
+    if rule is Rule.REWIND_UNRECOVERED:
+        return f"offset went back {w.offsets[index - 1]} -> {w.offsets[index]} and never recovered"
+    if rule is Rule.REWIND_ANY:
+        return f"offset went back {w.offsets[index - 1]} -> {w.offsets[index]}"
+    if rule is Rule.STALL:
+        return f"offset stuck at {last_offset} for {n} commits with lag"
+    if rule is Rule.WARN:
+        return f"lag never decreased over {n} commits: {_lags(w.lags)}"
+    if rule is Rule.LAG_DECREASED:
+        return "lag decreased within the window"
+    if rule is Rule.LAG_ZERO:
+        return "lag was zero within the window"
+    if rule is Rule.E1_CAUGHT_UP:
+        return f"E1 caught up: lag {w.current_lag} <= allowed {p.allowed_lag}"
+    if rule is Rule.E1_MARKER:
+        return f"E1 caught up: lag {w.current_lag} is a transaction marker (no record since the commit)"
+    waited, threshold, span, warm_up = _waiting(w, now_ms, p)
+    if rule is Rule.E2_STOP:
+        return (
+            f"E2 STOP: no commit for {(now_ms - w.timestamps_ms[-1]) / 1000:g} s while records waited "
+            f"{waited / 1000:g} s > {threshold / 1000:g} s (window span {span / 1000:g} s, "
+            f"warm-up {warm_up / 1000:g} s)"
+        )
+    if rule is Rule.E3_REWIND:
+        return f"E3 offset went back {w.offsets[index - 1]} -> {w.offsets[index]} and never recovered"
+    if rule is Rule.E4_WARM_UP:
+        return f"E4 warm-up: {n} commit, records waiting {waited / 1000:g} s"
+    lags = _lags(fresh_lags(w))
+    if rule is Rule.E5_STALL:
+        return f"E5 offset stuck at {last_offset} for {n} commits, lags {lags}"
+    if rule is Rule.E5_WARN:
+        return f"E5 lag never decreased over {n} commits: {lags}"
+    if rule is Rule.E5_DECREASED:
+        return f"E5 lag decreased within the window: {lags}"
+    return f"E5 lag reached {p.allowed_lag} within the window: {lags}"
 
 
 def fresh_lags(w: Window) -> list[int]:
@@ -213,5 +317,9 @@ def _lags(lags: Sequence[int]) -> str:
     return ",".join("?" if lag == NO_LAG else str(lag) for lag in lags)
 
 
-RULE_SETS = {"burrow": burrow_status, "burrow-1.2": burrow12_status, "enhanced": enhanced_status}
-"""Mode name -> rule set."""
+RULE_SETS: dict[Mode, Callable[[Window, int, RuleParams], Rule]] = {
+    "burrow": burrow_rule,
+    "burrow-1.2": burrow12_rule,
+    "enhanced": enhanced_rule,
+}
+"""Mode name -> rule set (the scalar reference; `column_rules.py` is the same over many partitions at once)."""

@@ -1,18 +1,25 @@
 """The offset store: which groups, topics and partitions exist, routed onto the array windows of `window.py`.
 
-Ingestion (`source.py`, `replay.py`) calls `add_hwm` and `add_commit`; the evaluator reads a group's slots. The
-acceptance rules are Burrow's (research §1.4): a commit older than `expire-group` is dropped, a filtered group is
-dropped, and a commit for a topic or partition with no HWM sample yet is dropped (its lag could not be computed);
-every drop is counted by reason so that nothing disappears silently.
+Ingestion (`source.py`, `replay.py`) calls `add_hwm` and `add_commit`; the evaluator reads a group's slots, one
+group at a time (`slots`) or every group of a cluster at once (`runs`). The acceptance rules are Burrow's
+(research §1.4): a commit older than `expire-group` is dropped, a filtered group is dropped, and a commit for a
+topic or partition with no HWM sample yet is dropped (its lag could not be computed); every drop is counted by
+reason so that nothing disappears silently.
+
+Index layout, chosen so that a million group-partitions cost little beyond their windows: a group is an integer id
+(one dict entry per cluster/group name), a group/topic is a *run* (a contiguous range of window slots, one per
+partition) kept in flat arrays and chained per group, and topics are the HWM store's interned topic ids. Owners
+(from group metadata) live in a dict only for groups that have any.
 """
 
 from __future__ import annotations
 
 import enum
 import re
+from array import array
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from lag.window import CommitWindows, HwmWindows
 
@@ -32,18 +39,12 @@ class Ingest(enum.Enum):
     NO_HWM = "no_hwm"
 
 
-@dataclass
-class _TopicRun:
-    base: int
-    partitions: int
-
-
-@dataclass
-class _Group:
-    topics: dict[str, _TopicRun] = field(default_factory=dict)
-    last_commit_ms: int = 0
-    owners: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)
-    """(topic, partition) -> (owner host, client id), from group metadata; absent when unknown."""
+_INGEST = tuple(Ingest)
+_STORED, _MERGED, _EXPIRED, _FILTERED, _NO_TOPIC, _NO_PARTITION, _NO_HWM = range(len(_INGEST))
+_NONE = -1
+"""End of a run chain / no run."""
+_WIDE_GROUP_RUNS = 8
+"""A group with more topics than this gets a topic -> run dict instead of walking its chain."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +76,29 @@ class OffsetStore:
         self.expire_group_ms = expire_group_ms
         self._allow = re.compile(group_allow) if group_allow else None
         self._deny = re.compile(group_deny) if group_deny else None
-        self._groups: dict[tuple[str, str], _Group] = {}
-        self.ingested: Counter[Ingest] = Counter()
+        self._counts = [0] * len(_INGEST)
+        # groups: cluster -> name -> id; per id its name, last commit time and first run
+        self._gids: dict[str, dict[str, int]] = {}
+        self._group_names: list[str | None] = []
+        self._free_gids: list[int] = []
+        self._last_commit_ms = array("q")
+        self._first_run = array("i")
+        self._wide: dict[int, dict[int, int]] = {}
+        """Group id -> topic id -> run, for groups with many topics."""
+        self._owners: dict[int, dict[tuple[str, int], tuple[str, str]]] = {}
+        """Group id -> (topic, partition) -> (owner host, client id), from group metadata; absent when unknown."""
+        # runs: one per group/topic
+        self._run_group = array("i")
+        self._run_topic = array("i")
+        self._run_base = array("i")
+        self._run_partitions = array("i")
+        self._run_next = array("i")
+        self._free_runs: list[int] = []
+
+    @property
+    def ingested(self) -> Counter[Ingest]:
+        """Commits by what became of them."""
+        return Counter({kind: n for kind, n in zip(_INGEST, self._counts, strict=True) if n})
 
     def accepts_group(self, group: str) -> bool:
         """Burrow's filter: unanchored regex search; an allowlist must match, a denylist must not."""
@@ -91,128 +113,257 @@ class OffsetStore:
         self, cluster: str, group: str, topic: str, partition: int, offset: int, timestamp_ms: int, now_ms: int
     ) -> Ingest:
         """Store one commit with its lag against the newest HWM known now (Burrow's lag at ingest)."""
-        result = self._add_commit(cluster, group, topic, partition, offset, timestamp_ms, now_ms)
-        self.ingested[result] += 1
-        return result
+        code = self._add_commit(cluster, group, topic, partition, offset, timestamp_ms, now_ms)
+        self._counts[code] += 1
+        return _INGEST[code]
 
     def _add_commit(
         self, cluster: str, group: str, topic: str, partition: int, offset: int, timestamp_ms: int, now_ms: int
-    ) -> Ingest:
+    ) -> int:
         if timestamp_ms < now_ms - self.expire_group_ms:
-            return Ingest.EXPIRED
-        key = (cluster, group)
-        entry = self._groups.get(key)
-        if entry is None and not self.accepts_group(group):
-            return Ingest.FILTERED
-        partitions = self.hwms.partition_count(cluster, topic)
+            return _EXPIRED
+        groups = self._gids.get(cluster)
+        gid = groups.get(group) if groups is not None else None
+        if gid is None and not self.accepts_group(group):
+            return _FILTERED
+        tid, partitions, hwm = self.hwms.probe(cluster, topic, partition)
         if partitions == 0:
-            return Ingest.NO_TOPIC
+            return _NO_TOPIC
         if not 0 <= partition < partitions:
-            return Ingest.NO_PARTITION
-        hwm = self.hwms.latest(cluster, topic, partition)
+            return _NO_PARTITION
         if hwm is None:
-            return Ingest.NO_HWM
-        if entry is None:
-            entry = self._groups[key] = _Group()
-        run = self._run(entry, topic, partitions)
-        merged = self.commits.push(run.base + partition, offset, timestamp_ms, max(0, hwm - offset))
-        entry.last_commit_ms = timestamp_ms
-        return Ingest.MERGED if merged else Ingest.STORED
+            return _NO_HWM
+        if gid is None:
+            gid = self._new_group(cluster, group)
+        run = self._run(gid, tid, partitions)
+        merged = self.commits.push(self._run_base[run] + partition, offset, timestamp_ms, max(0, hwm - offset))
+        self._last_commit_ms[gid] = timestamp_ms
+        return _MERGED if merged else _STORED
 
-    def _run(self, entry: _Group, topic: str, partitions: int) -> _TopicRun:
-        """The group's slots for `topic`, one per partition (Burrow's placeholders), grown when partitions grew."""
-        run = entry.topics.get(topic)
-        if run is None:
-            run = entry.topics[topic] = _TopicRun(self.commits.allocate(partitions), partitions)
-        elif run.partitions < partitions:
+    def _new_group(self, cluster: str, group: str) -> int:
+        if self._free_gids:
+            gid = self._free_gids.pop()
+            self._group_names[gid] = group
+            self._first_run[gid] = _NONE
+        else:
+            gid = len(self._group_names)
+            self._group_names.append(group)
+            self._last_commit_ms.append(0)
+            self._first_run.append(_NONE)
+        self._gids.setdefault(cluster, {})[group] = gid
+        return gid
+
+    def _find_run(self, gid: int, tid: int) -> int:
+        wide = self._wide.get(gid)
+        if wide is not None:
+            return wide.get(tid, _NONE)
+        run = self._first_run[gid]
+        while run != _NONE and self._run_topic[run] != tid:
+            run = self._run_next[run]
+        return run
+
+    def _run(self, gid: int, tid: int, partitions: int) -> int:
+        """The group's run for the topic, one slot per partition (Burrow's placeholders), grown when partitions grew."""
+        run = self._find_run(gid, tid)
+        if run == _NONE:
+            return self._new_run(gid, tid, self.commits.allocate(partitions), partitions)
+        have = self._run_partitions[run]
+        if have < partitions:
+            old = self._run_base[run]
             bigger = self.commits.allocate(partitions)
-            for p in range(run.partitions):
-                offsets, timestamps, lags = self.commits.read(run.base + p)
+            for p in range(have):
+                offsets, timestamps, lags = self.commits.read(old + p)
                 for o, t, lag in zip(offsets, timestamps, lags, strict=True):
                     self.commits.push(bigger + p, o, t, lag)
-            self.commits.release(run.base, run.partitions)
-            run = entry.topics[topic] = _TopicRun(bigger, partitions)
+            self.commits.release(old, have)
+            self._run_base[run] = bigger
+            self._run_partitions[run] = partitions
         return run
+
+    def _new_run(self, gid: int, tid: int, base: int, partitions: int) -> int:
+        fields = (gid, tid, base, partitions, self._first_run[gid])
+        if self._free_runs:
+            run = self._free_runs.pop()
+            for arr, value in zip(self._run_arrays(), fields, strict=True):
+                arr[run] = value
+        else:
+            run = len(self._run_group)
+            for arr, value in zip(self._run_arrays(), fields, strict=True):
+                arr.append(value)
+        self._first_run[gid] = run
+        wide = self._wide.get(gid)
+        if wide is not None:
+            wide[tid] = run
+        else:
+            chain = list(self._chain(gid))
+            if len(chain) > _WIDE_GROUP_RUNS:
+                self._wide[gid] = {self._run_topic[r]: r for r in chain}
+        return run
+
+    def _run_arrays(self) -> tuple[array[int], ...]:
+        return self._run_group, self._run_topic, self._run_base, self._run_partitions, self._run_next
+
+    def _chain(self, gid: int) -> Iterator[int]:
+        run = self._first_run[gid]
+        while run != _NONE:
+            yield run
+            run = self._run_next[run]
+
+    def _drop_run(self, gid: int, run: int) -> None:
+        """Unlink a run from its group and give its slots back."""
+        previous = _NONE
+        for r in self._chain(gid):
+            if r == run:
+                break
+            previous = r
+        if previous == _NONE:
+            self._first_run[gid] = self._run_next[run]
+        else:
+            self._run_next[previous] = self._run_next[run]
+        wide = self._wide.get(gid)
+        if wide is not None:
+            wide.pop(self._run_topic[run], None)
+        self.commits.release(self._run_base[run], self._run_partitions[run])
+        self._run_group[run] = _NONE
+        self._run_partitions[run] = 0
+        self._free_runs.append(run)
+
+    def _gid(self, cluster: str, group: str) -> int | None:
+        groups = self._gids.get(cluster)
+        return groups.get(group) if groups is not None else None
 
     def set_owner(self, cluster: str, group: str, topic: str, partition: int, owner: str, client_id: str) -> None:
         """Record who consumes a partition (from group metadata); only for groups already stored."""
-        entry = self._groups.get((cluster, group))
-        if entry is not None:
-            entry.owners[(topic, partition)] = (owner, client_id)
+        gid = self._gid(cluster, group)
+        if gid is not None:
+            self._owners.setdefault(gid, {})[(topic, partition)] = (owner, client_id)
 
     def clear_owners(self, cluster: str, group: str) -> None:
         """A group with no members owns nothing (Burrow: member count 0 clears owners)."""
-        entry = self._groups.get((cluster, group))
-        if entry is not None:
-            entry.owners.clear()
+        gid = self._gid(cluster, group)
+        if gid is not None:
+            self._owners.pop(gid, None)
+
+    def owners(self, gid: int) -> dict[tuple[str, int], tuple[str, str]]:
+        """(topic, partition) -> (owner, client id) of a group id; empty when unknown."""
+        return self._owners.get(gid, {})
 
     def delete_group(self, cluster: str, group: str) -> bool:
         """Forget a group (tombstone, API DELETE, expiry); True if it existed."""
-        entry = self._groups.pop((cluster, group), None)
-        if entry is None:
+        groups = self._gids.get(cluster)
+        gid = groups.pop(group, None) if groups is not None else None
+        if gid is None:
             return False
-        for run in entry.topics.values():
-            self.commits.release(run.base, run.partitions)
+        for run in list(self._chain(gid)):
+            self._drop_run(gid, run)
+        self._wide.pop(gid, None)
+        self._owners.pop(gid, None)
+        self._group_names[gid] = None
+        self._free_gids.append(gid)
         return True
 
     def clear_partition(self, cluster: str, group: str, topic: str, partition: int) -> None:
         """An offset tombstone: empty the window; a group left with no commits at all is deleted."""
-        entry = self._groups.get((cluster, group))
-        run = entry.topics.get(topic) if entry is not None else None
-        if entry is None or run is None or partition >= run.partitions:
+        gid = self._gid(cluster, group)
+        tid = self.hwms.topic_id(cluster, topic)
+        run = self._find_run(gid, tid) if gid is not None and tid is not None else _NONE
+        if gid is None or run == _NONE or partition >= self._run_partitions[run]:
             return
-        self.commits.clear(run.base + partition)
-        if not any(self.commits.count(r.base + p) for r in entry.topics.values() for p in range(r.partitions)):
+        self.commits.clear(self._run_base[run] + partition)
+        if not any(
+            self.commits.count(self._run_base[r] + p) for r in self._chain(gid) for p in range(self._run_partitions[r])
+        ):
             self.delete_group(cluster, group)
 
     def delete_group_topic(self, cluster: str, group: str, topic: str) -> bool:
-        entry = self._groups.get((cluster, group))
-        run = entry.topics.pop(topic, None) if entry is not None else None
-        if run is None:
+        gid = self._gid(cluster, group)
+        tid = self.hwms.topic_id(cluster, topic)
+        run = self._find_run(gid, tid) if gid is not None and tid is not None else _NONE
+        if gid is None or run == _NONE:
             return False
-        self.commits.release(run.base, run.partitions)
+        self._drop_run(gid, run)
         return True
 
     def delete_topic(self, cluster: str, topic: str) -> None:
         """A topic vanished from the cluster: drop its HWMs and remove it from every group."""
-        self.hwms.delete_topic(cluster, topic)
-        for (c, g), _entry in list(self._groups.items()):
-            if c == cluster:
-                self.delete_group_topic(c, g, topic)
+        tid = self.hwms.delete_topic(cluster, topic)
+        if tid is None:
+            return
+        for run in [r for r, t in enumerate(self._run_topic) if t == tid and self._run_group[r] != _NONE]:
+            self._drop_run(self._run_group[run], run)
 
     def clusters(self) -> list[str]:
-        return sorted({c for (c, _) in self._groups} | set(self.hwms.clusters()))
+        return sorted({c for c, groups in self._gids.items() if groups} | set(self.hwms.clusters()))
 
     def groups(self, cluster: str) -> list[str]:
-        return sorted(g for (c, g) in self._groups if c == cluster)
+        return sorted(self._gids.get(cluster, ()))
+
+    def group_ids(self, cluster: str) -> dict[str, int]:
+        """Name -> group id of the cluster's stored groups (read only)."""
+        return self._gids.get(cluster, {})
 
     def group_topics(self, cluster: str, group: str) -> list[str]:
-        entry = self._groups.get((cluster, group))
-        return sorted(entry.topics) if entry is not None else []
+        gid = self._gid(cluster, group)
+        if gid is None:
+            return []
+        return sorted(self.hwms.topic_name(self._run_topic[r]) for r in self._chain(gid))
 
     def consumers_of(self, cluster: str, topic: str) -> list[str]:
-        return sorted(g for (c, g), e in self._groups.items() if c == cluster and topic in e.topics)
+        tid = self.hwms.topic_id(cluster, topic)
+        if tid is None:
+            return []
+        names = self._group_names
+        return sorted(
+            names[g] or ""
+            for r, (g, t) in enumerate(zip(self._run_group, self._run_topic, strict=True))
+            if t == tid and g != _NONE and self._run_partitions[r]
+        )
 
     def has_group(self, cluster: str, group: str, now_ms: int) -> bool:
         """True if the group is stored and not expired; an expired group is purged here (Burrow's lazy purge)."""
-        entry = self._groups.get((cluster, group))
-        if entry is None:
+        gid = self._gid(cluster, group)
+        if gid is None:
             return False
-        if entry.last_commit_ms < now_ms - self.expire_group_ms:
+        if self._last_commit_ms[gid] < now_ms - self.expire_group_ms:
             self.delete_group(cluster, group)
             return False
         return True
 
+    def purge_expired(self, cluster: str, now_ms: int) -> list[str]:
+        """`has_group` over every group of the cluster at once; returns the names purged."""
+        cutoff = now_ms - self.expire_group_ms
+        last = self._last_commit_ms
+        expired = [name for name, gid in self._gids.get(cluster, {}).items() if last[gid] < cutoff]
+        for name in expired:
+            self.delete_group(cluster, name)
+        return expired
+
     def slots(self, cluster: str, group: str) -> Iterator[PartitionSlot]:
         """The group's partitions in topic then partition order, placeholders included."""
-        entry = self._groups.get((cluster, group))
-        if entry is None:
+        gid = self._gid(cluster, group)
+        if gid is None:
             return
-        for topic in sorted(entry.topics):
-            run = entry.topics[topic]
-            for p in range(run.partitions):
-                owner, client_id = entry.owners.get((topic, p), ("", ""))
-                yield PartitionSlot(topic, p, run.base + p, owner, client_id)
+        owners = self._owners.get(gid, {})
+        runs = sorted((self.hwms.topic_name(self._run_topic[r]), r) for r in self._chain(gid))
+        for topic, run in runs:
+            base = self._run_base[run]
+            for p in range(self._run_partitions[run]):
+                owner, client_id = owners.get((topic, p), ("", ""))
+                yield PartitionSlot(topic, p, base + p, owner, client_id)
+
+    def group_runs(self, gid: int) -> list[int]:
+        """Run ids of one group (one per topic, unordered)."""
+        return list(self._chain(gid))
+
+    def run_buffers(self) -> tuple[array[int], array[int], array[int], array[int]]:
+        """Per run id: group id (-1 when free), topic id, first slot, partitions; for `columns.py` (read only)."""
+        return self._run_group, self._run_topic, self._run_base, self._run_partitions
+
+    def group_name(self, gid: int) -> str:
+        name = self._group_names[gid]
+        if name is None:
+            raise KeyError(f"group id {gid} is not in use")
+        return name
 
     def group_count(self) -> int:
-        return len(self._groups)
+        return sum(len(groups) for groups in self._gids.values())

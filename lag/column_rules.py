@@ -1,0 +1,256 @@
+"""The rules of `rules.py` applied to a block of group-partitions at once with numpy (pure, like `rules.py`).
+
+`decide` returns, per row, the `Rule` that fired, the current lag and the window's completeness; `rules.explain`
+turns a rule into its reason text when a caller reads the verdict. Each step below names the scalar predicate it
+reproduces; `tests/unit/lag/test_column_rules.py` holds the two paths to identical answers on random and
+adversarial windows. Rows settle in rule order: a row decided by an earlier rule is never looked at again, and the
+costlier steps (HWM interpolation, the STOP scan of the HWM history) run on the rows still open only.
+
+Integer arithmetic is int64 where the scalar rules use Python ints; the one product that could overflow (the HWM
+interpolation of the fresh lags) is checked and recomputed exactly in Python for the rows where it might.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lag.columns import I64, WindowColumns
+from lag.rules import Rule, RuleParams
+from lag.timelag import hwm_at
+from lag.window import NO_LAG
+
+Bools = NDArray[np.bool_]
+UNDECIDED = 255
+_OVERFLOW_GUARD = float(2**62)
+
+
+@dataclass(frozen=True, slots=True)
+class Decisions:
+    """Per row of a block: the rule that fired, the current lag and the completeness."""
+
+    rules: NDArray[np.uint8]
+    current_lag: I64
+    """max(0, newest HWM - newest commit); 0 without HWM or without commit."""
+    complete: NDArray[np.float64]
+    """1.0 for a full window, else commits / intervals."""
+
+
+class _Settler:
+    """Assigns rules to rows in order; `open` marks the rows no rule has taken yet."""
+
+    def __init__(self, rows: int) -> None:
+        self.rules = np.full(rows, UNDECIDED, dtype=np.uint8)
+        self.open: Bools = np.ones(rows, dtype=np.bool_)
+
+    def settle(self, rule: Rule, where: Bools) -> None:
+        taken = self.open & where
+        self.rules[taken] = rule
+        self.open &= ~taken
+
+    def settle_rows(self, rule: Rule, rows: I64, where: Bools) -> None:
+        """As `settle`, for a predicate computed on `rows` only (which must all be open)."""
+        taken = rows[where]
+        self.rules[taken] = rule
+        self.open[taken] = False
+
+
+def decide(c: WindowColumns, now_ms: int, p: RuleParams) -> Decisions:
+    """The rule, current lag and completeness of every row, in mode `p.mode`."""
+    count = c.count
+    last_offset = c.offsets[:, -1]
+    has_hwm = c.hwm_count > 0
+    current_lag = np.where(has_hwm & (count > 0), np.maximum(c.hwm_offsets[:, -1] - last_offset, 0), 0)
+    complete = np.where(count >= p.intervals, 1.0, count / p.intervals)
+    s = _Settler(len(count))
+    s.settle(Rule.NO_COMMIT, count == 0)
+    s.settle(Rule.MINIMUM_COMPLETE, complete < p.minimum_complete)
+    if p.mode == "burrow":
+        _burrow(c, s, now_ms - now_ms % 1000, current_lag, p)
+    elif p.mode == "burrow-1.2":
+        _burrow12(c, s, now_ms - now_ms % 1000, current_lag, p)
+    else:
+        _enhanced(c, s, now_ms, current_lag, p)
+    return Decisions(s.rules, current_lag, complete)
+
+
+def _burrow(c: WindowColumns, s: _Settler, now_ms: int, current_lag: I64, p: RuleParams) -> None:
+    s.settle(Rule.CAUGHT_UP, current_lag <= p.allowed_lag)
+    s.settle(Rule.STOP, _is_stopped(c, now_ms) & ~_is_recent_lag_zero(c, p.intervals))
+    rows = np.flatnonzero(s.open & _has_rewind(c.offsets))
+    s.settle_rows(Rule.REWIND_UNRECOVERED, rows, ~_is_rewind_recovered(c.offsets[rows]))
+    lag_never_zero = _is_lag_always_not_zero(c.lags, p.allowed_lag)
+    s.settle(Rule.STALL, lag_never_zero & _is_stalled(c.offsets))
+    s.settle(Rule.WARN, lag_never_zero & _is_lag_not_decreasing(c.lags))
+    s.settle(Rule.LAG_DECREASED, lag_never_zero)
+    s.settle(Rule.LAG_ZERO, s.open)
+
+
+def _burrow12(c: WindowColumns, s: _Settler, now_ms: int, current_lag: I64, p: RuleParams) -> None:
+    s.settle(Rule.CAUGHT_UP_ZERO, current_lag <= 0)
+    s.settle(Rule.STOP, _is_stopped(c, now_ms) & ~_is_recent_lag_zero(c, p.intervals))
+    lag_never_zero = _is_lag_always_not_zero(c.lags, 0)
+    s.settle(Rule.REWIND_ANY, lag_never_zero & _has_rewind(c.offsets))
+    s.settle(Rule.STALL, lag_never_zero & _is_stalled(c.offsets))
+    # 1.2.1's WARN compares raw lags, unknown (-1) ones included
+    s.settle(Rule.WARN, lag_never_zero & ~(c.lags[:, 1:] < c.lags[:, :-1]).any(axis=1))
+    s.settle(Rule.LAG_DECREASED, lag_never_zero)
+    s.settle(Rule.LAG_ZERO, s.open)
+
+
+def _enhanced(c: WindowColumns, s: _Settler, now_ms: int, current_lag: I64, p: RuleParams) -> None:
+    last_ts = c.timestamps_ms[:, -1]
+    s.settle(Rule.E1_CAUGHT_UP, current_lag <= p.allowed_lag)
+    rows = np.flatnonzero(s.open & (current_lag <= p.allowed_lag + p.marker_allowance))
+    s.settle_rows(Rule.E1_MARKER, rows, _nothing_produced_since(c, rows, last_ts[rows]))
+    # E2: records waited longer than max(window span, warm-up)
+    rows = np.flatnonzero(s.open)
+    span = last_ts[rows] - c.timestamps_ms[rows, 0]
+    threshold = np.maximum(span, p.intervals * p.offset_refresh_ms)
+    waited = now_ms - np.maximum(last_ts[rows], _waiting_since(c, rows))
+    s.settle_rows(Rule.E2_STOP, rows, waited > threshold)
+    rows = np.flatnonzero(s.open & _has_rewind(c.offsets))
+    s.settle_rows(Rule.E3_REWIND, rows, ~_is_rewind_recovered(c.offsets[rows]))
+    s.settle(Rule.E4_WARM_UP, c.count < 2)
+    rows = np.flatnonzero(s.open)
+    lags = _fresh_lags(c, rows)
+    lag_never_zero = _is_lag_always_not_zero(lags, p.allowed_lag)
+    s.settle_rows(Rule.E5_STALL, rows, lag_never_zero & _is_stalled(c.offsets[rows]))
+    s.settle_rows(Rule.E5_WARN, rows, lag_never_zero & _is_lag_not_decreasing(lags) & s.open[rows])
+    s.settle_rows(Rule.E5_DECREASED, rows, lag_never_zero & s.open[rows])
+    s.settle(Rule.E5_REACHED, s.open)
+
+
+# -- the predicates of rules.py, over rows -----------------------------------------------------------------------
+
+
+def _is_stopped(c: WindowColumns, now_ms: int) -> Bools:
+    """rules.is_stopped: silence since the last commit > span of the window's commit timestamps."""
+    last = c.timestamps_ms[:, -1]
+    stopped: Bools = (now_ms - last) > (last - c.timestamps_ms[:, 0])
+    return stopped
+
+
+def _is_recent_lag_zero(c: WindowColumns, intervals: int) -> Bools:
+    """rules.is_recent_lag_zero over the newest `intervals` HWM samples (padding repeats a sample already in)."""
+    width = min(intervals, c.hwm_offsets.shape[1])
+    lowest = c.hwm_offsets[:, -width:].min(axis=1)
+    caught_up: Bools = (c.hwm_count > 0) & (lowest <= c.offsets[:, -1])
+    return caught_up
+
+
+def _has_rewind(offsets: I64) -> Bools:
+    """rules.rewind_index(...) > 0: some commit is lower than its predecessor."""
+    return _row_any(offsets[:, 1:] < offsets[:, :-1])
+
+
+def _is_rewind_recovered(offsets: I64) -> Bools:
+    """rules.is_rewind_recovered at rules.rewind_index, for rows that have a rewind."""
+    if len(offsets) == 0:
+        return np.zeros(0, dtype=np.bool_)
+    index = (offsets[:, 1:] < offsets[:, :-1]).argmax(axis=1) + 1
+    before = offsets[np.arange(len(offsets)), index - 1]
+    after = np.arange(offsets.shape[1])[None, :] >= index[:, None]
+    recovered: Bools = ((offsets >= before[:, None]) & after).any(axis=1)
+    return recovered
+
+
+def _is_lag_always_not_zero(lags: I64, allowed_lag: int) -> Bools:
+    """rules.is_lag_always_not_zero: no known lag at or below the allowance."""
+    never: Bools = ~((lags != NO_LAG) & (lags <= allowed_lag)).any(axis=1)
+    return never
+
+
+def _is_stalled(offsets: I64) -> Bools:
+    """rules.is_stalled: every commit has the same offset."""
+    stalled: Bools = (offsets == offsets[:, :1]).all(axis=1)
+    return stalled
+
+
+def _is_lag_not_decreasing(lags: I64) -> Bools:
+    """rules.is_lag_not_decreasing: the known lags never strictly decrease, unknown ones skipped."""
+    known = lags != NO_LAG
+    if known.all():
+        return ~_row_any(lags[:, 1:] < lags[:, :-1])
+    columns = np.arange(lags.shape[1])
+    newest_known = np.maximum.accumulate(np.where(known, columns, -1), axis=1)
+    previous = np.concatenate((np.full((len(lags), 1), -1), newest_known[:, :-1]), axis=1)
+    previous_lag = np.take_along_axis(lags, np.maximum(previous, 0), axis=1)
+    decreased = known & (previous >= 0) & (lags < previous_lag)
+    return ~_row_any(decreased)
+
+
+def _row_any(mask: Bools) -> Bools:
+    """Per row of a 2-D mask: any True."""
+    return np.asarray(mask.any(axis=1), dtype=np.bool_)
+
+
+def _newest_column(mask: Bools) -> tuple[Bools, I64]:
+    """(any, index of the last True column) per row of a 2-D mask."""
+    found = _row_any(mask)
+    index: I64 = mask.shape[1] - 1 - mask[:, ::-1].argmax(axis=1)
+    return found, index
+
+
+def _real_hwm_columns(c: WindowColumns, rows: I64) -> Bools:
+    """Which HWM columns of `rows` hold a real sample (not padding)."""
+    width = c.hwm_offsets.shape[1]
+    real: Bools = np.arange(width)[None, :] >= (width - c.hwm_count[rows])[:, None]
+    return real
+
+
+def _nothing_produced_since(c: WindowColumns, rows: I64, since_ms: I64) -> Bools:
+    """rules._nothing_produced_since: walking back from the newest sample, the HWM stays at the newest value until
+    a sample at or before `since_ms` (or the oldest sample); and the newest sample is after `since_ms`."""
+    offsets, times = c.hwm_offsets[rows], c.hwm_times_ms[rows]
+    newest = offsets[:, -1]
+    stops = _real_hwm_columns(c, rows) & ((offsets != newest[:, None]) | (times <= since_ms[:, None]))
+    found, index = _newest_column(stops)
+    flat_until_stop = ~found | (offsets[np.arange(len(rows)), index] == newest)
+    quiet: Bools = (c.hwm_count[rows] > 0) & (times[:, -1] > since_ms) & flat_until_stop
+    return quiet
+
+
+def _waiting_since(c: WindowColumns, rows: I64) -> I64:
+    """timelag.waiting_since_ms: the sample after the newest HWM at or below the last commit, else the commit."""
+    last_offset, last_ts = c.offsets[rows, -1], c.timestamps_ms[rows, -1]
+    offsets, times = c.hwm_offsets[rows], c.hwm_times_ms[rows]
+    found, index = _newest_column(_real_hwm_columns(c, rows) & (offsets <= last_offset[:, None]))
+    after = times[np.arange(len(rows)), np.minimum(index + 1, offsets.shape[1] - 1)]
+    since: I64 = np.where(found, np.maximum(last_ts, after), last_ts)
+    return since
+
+
+def _fresh_lags(c: WindowColumns, rows: I64) -> I64:
+    """rules.fresh_lags: lag at each commit against timelag.hwm_at(commit time); the stored lag where unknown."""
+    offsets, times, stored = c.offsets[rows], c.timestamps_ms[rows], c.lags[rows]
+    h_offsets, h_times, h_count = c.hwm_offsets[rows], c.hwm_times_ms[rows], c.hwm_count[rows]
+    width = h_offsets.shape[1]
+    # hwm_at: None before the oldest sample (column 0 repeats it) or without samples; the newest from its time on
+    unknown = (h_count[:, None] == 0) | (times < h_times[:, :1])
+    hwm = np.broadcast_to(h_offsets[:, -1:], times.shape).copy()
+    inside = ~unknown & (times < h_times[:, -1:])
+    if inside.any():
+        # the newest pair of real samples (i-1, i) with t[i-1] <= time <= t[i]; none found -> the oldest sample
+        first_pair = (width - h_count + 1)[:, None, None]
+        pair = np.arange(1, width)[None, None, :]
+        t = times[:, :, None]
+        match = (h_times[:, None, :-1] <= t) & (t <= h_times[:, None, 1:]) & (pair >= first_pair)
+        found = match.any(axis=2)
+        i = width - 1 - match[:, :, ::-1].argmax(axis=2)
+        r = np.arange(len(rows))[:, None]
+        t0, t1, o0, o1 = h_times[r, i - 1], h_times[r, i], h_offsets[r, i - 1], h_offsets[r, i]
+        flat = t1 == t0
+        rise, elapsed = o1 - o0, times - t0
+        risky = inside & found & ~flat & (np.abs(rise.astype(np.float64)) * np.abs(elapsed) >= _OVERFLOW_GUARD)
+        between = o0 + rise * elapsed // np.where(flat, 1, t1 - t0)
+        value = np.where(found, np.where(flat, o1, between), h_offsets[:, :1])
+        hwm = np.where(inside, value, hwm)
+        for row, col in zip(*np.nonzero(risky), strict=True):  # exact Python ints where int64 might overflow
+            real = slice(width - int(h_count[row]), width)
+            exact = hwm_at(int(times[row, col]), h_offsets[row, real].tolist(), h_times[row, real].tolist())
+            hwm[row, col] = exact if exact is not None else 0
+    lags: I64 = np.where(unknown, stored, np.maximum(hwm - offsets, 0))
+    return lags

@@ -1,0 +1,163 @@
+"""Window columns: the commit windows and HWM histories of many group-partitions, gathered from the store's flat
+arrays into numpy blocks for `column_rules.py`; and the partition index of a set of groups (which slots, in which
+order, on which HWM rows) that the evaluator walks.
+
+Block layout: row r is one group-partition; columns are oldest first and right-aligned, so the newest commit is
+always the last column, and the cells before a short window's oldest commit repeat it ("edge padding"). Repeating
+the oldest value changes none of the rule predicates (a repeated offset is no rewind and no progress, a repeated
+lag no decrease, a repeated HWM no new minimum), which lets them run over whole rows without masks. The HWM block
+is padded the same way; `hwm_count` says how many of its columns are real. Both blocks are trimmed to the longest
+window present, so a block of one-sample HWM histories is one column wide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lag.rules import Window
+from lag.store import OffsetStore
+
+I64 = NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class WindowColumns:
+    """The inputs of the rules for a block of group-partitions (see the module docstring for the layout)."""
+
+    offsets: I64
+    """(rows, n) committed offsets."""
+    timestamps_ms: I64
+    """(rows, n) commit timestamps (ms)."""
+    lags: I64
+    """(rows, n) lag at ingest; NO_LAG (-1) when unknown."""
+    count: I64
+    """(rows,) commits in the window; 0 for a placeholder partition."""
+    hwm_offsets: I64
+    """(rows, m) HWM samples of the partition."""
+    hwm_times_ms: I64
+    """(rows, m) their sample times (ms)."""
+    hwm_count: I64
+    """(rows,) real HWM samples; 0 when the partition has none."""
+
+    def __len__(self) -> int:
+        return len(self.count)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionIndex:
+    """The group-partitions of some groups, group after group, topics by name, partitions in order (the order in
+    which Burrow lists them and in which `aggregate` breaks ties)."""
+
+    gids: I64
+    """(groups,) group ids."""
+    starts: I64
+    """(groups + 1,) group g owns partitions [starts[g], starts[g+1])."""
+    slots: I64
+    """(partitions,) commit-window slot."""
+    topic_ids: I64
+    """(partitions,) topic id."""
+    partitions: I64
+    """(partitions,) partition number."""
+    hwm_rows: I64
+    """(partitions,) HWM ring row; -1 when the topic has no row for the partition."""
+
+
+def partition_index(store: OffsetStore, gids: Sequence[int]) -> PartitionIndex:
+    """The index of the given groups' partitions, from the store's run arrays."""
+    gid_arr = np.asarray(gids, dtype=np.int64)
+    run_group_buf, run_topic_buf, run_base_buf, run_parts_buf = store.run_buffers()
+    if len(gid_arr) == 0 or len(run_group_buf) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return PartitionIndex(gid_arr, np.zeros(len(gid_arr) + 1, dtype=np.int64), empty, empty, empty, empty)
+    run_group = np.array(run_group_buf, dtype=np.int64)
+    position = np.full(max(int(run_group.max()), int(gid_arr.max())) + 1, -1, dtype=np.int64)
+    position[gid_arr] = np.arange(len(gid_arr))
+    live = run_group >= 0
+    runs = np.flatnonzero(live & (position[np.where(live, run_group, 0)] >= 0))
+    run_pos = position[run_group[runs]]
+    run_topic = np.array(run_topic_buf, dtype=np.int64)[runs]
+    run_base = np.array(run_base_buf, dtype=np.int64)[runs]
+    run_parts = np.array(run_parts_buf, dtype=np.int64)[runs]
+    # order: group position, then topic name
+    topic_ids = np.unique(run_topic)
+    names = [store.hwms.topic_name(int(t)) for t in topic_ids]
+    rank = np.empty(len(topic_ids), dtype=np.int64)
+    rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
+    order = np.lexsort((rank[np.searchsorted(topic_ids, run_topic)], run_pos))
+    run_pos, run_topic, run_base, run_parts = run_pos[order], run_topic[order], run_base[order], run_parts[order]
+    # one row per partition
+    total = int(run_parts.sum())
+    run_of = np.repeat(np.arange(len(run_parts)), run_parts)
+    first = np.cumsum(run_parts) - run_parts
+    partition = np.arange(total, dtype=np.int64) - first[run_of]
+    hwm_base_list, hwm_parts_list = store.hwms.topic_rows()
+    hwm_base = np.array(hwm_base_list, dtype=np.int64)
+    hwm_parts = np.array(hwm_parts_list, dtype=np.int64)
+    tid = run_topic[run_of]
+    hwm_rows = np.where(partition < hwm_parts[tid], hwm_base[tid] + partition, -1)
+    per_group = np.bincount(run_pos, weights=run_parts, minlength=len(gid_arr)).astype(np.int64)
+    starts = np.concatenate(([0], np.cumsum(per_group)))
+    return PartitionIndex(gid_arr, starts, run_base[run_of] + partition, tid, partition, hwm_rows)
+
+
+def gather(store: OffsetStore, slots: I64, hwm_rows: I64) -> WindowColumns:
+    """The windows of `slots` and the HWM histories of `hwm_rows` (-1: none), as one block."""
+    all_offsets, all_times, all_lags, all_head, all_count = store.commits.buffers()
+    n = store.commits.intervals
+    if len(slots) == 0:
+        return from_windows([], n, store.hwms.capacity)
+    head = all_head[slots].astype(np.int64)
+    count = all_count[slots].astype(np.int64)
+    cells = _ring_cells(slots, head, count, n)
+    offsets, times, lags = all_offsets[cells], all_times[cells], all_lags[cells]
+    h_all_offsets, h_all_times, h_all_head, h_all_count = store.hwms.buffers()
+    m = store.hwms.capacity
+    has_row = hwm_rows >= 0
+    if len(h_all_count) == 0 or not has_row.any():
+        h_count = np.zeros(len(slots), dtype=np.int64)
+        h_offsets = h_times = np.zeros((len(slots), 1), dtype=np.int64)
+    else:
+        rows = np.where(has_row, hwm_rows, 0)
+        h_head = h_all_head[rows].astype(np.int64)
+        h_count = np.where(has_row, h_all_count[rows], 0).astype(np.int64)
+        h_cells = _ring_cells(rows, h_head, h_count, m)
+        h_offsets, h_times = h_all_offsets[h_cells], h_all_times[h_cells]
+    return WindowColumns(offsets, times, lags, count, h_offsets, h_times, h_count)
+
+
+def _ring_cells(rows: I64, head: I64, count: I64, n: int) -> I64:
+    """Flat cell index of each row's ring, oldest first, right-aligned and edge-padded, `max(count)` columns."""
+    width = max(int(count.max()), 1)
+    start = (head - count) % n
+    step = np.maximum(np.arange(width)[None, :] - (width - count)[:, None], 0)
+    cells: I64 = rows[:, None] * n + (start[:, None] + step) % n
+    return cells
+
+
+def from_windows(windows: Sequence[Window], n: int, m: int) -> WindowColumns:
+    """A block built from scalar windows (at most `n` commits, `m` HWM samples each); for tests and single reads."""
+    rows = len(windows)
+    count = np.array([len(w.offsets) for w in windows], dtype=np.int64)
+    h_count = np.array([len(w.hwm_offsets) for w in windows], dtype=np.int64)
+    width = max(int(count.max()) if rows else 1, 1)
+    h_width = max(int(h_count.max()) if rows else 1, 1)
+    blocks = [np.zeros((rows, width), dtype=np.int64) for _ in range(3)]
+    h_blocks = [np.zeros((rows, h_width), dtype=np.int64) for _ in range(2)]
+    for r, w in enumerate(windows):
+        if len(w.offsets) > n or len(w.hwm_offsets) > m:
+            raise ValueError(f"window {r}: {len(w.offsets)} commits > {n} or {len(w.hwm_offsets)} HWMs > {m}")
+        for block, values in zip(blocks, (w.offsets, w.timestamps_ms, w.lags), strict=True):
+            _put_padded(block[r], values)
+        for block, values in zip(h_blocks, (w.hwm_offsets, w.hwm_times_ms), strict=True):
+            _put_padded(block[r], values)
+    return WindowColumns(blocks[0], blocks[1], blocks[2], count, h_blocks[0], h_blocks[1], h_count)
+
+
+def _put_padded(row: I64, values: Sequence[int]) -> None:
+    if values:
+        row[:] = values[0]
+        row[len(row) - len(values) :] = values

@@ -1,0 +1,240 @@
+"""The columnar rules against the scalar reference: every window, every mode, the same rule, status, current lag,
+completeness and reason (issue #5: vectorised evaluation must not change a verdict).
+
+Two levels: blocks built straight from windows (`from_windows`), which reach shapes the store never produces
+(unknown lags, missing or out-of-order HWMs, int64-overflowing interpolation); and random streams through a real
+`OffsetStore`, which exercise the ring order (wrap-around), min-distance merges, placeholders, partition growth,
+deletes, owners and the group roll-up.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from lag.column_rules import UNDECIDED, decide
+from lag.columns import from_windows
+from lag.evaluator import Evaluator
+from lag.rules import RULE_SETS, RULE_STATUS, Rule, RuleParams, Window, explain
+from lag.status import MODES, GroupStatus, Mode, Status
+from lag.store import OffsetStore
+from lag.window import NO_LAG
+
+N, M = 6, 8
+"""Commit window and HWM history sizes of the window-level blocks."""
+
+
+def reference(w: Window, now_ms: int, p: RuleParams) -> Rule:
+    """What `Evaluator.evaluate_partition` decides for a window (placeholder, minimum-complete, then the rules)."""
+    if not w.offsets:
+        return Rule.NO_COMMIT
+    complete = 1.0 if len(w.offsets) >= p.intervals else len(w.offsets) / p.intervals
+    if complete < p.minimum_complete:
+        return Rule.MINIMUM_COMPLETE
+    return RULE_SETS[p.mode](w, now_ms, p)
+
+
+def window(offsets: list[int], times: list[int], lags: list[int], hwms: list[int], hwm_times: list[int]) -> Window:
+    current = max(0, hwms[-1] - offsets[-1]) if hwms and offsets else 0
+    return Window(offsets, times, lags, hwms, hwm_times, current)
+
+
+def random_window(rng: random.Random, scale: int = 1) -> Window:
+    """Offsets that advance, stall, rewind and recover; ties in time; unknown and zero lags; HWM histories that are
+    missing, short, flat, out of order or behind the commits."""
+    count = rng.choice([0, 1, 1, 2, 3, N, N, N])
+    offset, t = rng.randint(0, 50) * scale, 1_000_000 + rng.randint(0, 5000)
+    offsets, times, lags = [], [], []
+    for _ in range(count):
+        offset = max(0, offset + rng.choice([0, 0, 1, 5, 20, -3, -40]) * scale)
+        t += rng.choice([0, 0, 1, 1000, 2000, 30_000, -500])
+        offsets.append(offset)
+        times.append(t)
+        lags.append(rng.choice([NO_LAG, 0, 0, 1, 2, 3, 10, 50, 100]) * (scale if rng.random() < 0.5 else 1))
+    hwm, ht = (offsets[0] if offsets else 0) + rng.randint(-5, 60) * scale, 1_000_000 + rng.randint(-3000, 8000)
+    hwms, hwm_times = [], []
+    for _ in range(rng.choice([0, 1, 2, 3, M, M])):
+        hwm = max(0, hwm + rng.choice([0, 0, 0, 1, 2, 30, 200, -10]) * scale)
+        ht += rng.choice([0, 10, 1000, 5000, 30_000, -2000])
+        hwms.append(hwm)
+        hwm_times.append(ht)
+    return window(offsets, times, lags, hwms, hwm_times)
+
+
+ADVERSARIAL = [
+    window([], [], [], [], []),  # placeholder
+    window([], [], [], [10], [5]),
+    window([7], [1000], [3], [], []),  # one commit, no HWM at all
+    window([7], [1000], [0], [7], [1000]),  # zero lag
+    window([7, 7, 7], [1000, 1000, 1000], [5, 5, 5], [12, 12], [1000, 1000]),  # ties everywhere
+    window([5, 9, 4, 9, 12], [0, 1, 2, 3, 4], [1, 1, 1, 1, 1], [13], [4]),  # rewind recovered exactly
+    window([5, 9, 4, 8, 8], [0, 1, 2, 3, 4], [1, 1, 1, 1, 1], [13], [4]),  # rewind not recovered
+    window([5, 9, 4, 8, 8], [0, 1, 2, 3, 4], [0, 1, 1, 1, 1], [13], [4]),  # rewind behind a zero lag (1.2.1)
+    window([10, 20, 30], [0, 100, 200], [NO_LAG, NO_LAG, NO_LAG], [40, 40, 40], [150, 200, 250]),  # unknown lags
+    window([10, 20, 30], [0, 100, 200], [5, NO_LAG, 3], [40], [250]),  # unknown between decreasing lags
+    window([10, 20, 30], [0, 100, 200], [5, NO_LAG, 9], [40], [250]),
+    window([10, 20, 31], [0, 100, 200], [1, 1, 1], [32, 32, 32], [0, 100, 300]),  # a marker, nothing produced
+    window([10, 20, 31], [0, 100, 200], [1, 1, 1], [31, 32, 32], [100, 200, 300]),  # produced after the commit
+    window([10, 20, 30], [0, 100, 200], [9, 9, 9], [50, 40, 60, 35], [300, 100, 200, 50]),  # HWM times shuffled
+    window([10, 20, 30], [0, 100, 200], [9, 9, 9], [50, 20, 10], [0, 100, 200]),  # HWM going down
+    window([10, 20, 30], [150, 100, 50], [9, 9, 9], [40, 45], [0, 500]),  # commit times going back
+    # interpolation products beyond int64: offsets near 2**61, HWM samples 2**30 ms apart
+    window([2**61, 2**61 + 5], [2**30, 2**31], [9, 9], [2**60, 2**62], [0, 2**32]),
+    window([2**60, 2**60], [2**29, 2**31 + 7], [9, 9], [2**59, 2**62, 2**62 + 3], [0, 2**30, 2**32]),
+    # just past int64: 2**33 records x 1.5 * 2**30 ms = 1.5 * 2**63
+    window([5, 6], [2**30 + 2**29, 2**30 + 2**29 + 1], [9, 9], [0, 2**33], [0, 2**31]),
+]
+
+PARAMS = [
+    RuleParams(mode=mode, intervals=intervals, allowed_lag=allowed, minimum_complete=minimum, offset_refresh_ms=1000)
+    for mode in MODES
+    for intervals, allowed, minimum in ((N, 0, 0.0), (3, 1, 0.0), (N, 5, 0.5), (4, 0, 1.0))
+]
+
+
+def assert_block_matches_reference(windows: list[Window], now_ms: int, p: RuleParams) -> None:
+    decided = decide(from_windows(windows, N, M), now_ms, p)
+    assert not (decided.rules == UNDECIDED).any()
+    for row, w in enumerate(windows):
+        want = reference(w, now_ms, p)
+        got = Rule(int(decided.rules[row]))
+        context = f"row {row} {w} now {now_ms} {p}"
+        assert got is want, context
+        assert RULE_STATUS[got] is RULE_STATUS[want]
+        assert int(decided.current_lag[row]) == w.current_lag, context
+        complete = (1.0 if len(w.offsets) >= p.intervals else len(w.offsets) / p.intervals) if w.offsets else 0.0
+        assert float(decided.complete[row]) == complete, context
+        if w.offsets:
+            assert explain(got, w, now_ms, p) == explain(want, w, now_ms, p)
+
+
+@pytest.mark.parametrize("p", PARAMS, ids=lambda p: f"{p.mode}-i{p.intervals}-a{p.allowed_lag}-m{p.minimum_complete}")
+def test_random_windows_match_the_scalar_rules(p: RuleParams) -> None:
+    rng = random.Random(f"columns-{p}")
+    for trial in range(30):
+        windows = [random_window(rng, scale=2**40 if trial % 10 == 9 else 1) for _ in range(60)]
+        now_ms = 1_000_000 + rng.choice([0, 999, 1000, 5000, 40_000, 200_000, 10**7])
+        assert_block_matches_reference(windows, now_ms, p)
+
+
+@pytest.mark.parametrize("p", PARAMS, ids=lambda p: f"{p.mode}-i{p.intervals}-a{p.allowed_lag}-m{p.minimum_complete}")
+def test_adversarial_windows_match_the_scalar_rules(p: RuleParams) -> None:
+    for now_ms in (0, 300, 1000, 1999, 2**31 + 100_000, 2**33):
+        assert_block_matches_reference(ADVERSARIAL, now_ms, p)
+        for w in ADVERSARIAL:  # alone, so that no other row sets the block's width
+            assert_block_matches_reference([w], now_ms, p)
+
+
+def test_the_overflow_rows_take_the_exact_path() -> None:
+    """The adversarial interpolation rows overflow int64 if multiplied naively; the result is still exact."""
+    p = RuleParams(mode="enhanced", intervals=N, offset_refresh_ms=1)
+    for w in ADVERSARIAL[-3:]:
+        assert (w.hwm_offsets[1] - w.hwm_offsets[0]) * (w.timestamps_ms[0] - w.hwm_times_ms[0]) > 2**63
+        assert_block_matches_reference([w], 2**31, p)
+
+
+# -- through the store ---------------------------------------------------------------------------------------------
+
+
+def random_store(rng: random.Random, mode: Mode) -> tuple[OffsetStore, RuleParams, list[int]]:
+    """A store fed a random stream; returns it, the params and the evaluation times to try."""
+    intervals = rng.randint(1, 5)
+    store = OffsetStore(
+        intervals=intervals,
+        min_distance_ms=rng.choice([0, 0, 700]),
+        hwm_capacity=rng.choice([None, intervals + 2]),
+    )
+    p = RuleParams(
+        mode=mode,
+        intervals=intervals,
+        allowed_lag=rng.choice([0, 0, 2]),
+        minimum_complete=rng.choice([0.0, 0.0, 0.6]),
+        offset_refresh_ms=rng.choice([300, 2000]),
+    )
+    topics = {f"t{i}": rng.randint(1, 3) for i in range(3)}
+    hwm = {(t, q): rng.randint(0, 30) for t, n in topics.items() for q in range(n + 1)}
+    committed: dict[tuple[str, str, int], int] = {}
+    t, times = 1_000_000, []
+    for _ in range(rng.randint(30, 150)):  # up to 150 events over <= 5-cell windows: rings wrap
+        t += rng.choice([0, 1, 500, 1000, 5000, -300])
+        r = rng.random()
+        topic, q = rng.choice(list(hwm))
+        group = f"g{rng.randint(0, 4)}"
+        if r < 0.35 and (q < topics[topic] or rng.random() < 0.2):  # sometimes a partition is added
+            hwm[(topic, q)] += rng.choice([0, 0, 1, 4, 50])
+            store.add_hwm("c", topic, q, hwm[(topic, q)], t)
+        elif r < 0.85:
+            key = (group, topic, q)
+            offset = committed.get(key, rng.randint(0, 20)) + rng.choice([0, 0, 1, 3, -4, -25, 40])
+            committed[key] = max(0, min(offset, hwm[(topic, q)] + 2))
+            store.add_commit("c", group, topic, q, committed[key], t, t)
+        elif r < 0.9:
+            store.set_owner("c", group, topic, q, f"/10.0.0.{q}", f"client-{group}")
+        elif r < 0.93:
+            store.clear_partition("c", group, topic, q)
+        elif r < 0.95:
+            store.delete_group_topic("c", group, topic)
+        else:
+            times.append(t + rng.choice([0, 1, 999, 4000, 60_000]))
+    return store, p, [*times, t, t + 1500, t + 100_000]
+
+
+def test_store_streams_match_the_reference_evaluator() -> None:
+    rng = random.Random(1105)
+    evaluations = 0
+    for trial in range(90):
+        mode = MODES[trial % 3]
+        store, p, times = random_store(rng, mode)
+        evaluator = Evaluator(store, p)
+        for now_ms in times:
+            fast = list(evaluator.evaluate_cluster("c", now_ms))
+            assert [s.group for s in fast] == store.groups("c")
+            for status in fast:
+                assert status == evaluator.evaluate_group_reference("c", status.group, now_ms), (trial, now_ms)
+                evaluations += 1
+            if fast:  # and one group through the single-group entry point
+                assert fast[0] == evaluator.evaluate_group("c", fast[0].group, now_ms)
+    assert evaluations > 1000, evaluations
+
+
+def test_group_roll_up_arrays_agree_with_the_objects() -> None:
+    """`GroupVerdicts`' per-group arrays (what a bulk reader uses) say what the `GroupStatus` objects say."""
+    rng = random.Random(570)
+    for trial in range(60):
+        store, p, times = random_store(rng, MODES[trial % 3])
+        evaluator = Evaluator(store, p)
+        ids = store.group_ids("c")
+        names = sorted(ids)
+        verdicts = evaluator.evaluate_groups("c", [ids[n] for n in names], times[-2])
+        for g, name in enumerate(names):
+            status: GroupStatus = evaluator.group_status(verdicts, g)
+            assert status == evaluator.evaluate_group_reference("c", name, times[-2])
+            assert Status(int(verdicts.group_status[g])) is status.status
+            assert int(verdicts.group_totallag[g]) == status.totallag
+            assert float(verdicts.group_complete[g]) == status.complete
+            lo, hi = verdicts.index.starts[g], verdicts.index.starts[g + 1]
+            assert [Status(int(s)) for s in verdicts.status[lo:hi]] == [v.status for v in status.partitions]
+            maxlag = int(verdicts.group_maxlag[g])
+            assert (status.maxlag is None) == (maxlag < 0)
+            if status.maxlag is not None:
+                assert status.partitions[maxlag - lo] is status.maxlag
+            if status.status > Status.OK:
+                worst = status.partitions[int(verdicts.group_worst[g]) - lo]
+                assert status.reason.startswith(f"{worst.topic}[{worst.partition}] {worst.status.name}:")
+
+
+def test_empty_groups_and_clusters() -> None:
+    store = OffsetStore(intervals=3)
+    evaluator = Evaluator(store, RuleParams(intervals=3))
+    assert list(evaluator.evaluate_cluster("nowhere", 0)) == []
+    verdicts = evaluator.evaluate_groups("nowhere", [], 0)
+    assert len(verdicts.group_status) == 0 and len(verdicts.rules) == 0
+    store.add_hwm("c", "t", 0, 10, 0)
+    store.add_commit("c", "g", "t", 0, 5, 0, 0)
+    store.delete_group_topic("c", "g", "t")  # the group stays, with no partitions (as before)
+    [status] = evaluator.evaluate_cluster("c", 1000)
+    assert status == evaluator.evaluate_group_reference("c", "g", 1000)
+    assert (status.status, status.partition_count, status.maxlag) == (Status.OK, 0, None)
+    assert np.array_equal(evaluator.evaluate_groups("c", [store.group_ids("c")["g"]], 1000).group_maxlag, [-1])
