@@ -44,6 +44,7 @@ from pydantic import (
 )
 
 from pulse.config import AlertingConfig
+from pulse.errors import ConfigError
 
 _LOG = logging.getLogger(__name__)
 
@@ -146,9 +147,14 @@ def supersede(alerts: Sequence[Alert]) -> tuple[list[Alert], int]:
     in the same place as posting every keep-alive before it. A new incident of the same labels (a later startsAt)
     is another key: its resolve-then-refire stays visible.
     """
-    last = {(a.identity, a.starts_at): index for index, a in enumerate(alerts)}
-    kept = [a for index, a in enumerate(alerts) if last[(a.identity, a.starts_at)] == index]
+    kept = [alerts[index] for index in _latest(alerts)]
     return kept, len(alerts) - len(kept)
+
+
+def _latest(alerts: Sequence[Alert]) -> list[int]:
+    """Indexes of the last alert per incident, ascending."""
+    last = {(a.identity, a.starts_at): index for index, a in enumerate(alerts)}
+    return sorted(last.values())
 
 
 # --- which alerts are open (pure) ---------------------------------------------------------------------------------
@@ -390,9 +396,8 @@ class AlertSpool:
             return handle.read(1) != b"\n"
 
     def _write(self, entries: list[tuple[bytes, Alert]]) -> Trimmed:
-        alerts, superseded = supersede([a for _, a in entries])
-        keep = {id(a) for a in alerts}
-        lines = [line for line, a in entries if id(a) in keep]
+        lines = [entries[index][0] for index in _latest([a for _, a in entries])]
+        superseded = len(entries) - len(lines)
         total = sum(map(len, lines))
         overflow = 0
         while lines and total > self.max_bytes:
@@ -494,7 +499,7 @@ class AlertSink:
     def from_config(cls, config: AlertingConfig, state_dir: Path) -> AlertSink:
         """The sink `config` describes; the spool defaults to `<state_dir>/alert-spool`."""
         if config.alertmanager_url is None:
-            raise ValueError("alerting.alertmanager_url is not set")
+            raise ConfigError("alerting.alertmanager_url: required to send alerts")
         return cls(
             config.alertmanager_url,
             config.spool_dir or state_dir / "alert-spool",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pulse.alerts import AlertSink, Incidents, SendResult, utc_now
+from pulse.alerts import AlertSink, Incidents, utc_now
 from pulse.dev.alertmanager import Alertmanager
 from pulse.dev.receiver import HttpReceiver
 from pulse.ports import wait_until
@@ -28,6 +27,7 @@ from tests.fixtures.services import (
     EXAMPLE_ALERTMANAGER_CONFIG,
     PAGERDUTY_TEST_KEY,
     pagerduty_event,
+    run_cycles,
     ticket_notification,
 )
 
@@ -66,19 +66,6 @@ def slo_states(page: Iterable[str], ticket: Iterable[str] = (), quiet: Iterable[
     states += [state(s, "page", False) for s in sorted((ticket | quiet) - page)]
     states += [state(s, "ticket", False) for s in sorted((page | quiet) - ticket)]
     return states
-
-
-def run_cycles(duration_s: float, cycle_s: float, step: Callable[[int], SendResult]) -> list[SendResult]:
-    """Call `step(k)` every `cycle_s` for `duration_s`, as a scheduled job would (pacing is the schedule here,
-    not a wait for a condition)."""
-    results: list[SendResult] = []
-    start = time.monotonic()
-    k = 0
-    while time.monotonic() - start < duration_s:
-        results.append(step(k))
-        k += 1
-        time.sleep(max(0.0, start + k * cycle_s - time.monotonic()))
-    return results
 
 
 def deliver_until_drained(

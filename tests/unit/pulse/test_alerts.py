@@ -378,6 +378,16 @@ def test_keepalives_of_one_incident_are_superseded_while_waiting(
     assert down.stats.superseded + up.stats.superseded == 5
 
 
+def test_an_alert_sent_twice_in_one_batch_waits_once(refused_url: str, tmp_path: Path) -> None:
+    same = alert(slo="a")
+    with AlertSink(refused_url, tmp_path, max_spool_bytes=1 << 20) as sink:
+        sink.send([alert(slo="b")])  # spooled: from here on the spool is rewritten, not appended to
+        sink.flush()
+        sink.send([same, same])
+        sink.flush()
+        assert [a.labels["slo"] for a in sink.pending()] == ["b", "a"]
+
+
 def test_the_spool_is_bounded_dropping_the_oldest_and_counting_them(refused_url: str, tmp_path: Path) -> None:
     one_line = len(json.dumps({"v": 1, "spooled_at": T0.isoformat(), "alert": alert(slo="s000").to_api()})) + 1
     with AlertSink(refused_url, tmp_path, max_spool_bytes=10 * one_line + 5) as sink:
