@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from pulse.cli import canary as canary_cli
 from pulse.cli import collect as collect_cli
 from pulse.cli import dev, pending
 from pulse.cli import lag as lag_cli
@@ -56,9 +57,9 @@ def cli() -> None:
 cli.add_command(dev.dev)
 cli.add_command(collect_cli.collect)
 cli.add_command(lag_cli.lag)
+cli.add_command(canary_cli.canary)
 for command in (
     pending.run,
-    pending.canary,
     slo_cli.slo,
     pending.dashboards,
     pending.check,

@@ -19,13 +19,6 @@ def run(config_path: Path | None) -> None:
     raise _pending("run", 7, "the all-in-one service")
 
 
-@click.command()
-@config_option
-def canary(config_path: Path | None) -> None:
-    """Run the synthetic producer/consumer: availability, latency and loss per broker and AZ."""
-    raise _pending("canary", 4, "the synthetic canary")
-
-
 @click.command("rules")
 @config_option
 def slo_rules(config_path: Path | None) -> None:
