@@ -5,9 +5,12 @@ Alert states here are the input of slo/alerting.py (Alertmanager delivery) and o
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
+
+from slo.alerting import BurnCondition, SloAlertState
 
 
 def iso(moment: datetime | None) -> str | None:
@@ -128,3 +131,29 @@ class BacktestResult:
             "alerts": [{"severity": i.severity, "start": iso(i.start), "end": iso(i.end)} for i in self.alerts],
             "skipped_rows": self.skipped_rows,
         }
+
+
+def alert_states(results: Sequence[SloResult], descriptions: Mapping[str, str] | None = None) -> list[SloAlertState]:
+    """The hand-over to slo/alerting.py: one `SloAlertState` per SLO instance and severity with pairs."""
+    states: list[SloAlertState] = []
+    for r in results:
+        for alert in r.alerts:
+            severity: Literal["page", "ticket"] = "page" if alert.severity == "page" else "ticket"
+            states.append(
+                SloAlertState(
+                    slo=r.name,
+                    severity=severity,
+                    firing=alert.firing,
+                    evaluated_at=r.at,
+                    objective=r.objective,
+                    window=r.window,
+                    sli=r.sli,
+                    budget_remaining=r.budget_remaining,
+                    burn_rates=dict(r.burn_rates),
+                    conditions=tuple(BurnCondition(p.long, p.short, p.factor, p.state) for p in alert.pairs),
+                    exhaustion_at=r.exhaustion_at,
+                    labels=dict(r.labels),
+                    description=(descriptions or {}).get(r.name) or None,
+                )
+            )
+    return states

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pyspark.sql import SparkSession
 
 from pulse.errors import DependencyMissing
@@ -17,12 +19,15 @@ LOCAL_SETTINGS = {
 """Settings for every master; a local master also binds the driver to loopback."""
 
 
-def spark_session(master: str, app_name: str = "kafka-pulse-slo") -> SparkSession:
-    """The active session if there is one (tests share one), else a new one on `master`."""
+def spark_session(
+    master: str, app_name: str = "kafka-pulse-slo", extra: Mapping[str, str] | None = None
+) -> SparkSession:
+    """The active session if there is one (tests share one), else a new one on `master` with `extra` settings."""
     builder = SparkSession.builder.master(master).appName(app_name)
     settings = dict(LOCAL_SETTINGS)
     if master.startswith("local"):
         settings |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
+    settings |= dict(extra or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
     try:

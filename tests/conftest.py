@@ -5,4 +5,5 @@ pytest_plugins = [
     "tests.fixtures.kafka",
     "tests.fixtures.services",
     "tests.fixtures.mirror",
+    "tests.fixtures.spark",
 ]
