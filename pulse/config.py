@@ -309,7 +309,7 @@ class CollectorsConfig(_Section):
     """JVM clients to scrape over JMX (producer, consumer and MirrorMaker 2 metrics), with the same transport."""
 
 
-# --- canary.sli_log: the Parquet SLI event log (issue #4 point 7) ---
+# --- canary.sli_log and canary.mirror (issue #4 points 7 and 6) ---
 
 
 class SliLogConfig(_Section):
@@ -328,7 +328,46 @@ class SliLogConfig(_Section):
     """Rows waiting for the writer at most; beyond it rows are dropped and counted, probes never wait."""
 
 
-# --- end of canary.sli_log ---
+class CanaryMirrorConfig(_Section):
+    """Mirror mode (issue #4 point 6): probes produced on `source`, read back from their MirrorMaker copy on
+    `target`, for replication latency and loss per source partition."""
+
+    enabled: bool = False
+    source: str | None = None
+    """The cluster probes are produced on; None means `canary.cluster` (or the only configured cluster)."""
+    target: str | None = None
+    """The cluster the mirrored topic is read on; required when enabled."""
+    topic: str = "pulse-canary-mirror"
+    """The monitor topic on the source; MirrorMaker must replicate it. Not `__`-prefixed: MirrorMaker 2's default
+    `topics.exclude` skips such names."""
+    target_topic: str | None = None
+    """Its copy's name on the target; None means `<source_alias>.<topic>` (MM2's DefaultReplicationPolicy)."""
+    source_alias: str | None = None
+    """The source's alias in MirrorMaker's config; None means the source cluster's name here."""
+    loss_deadline_s: float = Field(default=60.0, gt=0)
+    """A probe acknowledged on the source and not read on the target within this long is lost."""
+
+    @field_validator("topic", "target_topic")
+    @classmethod
+    def _valid_topic(cls, topic: str | None) -> str | None:
+        if topic is not None and (not _TOPIC_NAME.fullmatch(topic) or topic in (".", "..")):
+            raise ValueError(f"{topic!r} is not a Kafka topic name (1-249 of letters, digits, '.', '_', '-')")
+        return topic
+
+    @model_validator(mode="after")
+    def _target_when_enabled(self) -> Self:
+        if self.enabled and self.target is None:
+            raise config_problem("required when mirror mode is enabled: the cluster MirrorMaker copies to", ("target",))
+        if self.target is not None and self.target == self.source:
+            raise config_problem(f"{self.target!r} is also the source; mirror mode reads another cluster", ("target",))
+        return self
+
+    def mirrored_topic(self, source_name: str) -> str:
+        """The topic read on the target when the source cluster is called `source_name` here."""
+        return self.target_topic or f"{self.source_alias or source_name}.{self.topic}"
+
+
+# --- end of canary.sli_log and canary.mirror ---
 
 
 class CanaryConfig(_Section):
@@ -377,6 +416,8 @@ class CanaryConfig(_Section):
     """Where `kafka-pulse canary` serves /metrics; None means `http.listen`."""
     sli_log: SliLogConfig = SliLogConfig()
     """The Parquet SLI event log (issue #4 point 7)."""
+    mirror: CanaryMirrorConfig = CanaryMirrorConfig()
+    """Mirror mode across two clusters (issue #4 point 6)."""
 
     @field_validator("topic")
     @classmethod
