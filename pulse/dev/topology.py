@@ -113,6 +113,9 @@ def render_server_properties(spec: ClusterSpec, node: NodeSpec, data_dir: Path, 
         "share.coordinator.state.topic.replication.factor": str(rf),
         "share.coordinator.state.topic.min.isr": str(min_isr),
         "group.initial.rebalance.delay.ms": "0",
+        # KIP-392: a consumer with client.rack may fetch from a replica in its own rack (the canary's
+        # closest-replica probe); consumers without client.rack still read from leaders.
+        "replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector",
         # 2-core sizing (4.x defaults: network 3, io 8, background 10)
         "num.network.threads": "2",
         "num.io.threads": "2",
