@@ -7,7 +7,9 @@ Rules (issue #4 items 2 and 4; attribution is the gap Xinfra Monitor #91 left op
   3. A bad probe is charged to its leader when the leader is down or when no in-sync follower is down. When the
      leader is up and in-sync followers are down, it is charged to those followers instead: acks=all waits for
      every in-sync replica, so one dead follower stalls the healthy leaders it follows (on the dev cluster every
-     partition stalled ~8.5 s after kill -9 of one broker, until the controller fenced it).
+     partition stalled ~8.5 s after kill -9 of one broker, until the controller fenced it). Likewise, when the
+     partition's leadership just moved away from a broker that is down, the failure is that broker's: clients
+     are still catching up with the move (3b).
   4. A verdict waits for a health view taken after the probe turned bad (at most `max_defer_s`), and once given,
      it is frozen: a broker that comes back does not make old failures someone else's.
 Availability of a broker = good / (good + bad) over the probes sent within the window and charged to it; None
@@ -35,6 +37,7 @@ class _Attempt:
     sent_s: float
     leader: int | None
     in_sync: frozenset[int]
+    previous_leader: int | None = None
     latency_s: float | None = None
     failed_s: float | None = None
     bad_since: float | None = None
@@ -66,8 +69,17 @@ class AvailabilityWindow:
     _attempts: deque[_Attempt] = field(default_factory=deque)
     _open: dict[tuple[int, int], _Attempt] = field(default_factory=dict)
 
-    def sent(self, partition: int, sequence: int, now: float, leader: int | None, in_sync: frozenset[int]) -> None:
-        attempt = _Attempt(partition, sequence, now, leader, in_sync)
+    def sent(
+        self,
+        partition: int,
+        sequence: int,
+        now: float,
+        leader: int | None,
+        in_sync: frozenset[int],
+        previous_leader: int | None = None,
+    ) -> None:
+        """`previous_leader`: who led the partition until a moment ago, when leadership has just moved."""
+        attempt = _Attempt(partition, sequence, now, leader, in_sync, previous_leader)
         self._attempts.append(attempt)
         self._open[(partition, sequence)] = attempt
 
@@ -133,8 +145,10 @@ def _named(broker: int | None) -> tuple[int, ...]:
 
 
 def _blame(attempt: _Attempt, down: frozenset[int]) -> tuple[int, ...]:
-    """Rule 3: the leader, unless it is up and in-sync followers are down."""
+    """Rule 3: the leader, unless it is up and in-sync followers (or the leader it just replaced) are down."""
     if attempt.leader is None or attempt.leader in down:
         return _named(attempt.leader)
+    if attempt.previous_leader is not None and attempt.previous_leader in down:
+        return (attempt.previous_leader,)
     followers_down = sorted((attempt.in_sync - {attempt.leader}) & down)
     return tuple(followers_down) if followers_down else (attempt.leader,)

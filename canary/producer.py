@@ -75,6 +75,8 @@ class ProbeProducer:
         self._ledger = ledger
         self._view = view
         self._next_sequence: dict[int, int] = {}
+        # A leader move seen this recently may not have reached librdkafka's own metadata yet.
+        self._recent_move_s = config.latency_slo_s + 2 * config.metadata_refresh_s
         self._producer = Producer({**producer_settings(cluster, config, producer_id), **(settings or {})})
         self.rounds = 0
 
@@ -84,8 +86,8 @@ class ProbeProducer:
         for partition in filter(readable, self._view.partitions()):
             sequence = self._next_sequence.get(partition, 0)
             self._next_sequence[partition] = sequence + 1
-            leader = self._view.leader(partition)
             now, wall_ns = time.monotonic(), time.time_ns()
+            leader = self._view.leader(partition, now, self._recent_move_s)
             sent_at = datetime.fromtimestamp(wall_ns / 1e9, tz=UTC)
             self._ledger.sent(partition, sequence, now, sent_at, leader)
             key, value = encode(Probe(self._producer_id, partition, sequence, wall_ns))

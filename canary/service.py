@@ -172,7 +172,7 @@ class CanaryService:
                 layout = read_layout(self._admin, self.config.topic, self.config.connection_check_timeout_s * 2)
                 with self._lock:
                     self._endpoints.update({b: (i.host, i.port) for b, i in brokers.items()})
-                self.view.update(layout, {b: i.rack for b, i in brokers.items()})
+                self.view.update(layout, {b: i.rack for b, i in brokers.items()}, time.monotonic())
             except KafkaUnavailable as exc:
                 _LOG.info("canary metadata refresh failed: %s", exc)
             self._stop.wait(self.config.metadata_refresh_s)

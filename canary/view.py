@@ -20,6 +20,8 @@ class PartitionLeader:
     broker: int | None
     rack: str | None
     in_sync: frozenset[int]
+    previous: int | None = None
+    """The leader before a change seen within `recent_s` of the question, else None."""
 
 
 class ClusterView:
@@ -28,9 +30,18 @@ class ClusterView:
         self._layout: TopicLayout | None = None
         self._racks: dict[int, str | None] = {}
         self._all_racks: dict[int, str | None] = {}
+        self._moves: dict[int, tuple[int | None, float]] = {}
+        """Partition -> (leader before the last change, monotonic time the change was seen)."""
 
-    def update(self, layout: TopicLayout | None, racks: Mapping[int, str | None] | None = None) -> None:
+    def update(
+        self, layout: TopicLayout | None, racks: Mapping[int, str | None] | None = None, now: float = 0.0
+    ) -> None:
         with self._lock:
+            if self._layout is not None and layout is not None:
+                for partition, leader in layout.leaders.items():
+                    before = self._layout.leaders.get(partition)
+                    if before != leader:
+                        self._moves[partition] = (before, now)
             self._layout = layout
             if racks is not None:
                 self._racks = dict(racks)
@@ -40,13 +51,15 @@ class ClusterView:
         with self._lock:
             return sorted(self._layout.replicas) if self._layout is not None else []
 
-    def leader(self, partition: int) -> PartitionLeader:
+    def leader(self, partition: int, now: float = 0.0, recent_s: float = 0.0) -> PartitionLeader:
         with self._lock:
             if self._layout is None:
                 return PartitionLeader(None, None, frozenset())
             broker = self._layout.leaders.get(partition)
             rack = self._all_racks.get(broker) if broker is not None else None
-            return PartitionLeader(broker, rack, self._layout.in_sync.get(partition, frozenset()))
+            before, since = self._moves.get(partition, (None, -1e18))
+            previous = before if now - since <= recent_s else None
+            return PartitionLeader(broker, rack, self._layout.in_sync.get(partition, frozenset()), previous)
 
     def rack(self, broker: int) -> str | None:
         with self._lock:

@@ -142,3 +142,20 @@ def test_slo_boundary_is_inclusive(latency_s: float) -> None:
     w.acked(0, 0, latency_s)
     w.judge(1.0, HEALTHY)
     assert ratios(w, 1.0) == {1: 1.0}
+
+
+def test_rule3b_failure_right_after_leadership_left_a_down_broker_is_that_brokers() -> None:
+    """Broker 3 fenced, partition 2 now led by 1, but the producer still routes to 3 for a moment."""
+    w = window()
+    w.sent(2, 0, 0.0, 1, frozenset({1, 2}), previous_leader=3)
+    w.failed(2, 0, 1.0)
+    w.judge(1.1, BrokerHealth(frozenset({3}), as_of=1.05))
+    assert ratios(w, 1.1) == {3: 0.0}
+
+
+def test_rule3b_previous_leader_that_is_up_is_not_blamed() -> None:
+    w = window()
+    w.sent(2, 0, 0.0, 1, frozenset({1, 2, 3}), previous_leader=3)
+    w.failed(2, 0, 1.0)
+    w.judge(1.1, BrokerHealth(frozenset(), as_of=1.05))
+    assert ratios(w, 1.1) == {1: 0.0}

@@ -1,0 +1,126 @@
+"""Canary on the shared 3-node cluster (issue #4, must-show "healthy" and "loss and duplicates").
+
+Nothing here faults a broker, so the session's `kafka` fixture is used; each test has its own monitor topic.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+from confluent_kafka import TopicPartition
+
+from canary.payload import decode
+from pulse.dev.services import poll
+from tests.fixtures.kafka import KafkaHandle
+from tests.integration.canary_support import await_healthy, running_canary, sample
+
+pytestmark = pytest.mark.integration
+
+BROKERS = {1, 2, 3}
+
+
+def test_healthy_cluster_every_broker_available_nothing_lost(kafka: KafkaHandle) -> None:
+    """Healthy: availability 1.0 for every broker, latency histograms filled, nothing lost or duplicated."""
+    with running_canary(kafka, client_rack="az-a") as (canary, sink):
+        await_healthy(canary, BROKERS)
+        warm = datetime.now(UTC)  # a brand-new topic may time out its very first probe while leaders settle
+        poll(
+            lambda: {b: sum(1 for e in sink.events if e.broker == b and e.time >= warm) for b in BROKERS},
+            lambda seen: all(count >= 10 for count in seen.values()),
+            60,
+            "10 probes sent after warm-up and settled, per broker",
+        )
+        poll(
+            lambda: sample(canary, "kafka_pulse_canary_offset_commits_total", result="ok"),
+            lambda n: n >= 3,
+            30,
+            "three offset commits",
+        )
+        for broker, rack in ((1, "az-a"), (2, "az-b"), (3, "az-c")):
+            labels = {"broker": str(broker), "rack": rack, "client_rack": "az-a"}
+            assert sample(canary, "kafka_pulse_canary_produce_latency_seconds_count", **labels) >= 10
+            assert sample(canary, "kafka_pulse_canary_e2e_latency_seconds_count", replica="leader", **labels) >= 10
+            assert sample(canary, "kafka_pulse_canary_broker_up", broker=str(broker)) == 1.0
+            assert sample(canary, "kafka_pulse_canary_produce_availability", broker=str(broker)) == 1.0
+        assert canary.availability() == {1: 1.0, 2: 1.0, 3: 1.0}
+    events = [e for e in sink.events if e.time >= warm]
+    assert events, "no probe settled"
+    assert [e for e in events if e.lost or e.duplicate or e.out_of_order or not e.produce_ok] == []
+    assert all(e.consume_ok and e.e2e_latency_s is not None for e in events)
+    assert {e.rack for e in events} == {"az-a", "az-b", "az-c"}
+
+
+def test_loss_and_duplicates_on_the_cluster(kafka: KafkaHandle) -> None:
+    """Loss: the canary's reader is held back on partition 0 (librdkafka pause, as a stuck consumer) while its
+    producer keeps writing acknowledged probes there; DeleteRecords then removes them from the log before they are
+    read, exactly as retention would. On resume the reader's position is out of range: every acknowledged probe
+    in the deleted range must be reported lost, and no other.
+
+    Duplicates: a second, real producer re-sends probes the canary already read, with the same key, producer id,
+    partition and sequence, as a client retry or a mirror replay would; each must be reported duplicate.
+    """
+    with running_canary(kafka) as (canary, sink):
+        await_healthy(canary, BROKERS)
+        assert canary.consumer is not None
+        topic = canary.config.topic
+        reader = kafka.consumer(f"test-reader-{topic}")
+        tp0 = TopicPartition(topic, 0)
+
+        canary.consumer.pause([0])
+        _, start = reader.get_watermark_offsets(tp0, timeout=10, cached=False)
+        poll(
+            lambda: reader.get_watermark_offsets(tp0, timeout=10, cached=False)[1],
+            lambda hw: hw >= start + 5,
+            30,
+            "5 more acknowledged probes on partition 0",
+        )
+        _, end = reader.get_watermark_offsets(tp0, timeout=10, cached=False)
+        reader.assign([TopicPartition(topic, 0, start)])
+        doomed = []
+        while len(doomed) < end - start:
+            message = reader.poll(10)
+            assert message is not None and message.error() is None
+            doomed.append(decode(message.value()).sequence)
+        reader.close()
+        admin = kafka.admin()
+        deleted = admin.delete_records([TopicPartition(topic, 0, end)])
+        for future in deleted.values():
+            future.result(timeout=30)
+        canary.consumer.resume([0])
+
+        lost = poll(
+            lambda: sorted(e.sequence for e in sink.events if e.lost and e.partition == 0),
+            lambda seqs: len(seqs) >= len(doomed),
+            30,
+            f"sequences {doomed} reported lost",
+        )
+        assert lost == sorted(doomed)
+        assert sample(canary, "kafka_pulse_canary_consumer_resets_total") == 1
+        assert sample(canary, "kafka_pulse_canary_records_lost_total") == len(doomed)
+
+        # Duplicates: re-send two probes of partition 1 that the canary already read.
+        read = [e for e in sink.events if e.partition == 1 and e.consume_ok and not e.duplicate][:2]
+        assert len(read) == 2
+        copier = kafka.producer()
+        key = canary.producer_id.encode()
+        for event in read:
+            value = {
+                "v": 1,
+                "id": canary.producer_id,
+                "p": 1,
+                "seq": event.sequence,
+                "ts_ns": int(event.time.timestamp() * 1e9),
+            }
+            copier.produce(topic, key=key, value=json.dumps(value, separators=(",", ":")).encode(), partition=1)
+        assert copier.flush(30) == 0
+        dups = poll(
+            lambda: sorted(e.sequence for e in sink.events if e.duplicate),
+            lambda seqs: len(seqs) >= 2,
+            30,
+            "two duplicates",
+        )
+        assert dups == sorted(e.sequence for e in read)
+        assert sample(canary, "kafka_pulse_canary_records_duplicated_total") == 2
+        assert not any(e.out_of_order for e in sink.events)
