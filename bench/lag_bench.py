@@ -1,30 +1,42 @@
 """Lag evaluator at scale (issue #5): commits ingested and stored per second, evaluation time and RSS for 1,000,000
 synthetic group-partitions, all through the same `OffsetStore` and `Evaluator` the service uses.
 
-Run: python bench/lag_bench.py [--groups 100000] [--partitions 10] [--topics 1000] [--intervals 10] [--mode burrow]
+Run: python bench/lag_bench.py [--groups 100000] [--partitions 10] [--topics 1000] [--intervals 10]
+                               [--modes burrow,burrow-1.2,enhanced] [--hwm-samples 1] [--check 2000] [--objects]
 
 Workload: `--topics` topics of `--partitions` partitions each have a HWM; each of `--groups` groups consumes one
 topic (group i reads topic i mod topics), so group-partitions = groups x partitions. Every group-partition receives
-`--intervals` commits 60 s apart (the windows end full), each behind the HWM by a few records. Figures printed:
+`--intervals` commits 60 s apart (the windows end full), each behind the HWM by a few records; a quarter of the
+groups each catch up, stall, are caught up and rewind. `--hwm-samples N` gives each partition N HWM samples over the
+window instead of one (the service keeps 60 by default). Figures printed:
 1. store: `OffsetStore.add_commit` calls per second (no decoding), over all commits;
 2. decode+store: `__consumer_offsets` records (key v1, value v3, built here) through `decode_record` then
-   `add_commit`, over `--decode-sample` records, i.e. what `KafkaLagSource.ingest` does per record;
-3. RSS growth of the process from before the store was built to after it was filled, per group-partition, and the
-   bytes the window arrays hold;
-4. `Evaluator.evaluate_group` over every group, wall time and group-partitions per second (one process, one core).
+   `add_commit`, over `--decode-sample` records, i.e. what the Kafka source does per record: first into a fresh
+   store (every record opens a group-partition, as the old figure did), then into the filled store (steady state);
+3. RSS growth of the process from before the group names and the store were built to after the store was filled,
+   per group-partition, and the bytes the window arrays hold;
+4. per mode: `Evaluator.evaluate_groups` over every group (the columnar pass: a rule, a status and a lag for every
+   partition, and every group's status, totallag, maxlag and complete), wall time in this one thread; then
+   `--check` random groups built as `GroupStatus` objects and compared with the scalar reference
+   (`evaluate_group_reference`), which is also timed on them; `--objects` also times building the objects of every
+   group (`evaluate_cluster`, what a full metrics scrape asks for).
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
+import random
 import struct
 import time
+
+import numpy as np
 
 from lag.decoder import OffsetCommit, decode_record
 from lag.evaluator import Evaluator
 from lag.rules import RuleParams
-from lag.status import MODES, Mode
+from lag.status import MODES, Status
 from lag.store import OffsetStore
 
 CLUSTER = "bench"
@@ -43,6 +55,10 @@ def rss_bytes() -> int:
     raise RuntimeError("no VmRSS in /proc/self/status")
 
 
+def load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def _s16(text: str) -> bytes:
     raw = text.encode()
     return struct.pack(">h", len(raw)) + raw
@@ -55,29 +71,47 @@ def offset_record(group: str, topic: str, partition: int, offset: int, ts_ms: in
     return key, value
 
 
+def decode_and_store(store: OffsetStore, records: list[tuple[bytes, bytes]], now_ms: int) -> float:
+    """What the Kafka source does per record; returns records per second."""
+    started = time.perf_counter()
+    for key, value in records:
+        record = decode_record(key, value)
+        if isinstance(record, OffsetCommit):
+            store.add_commit(
+                CLUSTER, record.group, record.topic, record.partition, record.offset, record.commit_timestamp_ms, now_ms
+            )
+    return len(records) / (time.perf_counter() - started)
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--groups", type=int, default=100_000)
     parser.add_argument("--partitions", type=int, default=10)
     parser.add_argument("--topics", type=int, default=1000)
     parser.add_argument("--intervals", type=int, default=10)
-    parser.add_argument("--mode", choices=MODES, default="burrow")
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--hwm-samples", type=int, default=1)
     parser.add_argument("--decode-sample", type=int, default=500_000)
+    parser.add_argument("--check", type=int, default=2000, help="groups compared with the scalar reference")
+    parser.add_argument("--objects", action="store_true", help="also time GroupStatus objects for every group")
     args = parser.parse_args()
-    mode: Mode = args.mode
+    modes = args.modes.split(",")
     groups, parts, topics, intervals = args.groups, args.partitions, args.topics, args.intervals
     group_partitions = groups * parts
     topic_names = [f"topic-{t:05d}" for t in range(topics)]
-    group_names = [f"group-{g:07d}" for g in range(groups)]
     hwm = 1_000_000
+    end_ms = START_MS + intervals * COMMIT_EVERY_MS
+    print(f"load average before: {load()}")
 
     gc.collect()
     rss_before = rss_bytes()
-    store = OffsetStore(intervals=intervals, min_distance_ms=1000)
-    end_ms = START_MS + intervals * COMMIT_EVERY_MS
+    group_names = [f"group-{g:07d}" for g in range(groups)]  # held by the store: counted
+    store = OffsetStore(intervals=intervals, min_distance_ms=1000, hwm_capacity=args.hwm_samples)
+    samples = args.hwm_samples
     for topic in topic_names:
         for p in range(parts):
-            store.add_hwm(CLUSTER, topic, p, hwm, end_ms)
+            for s in range(samples):  # the last sample is `hwm` at the end of the window
+                store.add_hwm(CLUSTER, topic, p, hwm - 20 * (samples - 1 - s), end_ms - (samples - 1 - s) * 10_000)
 
     # 1. store only: every group-partition gets `intervals` commits, one pass per interval
     add = store.add_commit
@@ -101,7 +135,7 @@ def main() -> None:
     rss_per_gp = (rss_bytes() - rss_before) / group_partitions
     array_per_gp = store.commits.nbytes() / group_partitions
 
-    # 2. decode + store, on a separate store so the first one's windows stay as measured
+    # 2. decode + store, first on a separate store so the first one's windows stay as measured
     sample = min(args.decode_sample, group_partitions)
     records = [
         offset_record(group_names[g], topic_names[g % topics], p, hwm - 5, end_ms)
@@ -112,35 +146,67 @@ def main() -> None:
     for topic in topic_names:
         for p in range(parts):
             side.add_hwm(CLUSTER, topic, p, hwm, end_ms)
-    started = time.perf_counter()
-    for key, value in records:
-        record = decode_record(key, value)
-        if isinstance(record, OffsetCommit):
-            side.add_commit(
-                CLUSTER, record.group, record.topic, record.partition, record.offset, record.commit_timestamp_ms, end_ms
-            )
-    decode_s = time.perf_counter() - started
-    del records, side
+    decoded_new_per_s = decode_and_store(side, records, end_ms)
+    del side
 
-    # 4. evaluate every group
-    evaluator = Evaluator(store, RuleParams(mode=mode, intervals=intervals, offset_refresh_ms=COMMIT_EVERY_MS))
+    print(f"workload: {groups:,} groups x {parts} partitions = {group_partitions:,} group-partitions,")
+    print(
+        f"          {topics:,} topics, intervals={intervals}, {samples} HWM sample(s) a partition, {commits:,} commits"
+    )
+    print(f"store:        {commits / store_s:12,.0f} commits/s  ({store_s:.1f} s)   target >= {TARGET_COMMITS_PER_S:,}")
+    print(f"decode+store: {decoded_new_per_s:12,.0f} records/s  ({sample:,} records, each a new group-partition)")
+    print(
+        f"RSS:          {rss_per_gp:12,.0f} B per group-partition (window arrays {array_per_gp:.0f} B)   target <= 300"
+    )
+
+    # 4. evaluate every group, per mode
+    gids = list(store.group_ids(CLUSTER).values())
+    rng = random.Random(5)
+    checked = rng.sample(range(len(gids)), min(args.check, len(gids)))
     now_ms = end_ms + 1000
-    statuses: dict[str, int] = {}
-    started = time.perf_counter()
-    for group in group_names:
-        status = evaluator.evaluate_group(CLUSTER, group, now_ms).status.name
-        statuses[status] = statuses.get(status, 0) + 1
-    eval_s = time.perf_counter() - started
+    for mode in modes:
+        params = RuleParams(mode=mode, intervals=intervals, offset_refresh_ms=COMMIT_EVERY_MS)  # type: ignore[arg-type]
+        evaluator = Evaluator(store, params)
+        started = time.perf_counter()
+        verdicts = evaluator.evaluate_groups(CLUSTER, gids, now_ms)
+        eval_s = time.perf_counter() - started
+        names, counts = np.unique(verdicts.group_status, return_counts=True)
+        statuses = {Status(int(n)).name: int(c) for n, c in zip(names, counts, strict=True)}
+        names, counts = np.unique(verdicts.status, return_counts=True)
+        partitions = {Status(int(n)).name: int(c) for n, c in zip(names, counts, strict=True)}
+        started = time.perf_counter()
+        objects = [evaluator.group_status(verdicts, g) for g in checked]
+        objects_s = time.perf_counter() - started
+        started = time.perf_counter()
+        reference = [evaluator.evaluate_group_reference(CLUSTER, o.group, now_ms) for o in objects]
+        reference_s = time.perf_counter() - started
+        if objects != reference:
+            raise SystemExit(f"{mode}: the columnar verdicts differ from the scalar reference")
+        checked_gp = sum(o.partition_count for o in objects) or 1
+        print(f"evaluate {mode}:")
+        print(f"  columnar:   {eval_s:12.2f} s for {len(verdicts.status):,} group-partitions, one thread   target <= 2")
+        print(f"              {len(verdicts.status) / eval_s:12,.0f} group-partitions/s; groups {statuses}")
+        print(f"              partitions {partitions}")
+        print(f"  objects:    {objects_s / checked_gp * 1e6:12.2f} us per group-partition for GroupStatus objects")
+        print(f"  reference:  {reference_s / checked_gp * 1e6:12.2f} us per group-partition (scalar rules), on the")
+        print(f"              {len(objects):,} sampled groups: identical to the columnar verdicts")
+        if args.objects:
+            started = time.perf_counter()
+            every = sum(1 for _ in evaluator.evaluate_cluster(CLUSTER, now_ms))
+            print(
+                f"  all objects: {time.perf_counter() - started:11.1f} s for {every:,} GroupStatus (evaluate_cluster)"
+            )
 
-    commits_per_s = commits / store_s
-    decoded_per_s = sample / decode_s
-    print(f"workload: {groups:,} groups x {parts} partitions = {group_partitions:,} group-partitions, ")
-    print(f"          {topics:,} topics, intervals={intervals}, mode={mode}, {commits:,} commits")
-    print(f"store:        {commits_per_s:12,.0f} commits/s  ({store_s:.1f} s)   target >= {TARGET_COMMITS_PER_S:,}")
-    print(f"decode+store: {decoded_per_s:12,.0f} records/s  ({sample:,} records in {decode_s:.1f} s)")
-    print(f"RSS:          {rss_per_gp:12,.0f} B per group-partition (arrays {array_per_gp:.0f} B)   target <= 300")
-    print(f"evaluate:     {eval_s:12.1f} s for {group_partitions:,} group-partitions   target <= {TARGET_EVAL_S:g}")
-    print(f"              {group_partitions / eval_s:12,.0f} group-partitions/s; statuses {statuses}")
+    # 2b. decode + store into the filled store: every record lands in an existing window (steady state)
+    later = end_ms + 60_000
+    steady = [
+        offset_record(group_names[g % groups], topic_names[g % topics], p, hwm - 5, later + 60_000 * (g // groups))
+        for g in range(-(-sample // parts))
+        for p in range(parts)
+    ][:sample]
+    decoded_steady_per_s = decode_and_store(store, steady, later)
+    print(f"decode+store: {decoded_steady_per_s:12,.0f} records/s  ({sample:,} records into existing group-partitions)")
+    print(f"load average after: {load()}")
 
 
 if __name__ == "__main__":

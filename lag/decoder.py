@@ -12,6 +12,11 @@ key and value each start with an int16 version:
   v1+ rebalance_timeout int32, session_timeout int32, subscription bytes, assignment bytes.
 - An empty (null) value is a tombstone: for an offset key the committed offset is deleted, for a group key the group.
 Nothing here raises on bad input: a record that cannot be decoded becomes `Undecodable` with the reason.
+
+Speed: nearly every record is an offset commit of one shape (key v1, value v3 or v4, short metadata), so
+`decode_record` first tries `offset_commit_fast`, which reads that shape with precompiled `struct` unpacks and
+bounds checks and no reader object; anything else, malformed input included, goes to the general decoder, which
+gives the same answer for every record the fast path accepts (tests/unit/lag/test_decoder.py holds them equal).
 """
 
 from __future__ import annotations
@@ -151,8 +156,62 @@ class _Reader:
         return max(n, 0)
 
 
+_UNPACK_INT32 = struct.Struct(">i").unpack_from
+_UNPACK_INT64 = struct.Struct(">q").unpack_from
+_UNPACK_V0_HEAD = struct.Struct(">hqh").unpack_from
+"""Offset value v0-v2: version, offset, metadata length."""
+_UNPACK_V3_HEAD = struct.Struct(">hqih").unpack_from
+"""Offset value v3: version, offset, leader epoch, metadata length."""
+
+
 def decode_record(key: bytes | None, value: bytes | None) -> Record:
     """Decode one `__consumer_offsets` record; never raises."""
+    return offset_commit_fast(key, value) or decode_record_general(key, value)
+
+
+def offset_commit_fast(key: bytes | None, value: bytes | None) -> OffsetCommit | None:
+    """An offset commit with key v0/v1 and value v0-v4 whose strings and varints are short; None for any other
+    record, which the general decoder then reads (and, if malformed, reports)."""
+    if not key or not value:
+        return None
+    key_end, value_end = len(key), len(value)
+    if key_end < 10 or key[0] or key[1] > 1 or value_end < 12 or value[0]:
+        return None
+    group_end = 4 + (key[2] << 8 | key[3])  # a length >= 0x8000 is negative: refused below
+    topic_end = group_end + 2 + (key[group_end] << 8 | key[group_end + 1]) if group_end + 2 <= key_end else key_end
+    if key[2] & 0x80 or topic_end + 4 > key_end or key[group_end] & 0x80:
+        return None
+    version = value[1]
+    if version == 3:
+        if value_end < 16:
+            return None
+        _, offset, _, metadata_len = _UNPACK_V3_HEAD(value)
+        ts_at = 16 + metadata_len if metadata_len >= 0 else value_end
+    elif version == 4:
+        if value_end < 15 or value[14] & 0x80:  # a compact length of one byte
+            return None
+        offset = _UNPACK_INT64(value, 2)[0]
+        ts_at = 15 + max(value[14] - 1, 0)
+        if ts_at + 9 > value_end or value[ts_at + 8]:  # and no tagged fields
+            return None
+    elif version <= 2:
+        _, offset, metadata_len = _UNPACK_V0_HEAD(value)
+        ts_at = 12 + metadata_len if metadata_len >= 0 else value_end
+    else:
+        return None
+    if ts_at + 8 > value_end:  # also a negative metadata length, which set ts_at to the end
+        return None
+    return OffsetCommit(
+        key[4:group_end].decode("utf-8", "replace"),
+        key[group_end + 2 : topic_end].decode("utf-8", "replace"),
+        _UNPACK_INT32(key, topic_end)[0],
+        offset,
+        _UNPACK_INT64(value, ts_at)[0],
+    )
+
+
+def decode_record_general(key: bytes | None, value: bytes | None) -> Record:
+    """Decode any `__consumer_offsets` record through a reader; never raises."""
     if not key or len(key) < 2:
         return Undecodable("key shorter than its version")
     try:

@@ -34,6 +34,8 @@ BLOCK_ROWS = 32_768
 block's temporaries stay in cache."""
 
 _STATUS_OF_RULE = np.array([RULE_STATUS[rule] for rule in Rule], dtype=np.int64)
+_RULES = tuple(Rule)
+"""Rule by value (the enum's values are 0..n-1), cheaper than `Rule(value)`."""
 
 
 class ClusterHealth(Protocol):
@@ -125,23 +127,32 @@ class Evaluator:
 
     def group_status(self, verdicts: GroupVerdicts, group: int) -> GroupStatus:
         """The objects of the `group`-th group of a columnar result: verdicts with reasons and time lags."""
-        index, store, p = verdicts.index, self.store, self.params
+        index, store, p, now_ms = verdicts.index, self.store, self.params, verdicts.now_ms
         gid = int(index.gids[group])
         owners = store.owners(gid)
+        lo, hi = int(index.starts[group]), int(index.starts[group + 1])
+        columns = zip(
+            index.topic_ids[lo:hi].tolist(),
+            index.partitions[lo:hi].tolist(),
+            index.slots[lo:hi].tolist(),
+            index.hwm_rows[lo:hi].tolist(),
+            verdicts.rules[lo:hi].tolist(),
+            verdicts.current_lag[lo:hi].tolist(),
+            verdicts.complete[lo:hi].tolist(),
+            strict=True,
+        )
         out = []
-        for k in range(int(index.starts[group]), int(index.starts[group + 1])):
-            topic, partition = store.hwms.topic_name(int(index.topic_ids[k])), int(index.partitions[k])
+        for topic_id, partition, slot, row, rule_id, current_lag, complete in columns:
+            topic = store.hwms.topic_name(topic_id)
             owner, client_id = owners.get((topic, partition), ("", ""))
             if p.mode == "burrow-1.2":
                 client_id = ""  # 1.2.1 never copied it into the status
-            rule = Rule(int(verdicts.rules[k]))
+            rule = _RULES[rule_id]
             if rule is Rule.NO_COMMIT:
                 out.append(_placeholder(topic, partition, owner, client_id))
                 continue
-            offsets, timestamps, lags = store.commits.read(int(index.slots[k]))
-            row = int(index.hwm_rows[k])
+            offsets, timestamps, lags = store.commits.read(slot)
             hwm_offsets, hwm_times = store.hwms.history_of_row(row) if row >= 0 else ([], [])
-            current_lag = int(verdicts.current_lag[k])
             window = Window(offsets, timestamps, lags, hwm_offsets, hwm_times, current_lag)
             out.append(
                 PartitionVerdict(
@@ -151,11 +162,11 @@ class Evaluator:
                     start=_point(offsets[0], timestamps[0], lags[0]),
                     end=_point(offsets[-1], timestamps[-1], lags[-1]),
                     current_lag=current_lag,
-                    complete=float(verdicts.complete[k]),
+                    complete=complete,
                     owner=owner,
                     client_id=client_id,
-                    reason=explain(rule, window, verdicts.now_ms, p),
-                    lag_seconds=time_lag_seconds(offsets[-1], hwm_offsets, hwm_times, verdicts.now_ms),
+                    reason=explain(rule, window, now_ms, p),
+                    lag_seconds=time_lag_seconds(offsets[-1], hwm_offsets, hwm_times, now_ms),
                 )
             )
         return aggregate(verdicts.cluster, store.group_name(gid), tuple(out))

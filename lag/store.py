@@ -113,32 +113,35 @@ class OffsetStore:
         self, cluster: str, group: str, topic: str, partition: int, offset: int, timestamp_ms: int, now_ms: int
     ) -> Ingest:
         """Store one commit with its lag against the newest HWM known now (Burrow's lag at ingest)."""
-        code = self._add_commit(cluster, group, topic, partition, offset, timestamp_ms, now_ms)
-        self._counts[code] += 1
-        return _INGEST[code]
-
-    def _add_commit(
-        self, cluster: str, group: str, topic: str, partition: int, offset: int, timestamp_ms: int, now_ms: int
-    ) -> int:
         if timestamp_ms < now_ms - self.expire_group_ms:
-            return _EXPIRED
+            return self._dropped(_EXPIRED)
         groups = self._gids.get(cluster)
         gid = groups.get(group) if groups is not None else None
         if gid is None and not self.accepts_group(group):
-            return _FILTERED
+            return self._dropped(_FILTERED)
         tid, partitions, hwm = self.hwms.probe(cluster, topic, partition)
         if partitions == 0:
-            return _NO_TOPIC
+            return self._dropped(_NO_TOPIC)
         if not 0 <= partition < partitions:
-            return _NO_PARTITION
+            return self._dropped(_NO_PARTITION)
         if hwm is None:
-            return _NO_HWM
+            return self._dropped(_NO_HWM)
         if gid is None:
             gid = self._new_group(cluster, group)
-        run = self._run(gid, tid, partitions)
+            run = self._run(gid, tid, partitions)
+        else:
+            run = self._first_run[gid]  # the group's newest topic, most often the only one
+            if run == _NONE or self._run_topic[run] != tid or self._run_partitions[run] < partitions:
+                run = self._run(gid, tid, partitions)
         merged = self.commits.push(self._run_base[run] + partition, offset, timestamp_ms, max(0, hwm - offset))
         self._last_commit_ms[gid] = timestamp_ms
-        return _MERGED if merged else _STORED
+        code = _MERGED if merged else _STORED
+        self._counts[code] += 1
+        return _INGEST[code]
+
+    def _dropped(self, code: int) -> Ingest:
+        self._counts[code] += 1
+        return _INGEST[code]
 
     def _new_group(self, cluster: str, group: str) -> int:
         if self._free_gids:

@@ -304,12 +304,19 @@ class HwmWindows:
         return self.latest_in_row(row) if row is not None else None
 
     def history_of_row(self, row: int) -> tuple[list[int], list[int]]:
+        """HWMs and their sample times of a ring row, oldest first."""
         n = self.capacity
         count = self._count[row]
         base = row * n
         start = (self._head[row] - count) % n
-        cells = [base + (start + i) % n for i in range(count)]
-        return [self._offsets[c] for c in cells], [self._timestamps[c] for c in cells]
+        if start + count <= n:
+            lo, hi = base + start, base + start + count
+            return self._offsets[lo:hi].tolist(), self._timestamps[lo:hi].tolist()
+        first, second = slice(base + start, base + n), slice(base, base + (start + count - n))
+        return (
+            self._offsets[first].tolist() + self._offsets[second].tolist(),
+            self._timestamps[first].tolist() + self._timestamps[second].tolist(),
+        )
 
     def history(self, cluster: str, topic: str, partition: int) -> tuple[list[int], list[int]]:
         """HWMs and their sample times, oldest first."""

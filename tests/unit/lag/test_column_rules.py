@@ -225,6 +225,12 @@ def test_group_roll_up_arrays_agree_with_the_objects() -> None:
                 assert status.reason.startswith(f"{worst.topic}[{worst.partition}] {worst.status.name}:")
 
 
+def test_rule_values_index_the_status_tables() -> None:
+    """The columnar path looks rules up by value (`evaluator._RULES`, `_STATUS_OF_RULE`): values are 0..n-1."""
+    assert [rule.value for rule in Rule] == list(range(len(Rule)))
+    assert len(Rule) <= UNDECIDED
+
+
 def test_empty_groups_and_clusters() -> None:
     store = OffsetStore(intervals=3)
     evaluator = Evaluator(store, RuleParams(intervals=3))

@@ -15,6 +15,8 @@ from lag.decoder import (
     Undecodable,
     UnknownRecord,
     decode_record,
+    decode_record_general,
+    offset_commit_fast,
 )
 
 
@@ -172,8 +174,40 @@ def test_fuzz_ten_thousand_random_and_mutated_records_never_crash() -> None:
                     target[rng.randrange(len(target))] = rng.choice([0x00, 0x7F, 0x80, 0xFF])
             key, value = bytes(key), bytes(value)
         record = decode_record(key, value)
+        assert record == decode_record_general(key, value), (key, value)  # the fast path changes nothing
         kinds[type(record).__name__] = kinds.get(type(record).__name__, 0) + 1
         total += 1
     assert total >= 10_000
     assert kinds.get("Undecodable", 0) > 1000, kinds  # the mutations really broke records
     assert kinds.get("OffsetCommit", 0) > 100, kinds  # and some still decode
+
+
+def _fast_path_edges() -> list[tuple[bytes, bytes | None]]:
+    """Records at the fast path's bounds: each field of the common shape broken or stretched in turn."""
+    key, v3, v4 = offset_key("grp", "tpc", 7), offset_value(3, 42, 1000, ""), offset_value(4, 42, 1000, "")
+    out: list[tuple[bytes, bytes | None]] = [(key, v3), (key, v4), (offset_key("", "", 0), v3)]
+    out += [(key, v[:n]) for v in (v3, v4) for n in range(len(v) + 1)]  # every truncation
+    out += [(key[:n], v3) for n in range(len(key) + 1)]
+    out += [(key + b"junk", v3 + b"junk"), (key, v4[:-1] + b"\x01\x00\x00")]  # trailing bytes; a tagged field
+    out += [(key, v3[:14] + struct.pack(">h", n) + v3[16:]) for n in (-1, -2, -16, 1, 7)]  # metadata lengths
+    out += [(key, v4[:14] + bytes([b]) + v4[15:]) for b in (0, 2, 0x7F, 0x80, 0xFF)]  # compact lengths
+    out += [(key[:2] + struct.pack(">h", n) + key[4:], v3) for n in (-1, 0x7FFF, 2, 4)]  # group lengths
+    out += [(key[:7] + struct.pack(">h", n) + key[9:], v3) for n in (-1, -0x8000, 2, 9)]  # topic lengths
+    out += [(struct.pack(">h", kv) + key[2:], v3) for kv in (-1, 2, 3, 0x100)]  # key versions
+    out += [(key, struct.pack(">h", vv) + v3[2:]) for vv in (-1, 5, 0x100, 0x0103)]  # value versions
+    out += [(key, offset_value(v, -5, -7, "x" * 200)) for v in range(5)]  # negatives; a two-byte varint
+    huge = struct.pack(">hH", 1, 0x8001) + b"g" * 0x8001 + s16("t") + struct.pack(">i", 0)  # length < 0 as int16
+    return [*out, (huge, v3)]
+
+
+@pytest.mark.parametrize("index", range(len(_fast_path_edges())))
+def test_fast_path_edges_decode_as_the_general_decoder(index: int) -> None:
+    key, value = _fast_path_edges()[index]
+    assert decode_record(key, value) == decode_record_general(key, value)
+
+
+def test_the_common_shapes_take_the_fast_path() -> None:
+    """Key v1 with value v3 or v4 (what Kafka 3.x and 4.x write) are read without the general reader."""
+    for version in range(5):
+        record = offset_commit_fast(offset_key("g", "t", 3), offset_value(version, 42, 1_700_000_000_123, ""))
+        assert record == OffsetCommit("g", "t", 3, 42, 1_700_000_000_123)
