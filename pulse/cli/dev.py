@@ -13,7 +13,7 @@ from rich.table import Table
 from pulse.cli.options import config_option
 from pulse.dev.cluster import DevCluster
 from pulse.dev.runtime import DEFAULT_VERSION, LEGACY_VERSION, ensure_runtime, ensure_tools
-from pulse.dev.topology import Security
+from pulse.dev.topology import JmxSecurity, Security
 from pulse.errors import ClusterError
 from pulse.paths import cache_dir, state_dir
 
@@ -53,8 +53,17 @@ def dev() -> None:
 @click.option("--brokers", type=click.Choice(["1", "3"]), default="3", show_default=True)
 @click.option("--kafka-version", default=DEFAULT_VERSION, show_default=True, help="4.x, or 3.9.x for Burrow.")
 @click.option("--security", type=click.Choice([s.value for s in Security]), default="plaintext", show_default=True)
+@click.option(
+    "--jmx-security",
+    type=click.Choice([s.value for s in JmxSecurity]),
+    default="none",
+    show_default=True,
+    help="JMX login (auth), and over TLS (auth+tls); the login is in jmx-credentials.json (0600), never on argv.",
+)
 @click.option("--timeout", "timeout_s", type=float, default=120.0, show_default=True)
-def up(config_path: Path | None, brokers: str, kafka_version: str, security: str, timeout_s: float) -> None:
+def up(
+    config_path: Path | None, brokers: str, kafka_version: str, security: str, jmx_security: str, timeout_s: float
+) -> None:
     """Gather jars (once per version), format storage, start the nodes and wait until every broker is RUNNING."""
     home = dev_home()
     if (home / "state.json").exists():
@@ -67,7 +76,7 @@ def up(config_path: Path | None, brokers: str, kafka_version: str, security: str
         existing.down()  # stale state from a crashed run
     console = Console(stderr=True)
     started = time.monotonic()
-    cluster = DevCluster.plan(home, int(brokers), kafka_version, Security(security))
+    cluster = DevCluster.plan(home, int(brokers), kafka_version, Security(security), JmxSecurity(jmx_security))
     with console.status(f"starting {brokers} Kafka {kafka_version} node(s)..."):
         cluster.up(cache_dir(), timeout_s)
     console.print(f"ready in {time.monotonic() - started:.1f} s")

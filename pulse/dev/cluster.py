@@ -411,6 +411,7 @@ class DevCluster:
             "kafka_version": self.spec.kafka_version,
             "cluster_id": self.spec.cluster_id,
             "security": self.spec.security.value,
+            "jmx_security": self.spec.jmx_security.value,
             "home": str(self.home),
             "brokers": [
                 {
