@@ -10,13 +10,17 @@ instance (`applyInPandas`) cumulative sums give every window at every step as a 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd  # type: ignore[import-untyped]  # no stubs; pandas-stubs is not a dependency
+from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
+from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -33,7 +37,7 @@ from slo.evaluation import (
 from slo.model import Slo
 from slo.policy import HOUR_S, MINUTE_S, FloatArray, WindowSums
 from slo.results import BacktestResult, Interval, SloResult
-from slo.sources import REASONS, scored_rows
+from slo.sources import REASONS, SourceUnreadable, scored_rows
 
 _COUNTS = [f"n_{reason}" for reason in REASONS]
 
@@ -43,6 +47,21 @@ def prepare(spark: SparkSession) -> None:
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     spark.conf.set("spark.sql.ansi.enabled", "false")  # a value that does not parse is null, counted, skipped
     spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
+
+
+@contextmanager
+def _reading(slos: Sequence[Slo]) -> Iterator[None]:
+    """A Spark failure while the job runs (unreadable or inconsistent files) becomes SourceUnreadable naming the
+    sources; the message's first line is Spark's, without its stack trace."""
+    try:
+        with warnings.catch_warnings():
+            # toPandas warns before re-raising a failure in mid-computation; the error below says it better.
+            warnings.filterwarnings("ignore", message="toPandas attempted Arrow optimization", category=UserWarning)
+            yield
+    except (PySparkException, Py4JJavaError) as exc:
+        first = next((line for line in str(exc).strip().splitlines() if line.strip()), type(exc).__name__)
+        sources = sorted({str(getattr(s.source, "path", getattr(s.source, "url", ""))) for s in slos})
+        raise SourceUnreadable(f"Spark could not evaluate the SLOs reading {', '.join(sources)}: {first}") from exc
 
 
 def _names(slos: Sequence[Slo]) -> list[str]:
@@ -118,7 +137,8 @@ def evaluate(spark: SparkSession, slos: Sequence[Slo], at: datetime) -> list[Slo
         ]
     aggregates += [F.sum(c).alias(c) for c in _COUNTS]
     hour = F.floor((F.lit(at_s - 1) - ts) / HOUR_S).cast("int").alias("k")
-    frame: pd.DataFrame = rows.groupBy("slo", "instance", hour).agg(*aggregates).toPandas()
+    with _reading(slos):
+        frame: pd.DataFrame = rows.groupBy("slo", "instance", hour).agg(*aggregates).toPandas()
     return _results(slos, at, frame.fillna(0), subs)
 
 
@@ -193,7 +213,8 @@ def backtest(
     def per_instance(frame: pd.DataFrame) -> pd.DataFrame:
         return _instance_intervals(frozen, first, last_s, steps, frame)
 
-    out = buckets.groupBy("slo", "instance").applyInPandas(per_instance, _BACKTEST_SCHEMA).toPandas()
+    with _reading(slos):
+        out = buckets.groupBy("slo", "instance").applyInPandas(per_instance, _BACKTEST_SCHEMA).toPandas()
     return _backtest_results(slos, out)
 
 
