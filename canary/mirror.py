@@ -31,8 +31,8 @@ from canary.sli_log import SliLog, TargetTagged
 from canary.topic import KafkaPythonReassigner, Reassigner, TopicManager, read_brokers, read_layout
 from canary.tracker import Tracker
 from canary.view import ClusterView, PartitionLeader
-from pulse.config import CanaryConfig, ClusterConfig
-from pulse.errors import KafkaUnavailable
+from pulse.config import CanaryConfig, ClusterConfig, PulseConfig
+from pulse.errors import ConfigError, KafkaUnavailable
 from pulse.profile import client_config
 
 _LOG = logging.getLogger(__name__)
@@ -376,3 +376,21 @@ class MirrorCanary:
         snapshot = self.metrics.snapshot
         snapshot.lag_s = self.ledger.lag_s(now)
         snapshot.late = {p: c.late for p, c in self.ledger.counts().items()}
+
+
+def start_mirror(config: PulseConfig, registry: CollectorRegistry, sli_log: SliLog | None) -> MirrorCanary | None:
+    """Start mirror mode when `canary.mirror.enabled`; both clusters must be configured by name."""
+    mirror = config.canary.mirror
+    if not mirror.enabled or mirror.target is None:
+        return None
+    try:
+        source = config.cluster(mirror.source or config.canary.cluster)
+    except ConfigError as exc:
+        raise ConfigError(f"canary.mirror.source: {exc}") from None
+    try:
+        target = config.cluster(mirror.target)
+    except ConfigError as exc:
+        raise ConfigError(f"canary.mirror.target: {exc}") from None
+    if source.name == target.name:
+        raise ConfigError(f"canary.mirror.target: {target.name!r} is also the source; mirror mode needs two clusters")
+    return MirrorCanary(source, target, config.canary, registry, sli_log=sli_log).start()

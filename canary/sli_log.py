@@ -26,7 +26,7 @@ from typing import Any, Self
 import pyarrow as pa
 import pyarrow.parquet as pq
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
+from prometheus_client.registry import Collector, CollectorRegistry
 
 from canary.events import ProbeResult
 from pulse.config import SliLogConfig
@@ -341,6 +341,16 @@ class SliLog:
 
     def _update_disk_usage(self) -> None:
         self._enforce_bound()  # files left by an earlier run count against the bound too
+
+
+def open_sli_log(config: SliLogConfig, registry: CollectorRegistry, state: Path) -> SliLog | None:
+    """Start the writer `canary.sli_log` describes (default directory `<state>/sli/canary`) and register its
+    families on `registry`; None when the log is disabled. The caller stops it after the probes."""
+    if not config.enabled:
+        return None
+    log = SliLog.from_config(config, state / "sli" / "canary")
+    registry.register(SliLogCollector(log))
+    return log.start()
 
 
 class TargetTagged:
