@@ -174,6 +174,16 @@ class Alertmanager(LocalService):
         if response.status_code != 200:
             raise QueryFailed(f"alertmanager post alerts: HTTP {response.status_code}: {response.text.strip()}")
 
+    def notifications_sent(self, integration: str) -> int:
+        """Notifications this process has completed through `integration` ("pagerduty", "webhook"), from its
+        /metrics (`alertmanager_notification_latency_seconds_count`, observed once the receiver has answered)."""
+        response = self.call("GET", "/metrics")
+        wanted = f'alertmanager_notification_latency_seconds_count{{integration="{integration}"}} '
+        for line in response.text.splitlines():
+            if line.startswith(wanted):
+                return int(float(line[len(wanted) :]))
+        raise QueryFailed(f"alertmanager /metrics: no notification count for integration {integration!r}")
+
     @contextmanager
     def outage(self, sig: signal.Signals = signal.SIGKILL) -> Iterator[None]:
         """Alertmanager down for the body of a `with`: `sig` to its PID (SIGKILL: a crash, its in-memory alerts and

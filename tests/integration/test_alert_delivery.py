@@ -184,6 +184,8 @@ def test_a_resolve_spooled_while_alertmanager_is_stopped_reaches_pagerduty_after
     mark = http_receiver.mark()
     delivery.deliver(slo_states(page=[gone]), utc_now())
     trigger = pagerduty_event(http_receiver, "trigger", gone, after=mark)
+    # Alertmanager logs a notification just after the receiver answers; stopping it in between would lose it.
+    assert wait_until(lambda: example_alertmanager.notifications_sent("pagerduty") >= 1, 30)
 
     # SIGTERM: Alertmanager saves its notification log on the way down, so after the restart it knows the page
     # was notified and sends the resolve the spool delivers. (After a SIGKILL it cannot: docs/alerting.md.)
