@@ -53,7 +53,9 @@ class RecordTimeReader:
         if not wanted:
             return {}
         by_tp = {(t, p): o for t, p, o in wanted}  # one offset per partition per read
-        self._consumer.assign([TopicPartition(t, p, o) for (t, p), o in by_tp.items()])
+        assignment = [TopicPartition(t, p, o) for (t, p), o in by_tp.items()]
+        self._consumer.assign(assignment)
+        self._consumer.resume(assignment)  # a partition paused in an earlier read stays paused otherwise
         found: dict[tuple[str, int, int], int] = {}
         pending = set(by_tp)
         deadline = time.monotonic() + timeout_s
@@ -69,6 +71,8 @@ class RecordTimeReader:
                             pending.discard(tp)  # nothing after the offset, or a permanent error: no record to time
                             self._consumer.pause([TopicPartition(*tp)])
                         continue
+                    if (msg.offset() or 0) < by_tp[tp]:
+                        continue  # fetched for an earlier read of this partition
                     kind, ts = msg.timestamp()
                     if kind != TIMESTAMP_NOT_AVAILABLE:
                         found[(tp[0], tp[1], by_tp[tp])] = ts

@@ -23,6 +23,8 @@ from pulse.config import PageCacheConfig
 
 _LOG = logging.getLogger(__name__)
 OFFSETS_TOPIC = "__consumer_offsets"
+_RENEW_AFTER_FAILURES = 3
+"""Consecutive failed HWM rounds after which the admin client is replaced."""
 _LATEST = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # untyped in confluent_kafka
 
 
@@ -55,6 +57,7 @@ class KafkaLagSource:
         self._admin: AdminClient | None = None
         """Created by `start()`: configuring a source connects to nothing (Burrow's module contract)."""
         self._topics: dict[str, int] = {}
+        self._failed_rounds = 0
         self.admin_reader: AdminOffsetsReader | None = None
         if ingestion == "admin":
             health.expect(cluster, GROUP_OFFSETS_FEED)  # judged only once commits can be read too
@@ -62,7 +65,7 @@ class KafkaLagSource:
     # -- lifecycle -------------------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._admin = AdminClient({**self.client_config, "socket.timeout.ms": 5000})
+        self._admin = self._new_admin()
         self.poll_hwms()  # commits are only stored once their partition has a HWM (Burrow's rule)
         if self.ingestion == "admin":
             self.admin_reader = AdminOffsetsReader(self.cluster, self._admin, self.service, self.health)
@@ -102,6 +105,9 @@ class KafkaLagSource:
             results = {tp: f.result(timeout=10) for tp, f in futures.items()}
         except (KafkaException, TimeoutError, Exception) as exc:  # any failure means: this cluster is unknown now
             self.health.mark_error(self.cluster, f"{type(exc).__name__}: {exc}")
+            self._failed_rounds += 1
+            if self._failed_rounds % _RENEW_AFTER_FAILURES == 0:
+                self._renew_admin()
             return False
         now = self.service.clock_ms()
         with self.service.locked() as store:
@@ -112,8 +118,20 @@ class KafkaLagSource:
             if self.page_cache is not None:
                 self._estimate_page_cache(placements)
         self._topics = topics
+        self._failed_rounds = 0
         self.health.mark_ok(self.cluster)
         return True
+
+    def _new_admin(self) -> AdminClient:
+        return AdminClient({**self.client_config, "socket.timeout.ms": 5000})
+
+    def _renew_admin(self) -> None:
+        """A fresh client after repeated failures: after a broker froze and came back, a client's connections or
+        requests can stay wedged while a new client gets answers at once (seen with SIGSTOP/SIGCONT)."""
+        _LOG.info("lag source %s: %d HWM rounds failed; renewing the admin client", self.cluster, self._failed_rounds)
+        self._admin = self._new_admin()
+        if self.admin_reader is not None:
+            self.admin_reader.admin = self._admin
 
     def _estimate_page_cache(self, placements: dict[tuple[str, int], Placement]) -> None:
         """Per broker, how many seconds of writes its page cache holds (called under the service lock)."""
