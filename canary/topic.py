@@ -143,6 +143,9 @@ class TopicManager:
         except KafkaUnavailable as exc:
             self.report.error = str(exc)
             _LOG.warning("canary topic %s: %s", self._config.topic, exc)
+        except Exception as exc:  # a client-library bug must not stop the metadata refresh that runs after us
+            self.report.error = repr(exc)
+            _LOG.exception("canary topic %s: reconciliation failed", self._config.topic)
         return self.report
 
     def _reconcile(self, now: float) -> None:
@@ -216,9 +219,7 @@ class TopicManager:
         topic = self._config.topic
         tps = [TopicPartition(topic, p) for p in partitions]
         try:
-            results = self._admin.elect_leaders(ElectionType.PREFERRED, tps, request_timeout=self._timeout_s).result(
-                timeout=self._timeout_s + 1
-            )
+            results = self._admin.elect_leaders(ElectionType.PREFERRED, tps).result(timeout=self._timeout_s + 1)
         except (KafkaException, TimeoutError) as exc:
             raise KafkaUnavailable(f"preferred leader election on {topic} failed: {exc}") from exc
         self._count("elect")
