@@ -4,7 +4,9 @@
 turns a rule into its reason text when a caller reads the verdict. Each step below names the scalar predicate it
 reproduces; `tests/unit/lag/test_column_rules.py` holds the two paths to identical answers on random and
 adversarial windows. Rows settle in rule order: a row decided by an earlier rule is never looked at again, and the
-costlier steps (HWM interpolation, the STOP scan of the HWM history) run on the rows still open only.
+costlier steps (HWM interpolation, the STOP scan of the HWM history) run on the rows still open only. Those two
+search a HWM history; when it never goes down (HWMs and sample times only grow, so nearly always) they bisect it,
+O(log m) per look-up, and otherwise compare every pair of samples, as the scalar loops do.
 
 Integer arithmetic is int64 where the scalar rules use Python ints; the one product that could overflow (the HWM
 interpolation of the fresh lags) is checked and recomputed exactly in Python for the rows where it might.
@@ -61,8 +63,9 @@ def decide(c: WindowColumns, now_ms: int, p: RuleParams) -> Decisions:
     """The rule, current lag and completeness of every row, in mode `p.mode`."""
     count = c.count
     last_offset = c.offsets[:, -1]
-    has_hwm = c.hwm_count > 0
-    current_lag = np.where(has_hwm & (count > 0), np.maximum(c.hwm_offsets[:, -1] - last_offset, 0), 0)
+    has_hwm = c.hwm_count[c.hwm_row] > 0
+    newest_hwm = c.hwm_offsets[c.hwm_row, -1]
+    current_lag = np.where(has_hwm & (count > 0), np.maximum(newest_hwm - last_offset, 0), 0)
     complete = np.where(count >= p.intervals, 1.0, count / p.intervals)
     s = _Settler(len(count))
     s.settle(Rule.NO_COMMIT, count == 0)
@@ -136,8 +139,8 @@ def _is_stopped(c: WindowColumns, now_ms: int) -> Bools:
 def _is_recent_lag_zero(c: WindowColumns, intervals: int) -> Bools:
     """rules.is_recent_lag_zero over the newest `intervals` HWM samples (padding repeats a sample already in)."""
     width = min(intervals, c.hwm_offsets.shape[1])
-    lowest = c.hwm_offsets[:, -width:].min(axis=1)
-    caught_up: Bools = (c.hwm_count > 0) & (lowest <= c.offsets[:, -1])
+    lowest = c.hwm_offsets[:, -width:].min(axis=1)[c.hwm_row]
+    caught_up: Bools = (c.hwm_count[c.hwm_row] > 0) & (lowest <= c.offsets[:, -1])
     return caught_up
 
 
@@ -194,31 +197,56 @@ def _newest_column(mask: Bools) -> tuple[Bools, I64]:
     return found, index
 
 
-def _real_hwm_columns(c: WindowColumns, rows: I64) -> Bools:
-    """Which HWM columns of `rows` hold a real sample (not padding)."""
-    width = c.hwm_offsets.shape[1]
-    real: Bools = np.arange(width)[None, :] >= (width - c.hwm_count[rows])[:, None]
-    return real
+def _count_at_most(values: I64, history: I64, x: I64, width: int) -> I64:
+    """How many of the first `width` columns of `values[history]` are <= x, for histories that never go down: a
+    bisection over all look-ups at once (log2(width) gathers instead of `width` comparisons each)."""
+    count = np.zeros(len(x), dtype=np.int64)
+    step = 1 << (width.bit_length() - 1) if width else 0
+    while step:
+        probe = count + step
+        fits = probe <= width
+        taken = fits & (values[history, np.minimum(probe, width) - 1] <= x)
+        count = np.where(taken, probe, count)
+        step >>= 1
+    return count
 
 
 def _nothing_produced_since(c: WindowColumns, rows: I64, since_ms: I64) -> Bools:
     """rules._nothing_produced_since: walking back from the newest sample, the HWM stays at the newest value until
     a sample at or before `since_ms` (or the oldest sample); and the newest sample is after `since_ms`."""
-    offsets, times = c.hwm_offsets[rows], c.hwm_times_ms[rows]
+    history = c.hwm_row[rows]
+    offsets, times, real = c.hwm_offsets[history], c.hwm_times_ms[history], c.hwm_count[history]
+    width = offsets.shape[1]
     newest = offsets[:, -1]
-    stops = _real_hwm_columns(c, rows) & ((offsets != newest[:, None]) | (times <= since_ms[:, None]))
+    is_real = np.arange(width)[None, :] >= (width - real)[:, None]
+    stops = is_real & ((offsets != newest[:, None]) | (times <= since_ms[:, None]))
     found, index = _newest_column(stops)
     flat_until_stop = ~found | (offsets[np.arange(len(rows)), index] == newest)
-    quiet: Bools = (c.hwm_count[rows] > 0) & (times[:, -1] > since_ms) & flat_until_stop
+    quiet: Bools = (real > 0) & (times[:, -1] > since_ms) & flat_until_stop
     return quiet
 
 
 def _waiting_since(c: WindowColumns, rows: I64) -> I64:
     """timelag.waiting_since_ms: the sample after the newest HWM at or below the last commit, else the commit."""
     last_offset, last_ts = c.offsets[rows, -1], c.timestamps_ms[rows, -1]
-    offsets, times = c.hwm_offsets[rows], c.hwm_times_ms[rows]
-    found, index = _newest_column(_real_hwm_columns(c, rows) & (offsets <= last_offset[:, None]))
-    after = times[np.arange(len(rows)), np.minimum(index + 1, offsets.shape[1] - 1)]
+    history = c.hwm_row[rows]
+    width = c.hwm_offsets.shape[1]
+    real = c.hwm_count[history]
+    sorted_ = c.hwm_offsets_sorted[history]
+    index = np.zeros(len(rows), dtype=np.int64)
+    # sorted: the newest sample <= the offset is the last of those counted (padding repeats the oldest sample,
+    # so it is counted exactly when the oldest real one is)
+    fast = np.flatnonzero(sorted_)
+    counted = _count_at_most(c.hwm_offsets, history[fast], last_offset[fast], width)
+    found = np.zeros(len(rows), dtype=np.bool_)
+    found[fast] = counted > width - real[fast]
+    index[fast] = counted - 1
+    slow = np.flatnonzero(~sorted_)
+    if len(slow):
+        offsets = c.hwm_offsets[history[slow]]
+        is_real = np.arange(width)[None, :] >= (width - real[slow])[:, None]
+        found[slow], index[slow] = _newest_column(is_real & (offsets <= last_offset[slow, None]))
+    after = c.hwm_times_ms[history, np.clip(index + 1, 0, width - 1)]
     since: I64 = np.where(found, np.maximum(last_ts, after), last_ts)
     return since
 
@@ -226,31 +254,49 @@ def _waiting_since(c: WindowColumns, rows: I64) -> I64:
 def _fresh_lags(c: WindowColumns, rows: I64) -> I64:
     """rules.fresh_lags: lag at each commit against timelag.hwm_at(commit time); the stored lag where unknown."""
     offsets, times, stored = c.offsets[rows], c.timestamps_ms[rows], c.lags[rows]
-    h_offsets, h_times, h_count = c.hwm_offsets[rows], c.hwm_times_ms[rows], c.hwm_count[rows]
-    width = h_offsets.shape[1]
+    history = c.hwm_row[rows]
+    width = c.hwm_offsets.shape[1]
+    h_first, h_last = c.hwm_times_ms[history, :1], c.hwm_times_ms[history, -1:]
     # hwm_at: None before the oldest sample (column 0 repeats it) or without samples; the newest from its time on
-    unknown = (h_count[:, None] == 0) | (times < h_times[:, :1])
-    hwm = np.broadcast_to(h_offsets[:, -1:], times.shape).copy()
-    inside = ~unknown & (times < h_times[:, -1:])
-    if inside.any():
+    unknown = (c.hwm_count[history][:, None] == 0) | (times < h_first)
+    hwm = np.broadcast_to(c.hwm_offsets[history, -1:], times.shape).copy()
+    inside = ~unknown & (times < h_last)
+    r_in, k_in = np.nonzero(inside)
+    if len(r_in):
         # the newest pair of real samples (i-1, i) with t[i-1] <= time <= t[i]; none found -> the oldest sample
-        first_pair = (width - h_count + 1)[:, None, None]
-        pair = np.arange(1, width)[None, None, :]
-        t = times[:, :, None]
-        match = (h_times[:, None, :-1] <= t) & (t <= h_times[:, None, 1:]) & (pair >= first_pair)
-        found = match.any(axis=2)
-        i = width - 1 - match[:, :, ::-1].argmax(axis=2)
-        r = np.arange(len(rows))[:, None]
-        t0, t1, o0, o1 = h_times[r, i - 1], h_times[r, i], h_offsets[r, i - 1], h_offsets[r, i]
+        h = history[r_in]
+        t = times[r_in, k_in]
+        pair = np.zeros(len(h), dtype=np.int64)
+        found = np.ones(len(h), dtype=np.bool_)
+        fast = np.flatnonzero(c.hwm_times_sorted[h])
+        # sorted times: i = how many of samples 0..m-2 are <= t (always a pair when oldest <= t < newest)
+        pair[fast] = _count_at_most(c.hwm_times_ms, h[fast], t[fast], width - 1)
+        slow = np.flatnonzero(~c.hwm_times_sorted[h])
+        if len(slow):
+            found[slow], pair[slow] = _newest_pair(c, h[slow], t[slow])
+        pair = np.maximum(pair, 1)
+        t0, t1 = c.hwm_times_ms[h, pair - 1], c.hwm_times_ms[h, pair]
+        o0, o1 = c.hwm_offsets[h, pair - 1], c.hwm_offsets[h, pair]
         flat = t1 == t0
-        rise, elapsed = o1 - o0, times - t0
-        risky = inside & found & ~flat & (np.abs(rise.astype(np.float64)) * np.abs(elapsed) >= _OVERFLOW_GUARD)
+        rise, elapsed = o1 - o0, t - t0
+        risky = found & ~flat & (np.abs(rise.astype(np.float64)) * np.abs(elapsed) >= _OVERFLOW_GUARD)
         between = o0 + rise * elapsed // np.where(flat, 1, t1 - t0)
-        value = np.where(found, np.where(flat, o1, between), h_offsets[:, :1])
-        hwm = np.where(inside, value, hwm)
-        for row, col in zip(*np.nonzero(risky), strict=True):  # exact Python ints where int64 might overflow
-            real = slice(width - int(h_count[row]), width)
-            exact = hwm_at(int(times[row, col]), h_offsets[row, real].tolist(), h_times[row, real].tolist())
-            hwm[row, col] = exact if exact is not None else 0
+        value = np.where(found, np.where(flat, o1, between), c.hwm_offsets[h, 0])
+        for q in np.flatnonzero(risky):  # exact Python ints where int64 might overflow
+            real = slice(width - int(c.hwm_count[h[q]]), width)
+            exact = hwm_at(int(t[q]), c.hwm_offsets[h[q], real].tolist(), c.hwm_times_ms[h[q], real].tolist())
+            value[q] = exact if exact is not None else 0
+        hwm[r_in, k_in] = value
     lags: I64 = np.where(unknown, stored, np.maximum(hwm - offsets, 0))
     return lags
+
+
+def _newest_pair(c: WindowColumns, history: I64, t: I64) -> tuple[Bools, I64]:
+    """For histories whose times go back somewhere: (found, i) of the newest real pair with t[i-1] <= t <= t[i],
+    comparing every pair (the scalar loop's answer whatever the order)."""
+    times = c.hwm_times_ms[history]
+    width = times.shape[1]
+    first_pair = (width - c.hwm_count[history] + 1)[:, None]
+    match = (times[:, :-1] <= t[:, None]) & (t[:, None] <= times[:, 1:]) & (np.arange(1, width)[None, :] >= first_pair)
+    found, index = _newest_column(match)
+    return found, index + 1

@@ -5,9 +5,11 @@ order, on which HWM rows) that the evaluator walks.
 Block layout: row r is one group-partition; columns are oldest first and right-aligned, so the newest commit is
 always the last column, and the cells before a short window's oldest commit repeat it ("edge padding"). Repeating
 the oldest value changes none of the rule predicates (a repeated offset is no rewind and no progress, a repeated
-lag no decrease, a repeated HWM no new minimum), which lets them run over whole rows without masks. The HWM block
-is padded the same way; `hwm_count` says how many of its columns are real. Both blocks are trimmed to the longest
-window present, so a block of one-sample HWM histories is one column wide.
+lag no decrease, a repeated HWM no new minimum), which lets them run over whole rows without masks. HWM histories
+belong to topic-partitions, which many groups share, so the HWM block holds each distinct history once (`hwm_row`
+maps a group-partition to it), padded the same way; `hwm_count` says how many of its columns are real, and two
+flags say whether its offsets and times never go down (the normal case, which the rules search by bisection).
+Blocks are trimmed to the longest window present, so a block of one-sample HWM histories is one column wide.
 """
 
 from __future__ import annotations
@@ -36,12 +38,18 @@ class WindowColumns:
     """(rows, n) lag at ingest; NO_LAG (-1) when unknown."""
     count: I64
     """(rows,) commits in the window; 0 for a placeholder partition."""
+    hwm_row: I64
+    """(rows,) the partition's history in the HWM arrays below."""
     hwm_offsets: I64
-    """(rows, m) HWM samples of the partition."""
+    """(histories, m) HWM samples."""
     hwm_times_ms: I64
-    """(rows, m) their sample times (ms)."""
+    """(histories, m) their sample times (ms)."""
     hwm_count: I64
-    """(rows,) real HWM samples; 0 when the partition has none."""
+    """(histories,) real HWM samples; 0 for a partition with none."""
+    hwm_offsets_sorted: NDArray[np.bool_]
+    """(histories,) the samples never go down."""
+    hwm_times_sorted: NDArray[np.bool_]
+    """(histories,) the sample times never go down."""
 
     def __len__(self) -> int:
         return len(self.count)
@@ -115,18 +123,29 @@ def gather(store: OffsetStore, slots: I64, hwm_rows: I64) -> WindowColumns:
     cells = _ring_cells(slots, head, count, n)
     offsets, times, lags = all_offsets[cells], all_times[cells], all_lags[cells]
     h_all_offsets, h_all_times, h_all_head, h_all_count = store.hwms.buffers()
-    m = store.hwms.capacity
-    has_row = hwm_rows >= 0
-    if len(h_all_count) == 0 or not has_row.any():
-        h_count = np.zeros(len(slots), dtype=np.int64)
-        h_offsets = h_times = np.zeros((len(slots), 1), dtype=np.int64)
-    else:
-        rows = np.where(has_row, hwm_rows, 0)
-        h_head = h_all_head[rows].astype(np.int64)
-        h_count = np.where(has_row, h_all_count[rows], 0).astype(np.int64)
-        h_cells = _ring_cells(rows, h_head, h_count, m)
+    rows, hwm_row = np.unique(np.where(hwm_rows >= 0, hwm_rows, -1), return_inverse=True)
+    known = rows >= 0
+    h_count = np.zeros(len(rows), dtype=np.int64)
+    h_head = np.zeros(len(rows), dtype=np.int64)
+    h_count[known] = h_all_count[rows[known]]
+    h_head[known] = h_all_head[rows[known]]
+    h_cells = _ring_cells(np.where(known, rows, 0), h_head, h_count, store.hwms.capacity)
+    if len(h_all_offsets):
         h_offsets, h_times = h_all_offsets[h_cells], h_all_times[h_cells]
-    return WindowColumns(offsets, times, lags, count, h_offsets, h_times, h_count)
+    else:
+        h_offsets = h_times = np.zeros(h_cells.shape, dtype=np.int64)
+    return _columns(offsets, times, lags, count, hwm_row.reshape(-1).astype(np.int64), h_offsets, h_times, h_count)
+
+
+def _columns(
+    offsets: I64, times: I64, lags: I64, count: I64, hwm_row: I64, h_offsets: I64, h_times: I64, h_count: I64
+) -> WindowColumns:
+    """A block, with the sortedness flags of its HWM histories (padding repeats the oldest: no effect on them)."""
+    offsets_sorted = ~np.asarray((h_offsets[:, 1:] < h_offsets[:, :-1]).any(axis=1), dtype=np.bool_)
+    times_sorted = ~np.asarray((h_times[:, 1:] < h_times[:, :-1]).any(axis=1), dtype=np.bool_)
+    return WindowColumns(
+        offsets, times, lags, count, hwm_row, h_offsets, h_times, h_count, offsets_sorted, times_sorted
+    )
 
 
 def _ring_cells(rows: I64, head: I64, count: I64, n: int) -> I64:
@@ -154,7 +173,8 @@ def from_windows(windows: Sequence[Window], n: int, m: int) -> WindowColumns:
             _put_padded(block[r], values)
         for block, values in zip(h_blocks, (w.hwm_offsets, w.hwm_times_ms), strict=True):
             _put_padded(block[r], values)
-    return WindowColumns(blocks[0], blocks[1], blocks[2], count, h_blocks[0], h_blocks[1], h_count)
+    history = np.arange(rows, dtype=np.int64)  # one history per window
+    return _columns(blocks[0], blocks[1], blocks[2], count, history, h_blocks[0], h_blocks[1], h_count)
 
 
 def _put_padded(row: I64, values: Sequence[int]) -> None:

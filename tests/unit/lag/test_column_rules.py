@@ -79,6 +79,10 @@ ADVERSARIAL = [
     window([10, 20, 31], [0, 100, 200], [1, 1, 1], [31, 32, 32], [100, 200, 300]),  # produced after the commit
     window([10, 20, 30], [0, 100, 200], [9, 9, 9], [50, 40, 60, 35], [300, 100, 200, 50]),  # HWM times shuffled
     window([10, 20, 30], [0, 100, 200], [9, 9, 9], [50, 20, 10], [0, 100, 200]),  # HWM going down
+    # sample times out of order: the newest bracketing pair is (100, 400), bisection would pick (0, 300)
+    window([20, 20], [200, 250], [5, 5], [0, 30, 1000, 1030], [0, 300, 100, 400]),
+    # HWM back at the commit after going past it: bisection would find the old sample, the scan the newest one
+    window([50], [0], [9], [5, 100, 100, 100, 100, 5, 100, 100], list(range(0, 80_000, 10_000))),
     window([10, 20, 30], [150, 100, 50], [9, 9, 9], [40, 45], [0, 500]),  # commit times going back
     # interpolation products beyond int64: offsets near 2**61, HWM samples 2**30 ms apart
     window([2**61, 2**61 + 5], [2**30, 2**31], [9, 9], [2**60, 2**62], [0, 2**32]),
@@ -121,7 +125,7 @@ def test_random_windows_match_the_scalar_rules(p: RuleParams) -> None:
 
 @pytest.mark.parametrize("p", PARAMS, ids=lambda p: f"{p.mode}-i{p.intervals}-a{p.allowed_lag}-m{p.minimum_complete}")
 def test_adversarial_windows_match_the_scalar_rules(p: RuleParams) -> None:
-    for now_ms in (0, 300, 1000, 1999, 2**31 + 100_000, 2**33):
+    for now_ms in (0, 300, 1000, 1999, 64_000, 2**31 + 100_000, 2**33):
         assert_block_matches_reference(ADVERSARIAL, now_ms, p)
         for w in ADVERSARIAL:  # alone, so that no other row sets the block's width
             assert_block_matches_reference([w], now_ms, p)
