@@ -325,6 +325,8 @@ class AlertSpool:
         self.path = directory / SPOOL_FILE
         directory.mkdir(parents=True, exist_ok=True)
         self._thread_lock = threading.Lock()
+        self._read_lines: dict[int, bytes] = {}
+        """id(alert) -> its line, for the alerts of the last `read`: a rewrite keeps their `spooled_at`."""
         self.entries = 0
         """Entries after this object's last read or write (another process may have appended since)."""
 
@@ -352,6 +354,7 @@ class AlertSpool:
             return SpoolContents([], [])
         alerts: list[Alert] = []
         corrupt: list[CorruptLine] = []
+        self._read_lines = {}
         lines = data.split(b"\n")
         for index, line in enumerate(lines, start=1):
             if not line.strip():
@@ -361,6 +364,7 @@ class AlertSpool:
                 continue
             try:
                 alerts.append(_decode(line))
+                self._read_lines[id(alerts[-1])] = line + b"\n"
             except (ValueError, ValidationError) as exc:
                 reason = str(exc).replace("\n", "; ")
                 corrupt.append(CorruptLine(index, f"{type(exc).__name__}: {reason}"[:500]))
@@ -373,7 +377,9 @@ class AlertSpool:
         size = self.size_bytes()
         if size + sum(map(len, lines)) > self.max_bytes:
             held = self.read()
-            trimmed = self._write([(_encode(a, now), a) for a in held.alerts] + list(zip(lines, alerts, strict=True)))
+            trimmed = self._write(
+                [(self._line(a, now), a) for a in held.alerts] + list(zip(lines, alerts, strict=True))
+            )
             return Trimmed(trimmed.superseded, trimmed.overflow, tuple(held.corrupt))
         if not lines:
             return Trimmed()
@@ -388,7 +394,11 @@ class AlertSpool:
 
     def replace(self, alerts: Sequence[Alert], now: datetime) -> Trimmed:
         """Make the spool hold exactly `alerts` (trimmed to the bound), atomically."""
-        return self._write([(_encode(a, now), a) for a in alerts])
+        return self._write([(self._line(a, now), a) for a in alerts])
+
+    def _line(self, alert: Alert, now: datetime) -> bytes:
+        """The line an alert read back came from, else a new one spooled `now`."""
+        return self._read_lines.get(id(alert)) or _encode(alert, now)
 
     def _ends_without_newline(self) -> bool:
         with open(self.path, "rb") as handle:
@@ -426,7 +436,7 @@ class AlertSpool:
 
 # --- delivery -----------------------------------------------------------------------------------------------------
 
-DropReason = Literal["overflow", "corrupt", "rejected"]
+DropReason = Literal["overflow", "corrupt", "rejected", "spool_error"]
 
 
 @dataclass
@@ -442,8 +452,11 @@ class SinkStats:
     """Alerts written to the spool."""
     superseded: int = 0
     """Spooled states replaced by a newer state of the same incident before delivery (not a loss)."""
-    dropped: dict[DropReason, int] = field(default_factory=lambda: {"overflow": 0, "corrupt": 0, "rejected": 0})
-    """Alerts lost: the spool's byte bound (oldest first), unreadable spool lines, or refused by Alertmanager (400)."""
+    dropped: dict[DropReason, int] = field(
+        default_factory=lambda: {"overflow": 0, "corrupt": 0, "rejected": 0, "spool_error": 0}
+    )
+    """Alerts lost: the spool's byte bound (oldest first), unreadable spool lines, refused by Alertmanager (400),
+    or not written because the spool could not be (disk full, permissions)."""
     spool_entries: int = 0
     spool_bytes: int = 0
     last_success_s: float | None = None
@@ -492,7 +505,7 @@ class AlertSink:
         self._retry_at: float | None = None
         self._client = httpx.Client(timeout=httpx.Timeout(timeout_s), trust_env=False, transport=transport)
         with self.spool.locked():
-            self.spool.read()
+            self._read_spool()
             self._note_spool()
 
     @classmethod
@@ -516,9 +529,7 @@ class AlertSink:
         with self.spool.locked():
             if self._retry_at is not None and self._monotonic() < self._retry_at:
                 # Alertmanager failed moments ago: do not make the caller wait for another timeout.
-                trimmed = self.spool.append(alerts, utc_now())
-                self.stats.spooled += len(alerts)
-                dropped = self._count_trimmed(trimmed)
+                dropped = self._store(lambda: self.spool.append(alerts, utc_now()), len(alerts))
                 self._note_spool()
                 return SendResult(0, self.spool.entries, dropped)
             return self._drain(alerts)
@@ -531,7 +542,7 @@ class AlertSink:
     def pending(self) -> list[Alert]:
         """The alerts waiting in the spool, oldest first."""
         with self.spool.locked():
-            return self.spool.read().alerts
+            return self._read_spool().alerts
 
     def close(self) -> None:
         self._client.close()
@@ -545,7 +556,7 @@ class AlertSink:
     # --- internals (called with the spool lock held) -----------------------------------------------------------
     def _drain(self, new: Sequence[Alert]) -> SendResult:
         now = utc_now()
-        held = self.spool.read() if self.spool.size_bytes() else SpoolContents([], [])
+        held = self._read_spool() if self.spool.size_bytes() else SpoolContents([], [])
         dropped = self._report_corrupt(held.corrupt)
         pending, superseded = supersede(held.alerts + list(new))
         self.stats.superseded += superseded
@@ -561,10 +572,12 @@ class AlertSink:
             delivered += len(batch)
         rest = pending[delivered:]
         fresh = {id(a) for a in new}
-        self.stats.spooled += sum(1 for a in rest if id(a) in fresh)
+        new_in_rest = sum(1 for a in rest if id(a) in fresh)
         # Rewrite only when something was read back; otherwise the undelivered new alerts are merely appended.
-        trimmed = self.spool.replace(rest, now) if held.alerts or held.corrupt else self.spool.append(rest, now)
-        dropped += self._count_trimmed(trimmed)
+        if held.alerts or held.corrupt:
+            dropped += self._store(lambda: self.spool.replace(rest, now), new_in_rest)
+        else:
+            dropped += self._store(lambda: self.spool.append(rest, now), new_in_rest)
         self._note_spool()
         if delivered and held.alerts and not rest:
             _LOG.info("alertmanager %s: delivered the alert spool (%d alerts waited)", self.url, len(held.alerts))
@@ -599,6 +612,27 @@ class AlertSink:
         self.stats.failed += len(batch)
         self._retry_at = self._monotonic() + self.retry_after_s
         return "failed"
+
+    def _read_spool(self) -> SpoolContents:
+        """The spool's contents; an unreadable spool file is logged and treated as empty (it is not deleted)."""
+        try:
+            return self.spool.read()
+        except OSError as exc:
+            _LOG.error("alert spool %s: cannot read (%s); its alerts wait until it can be read", self.spool.path, exc)
+            return SpoolContents([], [])
+
+    def _store(self, write: Callable[[], Trimmed], new: int) -> int:
+        """Run a spool write for `new` caller alerts; returns how many alerts were lost. A write that fails
+        (disk full, permissions) loses the caller's alerts - logged and counted - instead of failing the caller;
+        on a failed rewrite the previous spool file stays as it was."""
+        try:
+            trimmed = write()
+        except OSError as exc:
+            _LOG.error("alert spool %s: cannot write (%s): %d alerts lost", self.spool.path, exc, new)
+            self.stats.dropped["spool_error"] += new
+            return new
+        self.stats.spooled += new
+        return self._count_trimmed(trimmed)
 
     def _report_corrupt(self, corrupt: Sequence[CorruptLine]) -> int:
         for line in corrupt:

@@ -171,7 +171,7 @@ def test_alertmanager_crashing_mid_incident_loses_no_alert(
     assert dedup(pagerduty_event(http_receiver, "resolve", new, after=mark_recovery)) == dedup(trigger_new)
     ticket_notification(http_receiver, "resolved", slow, after=mark_recovery)
     assert sink.pending() == []
-    assert sink.stats.dropped == {"overflow": 0, "corrupt": 0, "rejected": 0}
+    assert not any(sink.stats.dropped.values()), sink.stats.dropped
     assert sink.stats.spooled > 0 and sink.stats.failed > 0
 
 

@@ -434,6 +434,29 @@ def test_an_append_after_a_torn_line_is_not_swallowed_by_it(tmp_path: Path) -> N
     assert [c.line_no for c in contents.corrupt] == [2]
 
 
+def test_a_spool_that_cannot_be_written_loses_the_alerts_counted_but_never_raises(
+    refused_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / SPOOL_FILE).mkdir()  # any write to the spool file fails, even as root (like a full disk)
+    with AlertSink(refused_url, tmp_path) as sink:
+        result = sink.send([alert(slo="a"), alert(slo="b")])
+
+    assert (result.delivered, result.dropped) == (0, 2)
+    assert sink.stats.dropped["spool_error"] == 2
+    assert sink.stats.spooled == 0
+    assert f"alert spool {tmp_path / SPOOL_FILE}: cannot write" in caplog.text
+
+
+def test_a_rewrite_keeps_when_each_alert_was_first_spooled(refused_url: str, tmp_path: Path) -> None:
+    with AlertSink(refused_url, tmp_path) as sink:
+        sink.send([alert(slo="a")])
+        first = json.loads(spool_lines(tmp_path)[0])["spooled_at"]
+        sink.flush()  # a failed delivery rewrites the spool
+        sink.flush()
+
+    assert [json.loads(line)["spooled_at"] for line in spool_lines(tmp_path)] == [first]
+
+
 def test_two_sinks_on_one_directory_never_interleave_lines(refused_url: str, tmp_path: Path) -> None:
     sinks = [AlertSink(refused_url, tmp_path, retry_after_s=3600) for _ in range(2)]
     for sink in sinks:
