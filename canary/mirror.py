@@ -274,15 +274,20 @@ class MirrorCanary:
         window = AvailabilityWindow(canary.availability_window_s, canary.latency_slo_s, canary.latency_slo_s)
         self.ledger = MirrorLedger(tracker, window, fanout, MirrorLag(retain_s))
         self.view = ClusterView()
-        self._source_admin = AdminClient({**client_config(source), "log_level": 3})
-        self._target_admin = AdminClient({**client_config(target), "log_level": 3})
-        self._topics = TopicManager(self._source_admin, reassigner or KafkaPythonReassigner(source), self._config)
+        self._reassigner = reassigner or KafkaPythonReassigner(source)
+        self._source_admin: AdminClient | None = None
+        self._target_admin: AdminClient | None = None
+        self._topics: TopicManager | None = None
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._producer: ProbeProducer | None = None
         self._consumer: ProbeConsumer | None = None
 
     def start(self) -> Self:
+        """Create the clients and start both loops; nothing before this connects to Kafka."""
+        self._source_admin = AdminClient({**client_config(self.source), "log_level": 3})
+        self._target_admin = AdminClient({**client_config(self.target), "log_level": 3})
+        self._topics = TopicManager(self._source_admin, self._reassigner, self._config)
         target_config = self._config.model_copy(update={"topic": self.mirrored_topic})
         self._producer = ProbeProducer(self.source, self._config, self.producer_id, self.ledger, self.view)
         self._consumer = ProbeConsumer(self.target, target_config, self.producer_id, self.ledger)
@@ -316,14 +321,14 @@ class MirrorCanary:
                 self._stopping.wait(1.0)
 
     def _produce_loop(self) -> None:
-        config, producer, consumer = self._config, self._producer, self._consumer
-        assert producer is not None and consumer is not None
+        config, producer, consumer, topics = self._config, self._producer, self._consumer, self._topics
+        assert producer is not None and consumer is not None and topics is not None
         next_round = next_refresh = next_reconcile = time.monotonic()
         while not self._stopping.is_set():
             now = time.monotonic()
             if now >= next_reconcile:
                 if config.manage_topic:
-                    self._topics.reconcile(now)
+                    topics.reconcile(now)
                 next_reconcile = now + config.reconcile_interval_s
             if now >= next_refresh:
                 self._refresh_source()
@@ -350,6 +355,7 @@ class MirrorCanary:
             consumer.poll_once(0.1)
 
     def _refresh_source(self) -> None:
+        assert self._source_admin is not None
         try:
             racks = read_brokers(self._source_admin, 5.0)
             layout = read_layout(self._source_admin, self.topic, 5.0)
@@ -362,6 +368,7 @@ class MirrorCanary:
 
     def _refresh_target(self, consumer: ProbeConsumer) -> None:
         """Assign the mirrored topic's partitions as MirrorMaker creates them."""
+        assert self._target_admin is not None
         try:
             layout = read_layout(self._target_admin, self.mirrored_topic, 5.0)
         except KafkaUnavailable as exc:
@@ -378,19 +385,23 @@ class MirrorCanary:
         snapshot.late = {p: c.late for p, c in self.ledger.counts().items()}
 
 
-def start_mirror(config: PulseConfig, registry: CollectorRegistry, sli_log: SliLog | None) -> MirrorCanary | None:
-    """Start mirror mode when `canary.mirror.enabled`; both clusters must be configured by name."""
+def configure_mirror(
+    config: PulseConfig, registry: CollectorRegistry, sli_log: SliLog | None, probed: ClusterConfig
+) -> MirrorCanary | None:
+    """Mirror mode when `canary.mirror.enabled`, not started yet, so a bad cluster name stops the CLI before
+    anything runs. The source defaults to `probed`, the cluster the canary itself probes."""
     mirror = config.canary.mirror
     if not mirror.enabled or mirror.target is None:
         return None
-    try:
-        source = config.cluster(mirror.source or config.canary.cluster)
-    except ConfigError as exc:
-        raise ConfigError(f"canary.mirror.source: {exc}") from None
-    try:
-        target = config.cluster(mirror.target)
-    except ConfigError as exc:
-        raise ConfigError(f"canary.mirror.target: {exc}") from None
+    source = probed if mirror.source is None else _named_cluster(config, mirror.source, "source")
+    target = _named_cluster(config, mirror.target, "target")
     if source.name == target.name:
         raise ConfigError(f"canary.mirror.target: {target.name!r} is also the source; mirror mode needs two clusters")
-    return MirrorCanary(source, target, config.canary, registry, sli_log=sli_log).start()
+    return MirrorCanary(source, target, config.canary, registry, sli_log=sli_log)
+
+
+def _named_cluster(config: PulseConfig, name: str, key: str) -> ClusterConfig:
+    try:
+        return config.cluster(name)
+    except ConfigError as exc:
+        raise ConfigError(f"canary.mirror.{key}: {exc}") from None

@@ -343,14 +343,15 @@ class SliLog:
         self._enforce_bound()  # files left by an earlier run count against the bound too
 
 
-def open_sli_log(config: SliLogConfig, registry: CollectorRegistry, state: Path) -> SliLog | None:
-    """Start the writer `canary.sli_log` describes (default directory `<state>/sli/canary`) and register its
-    families on `registry`; None when the log is disabled. The caller stops it after the probes."""
+def configure_sli_log(config: SliLogConfig, registry: CollectorRegistry, state: Path) -> SliLog | None:
+    """The writer `canary.sli_log` describes (default directory `<state>/sli/canary`), its families registered on
+    `registry`, not started yet; None when the log is disabled. The caller starts it, and stops it after the
+    probes."""
     if not config.enabled:
         return None
     log = SliLog.from_config(config, state / "sli" / "canary")
     registry.register(SliLogCollector(log))
-    return log.start()
+    return log
 
 
 class TargetTagged:

@@ -11,12 +11,15 @@ from pathlib import Path
 import click
 from prometheus_client import CollectorRegistry, start_http_server
 
+from canary.mirror import configure_mirror
 from canary.service import CanaryService
+from canary.sli_log import configure_sli_log
 from pulse.cli.dev import dev_home
 from pulse.cli.options import config_option
 from pulse.clusters import load_or_default, resolve_cluster
 from pulse.config import split_host_port
 from pulse.errors import ConfigError
+from pulse.paths import state_dir
 
 
 @click.command()
@@ -37,7 +40,9 @@ def canary(config_path: Path | None, cluster_name: str | None) -> None:
     host, port = split_host_port(settings.listen or config.http.listen)
     tls = config.http.tls
     registry = CollectorRegistry()
-    service = CanaryService(cluster, settings, registry=registry)
+    sli_log = configure_sli_log(settings.sli_log, registry, state_dir())  # issue #4 point 7
+    service = CanaryService(cluster, settings, [sli_log] if sli_log is not None else [], registry=registry)
+    mirror = configure_mirror(config, registry, sli_log, cluster)  # issue #4 point 6, if canary.mirror.enabled
     server, _thread = start_http_server(
         port,
         addr=host,
@@ -45,7 +50,11 @@ def canary(config_path: Path | None, cluster_name: str | None) -> None:
         certfile=str(tls.cert_file) if tls is not None else None,
         keyfile=str(tls.key_file) if tls is not None else None,
     )
+    if sli_log is not None:
+        sli_log.start()
     service.start()
+    if mirror is not None:
+        mirror.start()
     click.echo(
         f"canary probing {cluster.name} (topic {settings.topic}, every {settings.interval_s:g} s); "
         f"metrics on http{'s' if tls else ''}://{host}:{port}/metrics",
@@ -60,3 +69,7 @@ def canary(config_path: Path | None, cluster_name: str | None) -> None:
     finally:
         server.shutdown()
         service.stop()
+        if mirror is not None:
+            mirror.stop()
+        if sli_log is not None:
+            sli_log.stop()  # last, so the probes' final rows are written

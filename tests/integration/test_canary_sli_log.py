@@ -12,7 +12,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from canary.service import CanaryService
-from canary.sli_log import PARTITIONING, SCHEMA, open_sli_log
+from canary.sli_log import PARTITIONING, SCHEMA, configure_sli_log
 from pulse.clusters import dev_cluster_config
 from pulse.config import CanaryConfig
 from pulse.dev.services import poll
@@ -38,8 +38,9 @@ def test_the_canarys_sli_log_reads_back_with_the_documented_schema(kafka: KafkaH
         }
     )
     registry = CollectorRegistry()
-    sli_log = open_sli_log(settings.sli_log, registry, tmp_path / "unused-state")
+    sli_log = configure_sli_log(settings.sli_log, registry, tmp_path / "unused-state")
     assert sli_log is not None
+    sli_log.start()
     service = CanaryService(dev_cluster_config(kafka.cluster), settings, [sli_log], registry)
     service.start()
     try:

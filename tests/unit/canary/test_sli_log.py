@@ -11,10 +11,21 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
+import yaml
 from prometheus_client import CollectorRegistry, generate_latest
 
 from canary.events import ProbeResult
-from canary.sli_log import PARTITIONING, SCHEMA, SliLog, SliLogCollector, TargetTagged, files_to_remove
+from canary.sli_log import (
+    PARTITIONING,
+    SCHEMA,
+    SliLog,
+    SliLogCollector,
+    TargetTagged,
+    configure_sli_log,
+    files_to_remove,
+)
+from pulse.config import SliLogConfig, parse_config
+from pulse.errors import ConfigError
 from pulse.ports import wait_until
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "sli-log.md"
@@ -208,3 +219,27 @@ def test_metrics_show_the_writers_health(tmp_path: Path) -> None:
     assert 'kafka_pulse_canary_sli_log_rows_dropped_total{reason="queue_full"} 1.0' in text
     assert "kafka_pulse_canary_sli_log_write_errors_total 0.0" in text
     assert "kafka_pulse_canary_sli_log_last_flush_timestamp_seconds" in text
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ({"flush_interval_s": 61}, "canary.sli_log.flush_interval_s: Input should be less than or equal to 60"),
+        ({"flush_interval_s": 0}, "canary.sli_log.flush_interval_s: Input should be greater than 0"),
+        ({"max_bytes": 1000}, "canary.sli_log.max_bytes: Input should be greater than or equal to 1048576"),
+        ({"queue_size": 0}, "canary.sli_log.queue_size: Input should be greater than or equal to 1"),
+    ],
+)
+def test_bad_sli_log_settings_are_refused_with_their_key(section: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(yaml.safe_dump({"canary": {"sli_log": section}}), "pulse.yaml", {})
+    assert message in str(caught.value)
+
+
+def test_configured_log_defaults_under_the_state_dir_and_registers_its_families(tmp_path: Path) -> None:
+    registry = CollectorRegistry()
+    log = configure_sli_log(SliLogConfig(max_bytes=1 << 20), registry, tmp_path)
+    assert log is not None
+    assert (log.directory, log.max_bytes, log._thread) == (tmp_path / "sli" / "canary", 1 << 20, None)  # not started
+    assert registry.get_sample_value("kafka_pulse_canary_sli_log_rows_written_total") == 0
+    assert configure_sli_log(SliLogConfig(enabled=False), CollectorRegistry(), tmp_path) is None
