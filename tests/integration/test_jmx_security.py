@@ -11,7 +11,7 @@ import pytest
 from pydantic import SecretStr
 
 from collectors.catalogue import scrape_plan
-from collectors.mapping import BrokerIdentity, map_readings
+from collectors.mapping import BrokerIdentity, Family, map_readings
 from collectors.transport import JmxUnreachable, open_transport
 from pulse.clusters import dev_cluster_config
 from pulse.config import ClusterConfig, JmxConfig
@@ -53,14 +53,18 @@ def secrets_of(cluster: DevCluster) -> list[str]:
     return [creds.password, keystore_password, creds.truststore_password]
 
 
-def test_jpype_scrapes_a_broker_with_login_and_tls(secured: DevCluster) -> None:
-    jmx = jmx_of(dev_cluster_config(secured))
+def scrape_with_login(cluster: DevCluster) -> dict[str, Family]:
+    jmx = jmx_of(dev_cluster_config(cluster))
     assert jmx.brokers[0].ssl and jmx.brokers[0].username == "pulse-monitor" and jmx.truststore is not None
     transport = open_transport("jpype", jmx.brokers[0], jmx)
     try:
-        families = map_readings(transport.read(scrape_plan()), BrokerIdentity("dev", 1, None))
+        return map_readings(transport.read(scrape_plan()), BrokerIdentity("dev", 1, None))
     finally:
         transport.close()
+
+
+def test_jpype_scrapes_a_broker_with_login_and_tls(secured: DevCluster) -> None:
+    families = scrape_with_login(secured)
     assert [s.value for s in families["kafka_server_kafkaserver_brokerstate"].samples] == [3.0]  # RUNNING
     assert sum(s.value for s in families["kafka_controller_kafkacontroller_activecontrollercount"].samples) == 1
 
@@ -83,7 +87,7 @@ def test_a_wrong_password_names_the_broker_and_user_but_no_password(secured: Dev
 
 
 def test_no_password_on_the_command_line_of_the_broker_or_of_this_process(secured: DevCluster) -> None:
-    test_jpype_scrapes_a_broker_with_login_and_tls(secured)  # this process holds the JMX login in its JVM now
+    scrape_with_login(secured)  # so this process holds the JMX login in its JVM now
     pids = {"broker": secured.pids[1], "this process": os.getpid()}
     for what, pid in pids.items():
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
