@@ -199,7 +199,8 @@ class HttpServer:
 
     @property
     def url(self) -> str:
-        return f"{'https' if self._tls else 'http'}://{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'https' if self._tls else 'http'}://{host}:{self.port}"
 
     def start(self) -> HttpServer:
         """Bind and serve; ConfigError when the certificate cannot be loaded or the address not bound."""

@@ -116,6 +116,10 @@ def test_gzip_when_asked_and_openmetrics_when_accepted(serve: list[HttpServer]) 
     assert om.text.endswith("# EOF\n")
 
 
+def test_url_brackets_an_ipv6_host() -> None:
+    assert HttpServer("::1", 9308, HttpApp()).url == "http://[::1]:9308"
+
+
 def test_a_failing_route_answers_500_and_the_listener_goes_on(serve: list[HttpServer]) -> None:
     def broken(r: Request) -> Response:
         raise RuntimeError("bug")
