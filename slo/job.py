@@ -9,7 +9,6 @@ instance (`applyInPandas`) cumulative sums give every window at every step as a 
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -37,7 +36,7 @@ from slo.evaluation import (
 from slo.model import Slo
 from slo.policy import HOUR_S, MINUTE_S, FloatArray, WindowSums
 from slo.results import BacktestResult, Interval, SloResult
-from slo.sources import REASONS, SourceUnreadable, scored_rows
+from slo.sources import REASONS, SourceUnreadable, instance_labels, scored_rows
 
 _COUNTS = [f"n_{reason}" for reason in REASONS]
 
@@ -87,7 +86,7 @@ def _budget_units(rows: DataFrame, slos: Sequence[Slo]) -> DataFrame:
     minute = (F.floor(F.col("ts") / MINUTE_S) * MINUTE_S).cast("long")
     buckets = (
         rows.where(is_sliced)
-        .groupBy("slo", "instance", minute.alias("ts"))
+        .groupBy("slo", "instance", "since", minute.alias("ts"))
         .agg(
             F.sum(F.when(F.col("ok"), F.col("good"))).alias("g"),
             F.sum(F.when(F.col("ok"), F.col("total"))).alias("t"),
@@ -100,6 +99,7 @@ def _budget_units(rows: DataFrame, slos: Sequence[Slo]) -> DataFrame:
     slices = buckets.select(
         "slo",
         "instance",
+        "since",
         "ts",
         F.when(has_events & (F.col("g") * den >= F.col("t") * num), 1.0).otherwise(0.0).alias("good"),
         F.when(has_events, 1.0).otherwise(0.0).alias("total"),
@@ -118,10 +118,10 @@ def evaluate(spark: SparkSession, slos: Sequence[Slo], at: datetime) -> list[Slo
     at = floor_minute(at)
     at_s = int(at.timestamp())
     lo = min(data_start(slo, at) for slo in slos)
-    rows = _budget_units(scored_rows(spark, slos, lo, at, _names(slos)), slos)
+    starts = [int(period_bounds(slo, at)[0].timestamp()) for slo in slos]
+    rows = _budget_units(scored_rows(spark, slos, lo, at, _names(slos), starts), slos)
     subs = sorted({w for slo in slos for w in sub_hour_windows_s(slo)})
-    starts = {i: int(period_bounds(slo, at)[0].timestamp()) for i, slo in enumerate(slos)}
-    period_start = _lookup(dict(starts.items()), F.col("slo"))
+    period_start = F.col("since")
     ok = F.col("ok")
     good, total, ts = F.col("good"), F.col("total"), F.col("ts")
     aggregates = [
@@ -164,7 +164,7 @@ def _results(slos: Sequence[Slo], at: datetime, frame: pd.DataFrame, subs: list[
             },
             skipped={reason: int(group[f"n_{reason}"].sum()) for reason in REASONS},
         )
-        results.append(evaluate_instance(slo, _labels(str(instance)), at, rollup))
+        results.append(evaluate_instance(slo, instance_labels(slo, str(instance)), at, rollup))
     for index, slo in enumerate(slos):
         if index not in seen:  # no row at all: one "no data" result, never firing
             empty = Rollup(np.zeros(0), np.zeros(0), 0.0, 0.0, {w: WindowSums(0.0, 0.0) for w in subs})
@@ -176,11 +176,6 @@ def _results(slos: Sequence[Slo], at: datetime, frame: pd.DataFrame, subs: list[
 def _bins(index: npt.NDArray[np.int64], weights: FloatArray, size: int) -> FloatArray:
     """Sum `weights` into `size` slots by `index` (hours back, or minutes since the series start)."""
     return np.bincount(index, weights=weights, minlength=size).astype(np.float64)
-
-
-def _labels(instance: str) -> dict[str, str]:
-    parsed = json.loads(instance) if instance else {}
-    return {str(k): "" if v is None else str(v) for k, v in parsed.items()}
 
 
 # --- backtest -------------------------------------------------------------------------------------------------
@@ -266,7 +261,8 @@ def _backtest_results(slos: Sequence[Slo], out: pd.DataFrame) -> list[BacktestRe
             for row in fired.itertuples()
         )
         skipped = {reason: int(meta[f"n_{reason}"].sum()) for reason in REASONS}
-        results.append(BacktestResult(slo.name, {**slo.labels, **_labels(str(instance))}, intervals, skipped))
+        labels = {**slo.labels, **instance_labels(slo, str(instance))}
+        results.append(BacktestResult(slo.name, labels, intervals, skipped))
     for index, slo in enumerate(slos):
         if index not in seen:
             results.append(BacktestResult(slo.name, dict(slo.labels), ()))

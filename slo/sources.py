@@ -8,7 +8,6 @@ total that is null, NaN, negative or not a number (`bad_value`), good above tota
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -73,26 +72,46 @@ def _expression(frame: DataFrame, text: str, where: str) -> Column:
     return _as_double(column, data_type, where)
 
 
+INSTANCE_SEPARATOR = "\x1f"
+"""Joins an instance's `group_by` values into one key (cheaper per row than JSON); `instance_labels` splits it."""
+
+
 def _instance(slo: Slo) -> Column:
-    """The `group_by` labels as a JSON object string (`{}` without grouping), one value per SLO instance."""
+    """The `group_by` values joined into one string (empty without grouping), one value per SLO instance."""
     if not slo.group_by:
-        return F.lit("{}")
-    return F.to_json(F.struct(*[F.col(f"`{label}`").cast("string").alias(label) for label in slo.group_by]))
+        return F.lit("")
+    values = [F.coalesce(F.col(f"`{label}`").cast("string"), F.lit("")) for label in slo.group_by]
+    return values[0] if len(values) == 1 else F.concat_ws(INSTANCE_SEPARATOR, *values)
+
+
+def instance_labels(slo: Slo, instance: str) -> dict[str, str]:
+    """The labels of an instance key made by `_instance`."""
+    if not slo.group_by:
+        return {}
+    return dict(zip(slo.group_by, instance.split(INSTANCE_SEPARATOR), strict=False))
 
 
 def scored_rows(
-    spark: SparkSession, slos: Sequence[Slo], lo: datetime, hi: datetime, names: Sequence[str]
+    spark: SparkSession,
+    slos: Sequence[Slo],
+    lo: datetime,
+    hi: datetime,
+    names: Sequence[str],
+    since_s: Sequence[int] | None = None,
 ) -> DataFrame:
-    """Every SLO's rows with time in [lo, hi) or without a usable time, scored; `slo` is the index in `slos`."""
+    """Every SLO's rows with time in [lo, hi) or without a usable time, scored; `slo` is the index in `slos`,
+    `since` the SLO's `since_s` entry (its period start, as a per-row constant) or null."""
     frames: list[DataFrame] = []
     by_path: dict[tuple[str, str], list[int]] = {}
     for index, slo in enumerate(slos):
         if isinstance(slo.source, EventsSource):
             by_path.setdefault((slo.source.kind, str(slo.source.path)), []).append(index)
         else:
-            frames.append(_prometheus_rows(spark, index, slo, slo.source, lo, hi, names[index]))
+            frame = _prometheus_rows(spark, index, slo, slo.source, lo, hi, names[index])
+            since = None if since_s is None else since_s[index]
+            frames.append(frame.withColumn("since", F.lit(since).cast("long")))
     for (_, path), members in by_path.items():
-        frames.append(_parquet_rows(spark, path, [(i, slos[i], names[i]) for i in members], lo, hi))
+        frames.append(_parquet_rows(spark, path, [(i, slos[i], names[i]) for i in members], lo, hi, since_s))
     result = frames[0]
     for frame in frames[1:]:
         result = result.unionByName(frame)
@@ -108,7 +127,12 @@ def _read_parquet(spark: SparkSession, path: str, where: str) -> DataFrame:
 
 
 def _parquet_rows(
-    spark: SparkSession, path: str, members: Sequence[tuple[int, Slo, str]], lo: datetime, hi: datetime
+    spark: SparkSession,
+    path: str,
+    members: Sequence[tuple[int, Slo, str]],
+    lo: datetime,
+    hi: datetime,
+    since_s: Sequence[int] | None,
 ) -> DataFrame:
     frame = _read_parquet(spark, path, members[0][2] + ".source.path")
     ts = _epoch_seconds(frame, "time", members[0][2] + ".source.path")
@@ -123,6 +147,7 @@ def _parquet_rows(
             F.struct(
                 F.lit(index).alias("slo"),
                 _instance(slo).alias("instance"),
+                F.lit(None if since_s is None else since_s[index]).cast("long").alias("since"),
                 keep.alias("keep"),
                 _expression(frame, slo.good, f"{where}.good").alias("good"),
                 _expression(frame, slo.total, f"{where}.total").alias("total"),
@@ -160,6 +185,7 @@ def _flag(rows: DataFrame) -> DataFrame:
     return rows.select(
         "slo",
         "instance",
+        *(["since"] if "since" in rows.columns else []),
         "ts",
         "good",
         "total",
@@ -212,7 +238,7 @@ def _prometheus_rows(
     good = fetch_minutes(source, slo.good, lo, hi, f"{where}.good")
     total = fetch_minutes(source, slo.total, lo, hi, f"{where}.total")
     rows = [
-        (index, json.dumps({}), minute, good.get(minute), value)
+        (index, "", minute, good.get(minute), value)
         for minute, value in sorted(total.items())
         if lo <= lo + timedelta(seconds=minute - int(lo.timestamp())) < hi
     ]
