@@ -19,13 +19,6 @@ def run(config_path: Path | None) -> None:
     raise _pending("run", 7, "the all-in-one service")
 
 
-@click.command("rules")
-@config_option
-def slo_rules(config_path: Path | None) -> None:
-    """Prometheus recording and alerting rules (with promtool tests) for SLOs whose SLI lives in Prometheus."""
-    raise _pending("slo rules", 6, "the SLO engine")
-
-
 @click.group()
 def dashboards() -> None:
     """Grafana dashboards built in code."""

@@ -1,5 +1,5 @@
 """`kafka-pulse slo evaluate|backtest`: load and validate the SLO spec, then (and only then) start Spark and run
-the burn-rate job; `slo rules` is still a placeholder (pulse/cli/pending.py).
+the burn-rate job; `slo rules`: the equivalent Prometheus rules and their promtool tests (slo/rules.py), no Spark.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pulse.cli import pending
 from pulse.cli.options import config_option
 from pulse.clusters import load_or_default
 
@@ -116,4 +115,39 @@ def backtest(config_path: Path | None, from_time: str, to_time: str, step: str, 
             click.echo(f"  {interval.severity:6} {interval.start.isoformat()} -> {until}")
 
 
-slo.add_command(pending.slo_rules)
+# --- slo rules (issue #6, item 3) ---
+
+
+@slo.command()
+@config_option
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write slo-<name>.rules.yml and its promtool test slo-<name>.test.yml per SLO here (default: print rules).",
+)
+@click.option("--check", is_flag=True, help="Run `promtool check rules` and `promtool test rules` on the output.")
+def rules(config_path: Path | None, out_dir: Path | None, check: bool) -> None:
+    """Prometheus recording and alerting rules (with promtool tests) for SLOs whose SLI lives in Prometheus."""
+    from slo.rules import RuleOptions
+    from slo.rules_files import check_output, load_rule_slos, output_files, rules_text, select, write_files
+
+    config = load_or_default(config_path, os.environ)
+    source = str(config_path) if config_path is not None else "config"
+    base_dir = config_path.parent if config_path is not None else Path.cwd()
+    selection = select(load_rule_slos(config, source, base_dir), source)
+    for name, why in selection.skipped:
+        click.echo(f"slo rules: no rules for {name!r}: {why}", err=True)
+    options = RuleOptions(config.alerting.labels, config.alerting.runbook_url)
+    files = output_files(selection.chosen, options, source)
+    written = write_files(out_dir, files) if out_dir is not None else []
+    if check:
+        check_output(files, selection.chosen, out_dir)
+        click.echo(f"promtool: {len(selection.chosen)} rules file(s) valid, their unit tests pass", err=True)
+    if out_dir is None:
+        click.echo(rules_text(selection.chosen, options, source), nl=False)
+    for path in written:
+        click.echo(str(path))
+
+
+# --- end of slo rules ---
