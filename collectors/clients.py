@@ -37,11 +37,17 @@ def _endpoint(client: JmxClientConfig) -> tuple[JmxBrokerConfig, JmxConfig]:
     return endpoint, jmx
 
 
+_BROKER_KEYS = (("jmx.brokers[].", "collectors.clients[]."), ("jmx.truststore", "collectors.clients[].truststore"))
+"""Config keys the transports' hints name for a broker, and the client target's keys for the same setting."""
+
+
 def _reason(message: str) -> str:
     """The transport's message without the prefix naming the pseudo broker (`broker 0 JMX at host:port: `,
-    `jmx.brokers (broker 0): `), which would mislead; any other message is kept whole."""
+    `jmx.brokers (broker 0): `), and with its config hints pointing at the client's keys; else kept whole."""
     if message.startswith((f"broker {_ENDPOINT_ID} ", f"broker {_ENDPOINT_ID}:", "jmx.brokers (broker ")):
-        return message.split(": ", 1)[-1]
+        message = message.split(": ", 1)[-1]
+    for broker_key, client_key in _BROKER_KEYS:
+        message = message.replace(broker_key, client_key)
     return message
 
 
