@@ -289,10 +289,8 @@ class JpypeTransport:
         cause = exc
         while cause is not None:
             if isinstance(cause, SecurityException):
-                user = self.broker.username or "(none)"
-                return (
-                    f"JMX login refused for user {user!r} ({cause.getMessage()}); check jmx.brokers[].username/password"
-                )
+                who = f"user {self.broker.username!r}" if self.broker.username else "no username (none configured)"
+                return f"JMX login refused for {who} ({cause.getMessage()}); check jmx.brokers[].username/password"
             if isinstance(cause, SSLException):
                 return f"TLS handshake failed ({cause.getMessage()}); check jmx.brokers[].ssl and jmx.truststore"
             cause = cause.getCause()
