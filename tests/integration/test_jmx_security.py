@@ -40,8 +40,9 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
 
 
 def jmx_of(cluster: ClusterConfig) -> JmxConfig:
+    """The cluster's JMX section with a generous limit: a first TLS connect on a busy 2-core box takes seconds."""
     assert cluster.jmx is not None
-    return cluster.jmx
+    return cluster.jmx.model_copy(update={"timeout_s": 60.0})
 
 
 def secrets_of(cluster: DevCluster) -> list[str]:
