@@ -4,7 +4,7 @@ alerts alive and resends resolves, `AlertSink` posts them to Alertmanager or spo
 
 Burrow's notifier model (research §1.9): an incident gets an id and a start when a group first reaches the
 threshold; it closes when the group is OK again, whatever the threshold. Ours also: the alert's `severity` label
-follows the group's status while the incident lasts (WARN -> warning, ERR -> critical; labels are the alert's
+follows the group's status while the incident lasts (WARN -> ticket, ERR -> page; labels are the alert's
 identity, so a change resolves the old alert and fires the new one, same incident id and start); an UNKNOWN
 group (its cluster cannot be read) neither opens nor closes anything, and its open incident stays firing with
 "unknown" in its annotations; a group that disappears (deleted, expired) is closed. `IncidentBook` is pure;
@@ -28,7 +28,8 @@ from pulse.config import AlertingConfig
 
 _LOG = logging.getLogger(__name__)
 ALERTNAME = "KafkaConsumerGroupUnhealthy"
-SEVERITY_LABEL = {Status.WARN: "warning", Status.ERR: "critical"}
+SEVERITY_LABEL = {Status.WARN: "ticket", Status.ERR: "page"}
+"""The suite's tiers (docs/alerting.md): ERR pages, WARN opens a ticket."""
 
 
 @dataclass(frozen=True, slots=True)

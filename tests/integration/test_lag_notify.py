@@ -80,7 +80,7 @@ def test_a_stopped_group_opens_an_incident_and_its_recovery_resolves_it(
         fired = http_receiver.wait_for(webhook("firing"), timeout_s=60, after=mark)
         alert = next(a for a in fired.json["alerts"] if a["labels"]["group"] == GROUP)
         assert alert["labels"] == {
-            "alertname": ALERTNAME, "severity": "critical", "cluster": CLUSTER, "group": GROUP, "team": "kafka",
+            "alertname": ALERTNAME, "severity": "page", "cluster": CLUSTER, "group": GROUP, "team": "kafka",
         }  # fmt: skip
         assert alert["annotations"]["status"] == "ERR" and "STOP" in alert["annotations"]["reason"]
         assert int(alert["annotations"]["totallag"]) > 0

@@ -33,17 +33,17 @@ CASES = [
     pytest.param(Case(ERR, ((OK, (), ()), (OK, (), ()))), id="healthy: nothing"),
     pytest.param(Case(ERR, ((WARN, (), ()), (OK, (), ()))), id="below-threshold: no incident"),
     pytest.param(
-        Case(ERR, ((ERR, ("open ERR",), ("critical",)), (ERR, (), ("critical",)), (OK, ("close ERR",), ()))),
+        Case(ERR, ((ERR, ("open ERR",), ("page",)), (ERR, (), ("page",)), (OK, ("close ERR",), ()))),
         id="open-then-close",
     ),
     pytest.param(
-        Case(WARN, ((WARN, ("open WARN",), ("warning",)), (ERR, ("severity ERR",), ("critical",)))),
+        Case(WARN, ((WARN, ("open WARN",), ("ticket",)), (ERR, ("severity ERR",), ("page",)))),
         id="worse: the severity label follows, a new alert identity",
     ),
     pytest.param(
         Case(
             ERR,
-            ((ERR, ("open ERR",), ("critical",)), (WARN, ("severity WARN",), ("warning",)), (OK, ("close WARN",), ())),
+            ((ERR, ("open ERR",), ("page",)), (WARN, ("severity WARN",), ("ticket",)), (OK, ("close WARN",), ())),
         ),
         id="better-but-not-ok: the incident lasts until OK, as Burrow's",
     ),
@@ -52,15 +52,15 @@ CASES = [
         Case(
             ERR,
             (
-                (ERR, ("open ERR",), ("critical",)),
-                (UNKNOWN, (), ("critical",)),
-                (ERR, (), ("critical",)),
+                (ERR, ("open ERR",), ("page",)),
+                (UNKNOWN, (), ("page",)),
+                (ERR, (), ("page",)),
                 (OK, ("close ERR",), ()),
             ),
         ),
         id="unknown-never-closes: still firing through the outage",
     ),
-    pytest.param(Case(ERR, ((ERR, ("open ERR",), ("critical",)), (NOTFOUND, ("close ERR",), ()))), id="deleted"),
+    pytest.param(Case(ERR, ((ERR, ("open ERR",), ("page",)), (NOTFOUND, ("close ERR",), ()))), id="deleted"),
 ]
 
 
@@ -102,7 +102,7 @@ def test_labels_carry_identity_and_annotations_the_numbers() -> None:
     book.update([status(ERR, totallag=1234)], 0)
     book.update([status(UNKNOWN, reason="cluster c: no HWM refresh for 42 s")], 1000)
     (alert,) = book.firing()
-    assert dict(alert.labels) == {"team": "kafka", "alertname": ALERTNAME, "severity": "critical", "cluster": "c",
+    assert dict(alert.labels) == {"team": "kafka", "alertname": ALERTNAME, "severity": "page", "cluster": "c",
                                   "group": "g"}  # fmt: skip
     assert alert.annotations["totallag"] == "1234" and alert.annotations["maxlag"] == "t[0] 1234"
     assert alert.annotations["lag_url"] == "http://127.0.0.1:8000/v3/kafka/c/consumer/g/lag"
@@ -136,7 +136,7 @@ def test_the_notifier_resolves_through_incidents() -> None:
     notifier = LagNotifier(service, IncidentBook(Status.ERR), Incidents(resend_interval_s=30), sender, 30)
     assert [t.kind for t in notifier.run_once()] == ["open"]
     firing = sender.batches[-1][0]
-    assert firing.labels["severity"] == "critical" and firing.ends_at is not None
+    assert firing.labels["severity"] == "page" and firing.ends_at is not None
     assert firing.ends_at > datetime.fromtimestamp(now[0] / 1000, tz=UTC)
     now[0] += 10_000
     with service.locked() as store:  # the consumer is back and caught up
