@@ -30,6 +30,7 @@ def test_collect_needs_the_login_and_serves_only_https(kafka: KafkaHandle, tmp_p
     (port,) = free_ports(1)
     cluster = dev_cluster_config(kafka.cluster).model_dump(mode="json")
     cluster["security"] = {"protocol": "PLAINTEXT"}
+    cluster["jmx"]["timeout_s"] = 30  # a first connect on a busy 2-core machine can take seconds
     config = {
         "clusters": [cluster],
         "collectors": {"transport": "jpype", "scrape_interval_s": 2},
@@ -61,11 +62,11 @@ def test_collect_needs_the_login_and_serves_only_https(kafka: KafkaHandle, tmp_p
             assert client.get(url, auth=("grafana", PASSWORD)).status_code == 401
             body = poll(
                 lambda: client.get(url, auth=("prometheus", PASSWORD)),
-                lambda r: r.status_code == 200 and "kafka_pulse_jmx_up{" in r.text,
-                60,
+                lambda r: r.status_code == 200 and "kafka_server_replicamanager_leadercount{" in r.text,
+                90,
                 "a JMX scrape on /metrics",
             ).text
-            assert "kafka_server_replicamanager_leadercount{" in body
+            assert "kafka_pulse_jmx_up{" in body
             assert "kafka_pulse_cluster_state_up" in body
         with pytest.raises(httpx.HTTPError):  # plain HTTP to the TLS listener gets no answer
             httpx.get(f"http://127.0.0.1:{port}/metrics", auth=("prometheus", PASSWORD), timeout=10)
