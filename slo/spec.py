@@ -464,15 +464,20 @@ def _parse(
 
 
 def parse_slos(
-    groups: Sequence[tuple[str, Sequence[Any]]], base_dir: Path | None, check_sources: bool = True
+    groups: Sequence[tuple[str, Sequence[Any]]],
+    base_dir: Path | None,
+    check_sources: bool = True,
+    base_dirs: Mapping[str, Path] | None = None,
 ) -> list[model.Slo]:
     """Validate groups of `slos:` entries (our form or OpenSLO v1), each named by where it comes from (the config
-    file, a spec file); InvalidSpec lists every problem, one a line, as `<where>: slos[i].key: reason`."""
+    file, a spec file); InvalidSpec lists every problem, one a line, as `<where>: slos[i].key: reason`. Relative
+    source paths are taken from `base_dirs[where]`, else from `base_dir`."""
     problems: list[str] = []
     slos: list[model.Slo] = []
     names: list[tuple[str, str]] = []
     for where, entries in groups:
-        found, wrong = _parse(openslo.resolve_references(list(entries)), where, base_dir, check_sources, names)
+        directory = (base_dirs or {}).get(where, base_dir)
+        found, wrong = _parse(openslo.resolve_references(list(entries)), where, directory, check_sources, names)
         slos += found
         problems += wrong
     first: dict[str, str] = {}
@@ -507,15 +512,18 @@ def read_spec_file(path: Path) -> list[Any]:
 
 
 def load_slos(config: PulseConfig, config_source: str, base_dir: Path | None) -> list[model.Slo]:
-    """Every SLO of a config: the inline `slos:` and those of the `slo.spec` file, validated together."""
+    """Every SLO of a config: the inline `slos:` and those of the `slo.spec` file, validated together; relative
+    source paths are relative to the file that names them."""
     groups: list[tuple[str, Sequence[Any]]] = []
+    dirs: dict[str, Path] = {}
     if config.slos:
         groups.append((config_source, config.slos))
     if config.slo.spec is not None:
         groups.append((str(config.slo.spec), read_spec_file(config.slo.spec)))
+        dirs[str(config.slo.spec)] = config.slo.spec.parent
     if not any(entries for _, entries in groups):
         raise InvalidSpec(f"{config_source}: no SLOs: add entries under `slos:` or point `slo.spec` at a spec file")
-    return parse_slos(groups, base_dir)
+    return parse_slos(groups, base_dir, base_dirs=dirs)
 
 
 def describe(slos: Iterable[model.Slo]) -> Mapping[str, str]:

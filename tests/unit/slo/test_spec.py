@@ -290,3 +290,16 @@ def test_examples_parse_without_sources(name: str) -> None:
     tree = yaml.safe_load(path.read_text()) if name != "openslo.yaml" else None
     entries = read_spec_file(path) if tree is None else tree["slos"]
     assert parse_slos([(name, entries)], path.parent, check_sources=False)
+
+
+def test_a_spec_file_resolves_its_paths_beside_itself(tmp_path: Path, events: Path) -> None:
+    specs = events.parent / "specs"
+    specs.mkdir()
+    (specs / "slo.yaml").write_text(
+        yaml.safe_dump({"slos": [valid(events) | {"source": {"type": "events", "path": "../events"}}]})
+    )
+    config = parse_config(yaml.safe_dump({"slo": {"spec": "specs/slo.yaml"}}), "pulse.yaml", {}, base_dir=events.parent)
+    (slo,) = load_slos(config, "pulse.yaml", tmp_path / "elsewhere")
+    assert isinstance(slo.source, EventsSource)
+    assert slo.source.path == specs / "../events"
+    assert parse_slos([("a.yaml", [valid(events)])], None, base_dirs={"a.yaml": tmp_path})
