@@ -16,6 +16,7 @@ from pulse.cli.options import config_option
 from pulse.clusters import load_or_default
 
 if TYPE_CHECKING:
+    from pulse.config import SloConfig
     from slo.model import Slo
 
 
@@ -31,14 +32,14 @@ def parse_time(text: str | None, option: str) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def _load(config_path: Path | None) -> tuple[list[Slo], str]:
-    """Validated SLOs and the Spark master; raises InvalidSpec before anything starts Spark."""
+def _load(config_path: Path | None) -> tuple[list[Slo], SloConfig]:
+    """Validated SLOs and the `slo:` section; raises InvalidSpec before anything starts Spark."""
     from slo.spec import load_slos
 
     config = load_or_default(config_path, os.environ)
     source = str(config_path) if config_path is not None else "config"
     base_dir = config_path.parent if config_path is not None else Path.cwd()
-    return load_slos(config, source, base_dir), config.slo.spark_master
+    return load_slos(config, source, base_dir), config.slo
 
 
 @click.group()
@@ -50,18 +51,24 @@ def slo() -> None:
 @config_option
 @click.option("--at", "at_time", default=None, help="Evaluation time (ISO 8601, UTC if no zone; default now).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), help="Also write results as Parquet.")
-@click.option("--pushgateway", "pushgateway_url", help="Also push budget gauges to this Pushgateway URL.")
+@click.option(
+    "--results-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Also write results as Parquet here (default: slo.results_dir).",
+)
+@click.option("--pushgateway", "pushgateway_url", help="Also push budget gauges here (default: slo.pushgateway_url).")
 def evaluate(
     config_path: Path | None, at_time: str | None, as_json: bool, results_dir: Path | None, pushgateway_url: str | None
 ) -> None:
     """SLI, budget remaining, burn rates, firing alerts and time to exhaustion per SLO."""
     at = parse_time(at_time, "--at")
-    slos, master = _load(config_path)
+    slos, settings = _load(config_path)
     from slo import job, output
     from slo.session import spark_session
 
-    results = job.evaluate(spark_session(master), slos, at)
+    results = job.evaluate(spark_session(settings.spark_master), slos, at)
+    results_dir = results_dir or settings.results_dir
+    pushgateway_url = pushgateway_url or settings.pushgateway_url
     if results_dir is not None:
         output.write_results(results, results_dir)
     if pushgateway_url is not None:
@@ -99,11 +106,11 @@ def backtest(config_path: Path | None, from_time: str, to_time: str, step: str, 
         raise click.BadParameter(str(exc), param_hint="--step") from None
     if step_s % 60 or step_s == 0:
         raise click.BadParameter(f"{step!r} is not a whole number of minutes", param_hint="--step")
-    slos, master = _load(config_path)
+    slos, settings = _load(config_path)
     from slo import job
     from slo.session import spark_session
 
-    results = job.backtest(spark_session(master), slos, start, end, timedelta(seconds=step_s))
+    results = job.backtest(spark_session(settings.spark_master), slos, start, end, timedelta(seconds=step_s))
     if as_json:
         click.echo(json.dumps({"slos": [r.to_json() for r in results]}, indent=2))
         return
