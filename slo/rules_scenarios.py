@@ -119,9 +119,9 @@ def scenarios(slo: Slo) -> list[Scenario]:
     out.append(
         Scenario(
             "budget-burn",
-            f"errors at exactly the budget ({float(budget):g} of {n} events a minute) for 6 h: "
+            f"errors at exactly the budget ({float(budget):g} of {n} events a minute) for 3 h: "
             "no pair with a factor of 1 or more fires (strict >)",
-            steady(slo, 360, n, budget),
+            steady(slo, 180, n, budget),
         )
     )
     longest_short = max((p.short_s for p in slo.pairs), default=0) // MINUTE_S
@@ -156,12 +156,13 @@ def scenarios(slo: Slo) -> list[Scenario]:
     if slo.min_events > 0:
         shortest = min((p.long_s for p in slo.pairs), default=3600) // MINUTE_S
         low = max(1, math.ceil(slo.min_events / shortest) - 1)
+        length = max(120, min(360, math.ceil(slo.min_events / low) + 30))
         out.append(
             Scenario(
                 "low-traffic",
-                f"{low} event(s) a minute, all bad, for 6 h: a long window with fewer than "
+                f"{low} event(s) a minute, all bad, for {length} minutes: a long window with fewer than "
                 f"{slo.min_events:g} events never fires",
-                steady(slo, 360, low, Fraction(1)),
+                steady(slo, length, low, Fraction(1)),
             )
         )
     return out
