@@ -88,7 +88,7 @@ def test_a_stopped_group_opens_an_incident_and_its_recovery_resolves_it(
         consumer.commit(offsets=[TopicPartition(topic, 0, hwm)], asynchronous=False)  # back, and caught up
         http_receiver.wait_for(webhook("resolved"), timeout_s=60, after=mark)
         assert service.group_status(CLUSTER, GROUP).status is Status.OK
-        assert sink.stats.sent >= 2 and sink.stats.dropped == {"overflow": 0, "corrupt": 0, "rejected": 0}
+        assert sink.stats.sent >= 2 and not any(sink.stats.dropped.values()), sink.stats
     finally:
         notifier.stop()
         source.stop()
