@@ -271,22 +271,48 @@ class Sums:
 
 
 def series_notation(values: Sequence[Value]) -> str:
-    """promtool's expanding notation: `v` once, `vxN` for N+1 equal samples, `_xN` for N missing ones."""
+    """promtool's expanding notation: `_xN` for N missing samples, `vxN` for N+1 equal ones, `a+bxN` for N+1
+    whole numbers rising by b (counters); promtool adds the step repeatedly, so only whole numbers use it."""
     out: list[str] = []
     i = 0
     while i < len(values):
-        j = i
-        while j + 1 < len(values) and values[j + 1] == values[i]:
-            j += 1
-        count = j - i + 1
         value = values[i]
         if value is None:
-            out.append("_" if count == 1 else f"_x{count}")
+            j = i
+            while j + 1 < len(values) and values[j + 1] is None:
+                j += 1
+            out.append("_" if j == i else f"_x{j - i + 1}")
+            i = j + 1
+            continue
+        j, step = i, _step(value, values[i + 1] if i + 1 < len(values) else None)
+        while step is not None and j + 1 < len(values) and _step(values[j], values[j + 1]) == step:
+            j += 1
+        if j == i or (j == i + 1 and step != 0):
+            out.append(_number_text(value))
+            i += 1
+            continue
+        if step == 0:
+            out.append(f"{_number_text(value)}x{j - i}")
         else:
-            text = str(int(value)) if float(value).is_integer() else repr(float(value))
-            out.append(text if count == 1 else f"{text}x{count - 1}")
+            sign = "+" if step > 0 else "-"
+            out.append(f"{_number_text(value)}{sign}{_number_text(abs(step))}x{j - i}")
         i = j + 1
     return " ".join(out)
+
+
+def _step(a: Value, b: Value) -> float | None:
+    """The difference b - a when a run may continue through it: equal values, or whole numbers."""
+    if a is None or b is None:
+        return None
+    if a == b:
+        return 0.0
+    if float(a).is_integer() and float(b).is_integer() and abs(a) < 2**52 and abs(b) < 2**52:
+        return b - a
+    return None
+
+
+def _number_text(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 def selector_text(name: str, labels: Mapping[str, str]) -> str:

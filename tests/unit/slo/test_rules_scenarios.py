@@ -115,6 +115,8 @@ def test_occurrence_units_skip_what_the_job_skips() -> None:
 
 def test_series_notation_is_promtools_expanding_form() -> None:
     assert series_notation([None, None, 1.0, 1.0, 1.0, 2.5, None]) == "_x2 1x2 2.5 _"
+    assert series_notation([0.0, 10.0, 20.0, 30.0, None, 50.0, 60.0, 60.0]) == "0+10x3 _ 50 60x1"
+    assert series_notation([9.0, 7.0, 5.0, 0.5, 1.0]) == "9-2x2 0.5 1"
     assert series_notation([]) == ""
 
 
