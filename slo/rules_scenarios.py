@@ -287,7 +287,7 @@ def series_notation(values: Sequence[Value]) -> str:
         j, step = i, _step(value, values[i + 1] if i + 1 < len(values) else None)
         while step is not None and j + 1 < len(values) and _step(values[j], values[j + 1]) == step:
             j += 1
-        if j == i or (j == i + 1 and step != 0):
+        if step is None or j == i or (j == i + 1 and step != 0):
             out.append(_number_text(value))
             i += 1
             continue
