@@ -284,3 +284,14 @@ def test_the_example_files_are_what_the_generator_writes() -> None:
     for name, text in files.items():
         assert (EXAMPLE_RULES / name).read_text() == text, f"{name} differs; regenerate examples/prometheus-rules"
         yaml.safe_load(text)
+
+
+def test_slos_of_a_spec_file_get_rules_and_event_sources_are_not_read(tmp_path: Path) -> None:
+    """`slo.spec` SLOs count like inline ones; an event SLO whose directory is absent here is skipped, not an
+    error, since its Parquet is read by the job wherever that runs."""
+    events = {"name": "canary", "source": {"type": "events", "path": "absent"}, "good": "ok", "total": "true"}
+    (tmp_path / "specs.yaml").write_text(yaml.safe_dump({"slos": [BASE, events | {"objective": 99.9}]}))
+    (tmp_path / "pulse.yaml").write_text(yaml.safe_dump({"slo": {"spec": str(tmp_path / "specs.yaml")}}))
+    config = load_or_default(tmp_path / "pulse.yaml", os.environ)
+    slos = load_rule_slos(config, "pulse.yaml", tmp_path)
+    assert [s.name for s in select(slos, "pulse.yaml").chosen] == ["produce"]
