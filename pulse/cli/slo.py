@@ -64,6 +64,7 @@ def evaluate(
     at = parse_time(at_time, "--at")
     slos, settings = _load(config_path)
     from slo import job, output
+    from slo.results import iso
     from slo.session import spark_session
 
     results = job.evaluate(spark_session(settings.spark_master), slos, at)
@@ -83,7 +84,7 @@ def evaluate(
         labels = "".join(f" {k}={v}" for k, v in sorted(r.labels.items()))
         click.echo(
             f"{r.name}{labels}: SLI {sli} (objective {r.objective:g}% over {r.window}), budget left {remaining}, "
-            f"firing: {', '.join(firing)}, exhaustion: {r.exhaustion_at.isoformat() if r.exhaustion_at else 'none'}"
+            f"firing: {', '.join(firing)}, exhaustion: {iso(r.exhaustion_at) or 'none'}"
         )
 
 
@@ -108,6 +109,7 @@ def backtest(config_path: Path | None, from_time: str, to_time: str, step: str, 
         raise click.BadParameter(f"{step!r} is not a whole number of minutes", param_hint="--step")
     slos, settings = _load(config_path)
     from slo import job
+    from slo.results import iso
     from slo.session import spark_session
 
     results = job.backtest(spark_session(settings.spark_master), slos, start, end, timedelta(seconds=step_s))
@@ -118,8 +120,8 @@ def backtest(config_path: Path | None, from_time: str, to_time: str, step: str, 
         labels = "".join(f" {k}={v}" for k, v in sorted(r.labels.items()))
         click.echo(f"{r.name}{labels}: {len(r.alerts)} interval(s)")
         for interval in r.alerts:
-            until = interval.end.isoformat() if interval.end else "still firing"
-            click.echo(f"  {interval.severity:6} {interval.start.isoformat()} -> {until}")
+            until = iso(interval.end) or "still firing"
+            click.echo(f"  {interval.severity:6} {iso(interval.start)} -> {until}")
 
 
 # --- slo rules (issue #6, item 3) ---
@@ -137,7 +139,15 @@ def backtest(config_path: Path | None, from_time: str, to_time: str, step: str, 
 def rules(config_path: Path | None, out_dir: Path | None, check: bool) -> None:
     """Prometheus recording and alerting rules (with promtool tests) for SLOs whose SLI lives in Prometheus."""
     from slo.rules import RuleOptions
-    from slo.rules_files import check_output, load_rule_slos, output_files, rules_text, select, write_files
+    from slo.rules_files import (
+        check_output,
+        load_rule_slos,
+        output_files,
+        rules_text,
+        select,
+        stale_files,
+        write_files,
+    )
 
     config = load_or_default(config_path, os.environ)
     source = str(config_path) if config_path is not None else "config"
@@ -148,6 +158,8 @@ def rules(config_path: Path | None, out_dir: Path | None, check: bool) -> None:
     options = RuleOptions(config.alerting.labels, config.alerting.runbook_url)
     files = output_files(selection.chosen, options, source)
     written = write_files(out_dir, files) if out_dir is not None else []
+    for path in stale_files(out_dir, files) if out_dir is not None else []:
+        click.echo(f"slo rules: {path} is not generated any more (SLO removed or renamed?); delete it", err=True)
     if check:
         check_output(files, selection.chosen, out_dir)
         click.echo(f"promtool: {len(selection.chosen)} rules file(s) valid, their unit tests pass", err=True)

@@ -135,3 +135,17 @@ def test_an_invalid_spec_never_reaches_spark(tmp_path: Path) -> None:
     first, *rest = done.stdout.splitlines()
     assert first == "2 True True", done.stdout + done.stderr
     assert rest[0].startswith(f"InvalidSpec: {config}: slos[0].alerting.page: default pair 1h/5m: burn factor 14.4")
+
+
+def test_an_expression_spark_cannot_resolve_names_the_slo(spark: SparkSession, tmp_path: Path) -> None:
+    # sqlglot parses any function call; Spark's analyzer knows which exist, before any data is read.
+    write_rows(tmp_path / "events", minutes(at(-5), 5), ok=[True] * 5)
+    path = tmp_path / "pulse.yaml"
+    spec = {"name": "fn", "source": {"type": "events", "path": "events"}, "good": "no_such_fn(ok)", "total": "true"}
+    path.write_text(yaml.safe_dump({"slos": [spec | {"objective": 99}]}))
+    result = CliRunner().invoke(cli, ["slo", "evaluate", "--config", str(path), "--at", iso(T)])
+    assert result.exit_code == 1
+    # PySpark also logs the analyzer's error (JSON on stderr); our one line comes last.
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith("SourceUnreadable: slo 'fn'.good: Spark cannot evaluate 'no_such_fn(ok)': "), last
+    assert "UNRESOLVED_ROUTINE" in last
