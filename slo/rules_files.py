@@ -122,6 +122,13 @@ def write_files(directory: Path, files: Mapping[str, str]) -> list[Path]:
     return written
 
 
+def stale_files(directory: Path, files: Mapping[str, str]) -> list[Path]:
+    """Files of our naming in `directory` that this run did not write: SLOs since removed or renamed, whose rules
+    a Prometheus loading the directory would still evaluate."""
+    ours = [*directory.glob("slo-*.rules.yml"), *directory.glob("slo-*.test.yml")]
+    return sorted(path for path in ours if path.name not in files)
+
+
 # --- input ------------------------------------------------------------------------------------------------------
 
 
