@@ -143,3 +143,22 @@ def test_without_promtool_the_check_fails_naming_the_package(tmp_path: Path, mon
 
     with pytest.raises(DependencyMissing, match="install the Debian package 'prometheus'"):
         check_files(tmp_path, slos)
+
+
+def test_files_of_a_removed_slo_are_named_on_stderr(tmp_path: Path) -> None:
+    """A renamed SLO leaves its old files in --out, and a Prometheus loading `*.rules.yml` there would still run
+    them: the command names them (it does not delete files it was not asked to)."""
+    out = tmp_path / "rules"
+    before = write_config(tmp_path / "before.yaml", [SHAPES[1]])
+    assert CliRunner().invoke(cli, ["slo", "rules", "--config", str(before), "--out", str(out)]).exit_code == 0
+    after = write_config(tmp_path / "after.yaml", [SHAPES[1] | {"name": "renamed-28d"}])
+
+    result = CliRunner().invoke(cli, ["slo", "rules", "--config", str(after), "--out", str(out)])
+
+    assert result.exit_code == 0, result.output
+    notices = [line for line in result.stderr.splitlines() if "is not generated any more" in line]
+    assert [line.split()[2] for line in notices] == [
+        str(out / "slo-rolling-28d.rules.yml"),
+        str(out / "slo-rolling-28d.test.yml"),
+    ]
+    assert (out / "slo-rolling-28d.rules.yml").exists()
