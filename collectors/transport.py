@@ -17,6 +17,7 @@ credentials and trust-store passwords stay inside the process.
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
 import json
 import logging
@@ -203,6 +204,20 @@ def _start_jvm(timeout_ms: str) -> None:
         convertStrings=True,
         interrupt=False,
     )
+    atexit.register(_stop_reference_queue)  # runs before JPype's own exit hook (atexit is last-in, first-out)
+
+
+def _stop_reference_queue() -> None:
+    """Stop JPype's reference-queue thread at exit: `destroy_jvm = False` leaves it running, and its entry into
+    Python after a Java GC aborts a finalizing interpreter ("PyGILState_Release: thread state ... must be current")."""
+    import jpype
+
+    if not jpype.isJVMStarted():
+        return
+    try:
+        jpype.JClass("org.jpype.ref.JPypeReferenceQueue").getInstance().stop()
+    except Exception:  # exiting anyway: leaving the thread running is the old behaviour, not a new failure
+        _LOG.debug("could not stop JPype's reference queue at exit", exc_info=True)
 
 
 class JpypeTransport:
