@@ -8,6 +8,7 @@ import click
 
 from pulse.cli import canary as canary_cli
 from pulse.cli import collect as collect_cli
+from pulse.cli import dashboards as dashboards_cli
 from pulse.cli import dev, pending
 from pulse.cli import lag as lag_cli
 from pulse.cli import slo as slo_cli
@@ -61,7 +62,7 @@ cli.add_command(canary_cli.canary)
 for command in (
     pending.run,
     slo_cli.slo,
-    pending.dashboards,
+    dashboards_cli.dashboards,
     pending.check,
 ):
     cli.add_command(command)

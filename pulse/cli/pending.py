@@ -19,18 +19,6 @@ def run(config_path: Path | None) -> None:
     raise _pending("run", 7, "the all-in-one service")
 
 
-@click.group()
-def dashboards() -> None:
-    """Grafana dashboards built in code."""
-
-
-@dashboards.command()
-@config_option
-def build(config_path: Path | None) -> None:
-    """Generate the dashboard JSON, provisioning files, Prometheus rules and Alertmanager example."""
-    raise _pending("dashboards build", 7, "dashboards")
-
-
 @click.command()
 @config_option
 @click.option("--json", "as_json", is_flag=True)

@@ -31,7 +31,6 @@ def test_every_command_takes_config(command: str) -> None:
     ("argv", "issue"),
     [
         (["run"], 7),
-        (["dashboards", "build"], 7),
         (["check"], 7),
     ],
 )
