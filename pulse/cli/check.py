@@ -1,0 +1,82 @@
+"""`kafka-pulse check`: one health check of a cluster, as a table or `--json`, exiting 0 OK, 1 WARN, 2 CRIT or
+3 UNKNOWN (the Nagios convention), within `--timeout` seconds of the process's start."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from pulse.check.deadline import Deadline, process_age_s
+from pulse.check.verdict import Report, Section, Status
+from pulse.cli.options import config_option
+from pulse.errors import PulseError
+
+EXIT_RESERVE_S = 0.4
+"""Of `--timeout`, what is kept back for rendering the report and leaving the process (client teardown is left to
+daemon threads, so it never holds the exit)."""
+
+
+@click.command()
+@config_option
+@click.option(
+    "--cluster", "cluster_name", default=None, help="The configured cluster to check (default: the only one)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (schema in docs/check.md).")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=1.0),
+    default=5.0,
+    show_default=True,
+    help="Seconds for the whole command, counted from the process's start; every Kafka call gets a deadline "
+    "inside it, and what has not answered by then is reported as such.",
+)
+@click.pass_context
+def check(
+    ctx: click.Context, config_path: Path | None, cluster_name: str | None, as_json: bool, timeout_s: float
+) -> None:
+    """Is Kafka OK, and if not, what is wrong: brokers, controller, partitions (with the common-broker diagnosis),
+    a canary round trip through every broker, the worst consumer lag and SLO budgets.
+
+    Exits 0 OK, 1 WARN, 2 CRIT, 3 UNKNOWN (also for a config that cannot be used).
+    """
+    age = process_age_s()
+    started = time.monotonic() - (age if age is not None and age < timeout_s else 0.0)
+    deadline = Deadline(started + timeout_s - EXIT_RESERVE_S)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)  # kafka-python's connection errors: the verdict says it
+    cluster_label = cluster_name or "?"
+    servers: tuple[str, ...] = ()
+    try:
+        from pulse.check.health_check import run_check
+        from pulse.cli.dev import dev_home
+        from pulse.clusters import load_or_default, resolve_cluster
+
+        config = load_or_default(config_path, os.environ)
+        cluster = resolve_cluster(config, cluster_name, dev_home())
+        cluster_label, servers = cluster.name, tuple(cluster.bootstrap_servers)
+        sections = run_check(config, cluster, deadline)
+    except PulseError as exc:  # nothing to check: UNKNOWN, as Nagios plugins answer bad arguments
+        sections = (Section("config", Status.UNKNOWN, "nothing checked", (f"{type(exc).__name__}: {exc}",)),)
+    report = Report(
+        cluster=cluster_label,
+        bootstrap_servers=servers,
+        sections=sections,
+        checked_at=datetime.now(UTC),
+        elapsed_s=time.monotonic() - started,
+        timeout_s=timeout_s,
+    )
+    from pulse.check.render import print_report, report_json
+
+    if as_json:
+        click.echo(json.dumps(report_json(report), indent=2))
+    else:
+        print_report(report, Console())
+    ctx.exit(report.status.exit_code)

@@ -1,0 +1,4 @@
+"""`kafka-pulse run` (issue #7): every component in one process. `suite.Suite` composes collectors, canary, lag and
+`slo_schedule.SloSchedule` on one registry and one listener."""
+
+__all__ = ["slo_schedule", "suite"]

@@ -1,0 +1,181 @@
+"""The SLO burn-rate job on a schedule inside `kafka-pulse run`: every `slo.schedule_s`, evaluate every SLO at the
+current minute, write Parquet (`slo.results_dir`), push the budget gauges (`slo.pushgateway_url`), serve the same
+gauges on the process's /metrics, and hand the alert states to Alertmanager through the alert sink.
+
+Spark starts on the first evaluation (never when no SLO is configured) and is stopped with the schedule when this
+process created it. A failed evaluation is logged and counted; its SLOs' open alerts are held, never resolved, as
+slo/alerting.py does for an unknown state.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from pulse.config import SloConfig
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from slo.alerting import SloAlertDelivery
+    from slo.model import Slo
+    from slo.results import SloResult
+
+_LOG = logging.getLogger(__name__)
+
+
+class SloSchedule:
+    """Evaluates `slos` every `settings.schedule_s` on a thread of its own; `start` returns at once."""
+
+    def __init__(
+        self,
+        slos: Sequence[Slo],
+        settings: SloConfig,
+        session: Callable[[], SparkSession],
+        owns_session: bool = True,
+        delivery: SloAlertDelivery | None = None,
+        descriptions: Mapping[str, str] | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        """`session` makes (or returns) the SparkSession on first use; with `owns_session` it is stopped, its JVM
+        included, by `stop`."""
+        self.slos = list(slos)
+        self.settings = settings
+        self._session_factory = session
+        self._owns_session = owns_session
+        self._session: SparkSession | None = None
+        self.delivery = delivery
+        self.descriptions = dict(descriptions or {})
+        self._clock = clock
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.latest: list[SloResult] = []
+        self._gauges = CollectorRegistry()
+        self.runs: dict[str, int] = {"ok": 0, "failed": 0}
+        self.last_success_s: float | None = None
+        self.last_duration_s: float | None = None
+        self.last_error: str | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="slo-schedule", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            self.run_once(self._clock())
+            self._stop.wait(max(0.0, self.settings.schedule_s - (time.monotonic() - started)))
+
+    def run_once(self, at: datetime) -> bool:
+        """One evaluation at `at` and everything that follows from it; False when it failed (logged)."""
+        from slo import job, output
+        from slo.results import alert_states
+
+        started = time.monotonic()
+        try:
+            if self._session is None:
+                self._session = self._session_factory()
+            results = job.evaluate(self._session, self.slos, at)
+        except Exception as exc:  # Spark or a source failing must not end the schedule (nor `run`)
+            self.runs["failed"] += 1
+            self.last_error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            _LOG.error("SLO evaluation at %s failed: %s", at.isoformat(), self.last_error)
+            if self.delivery is not None:
+                self.delivery.deliver([], at)  # holds open alerts, drains the spool
+            return False
+        finally:
+            self.last_duration_s = time.monotonic() - started
+        self.latest = results
+        self._gauges = output.gauges(results)
+        self.runs["ok"] += 1
+        self.last_success_s = time.time()
+        self.last_error = None
+        self._publish(results)
+        if self.delivery is not None:
+            self.delivery.deliver(alert_states(results, self.descriptions), at)
+        return True
+
+    def _publish(self, results: list[SloResult]) -> None:
+        from slo import output
+
+        if self.settings.results_dir is not None:
+            try:
+                output.write_results(results, Path(self.settings.results_dir))
+            except OSError as exc:
+                _LOG.error("SLO results not written to %s: %s", self.settings.results_dir, exc)
+        if self.settings.pushgateway_url is not None:
+            try:
+                output.push_gauges(results, self.settings.pushgateway_url)
+            except output.PushFailed as exc:
+                _LOG.warning("SLO gauges not pushed: %s", exc)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=120)  # an evaluation in flight finishes first
+        if self._owns_session and self._session is not None:
+            stop_spark(self._session)
+            self._session = None
+
+    def gauges(self) -> Iterator[Metric]:
+        """The latest evaluation's budget gauges (slo/output.py's families), for /metrics."""
+        yield from self._gauges.collect()
+
+
+def stop_spark(session: SparkSession) -> None:
+    """Stop the session and the JVM behind it (PySpark leaves its gateway process running until Python exits)."""
+    from pyspark import SparkContext
+
+    session.stop()
+    gateway: Any = SparkContext._gateway
+    if gateway is None:
+        return
+    try:
+        gateway.shutdown()
+    except Exception as exc:  # already gone
+        _LOG.debug("Spark gateway shutdown: %s", exc)
+    process = getattr(gateway, "proc", None)
+    if process is not None:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except Exception:
+            process.kill()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+
+
+class SloScheduleCollector(Collector):
+    """The schedule's own health and the latest budget gauges on the process's registry."""
+
+    def __init__(self, schedule: SloSchedule) -> None:
+        self.schedule = schedule
+
+    def collect(self) -> Iterator[Metric]:
+        s = self.schedule
+        runs = CounterMetricFamily(
+            "kafka_pulse_slo_schedule_runs", "Scheduled SLO evaluations by result (ok, failed).", labels=["result"]
+        )
+        for result, count in sorted(s.runs.items()):
+            runs.add_metric([result], count)
+        yield runs
+        if s.last_success_s is not None:
+            yield GaugeMetricFamily(
+                "kafka_pulse_slo_schedule_last_success_timestamp_seconds",
+                "Unix time of the last evaluation that succeeded.",
+                s.last_success_s,
+            )
+        if s.last_duration_s is not None:
+            yield GaugeMetricFamily(
+                "kafka_pulse_slo_schedule_duration_seconds", "Wall time of the last evaluation.", s.last_duration_s
+            )
+        yield from s.gauges()
