@@ -14,6 +14,7 @@ from canary.sli_log import PARTITIONING, SCHEMA, SliLog
 from pulse.clusters import dev_cluster_config
 from pulse.config import CanaryConfig
 from pulse.dev.services import poll
+from pulse.ports import is_listening
 from tests.fixtures.mirror import MONITOR_TOPIC, PARTITIONS, MirrorHandle
 
 pytestmark = pytest.mark.integration
@@ -43,6 +44,7 @@ def test_mirrormaker_copies_each_record_to_the_same_partition_with_its_timestamp
     poll(read, lambda s: len(s) == PARTITIONS, 60, "a copy of every smoke record", interval_s=0)
     consumer.close()
     assert seen == {p: (sent[p], 1_700_000_000_000 + p) for p in range(PARTITIONS)}
+    assert mirror.mirrormaker.jmx_port is not None and is_listening(mirror.mirrormaker.jmx_port)  # for collectors
 
 
 def test_mirror_mode_reports_replication_latency_and_an_outage_of_mirrormaker(
