@@ -7,10 +7,12 @@ from typing import Any
 import click
 
 from pulse.cli import canary as canary_cli
+from pulse.cli import check as check_cli
 from pulse.cli import collect as collect_cli
 from pulse.cli import dashboards as dashboards_cli
-from pulse.cli import dev, pending
+from pulse.cli import dev
 from pulse.cli import lag as lag_cli
+from pulse.cli import run as run_cli
 from pulse.cli import slo as slo_cli
 from pulse.errors import ConfigError, NotImplementedYet, PulseError
 
@@ -60,10 +62,10 @@ cli.add_command(collect_cli.collect)
 cli.add_command(lag_cli.lag)
 cli.add_command(canary_cli.canary)
 for command in (
-    pending.run,
+    run_cli.run,
     slo_cli.slo,
     dashboards_cli.dashboards,
-    pending.check,
+    check_cli.check,
 ):
     cli.add_command(command)
 
