@@ -30,6 +30,9 @@ import os
 import random
 import struct
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -59,6 +62,25 @@ def load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+@dataclass
+class Took:
+    """Wall and CPU seconds of a timed block; on a shared machine CPU time is what an idle core would take."""
+
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+
+    def rate(self, n: int) -> str:
+        return f"{n / self.wall_s:12,.0f} /s wall, {n / self.cpu_s:9,.0f} /s CPU"
+
+
+@contextmanager
+def timed() -> Iterator[Took]:
+    took = Took()
+    wall, cpu = time.perf_counter(), time.process_time()
+    yield took
+    took.wall_s, took.cpu_s = time.perf_counter() - wall, time.process_time() - cpu
+
+
 def _s16(text: str) -> bytes:
     raw = text.encode()
     return struct.pack(">h", len(raw)) + raw
@@ -71,16 +93,22 @@ def offset_record(group: str, topic: str, partition: int, offset: int, ts_ms: in
     return key, value
 
 
-def decode_and_store(store: OffsetStore, records: list[tuple[bytes, bytes]], now_ms: int) -> float:
-    """What the Kafka source does per record; returns records per second."""
-    started = time.perf_counter()
-    for key, value in records:
-        record = decode_record(key, value)
-        if isinstance(record, OffsetCommit):
-            store.add_commit(
-                CLUSTER, record.group, record.topic, record.partition, record.offset, record.commit_timestamp_ms, now_ms
-            )
-    return len(records) / (time.perf_counter() - started)
+def decode_and_store(store: OffsetStore, records: list[tuple[bytes, bytes]], now_ms: int) -> Took:
+    """What the Kafka source does per record."""
+    with timed() as took:
+        for key, value in records:
+            record = decode_record(key, value)
+            if isinstance(record, OffsetCommit):
+                store.add_commit(
+                    CLUSTER,
+                    record.group,
+                    record.topic,
+                    record.partition,
+                    record.offset,
+                    record.commit_timestamp_ms,
+                    now_ms,
+                )
+    return took
 
 
 def main() -> None:
@@ -115,21 +143,20 @@ def main() -> None:
 
     # 1. store only: every group-partition gets `intervals` commits, one pass per interval
     add = store.add_commit
-    started = time.perf_counter()
-    for i in range(intervals):
-        ts = START_MS + i * COMMIT_EVERY_MS
-        behaviours = (
-            hwm - 100 + 10 * i,  # catching up: OK
-            hwm - 100,  # the same offset with lag: STALL
-            hwm,  # caught up: OK by the first rule
-            hwm - 100 + 10 * i - (50 if i == intervals - 1 else 0),  # went back at the end: REWIND
-        )
-        for g, group in enumerate(group_names):
-            topic = topic_names[g % topics]
-            offset = behaviours[g % 4]
-            for p in range(parts):
-                add(CLUSTER, group, topic, p, offset, ts, end_ms)
-    store_s = time.perf_counter() - started
+    with timed() as store_took:
+        for i in range(intervals):
+            ts = START_MS + i * COMMIT_EVERY_MS
+            behaviours = (
+                hwm - 100 + 10 * i,  # catching up: OK
+                hwm - 100,  # the same offset with lag: STALL
+                hwm,  # caught up: OK by the first rule
+                hwm - 100 + 10 * i - (50 if i == intervals - 1 else 0),  # went back at the end: REWIND
+            )
+            for g, group in enumerate(group_names):
+                topic = topic_names[g % topics]
+                offset = behaviours[g % 4]
+                for p in range(parts):
+                    add(CLUSTER, group, topic, p, offset, ts, end_ms)
     commits = intervals * group_partitions
     gc.collect()
     rss_per_gp = (rss_bytes() - rss_before) / group_partitions
@@ -146,15 +173,15 @@ def main() -> None:
     for topic in topic_names:
         for p in range(parts):
             side.add_hwm(CLUSTER, topic, p, hwm, end_ms)
-    decoded_new_per_s = decode_and_store(side, records, end_ms)
+    decoded_new = decode_and_store(side, records, end_ms)
     del side
 
     print(f"workload: {groups:,} groups x {parts} partitions = {group_partitions:,} group-partitions,")
     print(
         f"          {topics:,} topics, intervals={intervals}, {samples} HWM sample(s) a partition, {commits:,} commits"
     )
-    print(f"store:        {commits / store_s:12,.0f} commits/s  ({store_s:.1f} s)   target >= {TARGET_COMMITS_PER_S:,}")
-    print(f"decode+store: {decoded_new_per_s:12,.0f} records/s  ({sample:,} records, each a new group-partition)")
+    print(f"store:        {store_took.rate(commits)} commits   target >= {TARGET_COMMITS_PER_S:,}")
+    print(f"decode+store: {decoded_new.rate(sample)} records   ({sample:,}, each a new group-partition)")
     print(
         f"RSS:          {rss_per_gp:12,.0f} B per group-partition (window arrays {array_per_gp:.0f} B)   target <= 300"
     )
@@ -167,34 +194,41 @@ def main() -> None:
     for mode in modes:
         params = RuleParams(mode=mode, intervals=intervals, offset_refresh_ms=COMMIT_EVERY_MS)  # type: ignore[arg-type]
         evaluator = Evaluator(store, params)
-        started = time.perf_counter()
-        verdicts = evaluator.evaluate_groups(CLUSTER, gids, now_ms)
-        eval_s = time.perf_counter() - started
+        with timed() as eval_took:
+            verdicts = evaluator.evaluate_groups(CLUSTER, gids, now_ms)
         names, counts = np.unique(verdicts.group_status, return_counts=True)
         statuses = {Status(int(n)).name: int(c) for n, c in zip(names, counts, strict=True)}
         names, counts = np.unique(verdicts.status, return_counts=True)
         partitions = {Status(int(n)).name: int(c) for n, c in zip(names, counts, strict=True)}
-        started = time.perf_counter()
-        objects = [evaluator.group_status(verdicts, g) for g in checked]
-        objects_s = time.perf_counter() - started
-        started = time.perf_counter()
-        reference = [evaluator.evaluate_group_reference(CLUSTER, o.group, now_ms) for o in objects]
-        reference_s = time.perf_counter() - started
+        with timed() as objects_took:
+            objects = [evaluator.group_status(verdicts, g) for g in checked]
+        with timed() as reference_took:
+            reference = [evaluator.evaluate_group_reference(CLUSTER, o.group, now_ms) for o in objects]
         if objects != reference:
             raise SystemExit(f"{mode}: the columnar verdicts differ from the scalar reference")
         checked_gp = sum(o.partition_count for o in objects) or 1
         print(f"evaluate {mode}:")
-        print(f"  columnar:   {eval_s:12.2f} s for {len(verdicts.status):,} group-partitions, one thread   target <= 2")
-        print(f"              {len(verdicts.status) / eval_s:12,.0f} group-partitions/s; groups {statuses}")
+        print(
+            f"  columnar:   {eval_took.wall_s:12.2f} s wall, {eval_took.cpu_s:.2f} s CPU for {len(verdicts.status):,} "
+            "group-partitions, one thread   target <= 2"
+        )
+        print(f"              groups {statuses}")
         print(f"              partitions {partitions}")
-        print(f"  objects:    {objects_s / checked_gp * 1e6:12.2f} us per group-partition for GroupStatus objects")
-        print(f"  reference:  {reference_s / checked_gp * 1e6:12.2f} us per group-partition (scalar rules), on the")
-        print(f"              {len(objects):,} sampled groups: identical to the columnar verdicts")
+        per_gp = 1e6 / checked_gp
+        print(
+            f"  objects:    {objects_took.wall_s * per_gp:12.2f} us wall, {objects_took.cpu_s * per_gp:.2f} us CPU "
+            "per group-partition to build GroupStatus objects"
+        )
+        print(
+            f"  reference:  {reference_took.wall_s * per_gp:12.2f} us wall, {reference_took.cpu_s * per_gp:.2f} us CPU "
+            f"per group-partition, scalar rules; {len(objects):,} sampled groups: identical"
+        )
         if args.objects:
-            started = time.perf_counter()
-            every = sum(1 for _ in evaluator.evaluate_cluster(CLUSTER, now_ms))
+            with timed() as every_took:
+                every = sum(1 for _ in evaluator.evaluate_cluster(CLUSTER, now_ms))
             print(
-                f"  all objects: {time.perf_counter() - started:11.1f} s for {every:,} GroupStatus (evaluate_cluster)"
+                f"  all objects: {every_took.wall_s:11.1f} s wall, {every_took.cpu_s:.1f} s CPU for {every:,} groups "
+                "(evaluate_cluster: the columnar pass, then every GroupStatus)"
             )
 
     # 2b. decode + store into the filled store: every record lands in an existing window (steady state)
@@ -204,8 +238,8 @@ def main() -> None:
         for g in range(-(-sample // parts))
         for p in range(parts)
     ][:sample]
-    decoded_steady_per_s = decode_and_store(store, steady, later)
-    print(f"decode+store: {decoded_steady_per_s:12,.0f} records/s  ({sample:,} records into existing group-partitions)")
+    decoded_steady = decode_and_store(store, steady, later)
+    print(f"decode+store: {decoded_steady.rate(sample)} records   ({sample:,} into existing group-partitions)")
     print(f"load average after: {load()}")
 
 
