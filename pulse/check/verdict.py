@@ -199,8 +199,12 @@ def judge_controller(quorum: QuorumFacts | ProbeFailed) -> Section:
         for v in behind
     )
     if quorum.mode == "kraft":
+        unsure = [v for v in quorum.voters if v.node != quorum.leader and v.caught_up_age_s is None]
+        caught_up = len(quorum.voters) - len(behind) - len(unsure)
         summary = f"node {quorum.leader} is the active controller (epoch {quorum.epoch})"
-        summary += f"; {len(quorum.voters) - len(behind)}/{len(quorum.voters)} voters caught up"
+        summary += f"; {caught_up}/{len(quorum.voters)} voters caught up"
+        if unsure:
+            summary += f" ({len(unsure)} not yet seen by this leader)"
     else:
         summary = f"broker {quorum.leader} is the controller"
     return Section("controller", Status.WARN if behind else Status.OK, summary, reasons, details=details)
