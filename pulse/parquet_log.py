@@ -1,0 +1,350 @@
+"""An append-only Parquet log under a directory, hive-partitioned (`date=YYYY-MM-DD/part-*.parquet`), shared by the
+SLI event logs of the canary (`canary/sli_log.py`) and the lag evaluator (`lag/evaluation_log.py`).
+
+The producing side never waits for the disk: `offer` only puts an item on a queue bounded in rows (full means the
+item is dropped and counted); one writer thread turns the queue into a file per folder every `flush_interval_s`,
+and keeps the directory under `max_bytes` by removing the oldest files first. What an item is, which folder it
+goes to and how items become an Arrow table is the caller's (`table_of`, `folder_of`, `size_of`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import queue
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Generic, Self, TypeVar
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+_LOG = logging.getLogger(__name__)
+
+R = TypeVar("R")
+
+PART_FILE = re.compile(r"part-\d{8}T\d{12}Z-[0-9a-f]+-\d+\.parquet")
+"""Names of the files a log writes (and the only ones its bound removes): `part-<UTC write time>-<writer>-<n>`."""
+DATE_DIR = re.compile(r"date=\d{4}-\d{2}-\d{2}")
+
+
+@dataclass
+class ParquetLogStats:
+    """Running totals of the writer, read by the metrics collector (`snapshot` copies them under the lock)."""
+
+    rows_written: int = 0
+    files_written: int = 0
+    rows_dropped: dict[str, int] = field(default_factory=lambda: {"queue_full": 0, "write_error": 0})
+    """Rows given up: `queue_full` when the producing side outran the writer, `write_error` when a failed write's
+    rows no longer fit the retry buffer."""
+    write_errors: int = 0
+    """Failed attempts to write a file (disk full, read-only, permissions); the rows are retried next flush."""
+    files_removed: int = 0
+    bytes_removed: int = 0
+    """Files and bytes removed to stay under `max_bytes`, oldest first."""
+    bytes_on_disk: int = 0
+    """Size of the log's part files after the latest flush."""
+    pending_rows: int = 0
+    """Rows held for the next flush (queued and buffered)."""
+    last_flush_unix_s: float | None = None
+    """When the latest successful write ended (epoch seconds)."""
+
+
+@dataclass
+class _Flush:
+    """A request to write now; `done` is set once the writer has tried."""
+
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+_STOP = object()
+
+
+def files_to_remove(files: Sequence[tuple[str, int]], max_bytes: int) -> list[str]:
+    """Which part files (name, size) to delete, oldest first, so that the rest fit in `max_bytes` (pure).
+    Names start with their UTC write time, so name order is write order."""
+    total = sum(size for _, size in files)
+    doomed: list[str] = []
+    for name, size in sorted(files):
+        if total <= max_bytes:
+            break
+        doomed.append(name)
+        total -= size
+    return doomed
+
+
+def date_folder(moment: datetime) -> str:
+    """The hive folder of a UTC date: `date=YYYY-MM-DD`."""
+    return "date=" + moment.astimezone(UTC).strftime("%Y-%m-%d")
+
+
+class ParquetLog(Generic[R]):
+    """One writer thread and its queue. `start`, then `offer` items from the producing side, then `stop`."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        table_of: Callable[[Sequence[R]], pa.Table],
+        folder_of: Callable[[R], str],
+        size_of: Callable[[R], int] = lambda _: 1,
+        subdirs: Sequence[str] = ("",),
+        name: str = "Parquet log",
+        flush_interval_s: float = 60.0,
+        max_bytes: int = 1 << 30,
+        queue_size: int = 100_000,
+        max_rows_per_file: int = 100_000,
+    ) -> None:
+        if flush_interval_s <= 0 or max_bytes <= 0 or queue_size <= 0 or max_rows_per_file <= 0:
+            raise ValueError("flush_interval_s, max_bytes, queue_size and max_rows_per_file must be positive")
+        self.directory = directory
+        self.table_of = table_of
+        """Items -> one Arrow table (all of one folder); the file's schema."""
+        self.folder_of = folder_of
+        """Item -> its folder relative to `directory`, e.g. `date=2026-11-21` or `groups/date=2026-11-21`."""
+        self.size_of = size_of
+        """Item -> rows it holds, for the queue bound and the counters."""
+        self.subdirs = tuple(subdirs)
+        """Where below `directory` the `date=` folders are (`""`: directly); only files there count and are removed
+        for the bound, so a log never touches another's files."""
+        self.name = name
+        """How log lines name this log."""
+        self.flush_interval_s = flush_interval_s
+        self.max_bytes = max_bytes
+        self.queue_size = queue_size
+        """Rows waiting for the writer at most (and rows kept for retry while writes fail)."""
+        self.max_rows_per_file = max_rows_per_file
+        self.writer_id = uuid.uuid4().hex[:8]
+        """In every file name, so several writers (processes or components) can share one directory."""
+        self._queue: queue.Queue[object] = queue.Queue()
+        self._queued_rows = 0
+        self._buffer: list[R] = []
+        self._buffered_rows = 0
+        self._stats = ParquetLogStats()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._seq = itertools.count()
+        self._failing = False
+
+    # ---- the producing side: never blocks --------------------------------------------------------
+
+    def offer(self, item: R) -> bool:
+        """Queue an item; when its rows do not fit the queue it is dropped and counted, never waited for."""
+        rows = self.size_of(item)
+        with self._lock:
+            if self._queued_rows + rows > self.queue_size:
+                self._stats.rows_dropped["queue_full"] += rows
+                return False
+            self._queued_rows += rows
+        self._queue.put_nowait(item)
+        return True
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> Self:
+        """Start the writer thread; the directory is created by the first write, so a bad one only counts errors."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=f"{self.name} writer", daemon=True)
+            self._thread.start()
+        return self
+
+    def flush(self, timeout_s: float = 30.0) -> bool:
+        """Write everything queued so far now; True once the writer has tried (see `stats` for the outcome)."""
+        if self._thread is None or not self._thread.is_alive():
+            return False
+        request = _Flush()
+        self._queue.put_nowait(request)
+        return request.done.wait(timeout_s)
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Write what is queued and end the thread; safe to call twice."""
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        self._queue.put_nowait(_STOP)
+        thread.join(timeout_s)
+        if thread.is_alive():
+            _LOG.error("%s: the writer did not finish within %.0f s; unwritten rows are lost", self.name, timeout_s)
+
+    def stats(self) -> ParquetLogStats:
+        with self._lock:
+            snapshot = ParquetLogStats(**{**self._stats.__dict__, "rows_dropped": dict(self._stats.rows_dropped)})
+            snapshot.pending_rows = self._queued_rows + self._buffered_rows
+        return snapshot
+
+    # ---- the writer thread ------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        self._enforce_bound()  # files left by an earlier run count against the bound too
+        next_flush = time.monotonic() + self.flush_interval_s
+        while True:
+            try:
+                item = self._queue.get(timeout=max(0.0, next_flush - time.monotonic()))
+            except queue.Empty:
+                item = None
+            if isinstance(item, _Flush):
+                self._write_buffer()
+                item.done.set()
+            elif item is _STOP:
+                self._drain()
+                self._write_buffer()
+                return
+            elif item is not None:
+                self._take(item)  # type: ignore[arg-type]  # only `offer` puts anything else
+                if self._buffered_rows >= self.max_rows_per_file:
+                    self._write_buffer()
+            if time.monotonic() >= next_flush:
+                self._write_buffer()
+                next_flush = time.monotonic() + self.flush_interval_s
+
+    def _take(self, item: R) -> None:
+        rows = self.size_of(item)
+        with self._lock:
+            self._queued_rows -= rows
+            self._buffered_rows += rows
+        self._buffer.append(item)
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(item, _Flush):
+                item.done.set()
+            elif item is not _STOP:
+                self._take(item)  # type: ignore[arg-type]
+
+    def _write_buffer(self) -> None:
+        """Write the buffer as one file per folder; on failure keep the rows (up to the queue size) for next time."""
+        if not self._buffer:
+            return
+        by_folder: dict[str, list[R]] = {}
+        for item in self._buffer:
+            by_folder.setdefault(self.folder_of(item), []).append(item)
+        kept: list[R] = []
+        for folder, items in sorted(by_folder.items()):
+            rows = sum(self.size_of(i) for i in items)
+            try:
+                self._write_file(folder, items)
+            except (OSError, pa.ArrowException) as exc:
+                kept += items
+                with self._lock:
+                    self._stats.write_errors += 1
+                if not self._failing:  # one line per failure streak, not one a minute
+                    _LOG.error("%s: cannot write to %s: %s; rows are kept and retried", self.name, self.directory, exc)
+                self._failing = True
+            else:
+                with self._lock:
+                    self._stats.rows_written += rows
+                    self._stats.files_written += 1
+                    self._stats.last_flush_unix_s = time.time()
+        kept_rows = sum(self.size_of(i) for i in kept)
+        dropped = 0
+        while kept and kept_rows > self.queue_size:  # keep the newest: the oldest are the likeliest to be stale
+            size = self.size_of(kept.pop(0))
+            kept_rows -= size
+            dropped += size
+        if not kept and self._failing:
+            _LOG.info("%s: writing to %s works again", self.name, self.directory)
+            self._failing = False
+        self._buffer = kept
+        with self._lock:
+            self._stats.rows_dropped["write_error"] += dropped
+            self._buffered_rows = kept_rows
+        self._enforce_bound()
+
+    def _write_file(self, folder: str, items: list[R]) -> None:
+        """Write to a dot-file first and rename it, so a reader (pyarrow, Spark) never sees half a file."""
+        path = self.directory / folder
+        path.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        name = f"part-{stamp}-{self.writer_id}-{next(self._seq)}.parquet"
+        tmp = path / f".{name}.tmp"
+        try:
+            pq.write_table(self.table_of(items), tmp, compression="zstd")
+            os.replace(tmp, path / name)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def _part_files(self) -> Iterator[tuple[str, Path, int]]:
+        """The part files in the log's `date=` folders, with their sizes."""
+        for subdir in self.subdirs:
+            try:
+                folders = [d for d in os.scandir(self.directory / subdir) if d.is_dir() and DATE_DIR.fullmatch(d.name)]
+            except OSError:
+                continue
+            for folder in folders:
+                try:
+                    entries = list(os.scandir(folder.path))
+                except OSError:
+                    continue
+                for entry in entries:
+                    if PART_FILE.fullmatch(entry.name):
+                        try:
+                            yield entry.name, Path(entry.path), entry.stat().st_size
+                        except FileNotFoundError:  # removed by another writer sharing the directory
+                            continue
+
+    def _enforce_bound(self) -> None:
+        """Delete the oldest part files until the log fits `max_bytes`; count what went."""
+        files = {name: (path, size) for name, path, size in self._part_files()}
+        removed = removed_bytes = 0
+        for name in files_to_remove([(n, s) for n, (_, s) in files.items()], self.max_bytes):
+            path, size = files.pop(name)
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                _LOG.warning("%s: cannot remove %s to stay under max_bytes: %s", self.name, path, exc)
+                continue
+            removed, removed_bytes = removed + 1, removed_bytes + size
+            with contextlib.suppress(OSError):
+                path.parent.rmdir()  # only succeeds once the folder holds nothing else
+        with self._lock:
+            self._stats.files_removed += removed
+            self._stats.bytes_removed += removed_bytes
+            self._stats.bytes_on_disk = sum(size for _, size in files.values())
+
+
+class ParquetLogCollector(Collector):
+    """A writer's health as Prometheus families `<prefix>_*` (docs/metrics.md), read from `stats()` at scrape."""
+
+    def __init__(self, log: ParquetLog[R], prefix: str) -> None:
+        self.log: ParquetLog[Any] = log
+        self.prefix = prefix
+
+    def collect(self) -> Iterator[Metric]:
+        s = self.log.stats()
+        prefix = self.prefix
+        yield CounterMetricFamily(f"{prefix}_rows_written", "Rows written to Parquet files.", value=s.rows_written)
+        yield CounterMetricFamily(f"{prefix}_files_written", "Parquet files written.", value=s.files_written)
+        dropped = CounterMetricFamily(
+            f"{prefix}_rows_dropped", "Rows given up: queue_full (the writer fell behind) or write_error.",
+            labels=["reason"],
+        )  # fmt: skip
+        for reason, count in sorted(s.rows_dropped.items()):
+            dropped.add_metric([reason], count)
+        yield dropped
+        yield CounterMetricFamily(f"{prefix}_write_errors", "Failed file writes (rows kept for retry).", s.write_errors)
+        yield CounterMetricFamily(f"{prefix}_files_removed", "Oldest files removed to stay under max_bytes.",
+                                  value=s.files_removed)  # fmt: skip
+        yield CounterMetricFamily(f"{prefix}_removed_bytes", "Bytes removed to stay under max_bytes.",
+                                  value=s.bytes_removed)  # fmt: skip
+        yield GaugeMetricFamily(f"{prefix}_bytes", "Size of the log's files after the latest flush.", s.bytes_on_disk)
+        yield GaugeMetricFamily(f"{prefix}_pending_rows", "Rows queued or buffered for the next flush.",
+                                value=s.pending_rows)  # fmt: skip
+        if s.last_flush_unix_s is not None:
+            yield GaugeMetricFamily(f"{prefix}_last_flush_timestamp_seconds", "When the latest write ended.",
+                                    value=s.last_flush_unix_s)  # fmt: skip
