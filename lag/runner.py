@@ -9,12 +9,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
 from lag.api import BasicAuth, BurrowApi
 from lag.burrow_json import Json, client_profile_json, cluster_module_json, consumer_module_json
+from lag.evaluation_log import EvaluationLog, configure_evaluation_log
 from lag.metrics import LagCollector
 from lag.notify import AlertSender, LagNotifier
 from lag.record_times import ExactLagFetcher
@@ -23,6 +25,7 @@ from lag.source import KafkaLagSource
 from lag.status import Status
 from pulse.config import ClusterConfig, PulseConfig, split_host_port
 from pulse.errors import ConfigError
+from pulse.paths import state_dir
 from pulse.profile import client_config
 
 _LOG = logging.getLogger(__name__)
@@ -40,7 +43,10 @@ class LagRunner:
         sender: AlertSender | None = None,
         listen: str | None = None,
         clock_ms: Callable[[], int] = wall_clock_ms,
+        state: Path | None = None,
     ) -> None:
+        """`state` holds what is written by default (the evaluation log's `<state>/sli/lag`); default
+        `pulse.paths.state_dir()`."""
         lag = config.lag
         self.settings = LagSettings.from_config(lag)
         self.health = SourceHealth(lag.effective_stale_after_s(), lag.effective_recovery_s(), clock_ms)
@@ -71,6 +77,9 @@ class LagRunner:
             )
         self.registry = CollectorRegistry()
         self.registry.register(LagCollector(self.service))
+        self.evaluation_log: EvaluationLog | None = configure_evaluation_log(
+            lag.evaluation_log, self.service, self.registry, state if state is not None else state_dir()
+        )  # the SLO engine's `lag` source (docs/sli-log.md)
         host, port = split_host_port(listen or lag.listen or config.http.listen)
         http = config.http
         auth = http.basic_auth
@@ -109,6 +118,8 @@ class LagRunner:
             thread.join()
         for fetcher in self.fetchers:
             fetcher.start()
+        if self.evaluation_log is not None:
+            self.evaluation_log.start()
         if self.notifier is not None:
             self.notifier.start()
         self.service.ready = True
@@ -117,6 +128,8 @@ class LagRunner:
         self.service.ready = False
         if self.notifier is not None:
             self.notifier.stop()
+        if self.evaluation_log is not None:
+            self.evaluation_log.stop()  # writes what is queued
         for fetcher in reversed(self.fetchers):
             fetcher.stop()
         for source in reversed(self.sources):

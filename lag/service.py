@@ -187,8 +187,10 @@ class LagService:
         with self.lock:
             return self._enrich(self.evaluator.evaluate_group(cluster, group, now), now)
 
-    def all_statuses(self) -> list[GroupStatus]:
-        now = self.clock_ms()
+    def all_statuses(self, now_ms: int | None = None) -> list[GroupStatus]:
+        """Every group of every cluster, evaluated at `now_ms` (default: the clock), which the evaluation log
+        stamps its rows with."""
+        now = self.clock_ms() if now_ms is None else now_ms
         with self.lock:
             return [
                 self._enrich(s, now) for c in self.store.clusters() for s in self.evaluator.evaluate_cluster(c, now)

@@ -498,6 +498,29 @@ class LagNotifyConfig(_Section):
     routing labels and the spool are `alerting`'s."""
 
 
+class LagEvaluationLogConfig(_Section):
+    """The lag evaluation log: every `interval_s`, one Parquet row per consumer group (and, opt-in, per
+    group-partition), read by the SLO engine as a `lag` source (schema: docs/sli-log.md, "Lag evaluation log")."""
+
+    enabled: bool = True
+    dir: Path | None = None
+    """The log's root (`groups/date=YYYY-MM-DD/part-*.parquet` and `partitions/...` below it); None means
+    `<state dir>/sli/lag`. Relative paths are relative to the process's working directory."""
+    interval_s: float = Field(default=15.0, gt=0, le=60)
+    """How often every group is evaluated and written; at most a minute, so every minute holds a row of each group
+    (timeslice SLOs count minutes)."""
+    partitions: bool = False
+    """Also a row per group-partition each cycle (`partitions/`); off by default since it grows with the partition
+    count, while group rows grow with the group count."""
+    flush_interval_s: float = Field(default=60.0, gt=0, le=60)
+    """Rows reach disk at least this often (and on stop); at most a minute, as for the canary's log."""
+    max_bytes: int = Field(default=1 << 30, ge=1 << 20)
+    """The size bound of the whole log (group and partition rows): the oldest files go first (at least 1 MiB)."""
+    queue_size: int = Field(default=1_000_000, ge=1)
+    """Rows waiting for the writer at most; a cycle's group rows (or its partition rows) that do not fit are dropped
+    together and counted, evaluation never waits. Keep it above the rows of one cycle."""
+
+
 IngestionMode = Literal["consumer_offsets", "admin"]
 
 
@@ -537,6 +560,7 @@ class LagConfig(_Section):
     exact_time_lag: ExactTimeLagConfig = ExactTimeLagConfig()
     page_cache: PageCacheConfig = PageCacheConfig()
     notify: LagNotifyConfig = LagNotifyConfig()
+    evaluation_log: LagEvaluationLogConfig = LagEvaluationLogConfig()
     listen: HostPort | None = None
     """The Burrow v3 API and /metrics listener of `kafka-pulse lag` (default: `http.listen`)."""
 
