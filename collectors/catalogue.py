@@ -144,8 +144,9 @@ CLIENT_BEANS: tuple[BeanQuery, ...] = (
     BeanQuery(
         "kafka.consumer:type=consumer-coordinator-metrics,client-id=*", ("commit-latency-avg", "assigned-partitions")
     ),
+    # `,*`: Kafka 4.x names these beans `source=S,target=T,topic=...,partition=P`, older releases without `source`.
     BeanQuery(
-        "kafka.connect.mirror:type=MirrorSourceConnector,target=*,topic=*,partition=*",
+        "kafka.connect.mirror:type=MirrorSourceConnector,*",
         tuple(f"{metric}{stat}" for metric in ("replication-latency-ms", "record-age-ms") for stat in MIRROR_STATS),
     ),
 )

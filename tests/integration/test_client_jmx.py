@@ -1,8 +1,10 @@
 """Client-side JMX on the real 3-node cluster (issue #3 point 7): Kafka's own perf tools, JMX on, are listed as
-client targets of `kafka-pulse collect`, and their metrics reach /metrics; a killed client is reported down."""
+client targets of `kafka-pulse collect`, and their metrics reach /metrics; a killed client is reported down. A real
+MirrorMaker 2 (session cluster -> a 1-node cluster) shows its replication latency and record age per partition."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import subprocess
@@ -16,13 +18,18 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from collectors.mapping import Family
+from collectors.service import CollectorService
 from pulse.clusters import dev_cluster_config
+from pulse.config import CollectorsConfig, JmxClientConfig
 from pulse.dev.clients import PerfClient, start_consumer, start_producer
+from pulse.dev.mirrormaker import MirrorMaker, MirrorSpec
 from pulse.dev.runtime import DEFAULT_VERSION, KafkaRuntime, ensure_tools
 from pulse.dev.services import poll
+from pulse.dev.topology import Security
 from pulse.paths import cache_dir
 from pulse.ports import free_ports, is_listening
-from tests.fixtures.kafka import KafkaHandle
+from tests.fixtures.kafka import KafkaHandle, _start
 from tests.fixtures.logs import register_log
 
 pytestmark = pytest.mark.integration
@@ -217,3 +224,78 @@ def test_a_jpype_process_exits_cleanly_while_java_collects_garbage(tmp_path: Pat
             env={**os.environ, "PYTHONPATH": str(REPO)},
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-2000:]
+
+
+# --- MirrorMaker 2 ---------------------------------------------------------------------------------------------------
+
+MM2_START_TIMEOUT_S = 240.0
+"""MM2 alone crosses its first marker in about 11 s (tests/fixtures/mirror.py); room for a loaded CI."""
+
+
+@pytest.fixture(scope="module")
+def mm2(kafka: KafkaHandle, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[MirrorMaker, str]]:
+    """MM2 with JMX on loopback, replicating a 3-partition topic of the session cluster (`source`) to a 1-node
+    cluster of this module (`target`); yields (MirrorMaker, source topic) and stops both by PID. Not one cluster
+    for both ends: MM2 always copies heartbeats topics, and `source.heartbeats` would be copied again, forever."""
+    topic = kafka.create_topic("mm2-jmx", partitions=3, replication_factor=3)
+    (jmx_port,) = free_ports(1)
+    with contextlib.ExitStack() as stack:
+        start = contextlib.contextmanager(_start)
+        home = tmp_path_factory.mktemp("mm2-target")
+        target = stack.enter_context(start(home, 1, DEFAULT_VERSION, Security.PLAINTEXT, "mm2-target"))
+        spec = MirrorSpec(kafka.bootstrap_servers, target.bootstrap_servers, topics=(topic,), source_brokers=3)
+        mirrormaker = MirrorMaker(tmp_path_factory.mktemp("mm2-jmx"), spec, DEFAULT_VERSION, cache_dir(), jmx_port)
+        register_log("mirrormaker2 (client JMX)", mirrormaker.log_path)
+        stack.callback(mirrormaker.stop)
+        yield mirrormaker.start(MM2_START_TIMEOUT_S), topic
+
+
+@pytest.mark.parametrize("transport", ["jmxquery", "jpype"])
+def test_mirrormaker_replication_latency_and_record_age_per_partition(
+    kafka: KafkaHandle, mm2: tuple[MirrorMaker, str], transport: str
+) -> None:
+    mirrormaker, topic = mm2
+    assert mirrormaker.jmx_port is not None
+    target = JmxClientConfig(name="mm2", port=mirrormaker.jmx_port, cluster="dev", timeout_s=15)
+    config = CollectorsConfig.model_validate({"transport": transport, "scrape_interval_s": 2, "clients": [target]})
+    service = CollectorService([], config)
+    producer = kafka.producer()
+    remote = mirrormaker.mirrored(topic)
+    prefix = "kafka_connect_mirror_mirrorsourceconnector_"
+
+    def latest() -> dict[str, Family]:
+        """Records keep flowing (the -max/-min/-avg stats cover a 30 s window); then the latest scrape's families."""
+        for i in range(30):
+            producer.produce(topic, value=b"m" * 50, partition=i % 3)
+        producer.flush(10)
+        result = service.clients["mm2"].result
+        return (result.value if result is not None else None) or {}
+
+    def values(families: dict[str, Family], stem: str) -> dict[str, float]:
+        """Partition -> value of `prefix + stem` for the mirrored topic."""
+        family = families.get(prefix + stem)
+        samples = family.samples if family is not None else []
+        return {dict(s.labels)["partition"]: s.value for s in samples if dict(s.labels)["topic"] == remote}
+
+    def complete(families: dict[str, Family]) -> bool:
+        maxima = [values(families, f"{m}_max") for m in ("replication_latency_ms", "record_age_ms")]
+        return all(set(v) == {"0", "1", "2"} and not any(map(math.isnan, v.values())) for v in maxima)
+
+    service.start()
+    try:
+        seen = poll(latest, complete, 120, f"MM2 replication latency and record age for every partition of {remote}")
+    finally:
+        service.stop()
+    for metric in ("replication_latency_ms", "record_age_ms"):
+        now, low, high, mean = (values(seen, metric + stat) for stat in ("", "_min", "_max", "_avg"))
+        for partition in "012":
+            assert 0 <= low[partition] <= mean[partition] <= high[partition], (metric, partition, low, mean, high)
+            assert now[partition] >= 0
+    max_family = seen[prefix + "replication_latency_ms_max"]
+    ours = sorted((dict(s.labels) for s in max_family.samples if ("topic", remote) in s.labels),
+                  key=lambda labels: labels["partition"])  # fmt: skip
+    assert ours == [
+        {"source": "source", "target": "target", "topic": remote, "partition": partition, "client_target": "mm2",
+         "cluster": "dev"}
+        for partition in "012"
+    ]  # fmt: skip

@@ -15,8 +15,10 @@ from collectors.mapping import BrokerIdentity, ClientIdentity, map_readings, poi
 PRODUCER = "kafka.producer:type=producer-metrics,client-id=orders-1"
 FETCH = "kafka.consumer:type=consumer-fetch-manager-metrics,client-id=billing-1"
 COORDINATOR = "kafka.consumer:type=consumer-coordinator-metrics,client-id=billing-1"
-MIRROR = "kafka.connect.mirror:type=MirrorSourceConnector,target=dr,topic=eu.orders,partition=4"
-MM2_LABELS = (("target", "dr"), ("topic", "eu.orders"), ("partition", "4"))
+MIRROR = "kafka.connect.mirror:type=MirrorSourceConnector,source=eu,target=dr,topic=eu.orders,partition=4"
+"""As Kafka 4.3's MM2 registers it (seen on a real one); older releases have no `source` key."""
+MM2_LABELS = (("source", "eu"), ("target", "dr"), ("topic", "eu.orders"), ("partition", "4"))
+MIRROR_OLD = "kafka.connect.mirror:type=MirrorSourceConnector,target=dr,topic=eu.orders,partition=4"
 REPO = Path(__file__).resolve().parents[3]
 
 
@@ -59,6 +61,8 @@ ROWS = [
         "kafka_connect_mirror_mirrorsourceconnector_record_age_ms_min", labels=MM2_LABELS),
     row(MIRROR, "record-age-ms-avg", 60.5,
         "kafka_connect_mirror_mirrorsourceconnector_record_age_ms_avg", labels=MM2_LABELS),
+    row(MIRROR_OLD, "replication-latency-ms-max", 95.0,
+        "kafka_connect_mirror_mirrorsourceconnector_replication_latency_ms_max", labels=MM2_LABELS[1:]),
     # The same rules on beans outside the catalogue, as Strimzi's patterns would name them.
     row("kafka.connect.mirror:type=MirrorCheckpointConnector,source=eu,target=dr,group=billing,topic=t,partition=0",
         "checkpoint-latency-ms", 7.0, "kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_ms",
