@@ -24,8 +24,35 @@ for svc in zookeeper prometheus prometheus-alertmanager prometheus-pushgateway b
 done
 
 PYTHON=${PYTHON:-python3}
-echo "setup: installing kafka-pulse and its dev extra"
-"$PYTHON" -m pip install -q --disable-pip-version-check -e '.[dev]'
+# Skipped when this checkout is already installed (editable) and every requirement of pyproject.toml, the dev extra
+# included, is satisfied: running setup again (demo.sh does, every time) must not reinstall the package under
+# processes that are using it.
+installed() {
+  command -v kafka-pulse >/dev/null && "$PYTHON" - <<'PY'
+import importlib.metadata as md, json, pathlib, sys, tomllib
+from packaging.requirements import Requirement
+root = pathlib.Path.cwd().resolve()
+site = [p for p in sys.path if p and pathlib.Path(p).resolve() != root]  # not the checkout's own egg-info
+dist = next(iter(md.Distribution.discover(name="kafka-pulse", path=site)), None)
+url = json.loads((dist.read_text("direct_url.json") if dist else None) or "{}")
+if url.get("url") != root.as_uri() or not url.get("dir_info", {}).get("editable"):
+    sys.exit(1)
+project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+for text in project["dependencies"] + project["optional-dependencies"]["dev"]:
+    wanted = Requirement(text)
+    try:
+        if not wanted.specifier.contains(md.version(wanted.name), prereleases=True):
+            sys.exit(1)
+    except md.PackageNotFoundError:
+        sys.exit(1)
+PY
+}
+if installed 2>/dev/null; then
+  echo "setup: kafka-pulse is installed from this checkout with all its requirements"
+else
+  echo "setup: installing kafka-pulse and its dev extra"
+  "$PYTHON" -m pip install -q --disable-pip-version-check -e '.[dev]'
+fi
 
 echo "setup: gathering Kafka jars from Maven Central (cached after the first run)"
 kafka-pulse dev fetch
