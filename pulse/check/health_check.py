@@ -22,7 +22,7 @@ from pulse.check.facts import (
     RoundTripFacts,
     SloFacts,
 )
-from pulse.check.kafka_probes import probe_brokers, read_lag, read_metadata, read_quorum
+from pulse.check.kafka_probes import answering_servers, probe_brokers, read_lag, read_metadata, read_quorum
 from pulse.check.round_trip import round_trip
 from pulse.check.slo_budgets import read_slo_budgets, stale_after_s
 from pulse.check.verdict import (
@@ -55,7 +55,12 @@ def run_check(
     """Every section of the report for `cluster`, returned by the deadline whatever the cluster does."""
     slo_task: Task[SloFacts | NotAvailable] = Task("SLO results", partial(read_slo_budgets, config, deadline))
     configured = {b.broker_id for b in cluster.jmx.brokers} if cluster.jmx is not None else set()
+    answering = answering_servers(cluster, deadline)
     meta = read_metadata(cluster, configured, deadline.earlier(deadline.share(METADATA_SHARE)))
+    if isinstance(meta, ProbeFailed) and meta.kind is FailureKind.TIMEOUT and answering():
+        # The brokers are there but their metadata did not come in time: too slow to judge, not down.
+        reason = f"{meta.reason}; yet {', '.join(answering())} answered ApiVersions (overloaded cluster or check host?)"
+        meta = ProbeFailed(FailureKind.ERROR, reason)
     slo = judge_slo(slo_task.wait(deadline), now(), stale_after_s(config))
     if isinstance(meta, ProbeFailed):
         unasked = ProbeFailed(FailureKind.ERROR, "not asked: no broker answered the metadata request")
@@ -69,8 +74,8 @@ def run_check(
         )
     facts = meta.facts
     probes = probe_brokers(cluster, facts.brokers, deadline.share(PROBE_SHARE, cap_s=PROBE_CAP_S), deadline)
-    answering = [f"{a.host}:{a.port}" for b, a in sorted(facts.brokers.items()) if probes[b].ok]
-    servers = answering or list(cluster.bootstrap_servers)
+    live = [f"{a.host}:{a.port}" for b, a in sorted(facts.brokers.items()) if probes[b].ok]
+    servers = live or list(cluster.bootstrap_servers)
     unhealthy = {b for b in facts.expected if b not in facts.brokers or not probes[b].ok}
     layout = meta.topics.get(config.canary.topic)
     inner = deadline.before(INNER_MARGIN_S)  # probes settle their facts before the verdict stops waiting

@@ -12,7 +12,7 @@ import logging
 import ssl
 import threading
 import time
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -36,7 +36,7 @@ from pulse.check.facts import (
     VoterState,
 )
 from pulse.check.lag_summary import group_lag
-from pulse.config import ClusterConfig
+from pulse.config import ClusterConfig, split_host_port
 from pulse.profile import client_config
 
 _LOG = logging.getLogger(__name__)
@@ -178,6 +178,22 @@ def probe_brokers(
         else:
             out[broker] = BrokerProbe(broker, result.ok, result.latency_s, result.error)
     return out
+
+
+def answering_servers(cluster: ClusterConfig, deadline: Deadline) -> Callable[[], list[str]]:
+    """ApiVersions to every bootstrap server, started now; the returned function lists those that have answered so
+    far. It tells a cluster that does not answer from one (or a check host) too slow for the deadline."""
+    context = tls_context(cluster)
+    tasks = []
+    for server in cluster.bootstrap_servers:
+        host, port = split_host_port(server)
+        address = BrokerAddress(-1, host, port)
+        tasks.append((server, Task(f"bootstrap {server}", partial(_ask, address, deadline, context))))
+
+    def answered() -> list[str]:
+        return [s for s, t in tasks if isinstance(r := t.result(), CheckResult) and r.ok]
+
+    return answered
 
 
 def _ask(broker: BrokerAddress, limit: Deadline, context: ssl.SSLContext | None) -> CheckResult:

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from slo.results import SloResult
 
 _LOG = logging.getLogger(__name__)
+STOP_WAIT_S = 10.0
+"""How long `stop` lets an evaluation in flight finish before it stops Spark under it."""
 
 
 class SloSchedule:
@@ -88,6 +90,9 @@ class SloSchedule:
         except Exception as exc:  # Spark or a source failing must not end the schedule (nor `run`)
             self.runs["failed"] += 1
             self.last_error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            if self._stop.is_set():  # `stop` stopped Spark under it
+                _LOG.info("SLO evaluation at %s cut short by the stop: %s", at.isoformat(), self.last_error)
+                return False
             _LOG.error("SLO evaluation at %s failed: %s", at.isoformat(), self.last_error)
             if self.delivery is not None:
                 self.delivery.deliver([], at)  # holds open alerts, drains the spool
@@ -119,23 +124,33 @@ class SloSchedule:
                 _LOG.warning("SLO gauges not pushed: %s", exc)
 
     def stop(self) -> None:
+        """End the schedule; an evaluation still running after STOP_WAIT_S is cut short by stopping Spark under it
+        (when this schedule owns the session), so a SIGTERM never waits on a long job or a JVM start."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=120)  # an evaluation in flight finishes first
-        if self._owns_session and self._session is not None:
+            self._thread.join(timeout=STOP_WAIT_S)
+        if self._owns_session:
             stop_spark(self._session)
             self._session = None
+        if self._thread is not None:
+            self._thread.join(timeout=STOP_WAIT_S)
 
     def gauges(self) -> Iterator[Metric]:
         """The latest evaluation's budget gauges (slo/output.py's families), for /metrics."""
         yield from self._gauges.collect()
 
 
-def stop_spark(session: SparkSession) -> None:
-    """Stop the session and the JVM behind it (PySpark leaves its gateway process running until Python exits)."""
+def stop_spark(session: SparkSession | None) -> None:
+    """Stop the session and the JVM behind it (PySpark leaves its gateway process running until Python exits);
+    with no session yet, a gateway being launched for one is stopped too."""
+    import sys
+
+    if "pyspark" not in sys.modules:
+        return  # Spark was never started in this process
     from pyspark import SparkContext
 
-    session.stop()
+    if session is not None:
+        session.stop()
     gateway: Any = SparkContext._gateway
     if gateway is None:
         return

@@ -125,6 +125,9 @@ class BrokerCase:
         pytest.param(BrokerCase(ProbeFailed(FailureKind.REFUSED, "SASL authentication failed"), {}, Status.UNKNOWN,
                                 (), "SASL"),
                      id="refused-login-says-nothing-about-health"),
+        pytest.param(BrokerCase(ProbeFailed(FailureKind.ERROR, "no metadata in 2.2 s; yet 127.0.0.1:9091 answered"), {},
+                                Status.UNKNOWN, (), "answered"),
+                     id="slow-metadata-from-brokers-that-answer-is-not-a-verdict"),
     ],
 )  # fmt: skip
 def test_brokers(case: BrokerCase) -> None:
