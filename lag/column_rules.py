@@ -201,12 +201,13 @@ def _count_at_most(values: I64, history: I64, x: I64, width: int) -> I64:
     """How many of the first `width` columns of `values[history]` are <= x, for histories that never go down: a
     bisection over all look-ups at once (log2(width) gathers instead of `width` comparisons each)."""
     count = np.zeros(len(x), dtype=np.int64)
+    flat = values.ravel()
+    last_cell = history * values.shape[1] - 1  # + count = the cell of the count-th column
     step = 1 << (width.bit_length() - 1) if width else 0
     while step:
         probe = count + step
-        fits = probe <= width
-        taken = fits & (values[history, np.minimum(probe, width) - 1] <= x)
-        count = np.where(taken, probe, count)
+        taken = (probe <= width) & (flat[last_cell + np.minimum(probe, width)] <= x)
+        count += step * taken
         step >>= 1
     return count
 

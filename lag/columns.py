@@ -112,18 +112,21 @@ def partition_index(store: OffsetStore, gids: Sequence[int]) -> PartitionIndex:
     return PartitionIndex(gid_arr, starts, run_base[run_of] + partition, tid, partition, hwm_rows)
 
 
-def gather(store: OffsetStore, slots: I64, hwm_rows: I64) -> WindowColumns:
-    """The windows of `slots` and the HWM histories of `hwm_rows` (-1: none), as one block."""
-    all_offsets, all_times, all_lags, all_head, all_count = store.commits.buffers()
-    n = store.commits.intervals
-    if len(slots) == 0:
-        return from_windows([], n, store.hwms.capacity)
-    head = all_head[slots].astype(np.int64)
-    count = all_count[slots].astype(np.int64)
-    cells = _ring_cells(slots, head, count, n)
-    offsets, times, lags = all_offsets[cells], all_times[cells], all_lags[cells]
+@dataclass(frozen=True, slots=True)
+class HwmHistories:
+    """Distinct HWM histories, gathered once for all the blocks of an evaluation (see `WindowColumns`)."""
+
+    offsets: I64
+    times_ms: I64
+    count: I64
+    offsets_sorted: NDArray[np.bool_]
+    times_sorted: NDArray[np.bool_]
+
+
+def gather_histories(store: OffsetStore, hwm_rows: I64) -> tuple[HwmHistories, I64]:
+    """The distinct histories of `hwm_rows` (-1: none) and, per entry of `hwm_rows`, which one is its."""
     h_all_offsets, h_all_times, h_all_head, h_all_count = store.hwms.buffers()
-    rows, hwm_row = np.unique(np.where(hwm_rows >= 0, hwm_rows, -1), return_inverse=True)
+    rows, history = np.unique(np.where(hwm_rows >= 0, hwm_rows, -1), return_inverse=True)
     known = rows >= 0
     h_count = np.zeros(len(rows), dtype=np.int64)
     h_head = np.zeros(len(rows), dtype=np.int64)
@@ -134,23 +137,35 @@ def gather(store: OffsetStore, slots: I64, hwm_rows: I64) -> WindowColumns:
         h_offsets, h_times = h_all_offsets[h_cells], h_all_times[h_cells]
     else:
         h_offsets = h_times = np.zeros(h_cells.shape, dtype=np.int64)
-    return _columns(offsets, times, lags, count, hwm_row.reshape(-1).astype(np.int64), h_offsets, h_times, h_count)
+    return _histories(h_offsets, h_times, h_count), history.reshape(-1).astype(np.int64)
 
 
-def _columns(
-    offsets: I64, times: I64, lags: I64, count: I64, hwm_row: I64, h_offsets: I64, h_times: I64, h_count: I64
-) -> WindowColumns:
-    """A block, with the sortedness flags of its HWM histories (padding repeats the oldest: no effect on them)."""
-    offsets_sorted = ~np.asarray((h_offsets[:, 1:] < h_offsets[:, :-1]).any(axis=1), dtype=np.bool_)
-    times_sorted = ~np.asarray((h_times[:, 1:] < h_times[:, :-1]).any(axis=1), dtype=np.bool_)
+def _histories(offsets: I64, times: I64, count: I64) -> HwmHistories:
+    """With the sortedness flags (padding repeats the oldest sample: no effect on them)."""
+    offsets_sorted = ~np.asarray((offsets[:, 1:] < offsets[:, :-1]).any(axis=1), dtype=np.bool_)
+    times_sorted = ~np.asarray((times[:, 1:] < times[:, :-1]).any(axis=1), dtype=np.bool_)
+    return HwmHistories(offsets, times, count, offsets_sorted, times_sorted)
+
+
+def gather(store: OffsetStore, slots: I64, history: I64, histories: HwmHistories) -> WindowColumns:
+    """The windows of `slots`, whose HWM histories are `histories[history]`, as one block."""
+    all_offsets, all_times, all_lags, all_head, all_count = store.commits.buffers()
+    head = all_head[slots].astype(np.int64)
+    count = all_count[slots].astype(np.int64)
+    cells = _ring_cells(slots, head, count, store.commits.intervals)
+    offsets, times, lags = all_offsets[cells], all_times[cells], all_lags[cells]
+    return _columns(offsets, times, lags, count, history, histories)
+
+
+def _columns(offsets: I64, times: I64, lags: I64, count: I64, history: I64, h: HwmHistories) -> WindowColumns:
     return WindowColumns(
-        offsets, times, lags, count, hwm_row, h_offsets, h_times, h_count, offsets_sorted, times_sorted
+        offsets, times, lags, count, history, h.offsets, h.times_ms, h.count, h.offsets_sorted, h.times_sorted
     )
 
 
 def _ring_cells(rows: I64, head: I64, count: I64, n: int) -> I64:
     """Flat cell index of each row's ring, oldest first, right-aligned and edge-padded, `max(count)` columns."""
-    width = max(int(count.max()), 1)
+    width = max(int(count.max()), 1) if len(count) else 1
     start = (head - count) % n
     step = np.maximum(np.arange(width)[None, :] - (width - count)[:, None], 0)
     cells: I64 = rows[:, None] * n + (start[:, None] + step) % n
@@ -173,8 +188,8 @@ def from_windows(windows: Sequence[Window], n: int, m: int) -> WindowColumns:
             _put_padded(block[r], values)
         for block, values in zip(h_blocks, (w.hwm_offsets, w.hwm_times_ms), strict=True):
             _put_padded(block[r], values)
-    history = np.arange(rows, dtype=np.int64)  # one history per window
-    return _columns(blocks[0], blocks[1], blocks[2], count, history, h_blocks[0], h_blocks[1], h_count)
+    histories = _histories(h_blocks[0], h_blocks[1], h_count)  # one history per window
+    return _columns(blocks[0], blocks[1], blocks[2], count, np.arange(rows, dtype=np.int64), histories)
 
 
 def _put_padded(row: I64, values: Sequence[int]) -> None:

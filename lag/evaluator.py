@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lag.column_rules import decide
-from lag.columns import I64, PartitionIndex, gather, partition_index
+from lag.columns import I64, PartitionIndex, gather, gather_histories, partition_index
 from lag.rules import RULE_SETS, RULE_STATUS, Rule, RuleParams, Window, explain
 from lag.status import CommitPoint, GroupStatus, PartitionVerdict, Status, not_found
 from lag.store import OffsetStore, PartitionSlot
@@ -117,9 +117,10 @@ class Evaluator:
         rules = np.empty(total, dtype=np.uint8)
         current_lag = np.empty(total, dtype=np.int64)
         complete = np.empty(total, dtype=np.float64)
+        histories, history = gather_histories(self.store, index.hwm_rows)  # shared by many groups: read once
         for lo in range(0, total, BLOCK_ROWS):
             hi = min(lo + BLOCK_ROWS, total)
-            block = gather(self.store, index.slots[lo:hi], index.hwm_rows[lo:hi])
+            block = gather(self.store, index.slots[lo:hi], history[lo:hi], histories)
             decided = decide(block, now_ms, self.params)
             rules[lo:hi], current_lag[lo:hi], complete[lo:hi] = decided.rules, decided.current_lag, decided.complete
         status = _STATUS_OF_RULE[rules]
