@@ -342,7 +342,7 @@ def requests() -> Row:
                 [
                     Query(
                         f'max by (request) (kafka_network_requestmetrics_totaltimems{{{CB}, quantile="$quantile", '
-                        'request=~"Produce|FetchConsumer|FetchFollower|Metadata|OffsetCommit|JoinGroup"}})',
+                        'request=~"Produce|FetchConsumer|FetchFollower|Metadata|OffsetCommit|JoinGroup"})',
                         "{{request}}",
                     )
                 ],
@@ -499,7 +499,7 @@ def controller() -> Row:
                     ),
                     Query(
                         f"max(kafka_controller_controllereventmanager_eventqueueprocessingtimems{{{CB}, "
-                        'quantile="$quantile"}})',
+                        'quantile="$quantile"})',
                         "processing time",
                     ),
                 ],

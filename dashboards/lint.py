@@ -177,9 +177,43 @@ def _target_problems(panel: dict[str, Any], defined: dict[str, str], datasource_
             found.append(f"{label}: no expr")
             continue
         found += [f"{label}: {p}" for p in _datasource_problems(target.get("datasource"), defined, datasource_uid)]
+        unbalanced = bracket_problem(expr)
+        if unbalanced:
+            found.append(f"{label}: {unbalanced}")
         for ref in variable_references(expr):
             if ref.startswith("__") and ref not in GRAFANA_MACROS:
                 found.append(f"{label}: ${ref} is not one of the macros {sorted(GRAFANA_MACROS)}")
             elif not ref.startswith("__") and ref not in defined:
                 found.append(f"{label}: ${ref} is not a template variable (defined: {', '.join(defined)})")
     return found
+
+
+_PAIRS = {")": "(", "]": "[", "}": "{"}
+
+
+def bracket_problem(expr: str) -> str | None:
+    """The first unbalanced bracket outside string literals, as Prometheus' parser would refuse it (tests run the
+    real parser against a live Prometheus; this catches the commonest slip offline)."""
+    stack: list[tuple[str, int]] = []
+    quote: str | None = None
+    escaped = False
+    for i, char in enumerate(expr):
+        if quote is not None:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = None
+            continue
+        if char in "\"'`":
+            quote = char
+        elif char in "([{":
+            stack.append((char, i))
+        elif char in _PAIRS:
+            if not stack or stack[-1][0] != _PAIRS[char]:
+                return f"unbalanced {char!r} at column {i + 1}"
+            stack.pop()
+    if quote is not None:
+        return "unterminated string"
+    return f"unclosed {stack[-1][0]!r} at column {stack[-1][1] + 1}" if stack else None

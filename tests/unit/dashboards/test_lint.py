@@ -11,7 +11,7 @@ import pytest
 
 from dashboards.files import all_dashboards
 from dashboards.grafana import DATASOURCE, Query, Row, dashboard, query_variable, stat, timeseries
-from dashboards.lint import problems, variable_references
+from dashboards.lint import bracket_problem, problems, variable_references
 
 
 def test_the_generated_dashboards_have_no_problems() -> None:
@@ -90,6 +90,16 @@ CASES: list[Any] = [
         id="legacy-string-datasource",
     ),
     pytest.param(
+        lambda d: _panel(d, 1)["targets"][0].update(expr='max(up{cluster="$cluster"}})'),
+        ["d1: panel 2 's': target A: unbalanced '}' at column 27"],
+        id="stray-brace",
+    ),
+    pytest.param(
+        lambda d: _panel(d, 2)["targets"][0].update(expr="sum(rate(x[$__rate_interval])"),
+        ["d1: panel 3 't': target A: unclosed '(' at column 4"],
+        id="unclosed-paren",
+    ),
+    pytest.param(
         lambda d: _panel(d, 1)["targets"].append(dict(_panel(d, 1)["targets"][0])),
         ["d1: panel 2 's': target A: refId repeated"],
         id="duplicate-ref-id",
@@ -132,3 +142,18 @@ def test_every_panel_and_target_uses_the_datasource_variable() -> None:
             if panel["type"] != "row":
                 assert panel["datasource"] == DATASOURCE
                 assert all(t["datasource"] == DATASOURCE for t in panel["targets"])
+
+
+@pytest.mark.parametrize(
+    ("expr", "want"),
+    [
+        ('x{a="}"}', None),
+        ('x{a="\\"}"}', None),
+        ('label_replace(x, "w", "$1", "n", "r(.+)")', None),
+        ("sum(rate(x[5m])", "unclosed '(' at column 4"),
+        ("x]", "unbalanced ']' at column 2"),
+        ('x{a="b}', "unterminated string"),
+    ],
+)
+def test_brackets_are_checked_outside_strings(expr: str, want: str | None) -> None:
+    assert bracket_problem(expr) == want
