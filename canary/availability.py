@@ -4,16 +4,19 @@ Rules (issue #4 items 2 and 4; attribution is the gap Xinfra Monitor #91 left op
   1. A probe acknowledged within the latency SLO is good, for the partition leader it was sent to.
   2. A probe is bad when its produce failed, when it was acknowledged later than the SLO, when it is still
      unacknowledged at the SLO, or at once when its leader is known to be down while it waits.
-  3. A bad probe is charged to its leader when the leader is down or when no in-sync follower is down. When the
-     leader is up and in-sync followers are down, it is charged to those followers instead: acks=all waits for
-     every in-sync replica, so one dead follower stalls the healthy leaders it follows (on the dev cluster every
-     partition stalled ~8.5 s after kill -9 of one broker, until the controller fenced it). Likewise, when the
-     partition's leadership just moved away from a broker that is down, the failure is that broker's: clients
-     are still catching up with the move (3b).
+  3. A bad probe is charged to the brokers its write waited on that are down; when none is down, to its leader.
+     It waited on its leader and, with acks=all, on every in-sync follower at send time: one dead follower stalls
+     the healthy leaders it follows until the controller fences it and drops it from the in-sync sets (on the
+     dev cluster every partition stalled ~8.5 s after kill -9 of one broker). It also waited on brokers that
+     left the partition's leadership or in-sync set just before the send (within the producer's grace, latency
+     SLO + 2 metadata refreshes): the canary's metadata, the leader's and the client's catch up with such a
+     change over a moment, and the client is still recovering from the stall (requests timed out in flight
+     close the connection; the idempotent producer drains and bumps its epoch). The cause is the departed
+     broker, so the failure is its (3b).
   4. A verdict waits for a health view taken after the probe turned bad (at most `max_defer_s`), and once given,
      it is frozen: a broker that comes back does not make old failures someone else's.
 Availability of a broker = good / (good + bad) over the probes sent within the window and charged to it; None
-(unknown) when there are none.
+(unknown) when there are none. A probe charged to a down follower is not counted for its leader at all.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ class _Attempt:
     sent_s: float
     leader: int | None
     in_sync: frozenset[int]
-    previous_leader: int | None = None
+    departed: frozenset[int] = frozenset()
     latency_s: float | None = None
     failed_s: float | None = None
     bad_since: float | None = None
@@ -76,10 +79,10 @@ class AvailabilityWindow:
         now: float,
         leader: int | None,
         in_sync: frozenset[int],
-        previous_leader: int | None = None,
+        departed: frozenset[int] = frozenset(),
     ) -> None:
-        """`previous_leader`: who led the partition until a moment ago, when leadership has just moved."""
-        attempt = _Attempt(partition, sequence, now, leader, in_sync, previous_leader)
+        """`in_sync` and `departed` as the canary saw them at send time (`view.PartitionLeader`)."""
+        attempt = _Attempt(partition, sequence, now, leader, in_sync, departed)
         self._attempts.append(attempt)
         self._open[(partition, sequence)] = attempt
 
@@ -145,10 +148,9 @@ def _named(broker: int | None) -> tuple[int, ...]:
 
 
 def _blame(attempt: _Attempt, down: frozenset[int]) -> tuple[int, ...]:
-    """Rule 3: the leader, unless it is up and in-sync followers (or the leader it just replaced) are down."""
+    """Rule 3: the down brokers among those the write waited on; the leader when none is down."""
     if attempt.leader is None or attempt.leader in down:
         return _named(attempt.leader)
-    if attempt.previous_leader is not None and attempt.previous_leader in down:
-        return (attempt.previous_leader,)
-    followers_down = sorted((attempt.in_sync - {attempt.leader}) & down)
-    return tuple(followers_down) if followers_down else (attempt.leader,)
+    waited_on = (attempt.in_sync | attempt.departed) - {attempt.leader}
+    culprits = sorted(waited_on & down)
+    return tuple(culprits) if culprits else (attempt.leader,)

@@ -28,7 +28,7 @@ class Ledger:
     def sent(self, partition: int, sequence: int, now: float, sent_at: datetime, leader: PartitionLeader) -> None:
         with self._lock:
             self.tracker.sent(partition, sequence, now, sent_at, leader.broker, leader.rack)
-            self.window.sent(partition, sequence, now, leader.broker, leader.in_sync, leader.previous)
+            self.window.sent(partition, sequence, now, leader.broker, leader.in_sync, leader.departed)
 
     def acked(self, partition: int, sequence: int, offset: int, latency_s: float, now: float) -> None:
         with self._lock:

@@ -20,8 +20,9 @@ class PartitionLeader:
     broker: int | None
     rack: str | None
     in_sync: frozenset[int]
-    previous: int | None = None
-    """The leader before a change seen within `recent_s` of the question, else None."""
+    departed: frozenset[int] = frozenset()
+    """Brokers that left this partition's leadership or in-sync set within `recent_s` of the question: a write
+    sent now may still be held up by them (clients and leaders catch up with such a change over a moment)."""
 
 
 class ClusterView:
@@ -30,8 +31,8 @@ class ClusterView:
         self._layout: TopicLayout | None = None
         self._racks: dict[int, str | None] = {}
         self._all_racks: dict[int, str | None] = {}
-        self._moves: dict[int, tuple[int | None, float]] = {}
-        """Partition -> (leader before the last change, monotonic time the change was seen)."""
+        self._departures: dict[int, dict[int, float]] = {}
+        """Partition -> broker -> monotonic time it was last seen leaving the leadership or the in-sync set."""
 
     def update(
         self, layout: TopicLayout | None, racks: Mapping[int, str | None] | None = None, now: float = 0.0
@@ -40,8 +41,12 @@ class ClusterView:
             if self._layout is not None and layout is not None:
                 for partition, leader in layout.leaders.items():
                     before = self._layout.leaders.get(partition)
-                    if before != leader:
-                        self._moves[partition] = (before, now)
+                    was_in_sync = self._layout.in_sync.get(partition, frozenset())
+                    left = set(was_in_sync - layout.in_sync.get(partition, frozenset()))
+                    if before is not None and before != leader:
+                        left.add(before)
+                    departures = self._departures.setdefault(partition, {})
+                    departures.update(dict.fromkeys(left, now))
             self._layout = layout
             if racks is not None:
                 self._racks = dict(racks)
@@ -57,9 +62,9 @@ class ClusterView:
                 return PartitionLeader(None, None, frozenset())
             broker = self._layout.leaders.get(partition)
             rack = self._all_racks.get(broker) if broker is not None else None
-            before, since = self._moves.get(partition, (None, -1e18))
-            previous = before if now - since <= recent_s else None
-            return PartitionLeader(broker, rack, self._layout.in_sync.get(partition, frozenset()), previous)
+            departures = self._departures.get(partition, {})
+            departed = frozenset(b for b, since in departures.items() if now - since <= recent_s and b != broker)
+            return PartitionLeader(broker, rack, self._layout.in_sync.get(partition, frozenset()), departed)
 
     def rack(self, broker: int) -> str | None:
         with self._lock:

@@ -147,7 +147,7 @@ def test_slo_boundary_is_inclusive(latency_s: float) -> None:
 def test_rule3b_failure_right_after_leadership_left_a_down_broker_is_that_brokers() -> None:
     """Broker 3 fenced, partition 2 now led by 1, but the producer still routes to 3 for a moment."""
     w = window()
-    w.sent(2, 0, 0.0, 1, frozenset({1, 2}), previous_leader=3)
+    w.sent(2, 0, 0.0, 1, frozenset({1, 2}), departed=frozenset({3}))
     w.failed(2, 0, 1.0)
     w.judge(1.1, BrokerHealth(frozenset({3}), as_of=1.05))
     assert ratios(w, 1.1) == {3: 0.0}
@@ -155,7 +155,53 @@ def test_rule3b_failure_right_after_leadership_left_a_down_broker_is_that_broker
 
 def test_rule3b_previous_leader_that_is_up_is_not_blamed() -> None:
     w = window()
-    w.sent(2, 0, 0.0, 1, frozenset({1, 2, 3}), previous_leader=3)
+    w.sent(2, 0, 0.0, 1, frozenset({1, 2, 3}), departed=frozenset({3}))
     w.failed(2, 0, 1.0)
     w.judge(1.1, BrokerHealth(frozenset(), as_of=1.05))
     assert ratios(w, 1.1) == {1: 0.0}
+
+
+def test_rule3b_failure_right_after_a_down_follower_left_the_isr_is_that_brokers() -> None:
+    """kill -9 broker 3, seen on the dev cluster: the ISR of partition 0 has just shrunk to {1, 2}, but the probe
+    sent now is still late (the client is reconnecting and bumping its epoch after the stall): broker 3's."""
+    w = window()
+    w.sent(0, 0, 0.0, 1, frozenset({1, 2}), departed=frozenset({3}))
+    w.acked(0, 0, 1.2)
+    w.judge(1.3, BrokerHealth(frozenset({3}), as_of=1.25))
+    assert w.availability(1.3) == {3: Availability(0, 1)}
+
+
+def test_rule3_every_down_broker_waited_on_is_charged() -> None:
+    """Two followers of a partition down at once: the failure counts against both, never the leader."""
+    w = window()
+    w.sent(0, 0, 0.0, 1, frozenset({1, 2}), departed=frozenset({3}))
+    w.failed(0, 0, 1.0)
+    w.judge(1.1, BrokerHealth(frozenset({2, 3}), as_of=1.05))
+    assert w.availability(1.1) == {2: Availability(0, 1), 3: Availability(0, 1)}
+
+
+def test_rule3_healthy_leader_keeps_its_verdicts_through_a_follower_outage() -> None:
+    """The kill -9 must-show in miniature: broker 3 dies at t=1, is fenced at t=5; partitions 0 and 1 (leaders 1
+    and 2) stall until then, partition 2 moves to broker 1. Over every window, brokers 1 and 2 never drop."""
+    w = window()
+    leaders = dict(LEADERS)
+    for seq in range(20):
+        now = seq * 0.5
+        fenced = now >= 5.0
+        isr = frozenset({1, 2}) if fenced else ISR
+        departed = frozenset({3}) if 5.0 <= now < 7.0 else frozenset()
+        if fenced:
+            leaders[2] = 1
+        for partition, leader in leaders.items():
+            w.sent(partition, seq, now, leader, isr, departed)
+            if now < 1.0 or now >= 5.5:
+                w.acked(partition, seq, 0.01)
+            elif now == 5.0:
+                w.acked(partition, seq, 1.2)  # the client's recovery tail
+            else:
+                w.failed(partition, seq, now + 1.0)
+        w.judge(now + 0.1, BrokerHealth(frozenset({3}) if now >= 1.0 else frozenset(), as_of=now + 0.05))
+        got = ratios(w, now + 0.1)
+        assert got.get(1) in (None, 1.0) and got.get(2) in (None, 1.0), (now, got)
+        if now >= 2.0:
+            assert got[3] is not None and got[3] < 1.0
