@@ -139,7 +139,7 @@ class CanaryMetrics:
         self.produce_attempts.labels(*labels).inc()
         if not event.produce_ok:
             self.produce_errors.labels(*labels, event.error or "unknown").inc()
-        elif event.produce_latency_s is not None:
+        if event.produce_latency_s is not None:  # acknowledged, in time or not (`_SLO_EXCEEDED`)
             self.produce_latency.labels(*labels).observe(event.produce_latency_s)
         if event.consume_ok:
             self.consumed.labels(*labels).inc()

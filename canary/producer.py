@@ -1,8 +1,10 @@
 """Probe producer: one record per partition per round, acks=all, idempotent, no linger (issue #4 item 2).
 
-`message.timeout.ms` is the latency SLO, so a probe the cluster cannot take in time fails with a diagnosable code
-rather than waiting five minutes (librdkafka's default). Latency comes from librdkafka's delivery report
-(`Message.latency()`: produce() to acknowledgement), not from timing the callback, which `poll()` delays.
+The latency SLO is the broker's ack timeout (`request.timeout.ms`) and bounds the client's wait on a silent broker;
+the client gives a probe up only after `delivery_timeout_s` (`message.timeout.ms`), so a failover does not make it
+re-send and duplicate (see `producer_settings`). A probe acknowledged after the SLO is bad all the same (tracker
+rule 1b, availability rule 2). Latency comes from librdkafka's delivery report (`Message.latency()`: produce() to
+acknowledgement), not from timing the callback, which `poll()` delays.
 """
 
 from __future__ import annotations
@@ -47,10 +49,31 @@ def producer_settings(cluster: ClusterConfig, config: CanaryConfig, producer_id:
         "acks": "all",
         "enable.idempotence": True,
         "linger.ms": 0,
-        "message.timeout.ms": max(1, int(config.latency_slo_s * 1000)),
+        # Timeouts (measured on the dev cluster, kill -9 of an in-sync follower; see docs/metrics.md): a probe
+        # given up in flight (message.timeout.ms) makes the idempotent producer bump its epoch and re-send what it
+        # was still retrying under new sequence numbers, which the broker cannot deduplicate: the canary would
+        # write duplicates of its own in every failover. So the client keeps trying for delivery_timeout_s, and
+        # the SLO is enforced around it instead: the broker answers REQUEST_TIMED_OUT (retried with the same
+        # sequence, on the same connection) when a write waits longer than the SLO for the in-sync replicas, and
+        # a broker that answers nothing at all (hung) loses the connection after two SLOs, so its partitions
+        # move to their new leader without waiting out the delivery timeout.
+        "message.timeout.ms": max(1, int(config.delivery_timeout_s * 1000)),
+        "request.timeout.ms": max(1, int(config.latency_slo_s * 1000)),
+        "socket.timeout.ms": max(10, int(2 * config.latency_slo_s * 1000)),
+        # The backoff before reconnecting doubles up to 10 s by default; the canary wants a broker that is back
+        # (or a connection closed by a timeout) probed again within an interval, at one connect per interval to
+        # a dead broker.
+        "reconnect.backoff.max.ms": max(100, min(10_000, int(config.interval_s * 1000))),
         "logger": LibrdkafkaLog("canary.librdkafka.producer"),
         **NO_AUTO_CREATE,
     }
+
+
+def departure_grace_s(config: CanaryConfig) -> float:
+    """How long after a broker left a partition's leadership or ISR a failed probe is still charged to it
+    (canary/availability.py rule 3b): the canary sees the change up to two metadata refreshes late, and a probe
+    sent then may wait one latency SLO behind the client's recovery from the stall."""
+    return config.latency_slo_s + 2 * config.metadata_refresh_s
 
 
 def error_name(error: KafkaError) -> str:
@@ -75,8 +98,7 @@ class ProbeProducer:
         self._ledger = ledger
         self._view = view
         self._next_sequence: dict[int, int] = {}
-        # A leader move seen this recently may not have reached librdkafka's own metadata yet.
-        self._recent_move_s = config.latency_slo_s + 2 * config.metadata_refresh_s
+        self._grace_s = departure_grace_s(config)
         self._producer = Producer({**producer_settings(cluster, config, producer_id), **(settings or {})})
         self.rounds = 0
 
@@ -87,7 +109,7 @@ class ProbeProducer:
             sequence = self._next_sequence.get(partition, 0)
             self._next_sequence[partition] = sequence + 1
             now, wall_ns = time.monotonic(), time.time_ns()
-            leader = self._view.leader(partition, now, self._recent_move_s)
+            leader = self._view.leader(partition, now, self._grace_s)
             sent_at = datetime.fromtimestamp(wall_ns / 1e9, tz=UTC)
             self._ledger.sent(partition, sequence, now, sent_at, leader)
             key, value = encode(Probe(self._producer_id, partition, sequence, wall_ns))

@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka.admin import AdminClient
 from prometheus_client import CollectorRegistry
@@ -71,7 +72,14 @@ class CanaryService:
             self.registry, cluster.name, config.client_rack, config.availability_window_s, self._snapshot
         )
         self._sinks.add(self.metrics)
-        tracker = Tracker(cluster.name, config.topic, self.producer_id, config.client_rack, config.loss_deadline_s)
+        tracker = Tracker(
+            cluster.name,
+            config.topic,
+            self.producer_id,
+            config.client_rack,
+            config.loss_deadline_s,
+            latency_slo_s=config.latency_slo_s,
+        )
         defer_s = config.connection_check_interval_s + config.connection_check_timeout_s + config.interval_s
         window = AvailabilityWindow(config.availability_window_s, config.latency_slo_s, max_defer_s=defer_s)
         self.ledger = Ledger(tracker, window, self._sinks)
@@ -91,20 +99,24 @@ class CanaryService:
         self._closest: ProbeConsumer | None = None
         self._commit: CommitProbe | None = None
         self._admin: AdminClient | None = None
+        self._topic_admin: AdminClient | None = None
 
     # ---- lifecycle -----------------------------------------------------------------------------------
 
     def start(self) -> None:
         config, cluster = self.config, self.cluster
-        self._admin = AdminClient(
-            {**client_config(cluster), "client.id": "kafka-pulse-canary-admin", "log_level": 0, **NO_AUTO_CREATE}
-        )
-        self.topic_manager = TopicManager(self._admin, self._reassigner, config)
+        admin_settings: dict[str, Any] = {**client_config(cluster), "log_level": 0, **NO_AUTO_CREATE}
+        self._admin = AdminClient({**admin_settings, "client.id": "kafka-pulse-canary-admin"})
+        # The topic manager's requests may wait out long timeouts on a dead broker; a client of its own keeps
+        # them from delaying the metadata the probes are attributed with.
+        self._topic_admin = AdminClient({**admin_settings, "client.id": "kafka-pulse-canary-topic"})
+        self.topic_manager = TopicManager(self._topic_admin, self._reassigner, config)
         self.consumer = ProbeConsumer(cluster, config, self.producer_id, self.ledger)
         self.producer = ProbeProducer(cluster, config, self.producer_id, self.ledger, self.view)
         group = config.commit_group or f"{config.topic}-commit"
         self._commit = CommitProbe(cluster, config.topic, group, config.latency_slo_s)
         loops: list[tuple[str, Callable[[], None]]] = [
+            ("topic", self._topic_loop),
             ("metadata", self._metadata_loop),
             ("health", self._health_loop),
             ("consume", self._consume_loop),
@@ -159,20 +171,34 @@ class CanaryService:
 
         return run
 
-    def _metadata_loop(self) -> None:
-        assert self._admin is not None and self.topic_manager is not None
-        next_reconcile = 0.0
+    def _topic_loop(self) -> None:
+        """Reconcile the monitor topic every `reconcile_interval_s`, in a thread of its own: its admin calls may
+        wait out a dead broker, and attribution must not wait with them."""
+        manager = self.topic_manager
+        assert manager is not None
         while not self._stop.is_set():
-            now = time.monotonic()
-            if now >= next_reconcile:
-                self.topic_manager.reconcile(now)
-                next_reconcile = now + self.config.reconcile_interval_s
+            started = time.monotonic()
+            manager.reconcile(started)
+            self._stop.wait(max(0.0, self.config.reconcile_interval_s - (time.monotonic() - started)))
+
+    def _metadata_loop(self) -> None:
+        """Refresh brokers and the topic's leaders and ISRs every `metadata_refresh_s`; each read on its own, so a
+        broker list that cannot be had (DescribeCluster routed to a broker that just died) still lets the
+        leaders and ISRs through."""
+        assert self._admin is not None
+        timeout_s = self.config.connection_check_timeout_s * 2
+        while not self._stop.is_set():
+            racks: dict[int, str | None] | None = None
             try:
-                brokers = read_brokers(self._admin, self.config.connection_check_timeout_s * 2)
-                layout = read_layout(self._admin, self.config.topic, self.config.connection_check_timeout_s * 2)
+                brokers = read_brokers(self._admin, timeout_s)
+                racks = {b: i.rack for b, i in brokers.items()}
                 with self._lock:
                     self._endpoints.update({b: (i.host, i.port) for b, i in brokers.items()})
-                self.view.update(layout, {b: i.rack for b, i in brokers.items()}, time.monotonic())
+            except KafkaUnavailable as exc:
+                _LOG.info("canary broker list refresh failed: %s", exc)
+            try:
+                layout = read_layout(self._admin, self.config.topic, timeout_s)
+                self.view.update(layout, racks, time.monotonic())
             except KafkaUnavailable as exc:
                 _LOG.info("canary metadata refresh failed: %s", exc)
             self._stop.wait(self.config.metadata_refresh_s)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any, Protocol
 
 from confluent_kafka import ElectionType, KafkaException, TopicPartition
@@ -51,6 +53,19 @@ def read_layout(admin: AdminClient, topic: str, timeout_s: float) -> TopicLayout
     )
 
 
+def kafka_python() -> ModuleType:
+    """The `kafka` package (kafka-python), imported on first use with its DeprecationWarning silenced: 3.0 reads its
+    protocol schemas with `importlib.resources.read_text`, deprecated since Python 3.11, at import time, and under
+    `-W error` (our test suite) that import would raise instead of reassigning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import kafka
+        import kafka.admin
+        import kafka.errors
+    module: ModuleType = kafka
+    return module
+
+
 class Reassigner(Protocol):
     """Moves replicas of existing partitions (AlterPartitionReassignments)."""
 
@@ -65,18 +80,15 @@ class KafkaPythonReassigner:
         self._timeout_ms = int(timeout_s * 1000)
 
     def reassign(self, topic: str, assignment: Mapping[int, tuple[int, ...]]) -> None:
-        from kafka import KafkaAdminClient
-        from kafka import TopicPartition as KpTopicPartition
-        from kafka.errors import KafkaError
-
+        kafka = kafka_python()
         try:
-            client = KafkaAdminClient(**self._settings())
+            client = kafka.KafkaAdminClient(**self._settings())
             try:
-                moves = {KpTopicPartition(topic, p): list(replicas) for p, replicas in assignment.items()}
+                moves = {kafka.TopicPartition(topic, p): list(replicas) for p, replicas in assignment.items()}
                 errors = client.alter_partition_reassignments(moves, timeout_ms=self._timeout_ms)
             finally:
                 client.close()
-        except KafkaError as exc:
+        except kafka.errors.KafkaError as exc:
             raise KafkaUnavailable(f"reassignment of {topic} failed: {exc!r}") from exc
         refused = {tp.partition: err.__name__ for tp, err in errors.items() if err is not None}
         if refused:

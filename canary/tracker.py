@@ -3,12 +3,15 @@
 Every method takes the clock (`now`, monotonic seconds) and returns the `ProbeResult`s it settles; the service
 hands those to the sinks. Rules, after Xinfra Monitor's ConsumeService but counted apart (research canary.md §8):
   1. A probe is settled once: produce failed, read back, or lost.
-  2. Lost: acknowledged, and not read back within `loss_deadline_s` of its send, or its offset deleted (log start
-     moved past it) or truncated (high watermark fell below it) before it was read.
+  1b. A probe acknowledged later than `latency_slo_s` is not `produce_ok` (error `_SLO_EXCEEDED`), though it is in
+     the log and is read back like any other.
+  2. Lost: acknowledged, and not read back within `loss_deadline_s` of its acknowledgement, or its offset deleted
+     (log start moved past it) or truncated (high watermark fell below it) before it was read.
   3. Duplicate: a sequence read again after it was read once; an extra result row with `duplicate=True`.
   4. Out of order: read after a higher sequence of the same partition was already read.
   5. Truncation: an acknowledged offset later gone (high watermark below it, or the log handing out an offset
-     again); records already read are counted as truncated, unread ones are lost.
+     again); records already read are counted as truncated, unread ones are lost. Only offsets acknowledged
+     before the log was looked at count: a record acknowledged after a watermark was read is above it by right.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from datetime import datetime
 from enum import Enum
 
 from canary.events import ProbeResult
+
+SLO_EXCEEDED = "_SLO_EXCEEDED"
+"""The `error` of a probe acknowledged, but later than the latency SLO (not a librdkafka name: ours)."""
 
 
 class _State(Enum):
@@ -43,10 +49,13 @@ class _Probe:
     state: _State = _State.SENT
     offset: int | None = None
     produce_latency_s: float | None = None
+    acked_s: float | None = None
     read_s: float | None = None
     out_of_order: bool = False
     error: str | None = None
     settled_s: float | None = None
+    truncated: bool = False
+    """Its offset was found gone once; never counted again."""
 
 
 @dataclass
@@ -84,6 +93,7 @@ class Tracker:
         client_rack: str | None,
         loss_deadline_s: float,
         retain_s: float | None = None,
+        latency_slo_s: float | None = None,
     ) -> None:
         self.cluster = cluster
         self.topic = topic
@@ -92,6 +102,8 @@ class Tracker:
         self.loss_deadline_s = loss_deadline_s
         self.retain_s = retain_s if retain_s is not None else 2 * loss_deadline_s
         """How long settled probes are remembered, to tell duplicates and late arrivals from unknown records."""
+        self.latency_slo_s = latency_slo_s
+        """Acknowledged later than this is not `produce_ok` (rule 1b); None: any acknowledgement is."""
         self._partitions: dict[int, _Partition] = defaultdict(_Partition)
 
     # ---- producer side ------------------------------------------------------------------------------
@@ -107,7 +119,9 @@ class Tracker:
         probe = self._partitions[partition].probes.get(sequence)
         if probe is None or probe.state not in (_State.SENT, _State.READ_EARLY):
             return []
-        probe.offset, probe.produce_latency_s = offset, latency_s
+        probe.offset, probe.produce_latency_s, probe.acked_s = offset, latency_s, now
+        if self.latency_slo_s is not None and latency_s > self.latency_slo_s:
+            probe.error = SLO_EXCEEDED
         if probe.state is _State.READ_EARLY:
             return [self._settle(partition, probe, _State.CONSUMED, now)]
         probe.state = _State.ACKED
@@ -163,30 +177,56 @@ class Tracker:
         return self._lose_unread(partition, lambda offset: offset < log_start, now)
 
     def truncated(
-        self, partition: int, high_watermark: int, now: float, before_sequence: int | None = None
+        self,
+        partition: int,
+        high_watermark: int,
+        now: float,
+        before_sequence: int | None = None,
+        acked_before: float | None = None,
     ) -> list[ProbeResult]:
         """The log now ends at `high_watermark`; acknowledged offsets at or above it are gone (rule 5).
 
         `before_sequence` limits this to probes sent before it: when the truncation shows as an offset handed out
         again, the record carrying it (and later ones) were written after the truncation and are not gone.
+        `acked_before` limits it to probes acknowledged by then: the moment the watermark was asked for.
         """
         part = self._partitions[partition]
         limit = before_sequence if before_sequence is not None else float("inf")
+        asked = acked_before if acked_before is not None else float("inf")
         gone = [
             p
             for p in part.probes.values()
             if p.offset is not None
             and p.offset >= high_watermark
-            and p.state is not _State.FAILED
+            and p.state in (_State.ACKED, _State.CONSUMED)
+            and not p.truncated
             and p.sequence < limit
+            and p.acked_s is not None
+            and p.acked_s <= asked
         ]
         if not gone:
             return []
+        for p in gone:
+            p.truncated = True
         part.counts.truncations += 1
         part.counts.truncated += sum(1 for p in gone if p.state is _State.CONSUMED)
         part.highest_offset_read = min(part.highest_offset_read, high_watermark - 1)
         lost = [p for p in gone if p.state is _State.ACKED]
         return [self._settle(partition, p, _State.LOST, now) for p in sorted(lost, key=lambda p: p.sequence)]
+
+    def acked_offsets(self, partition: int, acked_before: float) -> tuple[int, int] | None:
+        """(lowest, highest) offset acknowledged by `acked_before` and not yet found gone, among tracked probes;
+        what the periodic log check compares with the partition's log start and end."""
+        offsets = [
+            p.offset
+            for p in self._partitions[partition].probes.values()
+            if p.offset is not None
+            and p.state in (_State.ACKED, _State.CONSUMED)
+            and not p.truncated
+            and p.acked_s is not None
+            and p.acked_s <= acked_before
+        ]
+        return (min(offsets), max(offsets)) if offsets else None
 
     def max_acked_offset(self, partition: int) -> int | None:
         """The highest offset acknowledged and still tracked, to compare with the high watermark."""
@@ -204,8 +244,8 @@ class Tracker:
         results: list[ProbeResult] = []
         for partition, part in self._partitions.items():
             for probe in list(part.probes.values()):
-                age = now - probe.sent_s
-                if probe.state is _State.ACKED and age > self.loss_deadline_s:
+                acked_s = probe.acked_s if probe.acked_s is not None else probe.sent_s
+                if probe.state is _State.ACKED and now - acked_s > self.loss_deadline_s:
                     results.append(self._settle(partition, probe, _State.LOST, now))
                 elif probe.settled_s is not None and now - probe.settled_s > self.retain_s:
                     del part.probes[probe.sequence]
@@ -230,7 +270,7 @@ class Tracker:
 
     def _settle(self, partition: int, probe: _Probe, state: _State, now: float) -> ProbeResult:
         probe.state, probe.settled_s = state, now
-        produced = probe.produce_latency_s is not None
+        produced = probe.produce_latency_s is not None and probe.error is None
         consumed = state is _State.CONSUMED
         return ProbeResult(
             time=probe.sent_at,

@@ -395,10 +395,14 @@ class CanaryConfig(_Section):
     """At least this long between two placement changes, so a flapping broker cannot make the canary thrash
     the cluster with reassignments (Strimzi canary #221, #28)."""
     latency_slo_s: float = Field(default=2.0, gt=0)
-    """A probe not acknowledged within this fails (it is librdkafka's `message.timeout.ms`) and counts against
-    availability as soon as it is this old."""
+    """A probe not acknowledged within this is bad (`produce_ok` false) and counts against availability as soon
+    as it is this old. It is also the broker's ack timeout for the probe (`request.timeout.ms`)."""
+    delivery_timeout_s: float = Field(default=30.0, gt=0)
+    """How long the client keeps trying a probe before giving it up (librdkafka's `message.timeout.ms`). Longer
+    than a broker fence (`broker.session.timeout.ms`, 9 s by default): a probe given up in flight makes the
+    idempotent producer bump its epoch and re-send what it was still retrying, which writes duplicates."""
     loss_deadline_s: float = Field(default=30.0, gt=0)
-    """An acknowledged probe not read back within this long after it was sent is lost."""
+    """An acknowledged probe not read back within this long after its acknowledgement is lost."""
     availability_window_s: float = Field(default=60.0, gt=0)
     """The sliding window of the per-broker availability gauges."""
     connection_check_interval_s: float = Field(default=10.0, gt=0)
@@ -437,8 +441,14 @@ class CanaryConfig(_Section):
         if self.loss_deadline_s < self.latency_slo_s:
             raise config_problem(
                 f"{self.loss_deadline_s:g} s is shorter than latency_slo_s {self.latency_slo_s:g} s: a probe "
-                "could be declared lost before its produce is even given up",
+                "would count as lost before a read-back as slow as the produce SLO allows",
                 ("loss_deadline_s",),
+            )
+        if self.delivery_timeout_s < self.latency_slo_s:
+            raise config_problem(
+                f"{self.delivery_timeout_s:g} s is shorter than latency_slo_s {self.latency_slo_s:g} s: probes "
+                "would be given up before they could be judged",
+                ("delivery_timeout_s",),
             )
         if self.availability_window_s < self.interval_s:
             raise config_problem(

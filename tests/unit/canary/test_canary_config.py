@@ -72,9 +72,15 @@ def test_a_full_section_parses() -> None:
         ),
         pytest.param(
             {"latency_slo_s": 5, "loss_deadline_s": 2},
-            "pulse.yaml: canary.loss_deadline_s: 2 s is shorter than latency_slo_s 5 s: a probe could be declared "
-            "lost before its produce is even given up",
+            "pulse.yaml: canary.loss_deadline_s: 2 s is shorter than latency_slo_s 5 s: a probe would count as lost "
+            "before a read-back as slow as the produce SLO allows",
             id="loss-deadline-before-slo",
+        ),
+        pytest.param(
+            {"latency_slo_s": 5, "delivery_timeout_s": 2},
+            "pulse.yaml: canary.delivery_timeout_s: 2 s is shorter than latency_slo_s 5 s: probes would be given up "
+            "before they could be judged",
+            id="delivery-timeout-before-slo",
         ),
         pytest.param(
             {"interval_s": 10, "availability_window_s": 5},

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from canary.events import ProbeResult
-from canary.tracker import Tracker
+from canary.tracker import SLO_EXCEEDED, Tracker
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DEADLINE_S = 10.0
@@ -87,6 +87,10 @@ CASES = [
     pytest.param(
         Case([("send", 0, 0.0), ("ack", 0, 100, 0.01), ("expire", 10.1), ("read", 0, 100, 11.0)], ["0:ok:unread:lost"]),
         id="rule2-late-arrival-stays-lost",
+    ),
+    pytest.param(
+        Case([("send", 0, 0.0), ("ack", 0, 100, 8.0), ("expire", 12.0), ("read", 0, 100, 12.5)], ["0:ok:read"]),
+        id="rule2-deadline-counts-from-the-acknowledgement",
     ),
     pytest.param(
         Case(
@@ -187,6 +191,24 @@ CASES = [
         ),
         id="rule5-offset-handed-out-again",
     ),
+    pytest.param(
+        Case(
+            [
+                ("send", 0, 0.0),
+                ("ack", 0, 100, 0.0),
+                ("read", 0, 100, 0.1),
+                ("send", 1, 1.0),
+                ("ack", 1, 101, 1.0),
+                ("truncated", 100, 1.5),
+                ("truncated", 100, 2.5),
+                ("send", 2, 3.0),
+                ("ack", 2, 100, 3.0),
+                ("read", 2, 100, 3.1),
+            ],
+            ["0:ok:read", "1:ok:unread:lost", "2:ok:read"],
+        ),
+        id="rule5-truncation-seen-twice-counts-once",
+    ),
 ]
 
 
@@ -200,6 +222,12 @@ def test_truncation_counts_records_already_read() -> None:
     t, _ = run([("send", 0, 0.0), ("ack", 0, 100, 0.0), ("read", 0, 100, 0.1), ("truncated", 50, 1.0)])
     counts = t.counts()[0]
     assert (counts.truncations, counts.truncated) == (1, 1)
+
+
+def test_truncation_seen_again_is_not_counted_again() -> None:
+    t, _ = run([("send", 0, 0.0), ("ack", 0, 100, 0.0), ("read", 0, 100, 0.1), ("truncated", 50, 1.0)])
+    run([("truncated", 50, 2.0)], t)
+    assert (t.counts()[0].truncations, t.counts()[0].truncated) == (1, 1)
 
 
 def test_truncation_below_nothing_acked_is_no_truncation() -> None:
@@ -258,3 +286,24 @@ def test_max_acked_offset() -> None:
     t, _ = run([("send", 0, 0.0), ("ack", 0, 100, 0.0), ("send", 1, 0.0), ("fail", 1, 1.0)])
     assert t.max_acked_offset(0) == 100
     assert t.max_acked_offset(1) is None
+
+
+def test_rule1b_acknowledged_after_the_slo_is_not_produce_ok() -> None:
+    """The client may keep trying past the SLO (delivery_timeout_s); the probe is read, but it was not ok."""
+    t = Tracker("dev", "__pulse_canary", "me", "az-a", loss_deadline_s=DEADLINE_S, latency_slo_s=1.0)
+    t.sent(0, 0, 0.0, T0, broker=1, rack="az-a")
+    t.sent(0, 1, 0.5, T0, broker=1, rack="az-a")
+    assert t.acked(0, 0, 100, latency_s=3.2, now=3.2) == []
+    assert t.acked(0, 1, 101, latency_s=1.0, now=1.5) == []
+    late, in_time = t.arrived(0, 0, 100, 3.3) + t.arrived(0, 1, 101, 3.3)
+    assert (late.produce_ok, late.error, late.produce_latency_s, late.consume_ok) == (False, SLO_EXCEEDED, 3.2, True)
+    assert (in_time.produce_ok, in_time.error) == (True, None)
+
+
+def test_truncation_counts_only_offsets_acknowledged_before_the_log_was_read() -> None:
+    """The log check asked for the watermark at t=1.0; a probe acknowledged at t=1.2 is above it by right."""
+    t, _ = run([("send", 0, 0.0), ("ack", 0, 100, 0.5), ("read", 0, 100, 0.6), ("send", 1, 1.0), ("ack", 1, 101, 1.2)])
+    assert t.acked_offsets(0, acked_before=1.0) == (100, 100)
+    assert t.truncated(0, 101, 1.3, acked_before=1.0) == []
+    assert t.counts()[0].truncations == 0
+    assert t.acked_offsets(0, acked_before=2.0) == (100, 101)
