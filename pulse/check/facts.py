@@ -133,6 +133,9 @@ class PartitionTrip:
     """librdkafka's error name (`_MSG_TIMED_OUT`, `NOT_ENOUGH_REPLICAS`) or `not read back in time`."""
     latency_s: float | None = None
     """Produce to read back, when both happened."""
+    judged: bool = True
+    """False when the record neither failed nor arrived before the deadline and the deadline left it less than
+    `canary.latency_slo_s`: the check ran out of time, the cluster was not shown slow."""
 
 
 @dataclass(frozen=True)

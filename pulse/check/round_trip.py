@@ -27,6 +27,7 @@ from pulse.config import CanaryConfig, ClusterConfig
 from pulse.errors import KafkaUnavailable
 from pulse.profile import client_config
 
+_TIMEOUTS = frozenset({"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT"})
 PRODUCE_SHARE = 0.6
 """Of the time left when the records are sent, the share their acknowledgements may take; the rest is for
 reading them back."""
@@ -52,11 +53,17 @@ def round_trip(
         if isinstance(made, ProbeFailed):
             return made
         layout, created = made, True
-    return RoundTripFacts(canary.topic, _trips(cluster, canary.topic, layout, servers, deadline), created)
+    trips = _trips(cluster, canary.topic, layout, servers, deadline, canary.latency_slo_s)
+    return RoundTripFacts(canary.topic, trips, created)
 
 
 def _trips(
-    cluster: ClusterConfig, topic: str, layout: Sequence[PartitionRef], servers: Sequence[str], deadline: Deadline
+    cluster: ClusterConfig,
+    topic: str,
+    layout: Sequence[PartitionRef],
+    servers: Sequence[str],
+    deadline: Deadline,
+    latency_slo_s: float,
 ) -> tuple[PartitionTrip, ...]:
     producer_id = f"{CLIENT_ID}-{uuid.uuid4().hex}"
     produce_s = deadline.share(PRODUCE_SHARE)
@@ -97,6 +104,7 @@ def _trips(
     acks = deadline.earlier(produce_s)
     while len(offsets) + len(errors) < len(layout) and not acks.expired:
         producer.poll(min(0.02, acks.remaining()))
+    read_s = deadline.remaining()
     read_at = _read_back(common, topic, producer_id, offsets, deadline)
     close_later(producer.purge)
     del producer
@@ -105,10 +113,14 @@ def _trips(
         p = ref.partition
         got = read_at.get(p)
         error = errors.get(p)
+        # A timeout within less than the canary's latency SLO says the check ran short, not that Kafka is slow.
+        judged = True
         if error is None and p not in offsets:
-            error = f"not acknowledged within {produce_s:.1f} s"
+            error, judged = f"not acknowledged within {produce_s:.1f} s", produce_s >= latency_slo_s
+        elif error in _TIMEOUTS:
+            judged = produce_s >= latency_slo_s
         elif error is None and got is None:
-            error = "acknowledged but not read back in time"
+            error, judged = f"acknowledged but not read back within {read_s:.1f} s", read_s >= latency_slo_s
         trips.append(
             PartitionTrip(
                 partition=p,
@@ -118,6 +130,7 @@ def _trips(
                 read_back=got is not None,
                 error=error,
                 latency_s=round(got - sent_at[p], 4) if got is not None else None,
+                judged=judged,
             )
         )
     return tuple(trips)

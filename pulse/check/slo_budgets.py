@@ -11,9 +11,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
-from prometheus_client.parser import text_string_to_metric_families
-
 from pulse.check.deadline import Deadline
 from pulse.check.facts import FailureKind, NotAvailable, ProbeFailed, SloBudget, SloFacts
 from pulse.config import PulseConfig
@@ -77,6 +74,8 @@ def _utc(value: Any) -> datetime | None:
 
 def read_pushgateway(url: str, deadline: Deadline) -> SloFacts | NotAvailable | ProbeFailed:
     """The gauges of job `kafka-pulse-slo` from the Pushgateway's own /metrics."""
+    import httpx
+
     try:
         with httpx.Client(timeout=deadline.share(0.5, cap_s=2.0), trust_env=False) as client:
             response = client.get(f"{url}/metrics")
@@ -88,6 +87,8 @@ def read_pushgateway(url: str, deadline: Deadline) -> SloFacts | NotAvailable | 
 
 def pushgateway_budgets(text: str, source: str) -> SloFacts | NotAvailable:
     """Budgets from exposition text (pure): remaining ratio, firing severities and evaluation time per instance."""
+    from prometheus_client.parser import text_string_to_metric_families
+
     remaining: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
     firing: dict[tuple[str, tuple[tuple[str, str], ...]], set[str]] = defaultdict(set)
     evaluated: list[float] = []

@@ -300,6 +300,7 @@ def judge_round_trip(
     reasons: list[str] = []
     culprits: set[int] = set()
     uncovered: list[int] = []
+    unjudged: list[PartitionTrip] = []
     rows: list[dict[str, Any]] = []
     offline = [t for t in facts.trips if t.leader < 0]
     for trip in offline:
@@ -318,8 +319,15 @@ def judge_round_trip(
             )
         for trip in failed:
             charged = blame(trip, sick)
-            culprits.add(charged)
             error = trip.error or "failed"
+            if not trip.judged and charged not in sick:
+                unjudged.append(trip)
+                reasons.append(
+                    f"broker {broker}: round trip through {facts.topic}-{trip.partition} not judged ({error}, less "
+                    "than canary.latency_slo_s: the check ran short of time)"
+                )
+                continue
+            culprits.add(charged)
             if charged == broker:
                 reasons.append(f"broker {broker}: round trip through {facts.topic}-{trip.partition} failed ({error})")
             else:
@@ -331,6 +339,8 @@ def judge_round_trip(
         status = Status.CRIT
     elif uncovered:
         status = Status.WARN
+    elif unjudged:
+        status = Status.UNKNOWN
     else:
         status = Status.OK
     done = [t for t in facts.trips if t.sent and t.read_back and t.latency_s is not None]
@@ -346,7 +356,7 @@ def judge_round_trip(
         "brokers": rows,
         "trips": [
             {"partition": t.partition, "leader": t.leader, "in_sync": list(t.in_sync), "sent": t.sent,
-             "read_back": t.read_back, "error": t.error, "latency_s": t.latency_s}
+             "read_back": t.read_back, "error": t.error, "latency_s": t.latency_s, "judged": t.judged}
             for t in facts.trips
         ],
     }  # fmt: skip

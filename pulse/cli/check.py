@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from pulse.check.deadline import Deadline, process_age_s
 from pulse.check.verdict import Report, Section, Status
@@ -21,6 +21,21 @@ from pulse.errors import PulseError
 EXIT_RESERVE_S = 0.4
 """Of `--timeout`, what is kept back for rendering the report and leaving the process (client teardown is left to
 daemon threads, so it never holds the exit)."""
+MIN_WORK_S = 0.5
+"""With less than this left after start-up, nothing is asked: every answer would be a timeout, i.e. a false CRIT."""
+
+
+class BudgetSpent(PulseError):
+    """The check's time budget was gone before it could ask anything."""
+
+
+def startup_s() -> float | None:
+    """Seconds since this process started when it was started for `check` (`kafka-pulse check ...`), so the budget
+    covers interpreter start and imports as a cron job or Nagios sees them; None for an in-process call (a test's
+    CliRunner), whose process started long before."""
+    if "check" not in sys.argv[1:2]:
+        return None
+    return process_age_s()
 
 
 @click.command()
@@ -47,14 +62,18 @@ def check(
 
     Exits 0 OK, 1 WARN, 2 CRIT, 3 UNKNOWN (also for a config that cannot be used).
     """
-    age = process_age_s()
-    started = time.monotonic() - (age if age is not None and age < timeout_s else 0.0)
+    started = time.monotonic() - (startup_s() or 0.0)
     deadline = Deadline(started + timeout_s - EXIT_RESERVE_S)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kafka").setLevel(logging.CRITICAL)  # kafka-python's connection errors: the verdict says it
     cluster_label = cluster_name or "?"
     servers: tuple[str, ...] = ()
     try:
+        if deadline.remaining() < MIN_WORK_S:  # the interpreter's start-up ate the budget (a starved host)
+            raise BudgetSpent(
+                f"start-up took {time.monotonic() - started:.1f} s of the {timeout_s:g} s budget, nothing was "
+                "asked; give a larger --timeout"
+            )
         from pulse.check.health_check import run_check
         from pulse.cli.dev import dev_home
         from pulse.clusters import load_or_default, resolve_cluster
@@ -63,6 +82,8 @@ def check(
         cluster = resolve_cluster(config, cluster_name, dev_home())
         cluster_label, servers = cluster.name, tuple(cluster.bootstrap_servers)
         sections = run_check(config, cluster, deadline)
+    except BudgetSpent as exc:
+        sections = (Section("budget", Status.UNKNOWN, "nothing checked", (str(exc),)),)
     except PulseError as exc:  # nothing to check: UNKNOWN, as Nagios plugins answer bad arguments
         sections = (Section("config", Status.UNKNOWN, "nothing checked", (f"{type(exc).__name__}: {exc}",)),)
     report = Report(
@@ -78,5 +99,7 @@ def check(
     if as_json:
         click.echo(json.dumps(report_json(report), indent=2))
     else:
+        from rich.console import Console
+
         print_report(report, Console())
     ctx.exit(report.status.exit_code)

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import click
 
-from pulse.cli import canary as canary_cli
-from pulse.cli import check as check_cli
-from pulse.cli import collect as collect_cli
-from pulse.cli import dashboards as dashboards_cli
-from pulse.cli import dev
-from pulse.cli import lag as lag_cli
-from pulse.cli import run as run_cli
-from pulse.cli import slo as slo_cli
 from pulse.errors import ConfigError, NotImplementedYet, PulseError
+
+COMMANDS = {
+    "dev": "pulse.cli.dev:dev",
+    "collect": "pulse.cli.collect:collect",
+    "lag": "pulse.cli.lag:lag",
+    "canary": "pulse.cli.canary:canary",
+    "run": "pulse.cli.run:run",
+    "slo": "pulse.cli.slo:slo",
+    "dashboards": "pulse.cli.dashboards:dashboards",
+    "check": "pulse.cli.check:check",
+}
+"""Command name -> `module:attribute`, imported when the command runs (or `--help` lists them all): `check` must
+answer within seconds of the process's start, and importing every component costs most of a CPU second."""
 
 
 class PulseGroup(click.Group):
@@ -27,22 +33,33 @@ class PulseGroup(click.Group):
             click.echo(f"{type(exc).__name__}: {exc}", err=True)
             ctx.exit(2 if isinstance(exc, NotImplementedYet | ConfigError) else 1)
 
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, attribute = COMMANDS[cmd_name].split(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
+        return self.commands.get(cmd_name)
+
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """List every command path (`slo evaluate`, `dev up`, ...), not just the top-level groups."""
-        rows = [(path, cmd.get_short_help_str(70)) for path, cmd in _walk(self, ctx.info_name or "")]
+        rows = [(path, cmd.get_short_help_str(70)) for path, cmd in _walk(self, ctx, ctx.info_name or "")]
         with formatter.section("All commands"):
             formatter.write_dl(rows)
 
 
-def _walk(group: click.Group, prefix: str) -> list[tuple[str, click.Command]]:
+def _walk(group: click.Group, ctx: click.Context, prefix: str) -> list[tuple[str, click.Command]]:
     out: list[tuple[str, click.Command]] = []
-    for name in sorted(group.commands):
-        command = group.commands[name]
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        if command is None:
+            continue
         path = f"{prefix} {name}".strip()
         if isinstance(command, click.Group):
             if command.invoke_without_command:
                 out.append((path, command))
-            out += _walk(command, path)
+            out += _walk(command, ctx, path)
         else:
             out.append((path, command))
     return out
@@ -55,19 +72,6 @@ def cli() -> None:
 
     Every command takes --config FILE; without one, commands use the local dev cluster (`dev up`).
     """
-
-
-cli.add_command(dev.dev)
-cli.add_command(collect_cli.collect)
-cli.add_command(lag_cli.lag)
-cli.add_command(canary_cli.canary)
-for command in (
-    run_cli.run,
-    slo_cli.slo,
-    dashboards_cli.dashboards,
-    check_cli.check,
-):
-    cli.add_command(command)
 
 
 def main() -> None:

@@ -126,6 +126,19 @@ def test_table_names_the_status_the_culprit_and_the_exit_code() -> None:
     assert text.strip().splitlines()[-1].startswith("CRIT - broker 2 (exit 2, 1.2 s)")
 
 
+def test_a_config_that_cannot_be_used_is_unknown_exit_3(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from pulse.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["check", "--json", "--config", str(tmp_path / "missing.yaml")])
+    assert result.exit_code == 3
+    doc = json.loads(result.stdout)
+    assert (doc["status"], doc["exit_code"]) == ("UNKNOWN", 3)
+    (section,) = doc["checks"]
+    assert section["name"] == "config" and "config file not found" in section["reasons"][0]
+
+
 # --- the pure parsers behind the facts ----------------------------------------------------------------------------
 
 
