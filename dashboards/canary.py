@@ -107,7 +107,7 @@ def availability() -> Row:
                 text_mode="value_and_name",
             ),
             bargauge(
-                "Availability per broker",
+                "Availability now",
                 [Query(f"{M}_produce_availability{{{P}}}", "broker {{broker}} ({{rack}})")],
                 unit="percentunit",
                 thresholds=((None, "red"), (0.99, "orange"), (0.999, "green")),

@@ -54,6 +54,13 @@ def test_each_dashboard_has_the_panels_the_issue_asks_for(name: str) -> None:
     assert set(REQUIRED[name]) <= titles(BY_FILE[name])
 
 
+@pytest.mark.parametrize("name", sorted(BY_FILE))
+def test_panel_titles_are_unique_within_a_dashboard(name: str) -> None:
+    """A title names one panel, in Grafana's search and in the integration test's report."""
+    all_titles = [p["title"] for p in all_panels(BY_FILE[name])]
+    assert len(all_titles) == len(set(all_titles))
+
+
 def variables(dashboard: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {v["name"]: v for v in dashboard["templating"]["list"]}
 
