@@ -22,6 +22,7 @@ Availability of a broker = good / (good + bad) over the probes sent within the w
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 
@@ -47,6 +48,19 @@ class _Attempt:
     charged: tuple[int, ...] | None = None
     """Brokers the verdict counts for; empty when nobody can be named (no leader known)."""
     good: bool | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One probe's judgement, as given (rules 1-4): what a debugger or a test reads back."""
+
+    partition: int
+    sequence: int
+    sent_s: float
+    """Monotonic send time."""
+    charged: tuple[int, ...]
+    """The brokers it counts for (empty: no leader was known)."""
+    good: bool
 
 
 @dataclass(frozen=True)
@@ -96,14 +110,25 @@ class AvailabilityWindow:
         if attempt is not None:
             attempt.failed_s = now
 
-    def judge(self, now: float, health: BrokerHealth) -> None:
-        """Give verdicts that can be given now (rules 1-4) and drop attempts that left the window."""
+    def judge(self, now: float, health: BrokerHealth) -> list[Verdict]:
+        """Give verdicts that can be given now (rules 1-4), return them, and drop attempts that left the window."""
+        given: list[Verdict] = []
         for attempt in list(self._open.values()):
             if self._judge(attempt, now, health):
                 del self._open[(attempt.partition, attempt.sequence)]
+                given.append(
+                    Verdict(
+                        attempt.partition, attempt.sequence, attempt.sent_s, attempt.charged or (), bool(attempt.good)
+                    )
+                )
         while self._attempts and self._attempts[0].sent_s < now - self.window_s:
             old = self._attempts.popleft()
             self._open.pop((old.partition, old.sequence), None)
+        return given
+
+    def undecided(self, sent_until: float) -> int:
+        """Probes sent up to `sent_until` still waiting for their verdict."""
+        return sum(1 for a in self._open.values() if a.sent_s <= sent_until)
 
     def availability(self, now: float) -> dict[int, Availability]:
         """Verdicts per broker over the probes sent in (now - window_s, now]."""
@@ -141,6 +166,17 @@ class AvailabilityWindow:
         if attempt.leader is not None and attempt.leader in health.down:
             return health.as_of
         return None
+
+
+def tally(verdicts: Iterable[Verdict]) -> dict[int, Availability]:
+    """Availability per broker over the given verdicts (those of a chosen span of send times, say)."""
+    good: dict[int, int] = {}
+    bad: dict[int, int] = {}
+    for verdict in verdicts:
+        counts = good if verdict.good else bad
+        for broker in verdict.charged:
+            counts[broker] = counts.get(broker, 0) + 1
+    return {b: Availability(good.get(b, 0), bad.get(b, 0)) for b in sorted(good.keys() | bad.keys())}
 
 
 def _named(broker: int | None) -> tuple[int, ...]:

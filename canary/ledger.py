@@ -7,13 +7,17 @@ tick all call in; the lock makes them take turns, so the (pure, single-threaded)
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable
 from datetime import datetime
 
-from canary.availability import Availability, AvailabilityWindow, BrokerHealth
+from canary.availability import Availability, AvailabilityWindow, BrokerHealth, Verdict, tally
 from canary.events import ProbeResult, SinkFanout
 from canary.tracker import PartitionCounts, Tracker
 from canary.view import PartitionLeader
+
+VERDICTS_KEPT = 20_000
+"""Verdicts remembered for `availability_between` (about 5 minutes of 60 partitions probed every second)."""
 
 
 class Ledger:
@@ -24,6 +28,7 @@ class Ledger:
         self.window = window
         self._sinks = sinks
         self._lock = threading.Lock()
+        self._verdicts: deque[Verdict] = deque(maxlen=VERDICTS_KEPT)
 
     def sent(self, partition: int, sequence: int, now: float, sent_at: datetime, leader: PartitionLeader) -> None:
         with self._lock:
@@ -56,8 +61,18 @@ class Ledger:
         """Expire lost probes, give availability verdicts, and return availability per broker."""
         with self._lock:
             self._emit(self.tracker.expire(now))
-            self.window.judge(now, health)
+            self._verdicts.extend(self.window.judge(now, health))
             return self.window.availability(now)
+
+    def undecided(self, sent_until: float) -> int:
+        with self._lock:
+            return self.window.undecided(sent_until)
+
+    def availability_between(self, start_s: float, end_s: float) -> dict[int, Availability]:
+        """Availability per broker over the probes sent in [start_s, end_s] (monotonic) that have a verdict; for
+        a question about one episode (the span of an outage) rather than the sliding window."""
+        with self._lock:
+            return tally(v for v in self._verdicts if start_s <= v.sent_s <= end_s)
 
     def counts(self) -> dict[int, PartitionCounts]:
         with self._lock:

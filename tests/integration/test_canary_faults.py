@@ -1,12 +1,15 @@
 """Broker faults under the canary (issue #4, must-show "kill -9" and "SIGSTOP for 20 s"), on a 3-node cluster of
-this module's own so the shared one is never hurt.
+this module's own so the shared one is never hurt. Its controller fences a dead broker after 4 s rather than 9 s
+(`pulse.dev.topology.FAST_FENCING`): the tests are about who is charged for the stall, not its length.
 
 "Within 3 probe intervals" is counted in the canary's own probe rounds (0.5 s each), read from its round history,
-so a busy test machine delays the rounds and the verdicts alike instead of failing a wall-clock bound.
+so a busy test machine delays the rounds and the verdicts alike instead of failing a wall-clock bound. "Over the
+same window" is defined in docs/metrics.md (Canary, "Availability attribution") and checked by `check_kill`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,11 +17,13 @@ from pathlib import Path
 import pytest
 
 from canary.events import ProbeResult
+from canary.producer import departure_grace_s
 from canary.service import CanaryService, RoundRecord
+from canary.topic import kafka_python
 from pulse.dev.cluster import DevCluster
 from pulse.dev.runtime import DEFAULT_VERSION
 from pulse.dev.services import poll
-from pulse.dev.topology import Security
+from pulse.dev.topology import FAST_FENCING, Security
 from pulse.paths import cache_dir
 from tests.fixtures.kafka import KafkaHandle
 from tests.fixtures.logs import register_log
@@ -29,12 +34,25 @@ pytestmark = pytest.mark.integration
 BROKERS = {1, 2, 3}
 DETECT_ROUNDS = 3
 PAUSE_S = 20.0
+KILL_SETTINGS = {
+    "latency_slo_s": 2.0,
+    "connection_check_timeout_s": 5.0,
+    "availability_window_s": 8.0,
+    "loss_deadline_s": 30.0,
+}
+"""For the kill -9 test, on top of the 0.5 s rounds. The test machine runs other clusters and benches at once (load
+averages of 50 to 90 on its 2 cores were seen), and then a healthy broker can take more than 2 s to answer an
+ApiVersions check, or 1 s to acknowledge a probe: a real (if self-inflicted) fault that would rightly be charged
+to it, but not the one under test. A dead broker refuses connections at once, so detection does not wait for the
+longer check timeout. The loss deadline outlasts the failover: a probe acknowledged just before the kill can only
+be read once its partition has a new leader, which took up to 17 s under that load."""
 
 
 @pytest.fixture(scope="module")
 def faulty_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaHandle]:
     home: Path = tmp_path_factory.mktemp("kafka-canary-faults")
-    cluster = DevCluster.plan(home, 3, DEFAULT_VERSION, Security.PLAINTEXT)
+    planned = DevCluster.plan(home, 3, DEFAULT_VERSION, Security.PLAINTEXT)
+    cluster = DevCluster(home, dataclasses.replace(planned.spec, broker_overrides=FAST_FENCING))
     for node in cluster.spec.nodes:
         register_log(f"kafka-canary-faults node {node.node_id}", cluster.log_path(node.node_id))
     started = time.monotonic()
@@ -50,63 +68,94 @@ def faulty_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaHand
 
 def first_drop(service: CanaryService, broker: int, after_round: int) -> RoundRecord:
     """The first round after `after_round` whose verdict put `broker` below 1.0."""
-    return poll(
-        lambda: next(
-            (r for r in list(service.history) if r.round > after_round and (r.availability.get(broker) or 1.0) < 1.0),
-            None,
-        ),
+
+    def dropped(record: RoundRecord) -> bool:
+        ratio = record.availability.get(broker)
+        return record.round > after_round and ratio is not None and ratio < 1.0
+
+    record: RoundRecord = poll(
+        lambda: next((r for r in list(service.history) if dropped(r)), None),
         lambda record: record is not None,
         60,
         f"broker {broker}'s availability below 1.0",
         interval_s=0.1,
     )
+    return record
 
 
-def others_during(service: CanaryService, broker: int, from_round: int, to_round: int) -> dict[int, float]:
-    """The lowest availability each other broker had in rounds [from_round, to_round]."""
-    lowest: dict[int, float] = {}
-    for record in list(service.history):
-        if from_round <= record.round <= to_round:
-            for other, ratio in record.availability.items():
-                if other != broker and ratio is not None:
-                    lowest[other] = min(lowest.get(other, 1.0), ratio)
-    return lowest
+def fenced(service: CanaryService, broker: int) -> bool:
+    """The canary's view shows `broker` leading nothing and in no ISR: the controller has fenced it."""
+    if service.view.partitions_led().get(broker, 0) != 0:
+        return False
+    return all(broker not in service.view.leader(p).in_sync for p in service.view.partitions())
 
 
-def check_kill(canary: CanaryService, events: list[ProbeResult], before: int) -> None:
-    drop = first_drop(canary, 3, before)
-    assert drop.round - before <= DETECT_ROUNDS, f"broker 3 flagged at round {drop.round}, fault after {before}"
-    # The window of the verdicts: until the cluster has moved leadership and a full window has passed.
-    poll(lambda: canary.view.partitions_led().get(3, 0), lambda led: led == 0, 60, "broker 3 fenced")
-    settle_round = canary.rounds + int(canary.config.availability_window_s / canary.config.interval_s)
-    poll(lambda: canary.rounds, lambda r: r >= settle_round, 60, "a full window after the fencing")
-    lowest = others_during(canary, 3, before, canary.rounds)
-    failed = [(e.partition, e.broker, e.sequence, e.error) for e in events if not e.produce_ok]
-    assert set(lowest) == {1, 2} and all(v >= 0.99 for v in lowest.values()), (lowest, failed)
+def quorum_leader(kafka: KafkaHandle) -> int:
+    """The node leading the KRaft metadata quorum (the active controller), from DescribeQuorum."""
+    admin = kafka_python().KafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers.split(","), client_id="quorum")
+    try:
+        quorum = admin.describe_metadata_quorum()
+    finally:
+        admin.close()
+    return int(quorum["topics"][0]["partitions"][0]["leader_id"])
 
 
-@pytest.mark.xfail(
-    reason="open: after kill -9 a probe charged to a healthy leader (broker 1 seen at 0.0 in one window) - the "
-    "attribution of probes sent across the fencing is not yet right; detection within 3 rounds passes",
-    strict=False,
-)
+def check_kill(canary: CanaryService, events: list[ProbeResult], victim: int, killed_s: float, before: int) -> None:
+    """The must-show's first half, with "the same window" as docs/metrics.md defines it: the outage, from the kill
+    until the canary saw the victim fenced (it leads nothing and is in no ISR) plus the grace of rule 3b. Over the
+    verdicts of the probes sent in it, the victim's availability is below 1.0 and every other broker's is >= 0.99
+    or unknown (each of its probes in the outage was stalled by the victim and charged to it)."""
+    drop = first_drop(canary, victim, before)
+    assert drop.round - before <= DETECT_ROUNDS, f"broker {victim} flagged at round {drop.round}, fault after {before}"
+    poll(lambda: fenced(canary, victim), lambda done: done, 90, f"broker {victim} fenced (leads nothing, in no ISR)")
+    outage_end_s = time.monotonic() + departure_grace_s(canary.config)
+    poll(
+        lambda: (canary.ledger.undecided(outage_end_s), time.monotonic() > outage_end_s),
+        lambda seen: seen == (0, True),
+        90,
+        "a verdict for every probe sent in the outage",
+    )
+    outage = canary.ledger.availability_between(killed_s, outage_end_s)
+    bad = [(e.partition, e.broker, e.sequence, e.error, e.produce_latency_s) for e in events if not e.produce_ok]
+    rounds = "\n".join(f"{r.round} {r.at_s:.2f} {r.availability} {sorted(r.down)}" for r in list(canary.history))
+    checks = sorted(
+        (s.labels["broker"], s.labels["result"], s.value)
+        for family in canary.registry.collect()
+        for s in family.samples
+        if s.name == "kafka_pulse_canary_connection_checks_total"
+    )
+    detail = f"outage {killed_s:.2f}..{outage_end_s:.2f}: {outage}\nchecks {checks}\nbad {bad}\nrounds:\n{rounds}"
+    victims = outage[victim].ratio
+    assert victims is not None and victims < 1.0, detail
+    for other in BROKERS - {victim}:
+        ratio = outage[other].ratio if other in outage else None
+        assert ratio is None or ratio >= 0.99, detail
+
+
 def test_kill_9_broker_loses_availability_alone_and_regains_it(faulty_kafka: KafkaHandle) -> None:
-    """kill -9 broker 3: its availability drops within 3 rounds while brokers 1 and 2 stay >= 0.99 over the same
+    """kill -9 one broker: its availability drops within 3 rounds while the others stay >= 0.99 over the same
     window (their stalled acks=all probes are charged to the dead in-sync follower, canary/availability.py rule
-    3); restarted, it is 1.0 again and leads a monitor partition again (the canary's preferred leader election)."""
+    3); restarted, it is 1.0 again and leads a monitor partition again (the canary's preferred leader election).
+
+    The victim is a broker that is not the active controller: every dev node is also a KRaft voter, and killing
+    the quorum leader is a second fault (a controller election among the two survivors, which on a loaded test
+    machine was seen to take 15 s and stall every broker), while the must-show is about a broker dying."""
     cluster = faulty_kafka.cluster
-    with running_canary(faulty_kafka) as (canary, sink):
+    victim = max(BROKERS - {quorum_leader(faulty_kafka)})
+    with running_canary(faulty_kafka, **KILL_SETTINGS) as (canary, sink):
         await_healthy(canary, BROKERS)
-        before = canary.rounds
-        cluster.kill(3)
+        before, killed_s = canary.rounds, time.monotonic()
+        cluster.kill(victim)
         try:
-            check_kill(canary, sink.events, before)
+            check_kill(canary, sink.events, victim, killed_s, before)
         finally:
-            cluster.restart(3, cache_dir())  # the next test needs all three, whatever happened here
-        poll(lambda: canary.view.partitions_led().get(3, 0), lambda led: led >= 1, 90, "broker 3 leading again")
-        poll(lambda: canary.availability().get(3), lambda a: a == 1.0, 60, "broker 3 availability back to 1.0")
-        assert canary.broker_up()[3]
-    assert not [e for e in sink.events if e.lost or e.duplicate], "a clean failover lost or duplicated probes"
+            cluster.restart(victim, cache_dir())  # the next test needs all three, whatever happened here
+        poll(lambda: canary.view.partitions_led().get(victim, 0), lambda led: led >= 1, 90, "the victim leads again")
+        poll(lambda: canary.availability().get(victim), lambda a: a == 1.0, 60, "the victim's availability at 1.0")
+        assert canary.broker_up()[victim]
+        assert canary.topic_manager is not None and canary.topic_manager.report.actions.get("elect", 0) >= 1
+    anomalies = [e for e in sink.events if e.lost or e.duplicate]
+    assert not anomalies, f"a clean failover lost or duplicated probes: {anomalies}"
 
 
 def test_sigstop_broker_is_flagged_and_recovers(faulty_kafka: KafkaHandle) -> None:

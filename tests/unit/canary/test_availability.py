@@ -6,7 +6,7 @@ SLO 1 s, window 10 s, verdicts deferred at most 2 s for a fresh health view.
 
 import pytest
 
-from canary.availability import Availability, AvailabilityWindow, BrokerHealth
+from canary.availability import Availability, AvailabilityWindow, BrokerHealth, tally
 
 ISR = frozenset({1, 2, 3})
 LEADERS = {0: 1, 1: 2, 2: 3}
@@ -205,3 +205,22 @@ def test_rule3_healthy_leader_keeps_its_verdicts_through_a_follower_outage() -> 
         assert got.get(1) in (None, 1.0) and got.get(2) in (None, 1.0), (now, got)
         if now >= 2.0:
             assert got[3] is not None and got[3] < 1.0
+
+
+def test_verdicts_are_returned_as_given_and_tally_over_any_span() -> None:
+    """The kill -9 test asks for availability over the outage's probes, not the sliding window."""
+    w = window()
+    send_round(w, 0, 0.0)
+    for partition in LEADERS:
+        w.acked(partition, 0, 0.004)
+    given = w.judge(0.1, HEALTHY)
+    assert sorted((v.partition, v.charged, v.good) for v in given) == [
+        (0, (1,), True),
+        (1, (2,), True),
+        (2, (3,), True),
+    ]
+    send_round(w, 1, 1.0)
+    given += w.judge(2.1, BrokerHealth(frozenset({3}), as_of=2.05))
+    assert w.judge(2.2, BrokerHealth(frozenset({3}), as_of=2.15)) == []
+    assert tally(v for v in given if v.sent_s >= 1.0) == {3: Availability(0, 3)}
+    assert tally(given) == w.availability(2.2)
