@@ -164,7 +164,9 @@ class MirrorMetrics:
             buckets=REPLICATION_BUCKETS_S,
             registry=registry,
         )
-        self.produced = Counter(f"{PREFIX}_produced", "Probes acknowledged on the source.", _LABELS, registry=registry)
+        self.produced = Counter(
+            f"{PREFIX}_produced", "Probes acknowledged on the source (late acks included).", _LABELS, registry=registry
+        )
         self.produce_errors = Counter(
             f"{PREFIX}_produce_errors",
             "Probes whose produce on the source failed, by librdkafka error name.",
@@ -192,7 +194,9 @@ class MirrorMetrics:
             return
         if not event.produce_ok:
             self.produce_errors.labels(*labels, event.error or "unknown").inc()
-            return
+        if event.produce_latency_s is None and not event.consume_ok:
+            return  # never acknowledged: there was nothing to mirror
+        # Acknowledged (a late ack, `_SLO_EXCEEDED`, included: that record is in the log and gets mirrored).
         self.produced.labels(*labels).inc()
         if event.consume_ok:
             self.mirrored.labels(*labels).inc()

@@ -90,7 +90,13 @@ def test_metrics_count_each_fate_per_source_partition() -> None:
     metrics.record(MIRRORED)
     metrics.record(replace(MIRRORED, consume_ok=False, e2e_latency_s=None, lost=True))
     metrics.record(replace(MIRRORED, duplicate=True, produce_latency_s=None))
-    metrics.record(replace(MIRRORED, produce_ok=False, consume_ok=None, e2e_latency_s=None, error="_MSG_TIMED_OUT"))
+    metrics.record(
+        replace(
+            MIRRORED, produce_ok=False, produce_latency_s=None, consume_ok=None, e2e_latency_s=None,
+            error="_MSG_TIMED_OUT", offset=None,
+        )
+    )  # fmt: skip
+    metrics.record(replace(MIRRORED, produce_ok=False, produce_latency_s=2.5, error="_SLO_EXCEEDED"))  # late ack
     metrics.snapshot.lag_s = {2: 7.5}
     metrics.snapshot.target_partitions = 3
     labels = {"source_cluster": "src", "target_cluster": "dst", "topic": "mon", "partition": "2"}
@@ -98,13 +104,14 @@ def test_metrics_count_each_fate_per_source_partition() -> None:
     def value(name: str, **extra: str) -> float | None:
         return registry.get_sample_value(f"kafka_pulse_canary_mirror_{name}", {**labels, **extra})
 
-    assert value("produced_total") == 2
-    assert value("mirrored_total") == 1
+    assert value("produced_total") == 3  # the late ack was acknowledged and mirrored
+    assert value("mirrored_total") == 2
     assert value("lost_total") == 1
     assert value("duplicated_total") == 1
     assert value("produce_errors_total", error="_MSG_TIMED_OUT") == 1
-    assert value("replication_latency_seconds_count") == 1
-    assert value("replication_latency_seconds_sum") == pytest.approx(0.04)
+    assert value("produce_errors_total", error="_SLO_EXCEEDED") == 1
+    assert value("replication_latency_seconds_count") == 2
+    assert value("replication_latency_seconds_sum") == pytest.approx(0.08)
     assert value("lag_seconds") == 7.5
     topic_labels = {k: v for k, v in labels.items() if k != "partition"}
     assert registry.get_sample_value("kafka_pulse_canary_mirror_target_partitions", topic_labels) == 3
