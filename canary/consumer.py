@@ -1,9 +1,10 @@
 """Probe consumer: reads every partition with assign() (no group, so no rebalance can blind it), issue #4 item 3.
 
-`auto.offset.reset=error` makes an out-of-range position visible instead of silently jumping: the consumer then
-reads the watermarks and tells the ledger whether records were deleted before it read them (log start moved past
-its position) or truncated away (the log now ends before it). The same class, with `client.rack` set and no
-ledger, is the closest-replica (KIP-392) probe, which only measures latency and which broker it fetched from.
+`auto.offset.reset=error` makes an out-of-range position (and librdkafka's KIP-320 log-truncation check) visible
+instead of silently jumping: the consumer then reads the watermarks and tells the ledger whether records were
+deleted before it read them (log start moved past its position) or truncated away (the log now ends before it).
+The same class, with `client.rack` set and no ledger, is the closest-replica (KIP-392) probe, which only measures
+latency and which broker it fetched from.
 """
 
 from __future__ import annotations
@@ -144,7 +145,12 @@ class ProbeConsumer:
     def poll_once(self, timeout_s: float) -> None:
         """Handle at most a batch of records or errors; never raises for Kafka trouble."""
         try:
-            messages = self._consumer.consume(num_messages=500, timeout=timeout_s)
+            # consume() waits for a full batch or the whole timeout, which would stamp every arrival late by up
+            # to timeout_s; poll() returns on the first record, then consume(timeout=0) drains what is queued.
+            first = self._consumer.poll(timeout_s)
+            if first is None:
+                return
+            messages = [first, *self._consumer.consume(num_messages=499, timeout=0)]
         except KafkaException as exc:
             self.counts.error(str(exc.args[0].name()) if exc.args else "unknown")
             return
@@ -192,6 +198,7 @@ class ProbeConsumer:
     def _reposition(self, partition: int, why: str) -> None:
         """Our position is no longer in the log: find out which way it moved, settle, and go on from there."""
         tp = TopicPartition(self._topic, partition)
+        asked_s = time.monotonic()
         try:
             low, high = self._consumer.get_watermark_offsets(tp, timeout=5.0, cached=False)
         except KafkaException as exc:
@@ -209,11 +216,20 @@ class ProbeConsumer:
             target = low
         else:
             _LOG.warning(
-                "canary %s[%d]: log truncated to %d below our position %d", self._topic, partition, high, position
+                "canary %s[%d]: log truncated below our position %d (it ends at %d)",
+                self._topic,
+                partition,
+                position,
+                high,
             )
+            target = min(position, high)
             if self._ledger is not None:
-                self._ledger.truncated(partition, high, now)
-            target = high
+                self._ledger.truncated(partition, high, now, acked_before=asked_s)
+                # Probes written since the truncation may sit below both: go on from the first one unread.
+                first_unread = self._ledger.first_unread_offset(partition)
+                if first_unread is not None:
+                    target = min(target, first_unread)
+            target = max(target, low)
         self._next_offset[partition] = target
         with self._lock:
             self._consumer.incremental_unassign([tp])
