@@ -184,16 +184,21 @@ class OffsetStore:
         return run
 
     def _new_run(self, gid: int, tid: int, base: int, partitions: int) -> int:
-        fields = (gid, tid, base, partitions, self._first_run[gid])
+        following = self._first_run[gid]
         if self._free_runs:
             run = self._free_runs.pop()
-            for arr, value in zip(self._run_arrays(), fields, strict=True):
-                arr[run] = value
+            self._run_group[run], self._run_topic[run], self._run_base[run] = gid, tid, base
+            self._run_partitions[run], self._run_next[run] = partitions, following
         else:
             run = len(self._run_group)
-            for arr, value in zip(self._run_arrays(), fields, strict=True):
-                arr.append(value)
+            self._run_group.append(gid)
+            self._run_topic.append(tid)
+            self._run_base.append(base)
+            self._run_partitions.append(partitions)
+            self._run_next.append(following)
         self._first_run[gid] = run
+        if following == _NONE:  # the group's first topic
+            return run
         wide = self._wide.get(gid)
         if wide is not None:
             wide[tid] = run
@@ -202,9 +207,6 @@ class OffsetStore:
             if len(chain) > _WIDE_GROUP_RUNS:
                 self._wide[gid] = {self._run_topic[r]: r for r in chain}
         return run
-
-    def _run_arrays(self) -> tuple[array[int], ...]:
-        return self._run_group, self._run_topic, self._run_base, self._run_partitions, self._run_next
 
     def _chain(self, gid: int) -> Iterator[int]:
         run = self._first_run[gid]

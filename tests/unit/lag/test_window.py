@@ -86,3 +86,30 @@ def test_offset_tombstones_empty_windows_and_then_the_group() -> None:
     assert s.groups("c") == ["g"]
     s.clear_partition("c", "g", "t", 1)
     assert s.groups("c") == []
+
+
+def test_a_group_on_many_topics_keeps_every_window() -> None:
+    """Past 8 topics a group finds its runs through a dict instead of its chain; windows, deletes, partition growth
+    and listing must not notice."""
+    s = OffsetStore(intervals=2)
+    topics = [f"t{i:02d}" for i in range(12)]
+    for topic in topics:
+        s.add_hwm("c", topic, 0, 1000, 0)
+    for round_ in range(2):
+        for i, topic in enumerate(reversed(topics)):
+            assert s.add_commit("c", "g", topic, 0, 10 * i + round_, 1000 * round_, 1000) is Ingest.STORED
+    assert s.group_topics("c", "g") == topics
+    assert [x.topic for x in s.slots("c", "g")] == topics
+    windows = {x.topic: s.commits.read(x.slot)[0] for x in s.slots("c", "g")}
+    assert windows == {topic: [10 * (11 - i), 10 * (11 - i) + 1] for i, topic in enumerate(topics)}
+    assert s.delete_group_topic("c", "g", "t05")
+    s.add_hwm("c", "t07", 1, 1000, 0)  # partition added: the run moves, its window comes along
+    assert s.add_commit("c", "g", "t07", 1, 3, 2000, 2000) is Ingest.STORED
+    assert s.add_commit("c", "g", "t05", 0, 7, 2000, 2000) is Ingest.STORED  # a new run for a dropped topic
+    slots = {(x.topic, x.partition): x.slot for x in s.slots("c", "g")}
+    assert s.commits.read(slots[("t07", 0)])[0] == [40, 41]
+    assert s.commits.read(slots[("t07", 1)])[0] == [3]
+    assert s.commits.read(slots[("t05", 0)])[0] == [7]
+    assert s.consumers_of("c", "t05") == ["g"]
+    s.delete_topic("c", "t03")
+    assert "t03" not in s.group_topics("c", "g") and len(s.group_topics("c", "g")) == 11
