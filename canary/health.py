@@ -76,11 +76,12 @@ def check_broker(
     try:
         with socket.create_connection((host, port), timeout=timeout_s) as raw:
             raw.settimeout(max(timeout_s - (time.monotonic() - started), 0.001))
-            conn: socket.socket = context.wrap_socket(raw, server_hostname=host) if context is not None else raw
-            conn.sendall(api_versions_request(correlation_id))
-            (size,) = struct.unpack(">i", _read(conn, 4))
-            error_code = parse_api_versions_response(_read(conn, size), correlation_id)
-            return result(error_code == 0, None if error_code == 0 else f"error code {error_code}")
+            # wrap_socket detaches `raw`, so the TLS socket must be closed itself (else its fd waits for the GC).
+            with context.wrap_socket(raw, server_hostname=host) if context is not None else raw as conn:
+                conn.sendall(api_versions_request(correlation_id))
+                (size,) = struct.unpack(">i", _read(conn, 4))
+                error_code = parse_api_versions_response(_read(conn, size), correlation_id)
+                return result(error_code == 0, None if error_code == 0 else f"error code {error_code}")
     except TimeoutError:
         return result(False, "timeout")
     except ConnectionRefusedError:

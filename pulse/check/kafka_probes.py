@@ -12,6 +12,7 @@ import logging
 import ssl
 import threading
 import time
+import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -237,22 +238,25 @@ def read_quorum(
 ) -> QuorumFacts | ProbeFailed:
     """The KRaft quorum through DescribeQuorum (brokers forward it to the active controller); a cluster that does
     not know the request runs ZooKeeper, whose controller is the one the metadata names."""
-    from kafka import KafkaAdminClient
-    from kafka.errors import IncompatibleBrokerVersion, UnsupportedVersionError
-    from kafka.errors import KafkaError as KafkaPythonError
+    with warnings.catch_warnings():
+        # kafka-python loads its protocol schemas with importlib.resources.read_text and open_text, deprecated in 3.11.
+        warnings.filterwarnings("ignore", r"\w+ is deprecated\. Use files\(\) instead", DeprecationWarning)
+        from kafka import KafkaAdminClient
+        from kafka.errors import IncompatibleBrokerVersion, UnsupportedVersionError
+        from kafka.errors import KafkaError as KafkaPythonError
 
-    try:
-        client = KafkaAdminClient(**kafka_python_settings(cluster, servers, deadline.remaining()))
-    except KafkaPythonError as exc:
-        return ProbeFailed(FailureKind.UNREACHABLE, f"controller quorum: cannot connect: {exc}")
-    try:
-        answer = client.describe_metadata_quorum()
-    except (IncompatibleBrokerVersion, UnsupportedVersionError):
-        return QuorumFacts("zookeeper", metadata_controller)
-    except KafkaPythonError as exc:
-        return ProbeFailed(FailureKind.ERROR, f"controller quorum: {type(exc).__name__}: {exc}")
-    finally:
-        close_later(client.close)
+        try:
+            client = KafkaAdminClient(**kafka_python_settings(cluster, servers, deadline.remaining()))
+        except KafkaPythonError as exc:
+            return ProbeFailed(FailureKind.UNREACHABLE, f"controller quorum: cannot connect: {exc}")
+        try:
+            answer = client.describe_metadata_quorum()
+        except (IncompatibleBrokerVersion, UnsupportedVersionError):
+            return QuorumFacts("zookeeper", metadata_controller)
+        except KafkaPythonError as exc:
+            return ProbeFailed(FailureKind.ERROR, f"controller quorum: {type(exc).__name__}: {exc}")
+        finally:
+            close_later(client.close)
     return quorum_facts(answer, time.time())
 
 
