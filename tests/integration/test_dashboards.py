@@ -1,11 +1,11 @@
 """Every panel query of every generated dashboard, parsed by Prometheus and run against a real Prometheus that
-scrapes real kafka-pulse processes on the local cluster under load, returns data (issue #7, Must show 1).
+scrapes a real `kafka-pulse run` on the local cluster under load, returns data (issue #7, Must show 1).
 
-The set-up gives each dashboard something to show: `collect`, `canary` (with a mirror through a real MirrorMaker 2
-that copies a monitor topic to a 1-node target cluster) and `lag`, scraped
-as three targets; a producer and three consumer groups (one keeping up, one slow, one stalled, so some lag and some
-reasons); the burn-rate job's gauges from `slo evaluate --pushgateway` on a synthetic event log; and the rules of
-`kafka-pulse slo rules` for an SLO the cluster cannot meet (round trips under 0.5 ms), so its alert fires.
+The set-up gives each dashboard something to show: `kafka-pulse run` (collectors, canary, lag) on one /metrics, its
+canary mirroring through a real MirrorMaker 2 to a 1-node target cluster; a producer and three consumer groups (one
+keeping up, one slow, one stalled, so some lag and some reasons); the burn-rate job's gauges from `slo evaluate
+--pushgateway` on a synthetic event log; and the rules of `kafka-pulse slo rules` for an SLO the cluster cannot meet
+(round trips under 0.5 ms), so its alert fires.
 """
 
 from __future__ import annotations
@@ -129,7 +129,6 @@ def pulse_config(
             "connection_check_interval_s": 1.0,
             "metadata_refresh_s": 1.0,
             "reconcile_interval_s": 1.0,
-            "listen": f"127.0.0.1:{ports['canary']}",
             "sli_log": {"enabled": False},
             "mirror": {
                 "enabled": True,
@@ -147,9 +146,8 @@ def pulse_config(
             "group_allow": "^dash-",
             "exact_time_lag": {"enabled": True, "interval_s": 1},
             "page_cache": {"enabled": True, "size_bytes": 1 << 20, "record_bytes": 100},
-            "listen": f"127.0.0.1:{ports['lag']}",
         },
-        "http": {"listen": f"127.0.0.1:{ports['collect']}"},
+        "http": {"listen": f"127.0.0.1:{ports['run']}"},
     }
 
 
@@ -389,8 +387,8 @@ def test_every_panel_query_parses_and_returns_data(
     mirror_topic = f"dash-mirror-{uuid.uuid4().hex[:8]}"
     admin = kafka.admin()  # kept referenced: a collected AdminClient cancels its futures
     admin.create_topics([NewTopic(mirror_topic, 3, 3)])[mirror_topic].result(timeout=30)
-    ports = dict(zip(("collect", "canary", "lag", "mm2"), free_ports(4), strict=True))
-    targets = [ScrapeTarget(f"dash-{name}", (f"127.0.0.1:{ports[name]}",)) for name in ("collect", "canary", "lag")]
+    ports = dict(zip(("run", "mm2"), free_ports(2), strict=True))
+    targets = [ScrapeTarget("dash-run", (f"127.0.0.1:{ports['run']}",))]
     home = tmp_path / "home"
     home.mkdir()
     with contextlib.ExitStack() as stack:
@@ -412,25 +410,16 @@ def test_every_panel_query_parses_and_returns_data(
         stack.callback(mirrormaker.stop)
         mirrormaker.start(240)  # before the canary, whose mirror reader starts once the copy exists
         stack.enter_context(Load(kafka, load_topic, 3))
-        processes = [
-            stack.enter_context(kafka_pulse(["collect", "--cluster", CLUSTER], config, home, "collect")),
-            stack.enter_context(kafka_pulse(["canary"], config, home, "canary")),
-            stack.enter_context(kafka_pulse(["lag", "--cluster", CLUSTER], config, home, "lag")),
-        ]
-
-        def listening_or_exited() -> bool:
-            exited = any(x.poll() is not None for x in processes)
-            return exited or all(is_listening(ports[name]) for name in ("collect", "canary", "lag"))
-
-        assert wait_until(listening_or_exited, 90), "kafka-pulse processes never listened"
-        assert all(p.poll() is None for p in processes), "a kafka-pulse process exited; see its log"
+        run = stack.enter_context(kafka_pulse(["run"], config, home, "run"))
+        assert wait_until(lambda: run.poll() is not None or is_listening(ports["run"]), 90), "run never listened"
+        assert run.poll() is None, "kafka-pulse run exited; see its log"
         stack.enter_context(prometheus.extended(targets=targets))
         push_slo_gauges(tmp_path / "slo", pushgateway)
         prometheus.wait_for_query(f'kafka_pulse_canary_e2e_latency_seconds_count{{cluster="{CLUSTER}"}}', 120)
         stack.enter_context(prometheus.extended(rule_files=slo_rules(tmp_path / "rules", prometheus.url)))
         checks = QueryChecks(prometheus)
         wait_until(checks.done, DATA_TIMEOUT_S, interval_s=3.0)
-        assert all(p.poll() is None for p in processes), "a kafka-pulse process exited during the test; see its log"
+        assert run.poll() is None, "kafka-pulse run exited during the test; see its log"
     assert checks.unparsed == [], "queries Prometheus cannot parse:\n" + "\n".join(checks.unparsed)
     assert checks.empty_variables == [], "variables whose query found nothing:\n" + "\n".join(checks.empty_variables)
     failing = checks.failing()
