@@ -53,9 +53,20 @@ class Ledger:
         with self._lock:
             self._emit(self.tracker.offsets_deleted(partition, log_start, now))
 
-    def truncated(self, partition: int, high_watermark: int, now: float) -> None:
+    def truncated(self, partition: int, high_watermark: int, now: float, acked_before: float | None = None) -> None:
         with self._lock:
-            self._emit(self.tracker.truncated(partition, high_watermark, now))
+            self._emit(self.tracker.truncated(partition, high_watermark, now, acked_before=acked_before))
+
+    def first_unread_offset(self, partition: int) -> int | None:
+        with self._lock:
+            return self.tracker.first_unread_offset(partition)
+
+    def log_checked(self, partition: int, log_start: int, log_end: int, asked_s: float, now: float) -> None:
+        """The partition's log spans [log_start, log_end) as asked at `asked_s`: acknowledged probes outside it are
+        gone, deleted before they were read (below the start) or truncated (at or above the end)."""
+        with self._lock:
+            self._emit(self.tracker.offsets_deleted(partition, log_start, now))
+            self._emit(self.tracker.truncated(partition, log_end, now, acked_before=asked_s))
 
     def tick(self, now: float, health: BrokerHealth) -> dict[int, Availability]:
         """Expire lost probes, give availability verdicts, and return availability per broker."""

@@ -9,9 +9,11 @@ hands those to the sinks. Rules, after Xinfra Monitor's ConsumeService but count
      (log start moved past it) or truncated (high watermark fell below it) before it was read.
   3. Duplicate: a sequence read again after it was read once; an extra result row with `duplicate=True`.
   4. Out of order: read after a higher sequence of the same partition was already read.
-  5. Truncation: an acknowledged offset later gone (high watermark below it, or the log handing out an offset
-     again); records already read are counted as truncated, unread ones are lost. Only offsets acknowledged
-     before the log was looked at count: a record acknowledged after a watermark was read is above it by right.
+  5. Truncation: an acknowledged offset later gone: the log now ends below it (the reader's position out of range,
+     or the periodic log check), or the log hands the offset out again (a later probe acknowledged, or a record
+     read, at or below it); records already read are counted as truncated, unread ones are lost. Only offsets
+     acknowledged before the log was looked at count: a record acknowledged after a watermark was read is above it
+     by right.
 """
 
 from __future__ import annotations
@@ -122,10 +124,12 @@ class Tracker:
         probe.offset, probe.produce_latency_s, probe.acked_s = offset, latency_s, now
         if self.latency_slo_s is not None and latency_s > self.latency_slo_s:
             probe.error = SLO_EXCEEDED
+        # Rule 5: an earlier probe was acknowledged at this offset or above it, so the log was cut below it.
+        results = self.truncated(partition, offset, now, before_sequence=sequence)
         if probe.state is _State.READ_EARLY:
-            return [self._settle(partition, probe, _State.CONSUMED, now)]
+            return [*results, self._settle(partition, probe, _State.CONSUMED, now)]
         probe.state = _State.ACKED
-        return []
+        return results
 
     def failed(self, partition: int, sequence: int, error: str, now: float) -> list[ProbeResult]:
         """The produce failed (after librdkafka's own retries, within `message.timeout.ms`)."""
@@ -213,6 +217,12 @@ class Tracker:
         part.highest_offset_read = min(part.highest_offset_read, high_watermark - 1)
         lost = [p for p in gone if p.state is _State.ACKED]
         return [self._settle(partition, p, _State.LOST, now) for p in sorted(lost, key=lambda p: p.sequence)]
+
+    def first_unread_offset(self, partition: int) -> int | None:
+        """The lowest offset of an acknowledged probe not yet read (nor found gone): where a reader moved off a
+        truncated log has to go on from, so that nothing written since is skipped."""
+        offsets = [p.offset for p in self._partitions[partition].probes.values() if p.state is _State.ACKED]
+        return min((o for o in offsets if o is not None), default=None)
 
     def acked_offsets(self, partition: int, acked_before: float) -> tuple[int, int] | None:
         """(lowest, highest) offset acknowledged by `acked_before` and not yet found gone, among tracked probes;

@@ -189,7 +189,7 @@ CASES = [
             ],
             ["0:ok:read", "1:ok:unread:lost", "2:ok:read"],
         ),
-        id="rule5-offset-handed-out-again",
+        id="rule5-offset-acknowledged-again",
     ),
     pytest.param(
         Case(
@@ -208,6 +208,22 @@ CASES = [
             ["0:ok:read", "1:ok:unread:lost", "2:ok:read"],
         ),
         id="rule5-truncation-seen-twice-counts-once",
+    ),
+    pytest.param(
+        Case(
+            [
+                ("send", 0, 0.0),
+                ("ack", 0, 100, 0.0),
+                ("read", 0, 100, 0.1),
+                ("send", 1, 1.0),
+                ("ack", 1, 101, 1.0),
+                ("send", 2, 2.0),
+                ("read", 2, 100, 2.1),
+                ("ack", 2, 100, 2.2),
+            ],
+            ["0:ok:read", "1:ok:unread:lost", "2:ok:read"],
+        ),
+        id="rule5-offset-read-again-before-its-delivery-report",
     ),
 ]
 
@@ -307,3 +323,11 @@ def test_truncation_counts_only_offsets_acknowledged_before_the_log_was_read() -
     assert t.truncated(0, 101, 1.3, acked_before=1.0) == []
     assert t.counts()[0].truncations == 0
     assert t.acked_offsets(0, acked_before=2.0) == (100, 101)
+
+
+def test_first_unread_offset_is_where_a_reader_off_a_truncated_log_goes_on() -> None:
+    t, _ = run([("send", 0, 0.0), ("ack", 0, 100, 0.0), ("read", 0, 100, 0.1), ("send", 1, 1.0), ("ack", 1, 101, 1.0)])
+    assert t.first_unread_offset(0) == 101
+    run([("send", 2, 2.0), ("ack", 2, 102, 2.0), ("read", 1, 101, 2.1)], t)
+    assert t.first_unread_offset(0) == 102
+    assert tracker().first_unread_offset(0) is None
