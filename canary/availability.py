@@ -4,7 +4,10 @@ Rules (issue #4 items 2 and 4; attribution is the gap Xinfra Monitor #91 left op
   1. A probe acknowledged within the latency SLO is good, for the partition leader it was sent to.
   2. A probe is bad when its produce failed, when it was acknowledged later than the SLO, when it is still
      unacknowledged at the SLO, or at once when its leader is known to be down while it waits.
-  3. A bad probe is charged to the brokers its write waited on that are down; when none is down, to its leader.
+  3. A bad probe is charged to the brokers its write waited on that are down: to those found dead (connection
+     refused: no process listens) if any, else to its leader if it is down, else to the down followers; when
+     none is down, to its leader. A write that waits on a dead broker cannot complete whatever the others do,
+     while a live broker that missed one check on a loaded host is at most a co-suspect.
      It waited on its leader and, with acks=all, on every in-sync follower at send time: one dead follower stalls
      the healthy leaders it follows until the controller fences it and drops it from the in-sync sets (on the
      dev cluster every partition stalled ~8.5 s after kill -9 of one broker). It also waited on brokers that
@@ -32,6 +35,8 @@ class BrokerHealth:
 
     down: frozenset[int]
     as_of: float
+    dead: frozenset[int] = frozenset()
+    """Those of `down` that refused the connection (or reset it): no broker process there at all."""
 
 
 @dataclass
@@ -152,7 +157,7 @@ class AvailabilityWindow:
             return False
         if health.as_of < attempt.bad_since and now - attempt.bad_since < self.max_defer_s:
             return False  # rule 4: wait for a health view that saw the fault
-        attempt.good, attempt.charged = False, _blame(attempt, health.down)  # rule 3
+        attempt.good, attempt.charged = False, _blame(attempt, health)  # rule 3
         return True
 
     def _bad_since(self, attempt: _Attempt, now: float, health: BrokerHealth) -> float | None:
@@ -183,10 +188,15 @@ def _named(broker: int | None) -> tuple[int, ...]:
     return () if broker is None else (broker,)
 
 
-def _blame(attempt: _Attempt, down: frozenset[int]) -> tuple[int, ...]:
-    """Rule 3: the down brokers among those the write waited on; the leader when none is down."""
-    if attempt.leader is None or attempt.leader in down:
-        return _named(attempt.leader)
-    waited_on = (attempt.in_sync | attempt.departed) - {attempt.leader}
-    culprits = sorted(waited_on & down)
+def _blame(attempt: _Attempt, health: BrokerHealth) -> tuple[int, ...]:
+    """Rule 3: the dead brokers the write waited on, else a down leader, else the down followers, else the leader."""
+    if attempt.leader is None:
+        return ()
+    followers = (attempt.in_sync | attempt.departed) - {attempt.leader}
+    dead = sorted(({attempt.leader} | followers) & health.dead & health.down)
+    if dead:
+        return tuple(dead)
+    if attempt.leader in health.down:
+        return (attempt.leader,)
+    culprits = sorted(followers & health.down)
     return tuple(culprits) if culprits else (attempt.leader,)

@@ -14,6 +14,7 @@ import struct
 import time
 from dataclasses import dataclass
 
+from canary.availability import BrokerHealth
 from pulse.config import ClusterConfig
 
 _API_VERSIONS = 18
@@ -30,6 +31,12 @@ class CheckResult:
     """Connect + (TLS) + ApiVersions round trip; up to the timeout when it failed."""
     error: str | None = None
     """`timeout`, `refused`, `tls`, `protocol` or the OS error name."""
+
+    @property
+    def is_dead(self) -> bool:
+        """Refused or reset: nothing listens on the broker's port (the process is gone), unlike a timeout, which a
+        hung broker and a merely slow one (a loaded host) both give."""
+        return self.error in ("refused", "ConnectionResetError")
 
 
 def tls_context(cluster: ClusterConfig) -> ssl.SSLContext | None:
@@ -102,3 +109,25 @@ def _read(conn: socket.socket, count: int) -> bytes:
             raise ConnectionResetError("connection closed by the broker")
         data += chunk
     return data
+
+
+class HealthBoard:
+    """The latest check of each broker, so a view can be published as each check completes (pure)."""
+
+    def __init__(self) -> None:
+        self._latest: dict[int, tuple[float, CheckResult]] = {}
+
+    def record(self, started_s: float, result: CheckResult) -> None:
+        """`result` of a check started at `started_s` (monotonic); an older check finishing late is ignored."""
+        previous = self._latest.get(result.broker)
+        if previous is None or previous[0] <= started_s:
+            self._latest[result.broker] = (started_s, result)
+
+    def view(self) -> BrokerHealth:
+        """Down and dead brokers by their latest checks; `as_of` is the oldest of those checks' starts, so a view
+        "taken after T" means every broker was checked after T (availability rule 4)."""
+        if not self._latest:
+            return BrokerHealth(frozenset(), as_of=-1.0)
+        down = frozenset(b for b, (_, r) in self._latest.items() if not r.ok)
+        dead = frozenset(b for b, (_, r) in self._latest.items() if r.is_dead)
+        return BrokerHealth(down, as_of=min(t for t, _ in self._latest.values()), dead=dead)

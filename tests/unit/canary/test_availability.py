@@ -7,6 +7,7 @@ SLO 1 s, window 10 s, verdicts deferred at most 2 s for a fresh health view.
 import pytest
 
 from canary.availability import Availability, AvailabilityWindow, BrokerHealth, tally
+from canary.health import CheckResult
 
 ISR = frozenset({1, 2, 3})
 LEADERS = {0: 1, 1: 2, 2: 3}
@@ -224,3 +225,27 @@ def test_verdicts_are_returned_as_given_and_tally_over_any_span() -> None:
     assert w.judge(2.2, BrokerHealth(frozenset({3}), as_of=2.15)) == []
     assert tally(v for v in given if v.sent_s >= 1.0) == {3: Availability(0, 3)}
     assert tally(given) == w.availability(2.2)
+
+
+def test_rule3_a_dead_follower_is_charged_before_a_leader_that_missed_a_check() -> None:
+    """kill -9 broker 3 on a loaded host: brokers 1 and 2 each time out one check while their writes wait on the
+    dead broker 3 (connection refused). The stall is broker 3's."""
+    w = window()
+    send_round(w, 0, 0.0)
+    w.judge(2.1, BrokerHealth(frozenset({1, 2, 3}), as_of=2.05, dead=frozenset({3})))
+    assert w.availability(2.1) == {3: Availability(0, 3)}
+
+
+def test_rule3_a_hung_leader_is_charged_when_nobody_is_dead() -> None:
+    w = window()
+    w.sent(1, 0, 0.0, 2, ISR)
+    w.judge(1.1, BrokerHealth(frozenset({2}), as_of=1.05))
+    assert w.availability(1.1) == {2: Availability(0, 1)}
+
+
+@pytest.mark.parametrize(
+    ("error", "dead"),
+    [("refused", True), ("ConnectionResetError", True), ("timeout", False), ("tls", False), (None, False)],
+)
+def test_only_a_refused_or_reset_connection_means_dead(error: str | None, dead: bool) -> None:
+    assert CheckResult(3, error is None, 0.5, error).is_dead is dead
