@@ -6,6 +6,7 @@ tick all call in; the lock makes them take turns, so the (pure, single-threaded)
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from canary.events import ProbeResult, SinkFanout
 from canary.tracker import PartitionCounts, Tracker
 from canary.view import PartitionLeader
 
+_LOG = logging.getLogger(__name__)
 VERDICTS_KEPT = 20_000
 """Verdicts remembered for `availability_between` (about 5 minutes of 60 partitions probed every second)."""
 
@@ -38,7 +40,18 @@ class Ledger:
     def acked(self, partition: int, sequence: int, offset: int, latency_s: float, now: float) -> None:
         with self._lock:
             self.window.acked(partition, sequence, latency_s)
-            self._emit(self.tracker.acked(partition, sequence, offset, latency_s, now))
+            self._emit(
+                self._watching(
+                    partition,
+                    "an offset acknowledged again",
+                    self.tracker.acked,
+                    partition,
+                    sequence,
+                    offset,
+                    latency_s,
+                    now,
+                )
+            )
 
     def failed(self, partition: int, sequence: int, error: str, now: float) -> None:
         with self._lock:
@@ -47,7 +60,11 @@ class Ledger:
 
     def arrived(self, partition: int, sequence: int, offset: int, now: float) -> None:
         with self._lock:
-            self._emit(self.tracker.arrived(partition, sequence, offset, now))
+            self._emit(
+                self._watching(
+                    partition, "an offset read again", self.tracker.arrived, partition, sequence, offset, now
+                )
+            )
 
     def offsets_deleted(self, partition: int, log_start: int, now: float) -> None:
         with self._lock:
@@ -55,7 +72,13 @@ class Ledger:
 
     def truncated(self, partition: int, high_watermark: int, now: float, acked_before: float | None = None) -> None:
         with self._lock:
-            self._emit(self.tracker.truncated(partition, high_watermark, now, acked_before=acked_before))
+            self._emit(
+                self._watching(
+                    partition,
+                    "the reader's position",
+                    lambda: self.tracker.truncated(partition, high_watermark, now, acked_before=acked_before),
+                )
+            )
 
     def first_unread_offset(self, partition: int) -> int | None:
         with self._lock:
@@ -63,10 +86,13 @@ class Ledger:
 
     def log_checked(self, partition: int, log_start: int, log_end: int, asked_s: float, now: float) -> None:
         """The partition's log spans [log_start, log_end) as asked at `asked_s`: acknowledged probes outside it are
-        gone, deleted before they were read (below the start) or truncated (at or above the end)."""
+        gone, deleted before they were read (below the start) or truncated (at or above the end, once confirmed by
+        the next check: `Tracker.log_end_seen`)."""
         with self._lock:
             self._emit(self.tracker.offsets_deleted(partition, log_start, now))
-            self._emit(self.tracker.truncated(partition, log_end, now, acked_before=asked_s))
+            self._emit(
+                self._watching(partition, "the log check", self.tracker.log_end_seen, partition, log_end, asked_s, now)
+            )
 
     def tick(self, now: float, health: BrokerHealth) -> dict[int, Availability]:
         """Expire lost probes, give availability verdicts, and return availability per broker."""
@@ -92,6 +118,24 @@ class Ledger:
     def read(self, query: Callable[[Tracker], int]) -> int:
         with self._lock:
             return query(self.tracker)
+
+    def _watching(
+        self, partition: int, how: str, call: Callable[..., list[ProbeResult]], *args: object
+    ) -> list[ProbeResult]:
+        """Run a tracker call; when it found a truncation, say so in the log with how it was found."""
+        before = self.tracker.counts().get(partition)
+        truncations = before.truncations if before is not None else 0
+        results = call(*args)
+        after = self.tracker.counts().get(partition)
+        if after is not None and after.truncations > truncations:
+            _LOG.warning(
+                "canary %s[%d]: log truncated below offset %s, found by %s",
+                self.tracker.topic,
+                partition,
+                after.last_cut,
+                how,
+            )
+        return results
 
     def _emit(self, results: list[ProbeResult]) -> None:
         for result in results:

@@ -46,6 +46,8 @@ class CanarySnapshot:
     pending: int = 0
     fetch_brokers: dict[int, int] = field(default_factory=dict)
     """Closest-replica probe: partition -> broker it fetches from."""
+    producer_restarts: int = 0
+    """Times the probe producer's client was replaced after a fatal error."""
 
 
 class CanaryMetrics:
@@ -233,6 +235,7 @@ class _SnapshotCollector:
             ("records_malformed", s.consumer.malformed, "Records on the monitor topic that are not probes."),
             ("records_foreign", s.consumer.foreign, "Records of other canary instances (skipped)."),
             ("consumer_resets", s.consumer.resets, "Out-of-range positions handled by the probe consumer."),
+            ("producer_restarts", s.producer_restarts, "Probe producer clients replaced after a fatal error."),
         ):
             family = CounterMetricFamily(f"{PREFIX}_{name}", doc, labels=("cluster",))
             family.add_metric((cluster,), value)

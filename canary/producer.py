@@ -1,10 +1,10 @@
 """Probe producer: one record per partition per round, acks=all, idempotent, no linger (issue #4 item 2).
 
 The latency SLO is the broker's ack timeout (`request.timeout.ms`) and bounds the client's wait on a silent broker;
-the client gives a probe up only after `delivery_timeout_s` (`message.timeout.ms`), so a failover does not make it
-re-send and duplicate (see `producer_settings`). A probe acknowledged after the SLO is bad all the same (tracker
-rule 1b, availability rule 2). Latency comes from librdkafka's delivery report (`Message.latency()`: produce() to
-acknowledgement), not from timing the callback, which `poll()` delays.
+the client gives a probe up only after `delivery_timeout_s` (`message.timeout.ms`), so an ordinary failover does
+not make it re-send and duplicate (see `producer_settings`). A probe acknowledged after the SLO is bad all the
+same (tracker rule 1b, availability rule 2). Latency comes from librdkafka's delivery report (`Message.latency()`:
+produce() to acknowledgement), not from timing the callback, which `poll()` delays.
 """
 
 from __future__ import annotations
@@ -51,8 +51,9 @@ def producer_settings(cluster: ClusterConfig, config: CanaryConfig, producer_id:
         "linger.ms": 0,
         # Timeouts (measured on the dev cluster, kill -9 of an in-sync follower; see docs/metrics.md): a probe
         # given up in flight (message.timeout.ms) makes the idempotent producer bump its epoch and re-send what it
-        # was still retrying under new sequence numbers, which the broker cannot deduplicate: the canary would
-        # write duplicates of its own in every failover. So the client keeps trying for delivery_timeout_s, and
+        # was still retrying under new sequence numbers, which the broker cannot deduplicate: with the SLO as the
+        # message timeout the canary wrote duplicates of its own in every failover. So the client keeps trying for
+        # delivery_timeout_s (a failover longer than that can still duplicate, and is counted), and
         # the SLO is enforced around it instead: the broker answers REQUEST_TIMED_OUT (retried with the same
         # sequence, on the same connection) when a write waits longer than the SLO for the in-sync replicas, and
         # a broker that answers nothing at all (hung) loses the connection after two SLOs, so its partitions
@@ -99,11 +100,21 @@ class ProbeProducer:
         self._view = view
         self._next_sequence: dict[int, int] = {}
         self._grace_s = departure_grace_s(config)
-        self._producer = Producer({**producer_settings(cluster, config, producer_id), **(settings or {})})
+        self._settings = {
+            **producer_settings(cluster, config, producer_id),
+            "error_cb": self._on_error,
+            **(settings or {}),
+        }
+        self._producer = Producer(self._settings)
+        self._fatal: str | None = None
         self.rounds = 0
+        self.restarts = 0
+        """Times the client was replaced after a fatal error."""
 
     def send_round(self, readable: Callable[[int], bool] = lambda _: True) -> int:
         """One probe to every known partition that `readable` says is being read; returns how many were sent."""
+        if self._fatal is not None:
+            self._replace_client()
         sent = 0
         for partition in filter(readable, self._view.partitions()):
             sequence = self._next_sequence.get(partition, 0)
@@ -125,8 +136,10 @@ class ProbeProducer:
                 sent += 1
             except BufferError:
                 self._ledger.failed(partition, sequence, "_QUEUE_FULL", time.monotonic())
-            except Exception as exc:  # KafkaException for an unknown partition and the like
+            except Exception as exc:  # KafkaException for an unknown partition, a fatal error and the like
                 code = exc.args[0] if exc.args else None
+                if isinstance(code, KafkaError):
+                    self._note_fatal(code)
                 name = error_name(code) if isinstance(code, KafkaError) else type(exc).__name__
                 self._ledger.failed(partition, sequence, name, time.monotonic())
         self.rounds += 1
@@ -139,10 +152,31 @@ class ProbeProducer:
         """Wait briefly for in-flight probes; what is left is settled by the tracker's clock, not here."""
         self._producer.flush(timeout_s)
 
+    def _on_error(self, error: KafkaError) -> None:
+        """librdkafka's error callback: a fatal error leaves the client unable to produce ever again."""
+        self._note_fatal(error)
+
+    def _note_fatal(self, error: KafkaError) -> None:
+        if error.fatal() or error.code() == KafkaError._FATAL:
+            self._fatal = self._fatal or str(error.str())
+
+    def _replace_client(self) -> None:
+        """A fatal error is final for a librdkafka producer: the idempotent producer raises one when the partition
+        leader does not know its sequence numbers (OUT_OF_ORDER_SEQUENCE_NUMBER after an unclean election). The
+        canary must go on probing, so it takes a new client (a new producer id); what the old one still held is
+        purged and fails, which settles those probes as failed."""
+        _LOG.warning("canary producer replaced after a fatal error: %s", self._fatal)
+        old, self._producer = self._producer, Producer(self._settings)
+        self._fatal = None
+        self.restarts += 1
+        old.purge()
+        old.flush(0)
+
     def _on_delivery(self, partition: int, sequence: int) -> Any:
         def report(error: KafkaError | None, message: Message) -> None:
             now = time.monotonic()
             if error is not None:
+                self._note_fatal(error)
                 self._ledger.failed(partition, sequence, error_name(error), now)
                 return
             latency = message.latency()

@@ -8,13 +8,14 @@ canary is for, so it must never be what stops it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,11 +26,18 @@ from canary.availability import AvailabilityWindow, BrokerHealth
 from canary.commit_probe import CommitProbe
 from canary.consumer import Arrival, ConsumerCounts, ProbeConsumer, fetch_brokers
 from canary.events import ProbeSink, SinkFanout
-from canary.health import CheckResult, check_broker, tls_context
+from canary.health import CheckResult, HealthBoard, check_broker, tls_context
 from canary.ledger import Ledger
 from canary.metrics import CanaryMetrics, CanarySnapshot
 from canary.producer import NO_AUTO_CREATE, ProbeProducer
-from canary.topic import KafkaPythonReassigner, Reassigner, TopicManager, read_brokers, read_layout
+from canary.topic import (
+    KafkaPythonReassigner,
+    Reassigner,
+    TopicManager,
+    read_brokers,
+    read_layout,
+    read_log_offsets,
+)
 from canary.tracker import Tracker
 from canary.view import ClusterView
 from pulse.config import CanaryConfig, ClusterConfig
@@ -86,6 +94,7 @@ class CanaryService:
         self._reassigner = reassigner or KafkaPythonReassigner(cluster)
         self.history: deque[RoundRecord] = deque(maxlen=HISTORY_ROUNDS)
         self._health = BrokerHealth(frozenset(), as_of=-1.0)
+        self._board = HealthBoard()
         self._up: dict[int, bool] = {}
         self._endpoints: dict[int, tuple[str, int]] = {}
         self._fetch_brokers: dict[int, int] = {}
@@ -105,7 +114,14 @@ class CanaryService:
 
     def start(self) -> None:
         config, cluster = self.config, self.cluster
-        admin_settings: dict[str, Any] = {**client_config(cluster), "log_level": 0, **NO_AUTO_CREATE}
+        admin_settings: dict[str, Any] = {
+            **client_config(cluster),
+            "log_level": 0,
+            # A hung broker keeps its connection up, and librdkafka may keep asking it for metadata until the
+            # socket times out (60 s by default): the view would freeze exactly when attribution needs it.
+            "socket.timeout.ms": max(10, int(config.connection_check_timeout_s * 2000)),
+            **NO_AUTO_CREATE,
+        }
         self._admin = AdminClient({**admin_settings, "client.id": "kafka-pulse-canary-admin"})
         # The topic manager's requests may wait out long timeouts on a dead broker; a client of its own keeps
         # them from delaying the metadata the probes are attributed with.
@@ -122,6 +138,7 @@ class CanaryService:
             ("consume", self._consume_loop),
             ("produce", self._produce_loop),
             ("commit", self._commit_loop),
+            ("log", self._log_check_loop),
         ]
         if config.closest_replica_probe:
             self._closest = ProbeConsumer(
@@ -204,26 +221,31 @@ class CanaryService:
             self._stop.wait(self.config.metadata_refresh_s)
 
     def _health_loop(self) -> None:
+        """Check every broker each `connection_check_interval_s`, publishing each result as it comes: a dead
+        broker (refused at once) must not wait for a slow one's check to time out before it is known down."""
         context = tls_context(self.cluster)
         timeout_s = self.config.connection_check_timeout_s
+        in_flight: dict[int, Future[CheckResult]] = {}
         with ThreadPoolExecutor(max_workers=8, thread_name_prefix="canary-check") as pool:
             while not self._stop.is_set():
                 started = time.monotonic()
                 with self._lock:
                     endpoints = dict(self._endpoints)
-                futures = {
-                    broker: pool.submit(check_broker, broker, host, port, timeout_s, context)
-                    for broker, (host, port) in endpoints.items()
-                }
-                results: dict[int, CheckResult] = {b: f.result() for b, f in futures.items()}
-                for broker, result in results.items():
-                    self.metrics.connection_checked(result, self.view.rack(broker))
-                with self._lock:
-                    self._up.update({b: r.ok for b, r in results.items()})
-                    if results:
-                        down = frozenset(b for b, r in results.items() if not r.ok)
-                        self._health = BrokerHealth(down, as_of=started)
+                for broker, (host, port) in endpoints.items():
+                    if broker in in_flight and not in_flight[broker].done():
+                        continue  # a hung broker's check is still waiting out its timeout
+                    future = pool.submit(check_broker, broker, host, port, timeout_s, context)
+                    future.add_done_callback(functools.partial(self._checked, started))
+                    in_flight[broker] = future
                 self._stop.wait(max(0.0, self.config.connection_check_interval_s - (time.monotonic() - started)))
+
+    def _checked(self, started_s: float, future: Future[CheckResult]) -> None:
+        result = future.result()
+        self.metrics.connection_checked(result, self.view.rack(result.broker))
+        with self._lock:
+            self._up[result.broker] = result.ok
+            self._board.record(started_s, result)
+            self._health = self._board.view()
 
     def _consume_loop(self) -> None:
         consumer = self.consumer
@@ -252,6 +274,27 @@ class CanaryService:
                 next_round = max(next_round + interval, now)  # a stalled loop skips rounds, never bursts
                 self._judge(producer.rounds)
             producer.poll(max(0.0, min(0.05, next_round - time.monotonic())))
+
+    def _log_check_loop(self) -> None:
+        """Every `log_check_interval_s`, each partition's log start and end against the acknowledged offsets
+        (tracker rules 2 and 5): catches truncation even while the reader is stuck or nothing new is written."""
+        admin = self._admin
+        assert admin is not None
+        timeout_s = self.config.connection_check_timeout_s * 2
+        while not self._stop.wait(self.config.log_check_interval_s):
+            partitions = self.view.partitions()
+            if not partitions:
+                continue
+            asked_s = time.monotonic()
+            try:
+                starts = read_log_offsets(admin, self.config.topic, partitions, False, timeout_s)
+                ends = read_log_offsets(admin, self.config.topic, partitions, True, timeout_s)
+            except KafkaUnavailable as exc:
+                _LOG.info("canary log check skipped: %s", exc)
+                continue
+            now = time.monotonic()
+            for partition in sorted(starts.keys() & ends.keys()):
+                self.ledger.log_checked(partition, starts[partition], ends[partition], asked_s, now)
 
     def _commit_loop(self) -> None:
         commit = self._commit
@@ -299,4 +342,5 @@ class CanaryService:
             consumer=consumer.counts if consumer is not None else ConsumerCounts(),
             pending=self.ledger.read(lambda t: t.pending()),
             fetch_brokers=dict(self._fetch_brokers),
+            producer_restarts=self.producer.restarts if self.producer is not None else 0,
         )

@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any, Protocol
 
 from confluent_kafka import ElectionType, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
 
 from canary.placement import Plan, TopicLayout, default_min_insync, default_replication_factor, plan
 from pulse.config import CanaryConfig, ClusterConfig
@@ -64,6 +64,25 @@ def kafka_python() -> ModuleType:
         import kafka.errors
     module: ModuleType = kafka
     return module
+
+
+def read_log_offsets(
+    admin: AdminClient, topic: str, partitions: list[int], end: bool, timeout_s: float
+) -> dict[int, int]:
+    """Partition -> log start offset, or with `end` the log end (the high watermark), for the partitions whose
+    leader answered; KafkaUnavailable when none did."""
+    spec = OffsetSpec.latest() if end else OffsetSpec.earliest()  # type: ignore[no-untyped-call]
+    futures = admin.list_offsets({TopicPartition(topic, p): spec for p in partitions}, request_timeout=timeout_s)
+    offsets: dict[int, int] = {}
+    errors: list[str] = []
+    for tp, future in futures.items():
+        try:
+            offsets[tp.partition] = int(future.result(timeout=timeout_s + 1).offset)
+        except (KafkaException, TimeoutError) as exc:  # e.g. OFFSET_NOT_AVAILABLE from a leader just elected
+            errors.append(f"{tp.partition}: {exc}")
+    if errors and not offsets:
+        raise KafkaUnavailable(f"list offsets of {topic!r} failed: {'; '.join(errors)}")
+    return offsets
 
 
 class Reassigner(Protocol):

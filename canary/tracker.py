@@ -74,6 +74,8 @@ class PartitionCounts:
     """Read back although the produce reported an error (a timed-out request that did reach the log)."""
     unknown: int = 0
     """Records with this instance's id but a sequence it does not (or no longer) track."""
+    last_cut: int | None = None
+    """The offset the log was last found cut at (acknowledged offsets from there on were gone)."""
 
 
 @dataclass
@@ -82,6 +84,8 @@ class _Partition:
     highest_read: int = -1
     highest_offset_read: int = -1
     counts: PartitionCounts = field(default_factory=PartitionCounts)
+    suspected_end: tuple[int, float] | None = None
+    """(log end, when asked) of a log check that found acknowledged offsets at or above the end, awaiting proof."""
 
 
 class Tracker:
@@ -121,11 +125,14 @@ class Tracker:
         probe = self._partitions[partition].probes.get(sequence)
         if probe is None or probe.state not in (_State.SENT, _State.READ_EARLY):
             return []
-        probe.offset, probe.produce_latency_s, probe.acked_s = offset, latency_s, now
+        probe.produce_latency_s, probe.acked_s = latency_s, now
         if self.latency_slo_s is not None and latency_s > self.latency_slo_s:
             probe.error = SLO_EXCEEDED
-        # Rule 5: an earlier probe was acknowledged at this offset or above it, so the log was cut below it.
-        results = self.truncated(partition, offset, now, before_sequence=sequence)
+        results: list[ProbeResult] = []
+        if offset >= 0:  # -1: acknowledged without an offset (a retry the broker found already written)
+            probe.offset = offset
+            # Rule 5: an earlier probe was acknowledged at this offset or above it, so the log was cut below it.
+            results = self.truncated(partition, offset, now, before_sequence=sequence)
         if probe.state is _State.READ_EARLY:
             return [*results, self._settle(partition, probe, _State.CONSUMED, now)]
         probe.state = _State.ACKED
@@ -173,6 +180,8 @@ class Tracker:
             probe.state, probe.offset = _State.READ_EARLY, offset
             return results
         if probe.state is _State.ACKED:
+            if probe.offset is None:
+                probe.offset = offset
             results.append(self._settle(partition, probe, _State.CONSUMED, now))
         return results
 
@@ -213,10 +222,34 @@ class Tracker:
         for p in gone:
             p.truncated = True
         part.counts.truncations += 1
+        part.counts.last_cut = high_watermark
         part.counts.truncated += sum(1 for p in gone if p.state is _State.CONSUMED)
         part.highest_offset_read = min(part.highest_offset_read, high_watermark - 1)
         lost = [p for p in gone if p.state is _State.ACKED]
         return [self._settle(partition, p, _State.LOST, now) for p in sorted(lost, key=lambda p: p.sequence)]
+
+    def log_end_seen(self, partition: int, log_end: int, asked_s: float, now: float) -> list[ProbeResult]:
+        """The periodic log check saw the log end (high watermark) at `log_end` when asked at `asked_s` (rule 5).
+
+        One look is not proof: a leader just elected reports a stale high watermark, below records it holds, until
+        it next recomputes it from its in-sync replicas' logs (seen on Kafka 4.3 after an unclean election, for as
+        long as nothing was written). So a check that finds acknowledged offsets at or above the end raises a
+        suspicion, and a later check confirms it once the end has moved (the watermark was recomputed, and the
+        in-sync replicas hold every acknowledged record that survived) while still at or below such an offset.
+        Only offsets acknowledged before the first check count.
+        """
+        part = self._partitions[partition]
+        acked = self.acked_offsets(partition, acked_before=asked_s)
+        if acked is None or acked[1] < log_end:
+            part.suspected_end = None
+            return []
+        if part.suspected_end is None or log_end <= part.suspected_end[0]:
+            if part.suspected_end is None:
+                part.suspected_end = (log_end, asked_s)
+            return []
+        first_asked_s = part.suspected_end[1]
+        part.suspected_end = None
+        return self.truncated(partition, log_end, now, acked_before=first_asked_s)
 
     def first_unread_offset(self, partition: int) -> int | None:
         """The lowest offset of an acknowledged probe not yet read (nor found gone): where a reader moved off a

@@ -400,7 +400,7 @@ class CanaryConfig(_Section):
     delivery_timeout_s: float = Field(default=30.0, gt=0)
     """How long the client keeps trying a probe before giving it up (librdkafka's `message.timeout.ms`). Longer
     than a broker fence (`broker.session.timeout.ms`, 9 s by default): a probe given up in flight makes the
-    idempotent producer bump its epoch and re-send what it was still retrying, which writes duplicates."""
+    idempotent producer bump its epoch and re-send what it was still retrying, which writes duplicates (counted)."""
     loss_deadline_s: float = Field(default=30.0, gt=0)
     """An acknowledged probe not read back within this long after its acknowledgement is lost."""
     availability_window_s: float = Field(default=60.0, gt=0)
@@ -410,6 +410,9 @@ class CanaryConfig(_Section):
     connection_check_timeout_s: float = Field(default=2.0, gt=0)
     metadata_refresh_s: float = Field(default=2.0, gt=0)
     """How often partition leaders and in-sync replicas are re-read, to attribute probes to brokers."""
+    log_check_interval_s: float = Field(default=10.0, gt=0)
+    """How often each partition's log start and end offsets are compared with the offsets probes were acknowledged
+    at: an acknowledged offset no longer in the log was truncated (or deleted before it was read)."""
     commit_group: str | None = None
     """Consumer group whose offset is committed each interval to probe the group coordinator; None means
     `<topic>-<instance id>`, one group per canary instance."""

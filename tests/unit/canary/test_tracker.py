@@ -331,3 +331,14 @@ def test_first_unread_offset_is_where_a_reader_off_a_truncated_log_goes_on() -> 
     run([("send", 2, 2.0), ("ack", 2, 102, 2.0), ("read", 1, 101, 2.1)], t)
     assert t.first_unread_offset(0) == 102
     assert tracker().first_unread_offset(0) is None
+
+
+def test_acknowledged_without_an_offset_takes_the_offset_it_is_read_at() -> None:
+    """librdkafka reports offset -1 for a retry the broker found already written: that is no truncation."""
+    t, results = run(
+        [("send", 0, 0.0), ("ack", 0, 100, 0.1), ("send", 1, 1.0), ("ack", 1, -1, 1.1), ("read", 0, 100, 1.2)]
+    )
+    assert [flags(r) for r in results] == ["0:ok:read"]
+    _, results = run([("read", 1, 101, 1.3)], t)
+    assert [(r.sequence, r.offset, r.lost) for r in results] == [(1, 101, False)]
+    assert t.counts()[0].truncations == 0
