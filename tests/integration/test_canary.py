@@ -22,8 +22,10 @@ BROKERS = {1, 2, 3}
 
 
 def test_healthy_cluster_every_broker_available_nothing_lost(kafka: KafkaHandle) -> None:
-    """Healthy: availability 1.0 for every broker, latency histograms filled, nothing lost or duplicated."""
-    with running_canary(kafka, client_rack="az-a") as (canary, sink):
+    """Healthy: availability 1.0 for every broker, latency histograms filled, nothing lost or duplicated. The
+    closest-replica (KIP-392) probe, in rack az-a, reads every partition from broker 1 (az-a): from the leader for
+    partition 0 and from a follower for the partitions brokers 2 and 3 lead, as librdkafka's statistics show."""
+    with running_canary(kafka, client_rack="az-a", closest_replica_probe=True) as (canary, sink):
         await_healthy(canary, BROKERS)
         warm = datetime.now(UTC)  # a brand-new topic may time out its very first probe while leaders settle
         poll(
@@ -45,6 +47,19 @@ def test_healthy_cluster_every_broker_available_nothing_lost(kafka: KafkaHandle)
             assert sample(canary, "kafka_pulse_canary_broker_up", broker=str(broker)) == 1.0
             assert sample(canary, "kafka_pulse_canary_produce_availability", broker=str(broker)) == 1.0
         assert canary.availability() == {1: 1.0, 2: 1.0, 3: 1.0}
+        partitions = canary.view.partitions()
+        fetched_from = poll(
+            lambda: {
+                p: sample(canary, "kafka_pulse_canary_closest_replica_fetch_broker", partition=str(p))
+                for p in partitions
+            },
+            lambda seen: all(broker == 1 for broker in seen.values()),
+            60,
+            "every partition fetched from broker 1, the replica in the canary's rack",
+        )
+        assert {canary.view.leader(p).broker for p in fetched_from} == {1, 2, 3}, "no partition read from a follower"
+        closest = {"broker": "1", "rack": "az-a", "client_rack": "az-a", "replica": "closest"}
+        assert sample(canary, "kafka_pulse_canary_e2e_latency_seconds_count", **closest) >= 10
     events = [e for e in sink.events if e.time >= warm]
     assert events, "no probe settled"
     assert [e for e in events if e.lost or e.duplicate or e.out_of_order or not e.produce_ok] == []
@@ -78,7 +93,7 @@ def test_loss_and_duplicates_on_the_cluster(kafka: KafkaHandle) -> None:
         )
         low, end = reader.get_watermark_offsets(tp0, timeout=10, cached=False)
         reader.assign([TopicPartition(topic, 0, low)])
-        in_log = []
+        in_log: list[int] = []
         while len(in_log) < end - low:
             message = reader.poll(10)
             assert message is not None and message.error() is None
