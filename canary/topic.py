@@ -9,12 +9,12 @@ from __future__ import annotations
 import logging
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Protocol
 
-from confluent_kafka import ElectionType, KafkaException, TopicPartition
+from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
 
 from canary.placement import Plan, TopicLayout, default_min_insync, default_replication_factor, plan
@@ -88,7 +88,9 @@ def read_log_offsets(
 class Reassigner(Protocol):
     """Moves replicas of existing partitions (AlterPartitionReassignments)."""
 
-    def reassign(self, topic: str, assignment: Mapping[int, tuple[int, ...]]) -> None: ...
+    def reassign(
+        self, topic: str, assignment: Mapping[int, tuple[int, ...]], bootstrap: Sequence[str] = ()
+    ) -> None: ...
 
 
 class KafkaPythonReassigner:
@@ -98,10 +100,13 @@ class KafkaPythonReassigner:
         self._cluster = cluster
         self._timeout_ms = int(timeout_s * 1000)
 
-    def reassign(self, topic: str, assignment: Mapping[int, tuple[int, ...]]) -> None:
+    def reassign(self, topic: str, assignment: Mapping[int, tuple[int, ...]], bootstrap: Sequence[str] = ()) -> None:
+        """`bootstrap`: live brokers' host:port to start from instead of the configured list. kafka-python 3.0
+        leaks the socket of a refused connection (its ResourceWarning surfaces whenever it is collected), and
+        reassignments happen when a broker is gone, so they should not even try it."""
         kafka = kafka_python()
         try:
-            client = kafka.KafkaAdminClient(**self._settings())
+            client = kafka.KafkaAdminClient(**self._settings(bootstrap))
             try:
                 moves = {kafka.TopicPartition(topic, p): list(replicas) for p, replicas in assignment.items()}
                 errors = client.alter_partition_reassignments(moves, timeout_ms=self._timeout_ms)
@@ -113,10 +118,10 @@ class KafkaPythonReassigner:
         if refused:
             raise KafkaUnavailable(f"reassignment of {topic} refused: {refused}")
 
-    def _settings(self) -> dict[str, Any]:
+    def _settings(self, bootstrap: Sequence[str] = ()) -> dict[str, Any]:
         security = self._cluster.security
         settings: dict[str, Any] = {
-            "bootstrap_servers": list(self._cluster.bootstrap_servers),
+            "bootstrap_servers": list(bootstrap or self._cluster.bootstrap_servers),
             "client_id": "kafka-pulse-canary-topic",
             "security_protocol": security.protocol,
             "request_timeout_ms": self._timeout_ms,
@@ -164,6 +169,7 @@ class TopicManager:
         self._last_change_s = -math.inf
         self._missing_since: dict[int, float] = {}
         self._known: set[int] = set()
+        self._live_endpoints: tuple[str, ...] = ()
         self.report = ReconcileReport()
 
     def reconcile(self, now: float) -> ReconcileReport:
@@ -181,7 +187,9 @@ class TopicManager:
 
     def _reconcile(self, now: float) -> None:
         config = self._config
-        racks = {b: info.rack for b, info in read_brokers(self._admin, self._timeout_s).items()}
+        live = read_brokers(self._admin, self._timeout_s)
+        racks = {b: info.rack for b, info in live.items()}
+        self._live_endpoints = tuple(f"{info.host}:{info.port}" for _, info in sorted(live.items()))
         layout = read_layout(self._admin, config.topic, self._timeout_s)
         if layout is not None:
             self._known |= {b for r in layout.replicas.values() for b in r}
@@ -228,9 +236,12 @@ class TopicManager:
                     "retention.ms": str(24 * 3600 * 1000),
                 },
             )
-            self._wait(self._admin.create_topics([new], request_timeout=self._timeout_s)[topic], "create topic")
-            self._count("create")
-            _LOG.warning("canary topic %s created: %s", topic, wanted.create)
+            future = self._admin.create_topics([new], request_timeout=self._timeout_s)[topic]
+            if self._wait(future, "create topic", tolerate=KafkaError.TOPIC_ALREADY_EXISTS):
+                self._count("create")
+                _LOG.warning("canary topic %s created: %s", topic, wanted.create)
+            else:  # metadata lagged behind a create (ours or another instance's): next pass sees the topic
+                _LOG.info("canary topic %s already exists; placement is checked on the next pass", topic)
         if wanted.add:
             total = self.report.partitions + len(wanted.add)
             new_parts = NewPartitions(topic, total, [list(wanted.add[p]) for p in sorted(wanted.add)])
@@ -240,7 +251,7 @@ class TopicManager:
             self._count("add_partitions")
             _LOG.warning("canary topic %s: partitions added: %s", topic, wanted.add)
         if wanted.reassign:
-            self._reassigner.reassign(topic, wanted.reassign)
+            self._reassigner.reassign(topic, wanted.reassign, self._live_endpoints)
             self._count("reassign")
             _LOG.warning("canary topic %s: replicas moved: %s", topic, wanted.reassign)
         if wanted.changes_placement:
@@ -258,11 +269,17 @@ class TopicManager:
         if failed:
             _LOG.info("canary topic %s: preferred leader election not done for %s", topic, failed)
 
-    def _wait(self, future: Any, what: str) -> None:
+    def _wait(self, future: Any, what: str, tolerate: int | None = None) -> bool:
+        """True once the request is done; False if it failed with the `tolerate` error code."""
         try:
             future.result(timeout=self._timeout_s + 1)
-        except (KafkaException, TimeoutError) as exc:
+        except KafkaException as exc:
+            if tolerate is not None and exc.args and exc.args[0].code() == tolerate:
+                return False
             raise KafkaUnavailable(f"{what} {self._config.topic!r} failed: {exc}") from exc
+        except TimeoutError as exc:
+            raise KafkaUnavailable(f"{what} {self._config.topic!r} failed: {exc}") from exc
+        return True
 
     def _count(self, action: str) -> None:
         self.report.actions[action] = self.report.actions.get(action, 0) + 1

@@ -23,7 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from canary.events import ProbeResult
 from canary.producer import departure_grace_s
 from canary.service import CanaryService, RoundRecord
-from canary.topic import kafka_python, read_log_offsets
+from canary.topic import kafka_python, read_layout, read_log_offsets
 from pulse.dev.cluster import DevCluster
 from pulse.dev.runtime import DEFAULT_VERSION
 from pulse.dev.services import poll
@@ -282,3 +282,47 @@ def test_unclean_election_truncates_acknowledged_probes(faulty_kafka: KafkaHandl
     assert len(lost) >= 2 and all(alone < e.time < elected and e.produce_ok for e in lost), lost
     assert counts.late == 0, "a probe called lost was read after all"
     assert restarts >= 1, "the idempotent producer's fatal OUT_OF_ORDER_SEQUENCE_NUMBER should replace its client"
+
+
+def test_a_broker_gone_for_good_is_planned_around_and_taken_back(faulty_kafka: KafkaHandle) -> None:
+    """Brokers removed and added (issue #4 item 1). A broker missing for longer than `min_change_interval_s` is
+    treated as removed: the canary moves the monitor topic's replicas off it (replication factor 2 on the two left)
+    so every live broker still leads a partition. When it comes back, it gets its replicas and a partition to lead
+    again, and once the topic is right the canary changes nothing more. A broker missing for less time (a restart)
+    keeps its replicas: the kill -9 test runs with the default 600 s and no reassignment."""
+    cluster = faulty_kafka.cluster
+    victim = max(BROKERS - {quorum_leader(faulty_kafka)})
+    admin = AdminClient(faulty_kafka.client_config(**{"socket.timeout.ms": 3000}))
+    settings = {"min_change_interval_s": 4.0, "latency_slo_s": 2.0, "connection_check_timeout_s": 2.0}
+    with running_canary(faulty_kafka, **settings) as (canary, _sink):
+        await_healthy(canary, BROKERS)
+        topic = canary.config.topic
+
+        def placement() -> tuple[dict[int, tuple[int, ...]], dict[int, int]]:
+            layout = read_layout(admin, topic, 5.0)
+            return (dict(layout.replicas) if layout is not None else {}), canary.view.partitions_led()
+
+        cluster.kill(victim)
+        try:
+            poll(
+                placement,
+                lambda seen: (
+                    all(victim not in r for r in seen[0].values())
+                    and all(seen[1].get(b, 0) >= 1 for b in BROKERS - {victim})
+                ),
+                90,
+                f"broker {victim}'s replicas moved to the live brokers, each leading a partition",
+            )
+        finally:
+            cluster.restart(victim, cache_dir())
+        poll(
+            placement,
+            lambda seen: all(len(r) == 3 for r in seen[0].values()) and all(seen[1].get(b, 0) >= 1 for b in BROKERS),
+            120,
+            f"broker {victim} back in every replica list and leading a partition",
+        )
+        done = sample(canary, "kafka_pulse_canary_topic_changes_total", action="reassign")
+        assert done >= 2, "expected one reassignment to remove the broker and one to take it back"
+        target = canary.rounds + 8
+        poll(lambda: canary.rounds, lambda rounds: rounds >= target, 60, "8 more probe rounds")
+        assert sample(canary, "kafka_pulse_canary_topic_changes_total", action="reassign") == done, "thrashing"
