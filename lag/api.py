@@ -15,10 +15,9 @@ import hmac
 import json
 import logging
 import socket
-import ssl
 import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -39,6 +38,7 @@ from lag.burrow_json import (
 from lag.service import LagService
 from lag.status import CommitPoint, Status
 from lag.window import NO_LAG
+from pulse.http_server import REQUEST_TIMEOUT_S, TlsThreadingServer, server_tls_context
 
 _JSON = "application/json"
 _TEXT = "text/plain; charset=utf-8"
@@ -90,13 +90,9 @@ class BurrowApi:
         self.logger = logger or logging.getLogger()
         """The logger whose level `/v3/admin/loglevel` reads and sets (the root logger by default)."""
         handler = type("Handler", (_Handler,), {"api": self})
-        self._server = ThreadingHTTPServer((host, port), handler)
-        self._server.daemon_threads = True
+        context = server_tls_context(*tls, "http.tls") if tls is not None else None
+        self._server = TlsThreadingServer((host, port), handler, context)
         self.tls = tls is not None
-        if tls is not None:
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            context.load_cert_chain(str(tls[0]), str(tls[1]))
-            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever, name="lag-api", daemon=True)
 
     @property
@@ -278,6 +274,7 @@ def _invalid() -> Response:
 
 class _Handler(BaseHTTPRequestHandler):
     api: BurrowApi
+    timeout = REQUEST_TIMEOUT_S  # a client that connects and says nothing gives its thread back
 
     def do_GET(self) -> None:
         if not self._check_auth():

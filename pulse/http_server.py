@@ -16,6 +16,7 @@ import hmac
 import logging
 import socket
 import ssl
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -145,14 +146,18 @@ class _Handler(BaseHTTPRequestHandler):
         _LOG.debug("%s " + format, self.address_string(), *args)
 
 
-class _Server(ThreadingHTTPServer):
+class TlsThreadingServer(ThreadingHTTPServer):
+    """A threading HTTP server whose TLS handshake runs on each request's own thread (wrapping the listening socket
+    would run it in accept(), where one silent client stalls every other), and which drops clients that hang up."""
+
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], app: HttpApp, context: ssl.SSLContext | None) -> None:
-        self.app = app
+    def __init__(
+        self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], context: ssl.SSLContext | None
+    ) -> None:
         self.context = context
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-        super().__init__(address, _Handler)
+        super().__init__(address, handler)
 
     def finish_request(self, request: Any, client_address: Any) -> None:
         if self.context is None:
@@ -168,6 +173,32 @@ class _Server(ThreadingHTTPServer):
             super().finish_request(tls_socket, client_address)
         finally:
             tls_socket.close()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client gone mid-answer (a scraper's timeout) is routine; anything else is logged with its traceback."""
+        _LOG.log(
+            logging.DEBUG if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError) else logging.ERROR,
+            "HTTP request from %s failed",
+            client_address,
+            exc_info=True,
+        )
+
+
+def server_tls_context(cert: Path, key: Path, where: str) -> ssl.SSLContext:
+    """A TLS 1.2+ server context; ConfigError naming `where` (the config key) when the files do not load."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        context.load_cert_chain(str(cert), str(key))
+    except (ssl.SSLError, OSError) as exc:
+        raise ConfigError(f"{where}: cannot load certificate {cert} with key {key}: {exc}") from exc
+    return context
+
+
+class _Server(TlsThreadingServer):
+    def __init__(self, address: tuple[str, int], app: HttpApp, context: ssl.SSLContext | None) -> None:
+        self.app = app
+        super().__init__(address, _Handler, context)
 
 
 class HttpServer:
@@ -204,15 +235,7 @@ class HttpServer:
 
     def start(self) -> HttpServer:
         """Bind and serve; ConfigError when the certificate cannot be loaded or the address not bound."""
-        context = None
-        if self._tls is not None:
-            cert, key = self._tls
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            context.minimum_version = ssl.TLSVersion.TLSv1_2
-            try:
-                context.load_cert_chain(str(cert), str(key))
-            except (ssl.SSLError, OSError) as exc:
-                raise ConfigError(f"http.tls: cannot load certificate {cert} with key {key}: {exc}") from exc
+        context = server_tls_context(*self._tls, "http.tls") if self._tls is not None else None
         try:
             self._server = _Server((self.host, self._requested_port), self.app, context)
         except OSError as exc:

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
+import ssl
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,6 +21,7 @@ from lag.api import BasicAuth, BurrowApi
 from lag.burrow_json import client_profile_json, cluster_module_json, consumer_module_json
 from lag.metrics import LagCollector
 from lag.service import LagService, LagSettings
+from pulse.dev.tls import create_pem_files
 
 NOW = 1_700_000_000_000
 
@@ -185,5 +189,26 @@ def test_basic_auth_and_metrics_over_http() -> None:
             assert http.get("/v3/kafka", auth=("prometheus", "s3cret")).json()["clusters"] == []
             metrics = http.get("/metrics", auth=("prometheus", "s3cret"))
             assert metrics.status_code == 200 and "# HELP kafka_pulse_lag_commits_total" in metrics.text
+    finally:
+        api.stop()
+
+
+def test_tls_a_silent_client_does_not_hold_up_the_others(tmp_path: Path) -> None:
+    """The TLS handshake runs on each request's thread: a client that connects and never speaks (a port scanner, a
+    half-open connection) used to block accept() for everyone while the listening socket did the handshake."""
+    pem = create_pem_files(tmp_path)
+    api = BurrowApi(LagService(LagSettings(), clock_ms=lambda: NOW), tls=(pem.cert_file, pem.key_file))
+    api.start()
+    host, port = api.address.rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=5):  # connected, silent for the whole block
+            trusted = ssl.create_default_context(cafile=str(pem.ca_file))
+            # Served while the silent client still holds its connection; with the handshake in accept(), this
+            # request would wait out the silent one's read and fail on the 5 s timeout.
+            answer = httpx.get(f"{api.url}/burrow/admin", verify=trusted, timeout=5)
+            assert answer.status_code == 200 and answer.text == "GOOD"
+            with pytest.raises(httpx.HTTPError):  # plain HTTP to the TLS port is dropped, the listener goes on
+                httpx.get(f"http://{api.address}/burrow/admin", timeout=5)
+            assert httpx.get(f"{api.url}/burrow/admin", verify=trusted, timeout=5).status_code == 200
     finally:
         api.stop()
