@@ -239,6 +239,8 @@ class JpypeTransport:
         # One worker per broker: a read stuck on a paused broker blocks only this broker's next scrape.
         self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"jmx-{broker.broker_id}")
         self._pending: concurrent.futures.Future[list[Reading]] | None = None
+        self.vanished: list[str] = []
+        """Beans matched by the last scrape's queries but removed before their attributes were read."""
 
     def read(self, queries: Sequence[BeanQuery]) -> list[Reading]:
         if self._pending is not None and not self._pending.done():
@@ -316,13 +318,22 @@ class JpypeTransport:
 
         ObjectName = jpype.JClass("javax.management.ObjectName")
         CompositeData = jpype.JClass("javax.management.openmbean.CompositeData")
+        InstanceNotFound = jpype.JClass("javax.management.InstanceNotFoundException")
         readings: list[Reading] = []
+        self.vanished = []
         for query in queries:
             names = connection.queryNames(ObjectName(query.pattern), None)
             for name in sorted(names, key=str):
                 bean = str(name)
                 # getAttributes: one round trip per bean; attributes a bean lacks are left out, not errors.
-                for attribute in connection.getAttributes(name, jpype.JArray(jpype.JString)(query.attributes)):
+                try:
+                    attributes = connection.getAttributes(name, jpype.JArray(jpype.JString)(query.attributes))
+                except InstanceNotFound:
+                    # Kafka removes beans at run time (a deleted topic or partition, a closed connection, request
+                    # versions): one gone since queryNames is absent from this scrape, not a failed broker.
+                    self.vanished.append(bean)
+                    continue
+                for attribute in attributes:
                     value = attribute.getValue()
                     if isinstance(value, CompositeData):
                         for key in value.getCompositeType().keySet():

@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -267,3 +268,59 @@ def test_a_quote_or_backslash_in_a_value_does_not_break_the_scrape(quote_jmx_por
         # jmxquery's jar cannot encode the value (the batch's JSON breaks): that one query is left out, by name.
         assert quoted == []
         assert jmx.dropped == [queries[1]]
+
+
+# --- a bean removed between queryNames and getAttributes -----------------------------------------------------------
+
+
+class _RemovesAfterQuery:
+    """The real MBean server connection, with one bean unregistered (on the real server) right after `queryNames`
+    listed it: the race Kafka runs whenever it drops a topic's or a connection's beans during a scrape."""
+
+    def __init__(self, connection: Any, server_mbeans: Any, name: Any) -> None:
+        self._connection, self._server_mbeans, self._name = connection, server_mbeans, name
+
+    def queryNames(self, pattern: Any, query: Any) -> Any:
+        names = self._connection.queryNames(pattern, query)
+        if self._server_mbeans.isRegistered(self._name):
+            self._server_mbeans.unregisterMBean(self._name)
+        return names
+
+    def getAttributes(self, name: Any, attributes: Any) -> Any:
+        return self._connection.getAttributes(name, attributes)
+
+
+def test_a_bean_removed_mid_scrape_is_left_out_and_the_rest_is_read(quote_jmx_port: int) -> None:
+    """jpype transport: the server answers InstanceNotFoundException for the removed bean; that bean is absent and
+    named in `vanished`, every other bean is read, and the connection stays up (no JmxUnreachable)."""
+    import jpype
+
+    server_mbeans = jpype.JClass("java.lang.management.ManagementFactory").getPlatformMBeanServer()
+    ObjectName = jpype.JClass("javax.management.ObjectName")
+    beans = [ObjectName(f"kafka.pulse.test:type=Vanishing,name=b{i}") for i in range(3)]
+    for name in beans:
+        monitor = jpype.JClass("javax.management.monitor.StringMonitor")()
+        monitor.setStringToCompare(f"value of {name}")
+        server_mbeans.registerMBean(monitor, name)
+
+    class Racing(JpypeTransport):
+        def _connect(self) -> Any:
+            return _RemovesAfterQuery(super()._connect(), server_mbeans, beans[1])
+
+    jmx = Racing(JmxBrokerConfig(broker_id=1, port=quote_jmx_port), 20)
+    queries = [
+        BeanQuery("kafka.pulse.test:type=Vanishing,*", ("StringToCompare",)),
+        BeanQuery("java.lang:type=Threading", ("ThreadCount",)),
+    ]
+    try:
+        readings = jmx.read(queries)
+        read = {r.bean for r in readings}
+        assert read == {str(beans[0]), str(beans[2]), "java.lang:type=Threading"}, read
+        assert jmx.vanished == [str(beans[1])]
+        again = {r.bean for r in jmx.read(queries)}  # same connection, the bean simply gone
+        assert again == {str(beans[0]), str(beans[2]), "java.lang:type=Threading"} and jmx.vanished == []
+    finally:
+        jmx.close()
+        for name in beans:
+            if server_mbeans.isRegistered(name):
+                server_mbeans.unregisterMBean(name)
