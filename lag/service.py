@@ -104,6 +104,7 @@ class SourceHealth:
     _recovered_ms: dict[str, int] = field(default_factory=dict)
     _errors: dict[tuple[str, str], str] = field(default_factory=dict)
     _feeds: dict[str, list[str]] = field(default_factory=dict)
+    _stopped: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def expect(self, cluster: str, feed: str) -> None:
         """Require `feed` to be fresh too before `cluster` is judged (the HWM feed is always required)."""
@@ -122,6 +123,11 @@ class SourceHealth:
     def mark_error(self, cluster: str, error: str, feed: str = HWM_FEED) -> None:
         self._errors[(cluster, feed)] = error
 
+    def mark_stopped(self, cluster: str, error: str, feed: str) -> None:
+        """The feed's reader is gone for good: the cluster is unknown at once, not after `stale_after_s` (by then
+        its groups' commits would already look stopped)."""
+        self._stopped[(cluster, feed)] = error
+
     def unavailable_reason(self, cluster: str, now_ms: int) -> str | None:
         for feed in self._feeds.get(cluster, [HWM_FEED]):
             why = self._feed_reason(cluster, feed, now_ms)
@@ -134,6 +140,9 @@ class SourceHealth:
 
     def _feed_reason(self, cluster: str, feed: str, now_ms: int) -> str | None:
         what = "HWM" if feed == HWM_FEED else feed
+        stopped = self._stopped.get((cluster, feed))
+        if stopped is not None:
+            return f"the {what} reader stopped ({stopped})"
         error = self._errors.get((cluster, feed))
         why = f" ({error})" if error is not None else ""
         last = self._last_ok_ms.get((cluster, feed))

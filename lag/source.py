@@ -23,6 +23,8 @@ from pulse.config import PageCacheConfig
 
 _LOG = logging.getLogger(__name__)
 OFFSETS_TOPIC = "__consumer_offsets"
+COMMITS_FEED = OFFSETS_TOPIC
+"""The health feed of the `__consumer_offsets` reader: without fresh commits, groups would look stopped."""
 _RENEW_AFTER_FAILURES = 3
 """Consecutive failed HWM rounds after which the admin client is replaced."""
 _LATEST = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # untyped in confluent_kafka
@@ -59,8 +61,8 @@ class KafkaLagSource:
         self._topics: dict[str, int] = {}
         self._failed_rounds = 0
         self.admin_reader: AdminOffsetsReader | None = None
-        if ingestion == "admin":
-            health.expect(cluster, GROUP_OFFSETS_FEED)  # judged only once commits can be read too
+        # Judged only while commits can be read too.
+        health.expect(cluster, GROUP_OFFSETS_FEED if ingestion == "admin" else COMMITS_FEED)
 
     # -- lifecycle -------------------------------------------------------------------------------------------------
 
@@ -149,6 +151,15 @@ class KafkaLagSource:
     # -- __consumer_offsets ----------------------------------------------------------------------------------------
 
     def _offsets_loop(self) -> None:
+        """Reads `__consumer_offsets` until stopped. Its health is a feed of its own: error records mark it, a
+        clean read refreshes it, and a crash stops it, so its groups turn unknown instead of looking stopped."""
+        try:
+            self._read_offsets()
+        except Exception as exc:  # a bug or a client failure must not leave its groups judged on old commits
+            _LOG.exception("lag source %s: the %s reader stopped", self.cluster, OFFSETS_TOPIC)
+            self.health.mark_stopped(self.cluster, f"{type(exc).__name__}: {exc}", COMMITS_FEED)
+
+    def _read_offsets(self) -> None:
         config = {
             **self.client_config,
             "group.id": f"kafka-pulse-lag-{uuid.uuid4().hex[:8]}",  # never joined or committed: we assign()
@@ -161,16 +172,23 @@ class KafkaLagSource:
                 try:
                     md = consumer.list_topics(OFFSETS_TOPIC, timeout=5).topics.get(OFFSETS_TOPIC)
                 except KafkaException as exc:
-                    self.health.mark_error(self.cluster, str(exc))
+                    self.health.mark_error(self.cluster, f"listing {OFFSETS_TOPIC}: {exc}", COMMITS_FEED)
+                    self._stop.wait(1.0)
                     continue
                 if md is not None and md.error is None and md.partitions:
                     consumer.assign([TopicPartition(OFFSETS_TOPIC, p, OFFSET_BEGINNING) for p in md.partitions])
                     break
+                self.health.mark_ok(self.cluster, COMMITS_FEED)  # no group has committed yet: nothing is missed
                 self._stop.wait(1.0)
             while not self._stop.is_set():
                 messages = consumer.consume(num_messages=10_000, timeout=0.5)
+                errors = [m.error() for m in messages if m.error() is not None]
                 if messages:
                     self.ingest([(m.key(), m.value()) for m in messages if m.error() is None])
+                if errors:
+                    self.health.mark_error(self.cluster, f"reading {OFFSETS_TOPIC}: {errors[0]}", COMMITS_FEED)
+                else:
+                    self.health.mark_ok(self.cluster, COMMITS_FEED)
         finally:
             consumer.close()
 
