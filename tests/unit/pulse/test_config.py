@@ -574,6 +574,10 @@ def test_production_example_parses(files: Path) -> None:
     assert cluster.security.sasl.password.get_secret_value() == "kafka-secret"
     assert cluster.jmx is not None and [b.broker_id for b in cluster.jmx.brokers] == [1, 2, 3]
     assert config.alerting.enabled and config.http.basic_auth is not None
+    # The keys an operator sets for production, beyond connections: where state lives and what is alerted.
+    assert config.canary.sli_log.dir == Path("/var/lib/kafka-pulse/sli") and config.canary.closest_replica_probe
+    assert config.lag.notify.enabled and config.lag.exact_time_lag.enabled
+    assert config.alerting.spool_dir == Path("/var/lib/kafka-pulse/spool") and config.slo.pushgateway_url
     for secret in ("kafka-secret", "jmx-secret", "http-secret"):
         assert secret not in repr(config)
 
