@@ -20,7 +20,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Generic, Self, TypeVar
 
@@ -29,6 +29,8 @@ import pyarrow.parquet as pq
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from pulse.parquet_compaction import chunks, compact, folder_lock, recover
+
 _LOG = logging.getLogger(__name__)
 
 R = TypeVar("R")
@@ -36,6 +38,8 @@ R = TypeVar("R")
 PART_FILE = re.compile(r"part-\d{8}T\d{12}Z-[0-9a-f]+-\d+\.parquet")
 """Names of the files a log writes (and the only ones its bound removes): `part-<UTC write time>-<writer>-<n>`."""
 DATE_DIR = re.compile(r"date=\d{4}-\d{2}-\d{2}")
+COMPACTION_INTERVAL_S = 600.0
+"""How often the writer looks for closed dates to compact."""
 
 
 @dataclass
@@ -58,6 +62,9 @@ class ParquetLogStats:
     """Rows held for the next flush (queued and buffered)."""
     last_flush_unix_s: float | None = None
     """When the latest successful write ended (epoch seconds)."""
+    files_compacted: int = 0
+    """Part files of closed dates merged into fewer, larger ones (`parquet_compaction.py`)."""
+    compaction_errors: int = 0
 
 
 @dataclass
@@ -104,6 +111,7 @@ class ParquetLog(Generic[R]):
         max_bytes: int = 1 << 30,
         queue_size: int = 100_000,
         max_rows_per_file: int = 100_000,
+        compact_after_s: float | None = 900.0,
     ) -> None:
         if flush_interval_s <= 0 or max_bytes <= 0 or queue_size <= 0 or max_rows_per_file <= 0:
             raise ValueError("flush_interval_s, max_bytes, queue_size and max_rows_per_file must be positive")
@@ -124,6 +132,15 @@ class ParquetLog(Generic[R]):
         self.queue_size = queue_size
         """Rows waiting for the writer at most (and rows kept for retry while writes fail)."""
         self.max_rows_per_file = max_rows_per_file
+        self.compact_after_s = compact_after_s
+        """A date's folder is compacted this long after the date ended (late rows still land in it before);
+        None leaves every file as written."""
+        self.compaction_target_bytes = max(1 << 20, min(128 << 20, max_bytes // 16))
+        """Merged files stay about this size, so the size bound still removes the oldest data in small steps."""
+        self.compaction_delay_s = 60.0
+        """The compactor's first pass waits this long after `start`: a starting service has more urgent work."""
+        self._compactor: threading.Thread | None = None
+        self._stopping = threading.Event()
         self.writer_id = uuid.uuid4().hex[:8]
         """In every file name, so several writers (processes or components) can share one directory."""
         self._queue: queue.Queue[object] = queue.Queue()
@@ -154,8 +171,13 @@ class ParquetLog(Generic[R]):
     def start(self) -> Self:
         """Start the writer thread; the directory is created by the first write, so a bad one only counts errors."""
         if self._thread is None:
+            self._stopping.clear()
             self._thread = threading.Thread(target=self._run, name=f"{self.name} writer", daemon=True)
             self._thread.start()
+            if self.compact_after_s is not None:  # its own thread: a long merge never holds up the writes
+                name = f"{self.name} compactor"
+                self._compactor = threading.Thread(target=self._compact_loop, name=name, daemon=True)
+                self._compactor.start()
         return self
 
     def flush(self, timeout_s: float = 30.0) -> bool:
@@ -171,6 +193,10 @@ class ParquetLog(Generic[R]):
         thread, self._thread = self._thread, None
         if thread is None:
             return
+        self._stopping.set()
+        compactor, self._compactor = self._compactor, None
+        if compactor is not None:
+            compactor.join(timeout_s)
         self._queue.put_nowait(_STOP)
         thread.join(timeout_s)
         if thread.is_alive():
@@ -277,6 +303,48 @@ class ParquetLog(Generic[R]):
         finally:
             tmp.unlink(missing_ok=True)
 
+    def _compact_loop(self) -> None:
+        """Soon after start (dates an earlier run left) and every COMPACTION_INTERVAL_S, until `stop`."""
+        if self._stopping.wait(self.compaction_delay_s):
+            return
+        while True:
+            try:
+                self.compact_closed_dates(datetime.now(UTC))
+            except Exception:  # a bug here must not end compaction for good, nor reach the writer
+                _LOG.exception("%s: compaction pass failed", self.name)
+            if self._stopping.wait(COMPACTION_INTERVAL_S):
+                return
+
+    def compact_closed_dates(self, now: datetime) -> int:
+        """Merge the part files of every date that ended `compact_after_s` before `now`; returns the files merged.
+        Runs on the log's compactor thread; a failure is logged and counted, the files stay as they are."""
+        assert self.compact_after_s is not None
+        closed_before = (now.astimezone(UTC) - timedelta(seconds=self.compact_after_s)).strftime("date=%Y-%m-%d")
+        merged = 0
+        folders: dict[Path, list[tuple[str, int]]] = {}
+        for name, path, size in self._part_files():
+            if path.parent.name < closed_before:
+                folders.setdefault(path.parent, []).append((name, size))
+        for folder, files in sorted(folders.items()):
+            try:
+                with folder_lock(folder) as mine:
+                    if not mine:
+                        continue
+                    recover(folder)
+                    for run in chunks(files, self.compaction_target_bytes):
+                        stamp = run[0].split("-")[1]  # the oldest input's: the size bound's order is kept
+                        done = compact(folder, run, f"part-{stamp}-{self.writer_id}-{next(self._seq)}.parquet")
+                        merged += done.inputs if done is not None else 0
+            except (OSError, pa.ArrowException) as exc:
+                _LOG.warning("%s: cannot compact %s: %s; its files stay as they are", self.name, folder, exc)
+                with self._lock:
+                    self._stats.compaction_errors += 1
+        if merged:
+            _LOG.info("%s: merged %d files of closed dates", self.name, merged)
+        with self._lock:
+            self._stats.files_compacted += merged
+        return merged
+
     def _part_files(self) -> Iterator[tuple[str, Path, int]]:
         """The part files in the log's `date=` folders, with their sizes."""
         for subdir in self.subdirs:
@@ -342,6 +410,10 @@ class ParquetLogCollector(Collector):
                                   value=s.files_removed)  # fmt: skip
         yield CounterMetricFamily(f"{prefix}_removed_bytes", "Bytes removed to stay under max_bytes.",
                                   value=s.bytes_removed)  # fmt: skip
+        yield CounterMetricFamily(f"{prefix}_files_compacted", "Files of closed dates merged into larger ones.",
+                                  value=s.files_compacted)  # fmt: skip
+        yield CounterMetricFamily(f"{prefix}_compaction_errors", "Compactions that failed (files left as written).",
+                                  value=s.compaction_errors)  # fmt: skip
         yield GaugeMetricFamily(f"{prefix}_bytes", "Size of the log's files after the latest flush.", s.bytes_on_disk)
         yield GaugeMetricFamily(f"{prefix}_pending_rows", "Rows queued or buffered for the next flush.",
                                 value=s.pending_rows)  # fmt: skip
