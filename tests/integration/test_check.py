@@ -26,7 +26,7 @@ from pulse.dev.runtime import DEFAULT_VERSION
 from pulse.dev.services import poll
 from pulse.dev.topology import Security
 from pulse.paths import cache_dir
-from tests.fixtures.kafka import KafkaHandle
+from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.fixtures.logs import register_log
 
 pytestmark = pytest.mark.integration
@@ -84,7 +84,7 @@ def test_healthy_cluster_is_ok_and_exits_0(check_home: tuple[Path, KafkaHandle])
         producer.produce(topic, value=str(i).encode())
     assert producer.flush(30) == 0
     consumer = kafka.consumer("check-lagging-group")
-    consumer.commit(offsets=[TopicPartition(topic, 0, 4)], asynchronous=False)
+    commit_offsets(consumer, [TopicPartition(topic, 0, 4)])
     consumer.close()
     code, report, _ = run_check(home, "--timeout", "60")  # healthy answers come at once; the bound is for load
     assert code == 0, json.dumps(report, indent=1)

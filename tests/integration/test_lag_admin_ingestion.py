@@ -16,7 +16,7 @@ from lag.service import LagService, LagSettings, SourceHealth
 from lag.source import Ingestion, KafkaLagSource
 from lag.status import Status
 from pulse.ports import wait_until
-from tests.fixtures.kafka import KafkaHandle
+from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.integration.test_dev_cluster import produce
 
 pytestmark = pytest.mark.integration
@@ -33,7 +33,7 @@ def join(consumer: Consumer, topic: str) -> None:
 
 
 def commit(consumer: Consumer, topic: str, offset: int) -> None:
-    consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+    commit_offsets(consumer, [TopicPartition(topic, 0, offset)])
 
 
 def test_admin_ingestion_classifies_like_consumer_offsets(kafka: KafkaHandle) -> None:

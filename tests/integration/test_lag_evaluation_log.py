@@ -18,7 +18,7 @@ import pyarrow.dataset as ds
 import pytest
 import yaml
 from click.testing import CliRunner
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from pyspark.sql import SparkSession
 
 from lag.evaluation_log import GROUP_SCHEMA, GROUPS, PARTITION_SCHEMA, PARTITIONING, PARTITIONS
@@ -26,33 +26,16 @@ from lag.runner import LagRunner
 from lag.status import Status
 from pulse.cli.main import cli
 from pulse.config import parse_config
-from pulse.ports import free_ports, wait_until
-from tests.fixtures.kafka import KafkaHandle
+from pulse.ports import free_ports
+from tests.fixtures.kafka import KafkaHandle, commit_offsets
 
 pytestmark = pytest.mark.integration
 
 CLUSTER = "dev"
 
 
-COORDINATOR_NOT_READY = {
-    KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-}  # fmt: skip
-
-
 def commit(consumer: Consumer, topic: str, offset: int) -> None:
-    """Commit, waiting out a coordinator that is not ready (a fresh cluster creates `__consumer_offsets` on the
-    first commit, and the first commits meet NOT_COORDINATOR while its partitions load)."""
-
-    def attempt() -> bool:
-        try:
-            consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
-        except KafkaException as exc:
-            if exc.args[0].code() in COORDINATOR_NOT_READY:
-                return False
-            raise
-        return True
-
-    assert wait_until(attempt, 60, interval_s=0.2), f"no group coordinator for {topic} within 60 s"
+    commit_offsets(consumer, [TopicPartition(topic, 0, offset)])
 
 
 def dataset(directory: Path) -> ds.Dataset:

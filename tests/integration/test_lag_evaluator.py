@@ -18,7 +18,7 @@ from lag.api import BurrowApi
 from lag.metrics import LagCollector
 from lag.service import LagService, LagSettings, SourceHealth
 from lag.source import KafkaLagSource
-from tests.fixtures.kafka import KafkaHandle
+from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.integration.test_dev_cluster import produce
 
 pytestmark = pytest.mark.integration
@@ -27,7 +27,7 @@ CLUSTER = "local"
 
 
 def commit(consumer: Consumer, topic: str, offset: int) -> None:
-    consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+    commit_offsets(consumer, [TopicPartition(topic, 0, offset)])
 
 
 def hwm(kafka: KafkaHandle, consumer: Consumer, topic: str) -> int:

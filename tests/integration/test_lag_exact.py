@@ -18,7 +18,7 @@ from lag.service import LagService, LagSettings, SourceHealth
 from lag.source import KafkaLagSource
 from pulse.config import ExactTimeLagConfig
 from pulse.ports import wait_until
-from tests.fixtures.kafka import KafkaHandle
+from tests.fixtures.kafka import KafkaHandle, commit_offsets
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +37,7 @@ def test_exact_lag_is_the_age_of_the_record_at_the_committed_offset(kafka: Kafka
     groups = {"x-behind-5": 5, "x-behind-12": 12, "x-caught-up": 20}
     for group, offset in groups.items():
         consumer = kafka.consumer(group)
-        consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+        commit_offsets(consumer, [TopicPartition(topic, 0, offset)])
         consumer.close()
 
     health = SourceHealth(stale_after_s=10.0, recovery_s=0.0)

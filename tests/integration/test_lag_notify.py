@@ -20,7 +20,7 @@ from pulse.alerts import AlertSink
 from pulse.config import AlertingConfig
 from pulse.dev.alertmanager import Alertmanager
 from pulse.dev.receiver import HttpReceiver, ReceivedRequest
-from tests.fixtures.kafka import KafkaHandle
+from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.fixtures.services import WEBHOOK_PATH
 from tests.integration.test_dev_cluster import produce
 
@@ -68,7 +68,7 @@ def test_a_stopped_group_opens_an_incident_and_its_recovery_resolves_it(
         for offset in (5, 10):  # two commits, then the consumer stops while producers go on
             produce(kafka, topic, 20, f"a{offset}")
             hwm += 20
-            consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+            commit_offsets(consumer, [TopicPartition(topic, 0, offset)])
             time.sleep(1.0)  # the group's commit cadence
         deadline = time.monotonic() + 60
         while service.group_status(CLUSTER, GROUP).status is not Status.ERR:
@@ -85,7 +85,7 @@ def test_a_stopped_group_opens_an_incident_and_its_recovery_resolves_it(
         assert alert["annotations"]["status"] == "ERR" and "STOP" in alert["annotations"]["reason"]
         assert int(alert["annotations"]["totallag"]) > 0
 
-        consumer.commit(offsets=[TopicPartition(topic, 0, hwm)], asynchronous=False)  # back, and caught up
+        commit_offsets(consumer, [TopicPartition(topic, 0, hwm)])  # back, and caught up
         http_receiver.wait_for(webhook("resolved"), timeout_s=60, after=mark)
         assert service.group_status(CLUSTER, GROUP).status is Status.OK
         assert sink.stats.sent >= 2 and not any(sink.stats.dropped.values()), sink.stats

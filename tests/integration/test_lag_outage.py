@@ -21,7 +21,7 @@ from pulse.dev.cluster import DevCluster
 from pulse.dev.runtime import DEFAULT_VERSION
 from pulse.dev.topology import Security
 from pulse.paths import cache_dir
-from tests.fixtures.kafka import KafkaHandle
+from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.fixtures.logs import register_log
 from tests.integration.test_dev_cluster import produce
 
@@ -51,7 +51,7 @@ def lone_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaHandle
 
 
 def commit(consumer: Consumer, topic: str, offset: int) -> None:
-    consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+    commit_offsets(consumer, [TopicPartition(topic, 0, offset)])
 
 
 def test_an_unreachable_cluster_is_unknown_never_stopped(lone_kafka: KafkaHandle) -> None:

@@ -15,7 +15,7 @@ from lag.service import LagService, LagSettings, SourceHealth
 from lag.source import OFFSETS_TOPIC, KafkaLagSource
 from lag.status import Status
 from pulse.dev.services import poll
-from tests.fixtures.kafka import KafkaHandle
+from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.integration.test_dev_cluster import produce
 
 pytestmark = pytest.mark.integration
@@ -37,7 +37,7 @@ def test_a_dead_commits_reader_makes_the_cluster_unknown_never_stopped(kafka: Ka
         nonlocal end
         produce(kafka, topic, 5, tag)
         end += 5
-        consumer.commit(offsets=[TopicPartition(topic, 0, end)], asynchronous=False)
+        commit_offsets(consumer, [TopicPartition(topic, 0, end)])
         return service.group_status(CLUSTER, GROUP).status
 
     try:

@@ -21,7 +21,7 @@ import yaml
 from confluent_kafka import Consumer, TopicPartition
 
 from pulse.ports import free_ports, wait_until
-from tests.fixtures.kafka import KafkaHandle
+from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.fixtures.logs import register_log
 from tests.integration.test_dev_cluster import produce
 
@@ -32,7 +32,7 @@ FROZEN_S = 12.0
 
 
 def commit(consumer: Consumer, topic: str, offset: int) -> None:
-    consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+    commit_offsets(consumer, [TopicPartition(topic, 0, offset)])
 
 
 def status_of(http: httpx.Client, cluster: str, group: str) -> dict[str, Any]:

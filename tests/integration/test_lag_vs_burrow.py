@@ -23,7 +23,7 @@ from lag.api import BurrowApi
 from lag.service import LagService, LagSettings, SourceHealth
 from lag.source import KafkaLagSource
 from pulse.dev.burrow import BurrowOptions
-from tests.fixtures.kafka import KafkaHandle
+from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.fixtures.services import BurrowFactory
 from tests.integration.test_dev_cluster import produce
 
@@ -101,7 +101,7 @@ def await_condition(what: str, check: Callable[[], bool], timeout_s: float = 20.
 
 
 def commit(consumer: Consumer, topic: str, offset: int) -> None:
-    consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+    commit_offsets(consumer, [TopicPartition(topic, 0, offset)])
 
 
 def test_burrow_12_and_kafka_pulse_agree_on_real_groups(kafka39: KafkaHandle, burrow_factory: BurrowFactory) -> None:
