@@ -6,6 +6,7 @@ Nothing here faults a broker, so the session's `kafka` fixture is used; each tes
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import UTC, datetime
 
 import pytest
@@ -143,3 +144,41 @@ def test_loss_and_duplicates_on_the_cluster(kafka: KafkaHandle) -> None:
         assert dups == sorted(e.sequence for e in read)
         assert sample(canary, "kafka_pulse_canary_records_duplicated_total") == 2
         assert not any(e.out_of_order for e in sink.events)
+
+
+def test_two_canaries_share_one_topic_and_each_tracks_only_its_own_probes(kafka: KafkaHandle) -> None:
+    """Several instances on one monitor topic (issue #4 item 3): each reads every record, skips the other's by
+    producer id (counted as foreign), and reports none of them lost, duplicated or unknown; the topic stays put
+    with both managing it."""
+    topic = f"canary-shared-{uuid.uuid4().hex[:8]}"
+    with (
+        running_canary(kafka, topic=topic, client_rack="az-a") as (first, first_sink),
+        running_canary(kafka, topic=topic, client_rack="az-c") as (second, second_sink),
+    ):
+        await_healthy(first, BROKERS)
+        await_healthy(second, BROKERS)
+        warm = datetime.now(UTC)
+        assert first.consumer is not None and second.consumer is not None
+        readers = (first.consumer, second.consumer)
+        poll(
+            lambda: [r.counts.foreign for r in readers],
+            lambda foreign: all(n >= 20 for n in foreign),
+            60,
+            "20 records of the other instance skipped by each reader",
+        )
+        poll(
+            lambda: [sum(1 for e in s.events if e.time >= warm and e.consume_ok) for s in (first_sink, second_sink)],
+            lambda read: all(n >= 20 for n in read),
+            60,
+            "20 own probes read back by each instance",
+        )
+        assert first.producer_id != second.producer_id
+        for canary, sink in ((first, first_sink), (second, second_sink)):
+            events = [e for e in sink.events if e.time >= warm]
+            assert {e.producer_id for e in events} == {canary.producer_id}
+            assert [e for e in events if e.lost or e.duplicate or e.out_of_order] == []
+            assert sample(canary, "kafka_pulse_canary_records_unknown_total") == 0
+        created = [sample(c, "kafka_pulse_canary_topic_changes_total", action="create") for c in (first, second)]
+        assert sum(created) == 1, f"the shared topic was created {created} times"
+        moved = [sample(c, "kafka_pulse_canary_topic_changes_total", action="reassign") for c in (first, second)]
+        assert sum(moved) == 0, f"two instances fought over the placement: {moved}"
