@@ -277,9 +277,19 @@ def test_mirrormaker_replication_latency_and_record_age_per_partition(
         samples = family.samples if family is not None else []
         return {dict(s.labels)["partition"]: s.value for s in samples if dict(s.labels)["topic"] == remote}
 
+    def ordered(families: dict[str, Family]) -> bool:
+        """min <= avg <= max per partition. The three are attributes read one after another, so a stats window
+        that rolls between the reads can break the order in one scrape (seen: min 30 > avg 28.2); the next agrees."""
+        for metric in ("replication_latency_ms", "record_age_ms"):
+            low, high, mean = (values(families, metric + stat) for stat in ("_min", "_max", "_avg"))
+            if not all(0 <= low[p] <= mean[p] <= high[p] for p in "012"):
+                return False
+        return True
+
     def complete(families: dict[str, Family]) -> bool:
         maxima = [values(families, f"{m}_max") for m in ("replication_latency_ms", "record_age_ms")]
-        return all(set(v) == {"0", "1", "2"} and not any(map(math.isnan, v.values())) for v in maxima)
+        present = all(set(v) == {"0", "1", "2"} and not any(map(math.isnan, v.values())) for v in maxima)
+        return present and ordered(families)
 
     service.start()
     try:
@@ -287,10 +297,8 @@ def test_mirrormaker_replication_latency_and_record_age_per_partition(
     finally:
         service.stop()
     for metric in ("replication_latency_ms", "record_age_ms"):
-        now, low, high, mean = (values(seen, metric + stat) for stat in ("", "_min", "_max", "_avg"))
-        for partition in "012":
-            assert 0 <= low[partition] <= mean[partition] <= high[partition], (metric, partition, low, mean, high)
-            assert now[partition] >= 0
+        now = values(seen, metric)
+        assert all(now[partition] >= 0 for partition in "012"), (metric, now)
     max_family = seen[prefix + "replication_latency_ms_max"]
     ours = sorted((dict(s.labels) for s in max_family.samples if ("topic", remote) in s.labels),
                   key=lambda labels: labels["partition"])  # fmt: skip
