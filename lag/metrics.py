@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from typing import Literal
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -17,8 +18,10 @@ from lag.service import LagService
 class LagCollector(Collector):
     """Register with a `CollectorRegistry`; nothing is module-level."""
 
-    def __init__(self, service: LagService) -> None:
+    def __init__(self, service: LagService, granularity: Literal["partition", "group"] = "partition") -> None:
         self.service = service
+        self.granularity = granularity
+        """`group` leaves out the per-partition families: at 200k partitions they are most of a scrape's series."""
 
     def collect(self) -> Iterator[Metric]:
         g, gp = ["cluster", "consumer_group"], ["cluster", "consumer_group", "topic", "partition"]
@@ -64,7 +67,7 @@ class LagCollector(Collector):
             sum_lag.add_metric([c, grp], status.totallag)
             if status.lag_seconds is not None:
                 max_lag_s.add_metric([c, grp], status.lag_seconds)
-            for p in status.partitions:
+            for p in status.partitions if self.granularity == "partition" else ():
                 labels = [c, grp, p.topic, str(p.partition)]
                 part_lag.add_metric(labels, p.current_lag)
                 lag.add_metric(labels, p.current_lag)

@@ -76,7 +76,7 @@ class LagRunner:
                 ingestion,
             )
         self.registry = CollectorRegistry()
-        self.registry.register(LagCollector(self.service))
+        self.registry.register(LagCollector(self.service, lag.metrics_granularity))
         self.evaluation_log: EvaluationLog | None = configure_evaluation_log(
             lag.evaluation_log, self.service, self.registry, state if state is not None else state_dir()
         )  # the SLO engine's `lag` source (docs/sli-log.md)

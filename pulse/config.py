@@ -576,6 +576,9 @@ class LagConfig(_Section):
     evaluation_log: LagEvaluationLogConfig = LagEvaluationLogConfig()
     listen: HostPort | None = None
     """The Burrow v3 API and /metrics listener of `kafka-pulse lag` (default: `http.listen`)."""
+    metrics_granularity: Literal["partition", "group"] = "partition"
+    """`group` exports only the per-group families on /metrics (as KMinion's `granularity: topic` trims its own):
+    per-partition series are most of a scrape at scale. The Burrow API and the evaluation log keep every detail."""
 
     @model_validator(mode="after")
     def _stale_after_a_refresh(self) -> Self:
