@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections import Counter
 from typing import Any, Literal
@@ -28,9 +29,21 @@ COMMITS_FEED = OFFSETS_TOPIC
 _RENEW_AFTER_FAILURES = 3
 """Consecutive failed HWM rounds after which the admin client is replaced."""
 _LATEST = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # untyped in confluent_kafka
+_EARLIEST = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
 
 
 Ingestion = Literal["consumer_offsets", "admin"]
+
+CATCH_UP_GIVE_UP_S = 600.0
+"""A reader still short of the backlog's end after this long is taken as caught up (logged with the partitions):
+a partition whose only records a consumer never sees cannot hold its cluster unknown for ever."""
+
+
+def behind(ends: dict[int, int], starts: dict[int, int], positions: dict[int, int]) -> list[int]:
+    """`__consumer_offsets` partitions whose backlog, up to `ends` (the HWMs when the reader started), is not read
+    yet (pure). Empty partitions (start >= end) are read; a position is the consumer's, which moves past control
+    records too."""
+    return sorted(p for p, end in ends.items() if starts.get(p, 0) < end and positions.get(p, -1) < end)
 
 
 class KafkaLagSource:
@@ -176,21 +189,65 @@ class KafkaLagSource:
                     self._stop.wait(1.0)
                     continue
                 if md is not None and md.error is None and md.partitions:
-                    consumer.assign([TopicPartition(OFFSETS_TOPIC, p, OFFSET_BEGINNING) for p in md.partitions])
+                    partitions = sorted(md.partitions)
+                    consumer.assign([TopicPartition(OFFSETS_TOPIC, p, OFFSET_BEGINNING) for p in partitions])
                     break
                 self.health.mark_ok(self.cluster, COMMITS_FEED)  # no group has committed yet: nothing is missed
                 self._stop.wait(1.0)
+            else:
+                return
+            # Groups are judged only once the backlog is read: judged half-way, a group that keeps up would look
+            # stopped on its old commits (Burrow #459, #740: minutes to half an hour of false verdicts at start).
+            backlog: tuple[dict[int, int], dict[int, int]] | None = None
+            caught_up, started = False, time.monotonic()
             while not self._stop.is_set():
                 messages = consumer.consume(num_messages=10_000, timeout=0.5)
                 errors = [m.error() for m in messages if m.error() is not None]
                 if messages:
                     self.ingest([(m.key(), m.value()) for m in messages if m.error() is None])
+                if not caught_up:
+                    backlog = backlog or self._offsets_extent(partitions)
+                    caught_up = self._caught_up(consumer, backlog, time.monotonic() - started)
                 if errors:
                     self.health.mark_error(self.cluster, f"reading {OFFSETS_TOPIC}: {errors[0]}", COMMITS_FEED)
-                else:
+                elif caught_up:
                     self.health.mark_ok(self.cluster, COMMITS_FEED)
         finally:
             consumer.close()
+
+    def _offsets_extent(self, partitions: list[int]) -> tuple[dict[int, int], dict[int, int]] | None:
+        """(ends, starts) of `__consumer_offsets` now, through the admin client; None while it cannot be read."""
+        assert self._admin is not None
+        tps = [TopicPartition(OFFSETS_TOPIC, p) for p in partitions]
+        try:
+            extent = []
+            for spec in (_LATEST, _EARLIEST):
+                futures = self._admin.list_offsets({tp: spec for tp in tps}, request_timeout=5)
+                extent.append({tp.partition: f.result(timeout=10).offset for tp, f in futures.items()})
+        except Exception as exc:  # any failure: still not known to be caught up, asked again next round
+            self.health.mark_error(self.cluster, f"{OFFSETS_TOPIC} extent: {type(exc).__name__}: {exc}", COMMITS_FEED)
+            return None
+        return extent[0], extent[1]
+
+    def _caught_up(
+        self, consumer: Consumer, backlog: tuple[dict[int, int], dict[int, int]] | None, waited_s: float
+    ) -> bool:
+        if backlog is None:
+            return False
+        ends, starts = backlog
+        positions = {
+            tp.partition: tp.offset for tp in consumer.position([TopicPartition(OFFSETS_TOPIC, p) for p in ends])
+        }
+        late = behind(ends, starts, positions)
+        if late and waited_s > CATCH_UP_GIVE_UP_S:
+            _LOG.warning("lag source %s: %s partitions %s still short of their end after %.0f s; judging anyway",
+                         self.cluster, OFFSETS_TOPIC, late, waited_s)  # fmt: skip
+            return True
+        if late:
+            self.health.mark_error(
+                self.cluster, f"reading the {OFFSETS_TOPIC} backlog: {len(late)} partitions to go", COMMITS_FEED
+            )
+        return not late
 
     def ingest(self, records: list[tuple[bytes | None, bytes | None]]) -> None:
         """Decode and apply a batch of `__consumer_offsets` records."""

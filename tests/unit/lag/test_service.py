@@ -10,6 +10,7 @@ import pytest
 from lag.evaluator import Evaluator
 from lag.rules import RuleParams
 from lag.service import SourceHealth
+from lag.source import behind
 from lag.status import Status
 from lag.store import OffsetStore
 
@@ -158,3 +159,19 @@ def test_the_page_cache_hint_marks_partitions_read_from_disk() -> None:
     assert status.beyond_page_cache is True
     service.page_cache["c"] = PageCacheEstimate({1: 600.0}, {("t", 0): 1, ("t", 1): 1})
     assert service.group_status("c", "g").beyond_page_cache is False
+
+
+@pytest.mark.parametrize(
+    ("ends", "starts", "positions", "want"),
+    [
+        ({0: 10, 1: 5}, {0: 0, 1: 0}, {0: 10, 1: 5}, []),  # read to the end
+        ({0: 10, 1: 5}, {0: 0, 1: 0}, {0: 9, 1: 6}, [0]),  # one record to go on 0; 1 moved on since
+        ({0: 10}, {0: 0}, {0: -1001}, [0]),  # nothing read yet (librdkafka's invalid position)
+        ({0: 0, 1: 7}, {0: 0, 1: 7}, {0: -1001, 1: -1001}, []),  # empty partitions, also after compaction
+        ({0: 6}, {0: 0}, {0: 6}, []),  # a control record last: the consumer's position moves past it
+    ],
+)
+def test_the_offsets_reader_is_behind_until_it_reaches_the_backlogs_end(
+    ends: dict[int, int], starts: dict[int, int], positions: dict[int, int], want: list[int]
+) -> None:
+    assert behind(ends, starts, positions) == want
