@@ -61,6 +61,16 @@ def rows(directory: Path) -> list[int]:
     return sorted(ds.dataset(directory, format="parquet", partitioning="hive").to_table().column("n").to_pylist())
 
 
+def day_of_three_files(directory: Path) -> Path:
+    """A closed date holding rows 0-59 in three part files, as a log wrote them; its folder."""
+    log = new_log(directory).start()
+    try:
+        write(log, "2026-11-20", range(0, 60), files=3)
+    finally:
+        log.stop()
+    return directory / "date=2026-11-20"
+
+
 @pytest.mark.parametrize(
     ("sizes", "target", "want"),
     [
@@ -111,12 +121,7 @@ def test_a_late_file_in_a_compacted_date_is_merged_next_time(tmp_path: Path) -> 
 def test_a_compaction_cut_short_after_its_manifest_is_finished_by_the_next_pass(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    log = new_log(tmp_path).start()
-    try:
-        write(log, "2026-11-20", range(0, 60), files=3)
-    finally:
-        log.stop()
-    folder = tmp_path / "date=2026-11-20"
+    folder = day_of_three_files(tmp_path)
     inputs = parts(folder)
 
     def crash(_: Path) -> None:
@@ -135,12 +140,7 @@ def test_a_compaction_cut_short_after_its_manifest_is_finished_by_the_next_pass(
 
 
 def test_a_compaction_cut_short_before_its_manifest_is_undone(tmp_path: Path) -> None:
-    log = new_log(tmp_path).start()
-    try:
-        write(log, "2026-11-20", range(0, 60), files=3)
-    finally:
-        log.stop()
-    folder = tmp_path / "date=2026-11-20"
+    folder = day_of_three_files(tmp_path)
     inputs = parts(folder)
     pq.write_table(pq.read_table(folder / inputs[0]), folder / ".part-x.parquet.staged")  # half of a merge
     recover(folder)
@@ -149,12 +149,7 @@ def test_a_compaction_cut_short_before_its_manifest_is_undone(tmp_path: Path) ->
 
 
 def test_a_compaction_cut_short_after_the_rename_drops_the_inputs_left(tmp_path: Path) -> None:
-    log = new_log(tmp_path).start()
-    try:
-        write(log, "2026-11-20", range(0, 60), files=3)
-    finally:
-        log.stop()
-    folder = tmp_path / "date=2026-11-20"
+    folder = day_of_three_files(tmp_path)
     inputs = parts(folder)
     output = "part-20261120T000000000000Z-cafe0000-9.parquet"
     pq.write_table(pa.concat_tables(pq.read_table(folder / n) for n in inputs), folder / output)
