@@ -48,11 +48,11 @@ from canary.producer import ProbeProducer
 from canary.topic import KafkaPythonReassigner, TopicManager, read_brokers, read_layout
 from canary.tracker import Tracker
 from canary.view import ClusterView
-from pulse.clusters import dev_cluster_config
+from devstack.cluster import DevCluster
+from devstack.runtime import DEFAULT_VERSION
+from devstack.topology import Security
+from kafka_pulse.clusters import dev_cluster_config
 from pulse.config import CanaryConfig, ClusterConfig
-from pulse.dev.cluster import DevCluster
-from pulse.dev.runtime import DEFAULT_VERSION
-from pulse.dev.topology import Security
 from pulse.paths import cache_dir
 from pulse.ports import free_ports, wait_until
 from pulse.profile import client_config
@@ -209,7 +209,7 @@ def measure_cpu(bootstrap: str, workdir: Path, seconds: float, interval_s: float
     }
     path = workdir / f"canary-{interval_s:g}.yaml"
     path.write_text(yaml.safe_dump(config))
-    argv = [sys.executable, "-m", "pulse.cli.main", "canary", "--config", str(path)]
+    argv = [sys.executable, "-m", "kafka_pulse.cli.main", "canary", "--config", str(path)]
     with open(workdir / f"canary-{interval_s:g}.log", "ab") as log:
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     client = httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False, timeout=5)

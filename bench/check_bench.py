@@ -1,7 +1,7 @@
 """Wall time of `kafka-pulse check` on a 3-broker cluster (issue #7): healthy, and with one broker SIGSTOPped.
 
 Run: python bench/check_bench.py [--runs 5]. Starts its own 3-node dev cluster in a temporary KAFKA_PULSE_HOME and
-runs the real command as a fresh process each time (`python -m pulse.cli.main check --json`), so interpreter start
+runs the real command as a fresh process each time (`python -m kafka_pulse.cli.main check --json`), so interpreter start
 and imports are counted, as a cron job or Nagios would see them. Prints, per case, the median and range of the wall
 time seen from outside and of the command's own `elapsed_s` (from its process's start), the exit codes, and the
 peer figure: Kafka's own `kafka-topics --describe --under-replicated-partitions` (one JVM start and one metadata
@@ -25,9 +25,9 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from pulse.dev.cluster import DevCluster
-from pulse.dev.runtime import DEFAULT_VERSION, ensure_tools
-from pulse.dev.topology import Security
+from devstack.cluster import DevCluster
+from devstack.runtime import DEFAULT_VERSION, ensure_tools
+from devstack.topology import Security
 from pulse.paths import cache_dir
 from pulse.ports import wait_until
 
@@ -43,7 +43,7 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, subprocess.Compl
 def check_runs(env: dict[str, str], runs: int, *args: str) -> tuple[list[float], list[float], list[int]]:
     walls, own, codes = [], [], []
     for _ in range(runs):
-        wall_s, done = timed([sys.executable, "-m", "pulse.cli.main", "check", "--json", *args], env)
+        wall_s, done = timed([sys.executable, "-m", "kafka_pulse.cli.main", "check", "--json", *args], env)
         report = json.loads(done.stdout)
         walls.append(wall_s)
         own.append(report["elapsed_s"])
@@ -82,8 +82,11 @@ def main() -> None:
         env = {**os.environ, "KAFKA_PULSE_HOME": str(home), "PYTHONPATH": str(REPO)}
         env.pop("KAFKA_PULSE_CONFIG", None)
         try:
-            timed([sys.executable, "-m", "pulse.cli.main", "check", "--json", "--timeout", "60"], env)  # topic
-            floor = "import pulse.cli.main, pulse.cli.check, pulse.check.health_check, pulse.clusters"
+            timed([sys.executable, "-m", "kafka_pulse.cli.main", "check", "--json", "--timeout", "60"], env)  # topic
+            floor = (
+                "import kafka_pulse.cli.main, kafka_pulse.cli.check, kafka_pulse.check.health_check, "
+                "kafka_pulse.clusters"
+            )
             imports = [timed([sys.executable, "-c", floor], env)[0] for _ in range(args.runs)]
             healthy = check_runs(env, args.runs)
             tools = ensure_tools(DEFAULT_VERSION, cache_dir())

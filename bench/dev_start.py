@@ -12,9 +12,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from pulse.dev.cluster import DevCluster
-from pulse.dev.runtime import DEFAULT_VERSION, LEGACY_VERSION
-from pulse.dev.topology import Security
+from devstack.cluster import DevCluster
+from devstack.runtime import DEFAULT_VERSION, LEGACY_VERSION
+from devstack.topology import Security
 from pulse.paths import cache_dir
 
 TOPOLOGIES = [

@@ -41,11 +41,11 @@ from collectors.catalogue import scrape_plan
 from collectors.mapping import BrokerIdentity, map_readings
 from collectors.service import topic_selection
 from collectors.transport import JmxqueryTransport, JpypeTransport, ensure_jvm
-from pulse.clusters import dev_cluster_config
+from devstack.cluster import DevCluster
+from devstack.runtime import DEFAULT_VERSION, DEPENDENCY_PLUGIN
+from devstack.topology import Security
+from kafka_pulse.clusters import dev_cluster_config
 from pulse.config import CollectorsConfig
-from pulse.dev.cluster import DevCluster
-from pulse.dev.runtime import DEFAULT_VERSION, DEPENDENCY_PLUGIN
-from pulse.dev.topology import Security
 from pulse.paths import cache_dir
 from pulse.ports import free_ports
 

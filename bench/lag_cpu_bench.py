@@ -32,13 +32,15 @@ import yaml
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from pulse.dev.burrow import Burrow, BurrowOptions
-from pulse.dev.cluster import DevCluster
-from pulse.dev.runtime import LEGACY_VERSION
-from pulse.dev.topology import Security
-from pulse.dev.zookeeper import ZooKeeper
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the Burrow and ZooKeeper launchers live in tests/
+
+from devstack.cluster import DevCluster
+from devstack.runtime import LEGACY_VERSION
+from devstack.topology import Security
 from pulse.paths import cache_dir
 from pulse.ports import free_ports, wait_until
+from tests.support.burrow import Burrow, BurrowOptions
+from tests.support.zookeeper import ZooKeeper
 
 CLUSTER = "local"
 TOPIC = "cpu-bench"
@@ -181,7 +183,7 @@ def main() -> None:
         (home / "pulse.yaml").write_text(yaml.safe_dump(config))
         log = open(home / "lag.log", "wb")  # noqa: SIM115  # kept open for the child's lifetime
         ours = subprocess.Popen(
-            [sys.executable, "-m", "pulse.cli.main", "lag", "--config", str(home / "pulse.yaml")],
+            [sys.executable, "-m", "kafka_pulse.cli.main", "lag", "--config", str(home / "pulse.yaml")],
             stdout=log,
             stderr=subprocess.STDOUT,
             env={**os.environ, "KAFKA_PULSE_HOME": str(home / "state")},

@@ -1,6 +1,5 @@
-"""kafka-pulse's shell: config, CLI, process runner, Kafka connection profiles and the local dev cluster.
-
-Every component package (collectors, canary, lag, slo, dashboards) depends on this package and on no other.
+"""kafka-pulse's base layer: config models, errors, the HTTP stack, the alert sink, Parquet logs, Kafka connection
+profiles, paths and processes. It imports nothing of the project; every component and the application build on it.
 """
 
 __all__: list[str] = []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -15,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pulse.errors import ProcessFailed
+from pulse.errors import DependencyMissing, ProcessFailed
 
 
 def pid_alive(pid: int) -> bool:
@@ -137,3 +138,21 @@ class ManagedProcess:
         stop_pid(self.popen.pid, grace_s)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.popen.wait(timeout=5)
+
+
+def require_program(program: str, package: str) -> str:
+    """The absolute path of `program`; a missing program fails loudly and names the Debian package to install,
+    because a skipped integration test would hide a broken machine."""
+    found = shutil.which(program)
+    if found is None:
+        raise DependencyMissing(
+            f"{program!r} is not on PATH; install the Debian package {package!r} (apt-get install {package})"
+        )
+    return found
+
+
+def require_file(path: Path, package: str) -> Path:
+    """`path` itself, after checking it exists; for jars a Debian package puts in /usr/share/java."""
+    if not path.exists():
+        raise DependencyMissing(f"{path} does not exist; install the Debian package {package!r}")
+    return path

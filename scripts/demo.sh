@@ -27,7 +27,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # A dev cluster that is already running belongs to someone else: leave it alone rather than tear it down on exit.
-home=$("$PYTHON" -c 'from pulse.cli.dev import dev_home; print(dev_home())')
+home=$("$PYTHON" -c 'from kafka_pulse.cli.dev import dev_home; print(dev_home())')
 if [ -f "$home/state.json" ] && kafka-pulse dev status >/dev/null 2>&1; then
   echo "demo: a dev cluster is already running at $home; stop it (kafka-pulse dev down) or set KAFKA_PULSE_HOME" >&2
   exit 1
@@ -36,7 +36,7 @@ cluster_started=1  # before `dev up`, so an interrupted start is cleaned up too
 kafka-pulse dev up --brokers "${BROKERS:-3}"
 
 # In the background and awaited: `wait` returns at once on a trapped signal, a foreground child would delay it.
-"$PYTHON" -m pulse.runner.demo &
+"$PYTHON" -m kafka_pulse.runner.demo &
 supervisor=$!
 set +e
 wait "$supervisor"

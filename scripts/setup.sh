@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what a fresh machine lacks: Debian packages, the Python package with its dev extra, Kafka jars.
+# Installs what a fresh machine lacks: Debian packages, the Python package with its dev and test extras, Kafka jars.
 # Safe to run again: each step is skipped when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,8 +24,8 @@ for svc in zookeeper prometheus prometheus-alertmanager prometheus-pushgateway b
 done
 
 PYTHON=${PYTHON:-python3}
-# Skipped when this checkout is already installed (editable) and every requirement of pyproject.toml, the dev extra
-# included, is satisfied: running setup again (demo.sh does, every time) must not reinstall the package under
+# Skipped when this checkout is already installed (editable) and every requirement of pyproject.toml, the dev and test
+# extras included, is satisfied: running setup again (demo.sh does, every time) must not reinstall the package under
 # processes that are using it.
 installed() {
   command -v kafka-pulse >/dev/null && "$PYTHON" - <<'PY'
@@ -38,8 +38,11 @@ url = json.loads((dist.read_text("direct_url.json") if dist else None) or "{}")
 if url.get("url") != root.as_uri() or not url.get("dir_info", {}).get("editable"):
     sys.exit(1)
 project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
-for text in project["dependencies"] + project["optional-dependencies"]["dev"]:
+extras = project["optional-dependencies"]
+for text in project["dependencies"] + extras["dev"] + extras["test"]:
     wanted = Requirement(text)
+    if wanted.name == "kafka-pulse":  # the test extra names the dev extra
+        continue
     try:
         if not wanted.specifier.contains(md.version(wanted.name), prereleases=True):
             sys.exit(1)
@@ -50,8 +53,8 @@ PY
 if installed 2>/dev/null; then
   echo "setup: kafka-pulse is installed from this checkout with all its requirements"
 else
-  echo "setup: installing kafka-pulse and its dev extra"
-  "$PYTHON" -m pip install -q --disable-pip-version-check -e '.[dev]'
+  echo "setup: installing kafka-pulse and its dev and test extras"
+  "$PYTHON" -m pip install -q --disable-pip-version-check -e '.[test]'
 fi
 
 echo "setup: gathering Kafka jars from Maven Central (cached after the first run)"

@@ -15,8 +15,8 @@ from typing import Any
 import yaml
 
 from pulse.config import PulseConfig
-from pulse.dev.services import require_program
 from pulse.errors import ConfigError, PulseError
+from pulse.process import require_program
 from slo.model import Slo
 from slo.rules import RuleOptions, has_prometheus_source, rule_group
 from slo.rules_scenarios import promtool_tests

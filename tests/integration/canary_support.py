@@ -9,9 +9,9 @@ from typing import Any
 
 from canary.events import MemorySink
 from canary.service import CanaryService
-from pulse.clusters import dev_cluster_config
+from devstack.services import poll
+from kafka_pulse.clusters import dev_cluster_config
 from pulse.config import CanaryConfig
-from pulse.dev.services import poll
 from tests.fixtures.kafka import KafkaHandle
 
 FAST = {

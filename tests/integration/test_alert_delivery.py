@@ -18,9 +18,8 @@ from typing import Any
 
 import pytest
 
+from devstack.alertmanager import Alertmanager
 from pulse.alerts import AlertSink, Incidents, utc_now
-from pulse.dev.alertmanager import Alertmanager
-from pulse.dev.receiver import HttpReceiver
 from pulse.ports import wait_until
 from slo.alerting import BurnCondition, SloAlertDelivery, SloAlertState
 from tests.fixtures.services import (
@@ -30,6 +29,7 @@ from tests.fixtures.services import (
     run_cycles,
     ticket_notification,
 )
+from tests.support.receiver import HttpReceiver
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pulse.dev.services import poll
+from devstack.services import poll
 from tests.fixtures.kafka import KafkaHandle
 from tests.fixtures.services import BurrowFactory
 from tests.integration.test_dev_cluster import produce

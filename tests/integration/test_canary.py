@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import TopicPartition
 
 from canary.payload import decode
-from pulse.dev.services import poll
+from devstack.services import poll
 from tests.fixtures.kafka import KafkaHandle
 from tests.integration.canary_support import await_healthy, running_canary, sample
 

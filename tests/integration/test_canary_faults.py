@@ -1,6 +1,6 @@
 """Broker faults under the canary (issue #4, must-show "kill -9" and "SIGSTOP for 20 s"), on a 3-node cluster of
 this module's own so the shared one is never hurt. Its controller fences a dead broker after 4 s rather than 9 s
-(`pulse.dev.topology.FAST_FENCING`): the tests are about who is charged for the stall, not its length.
+(`devstack.topology.FAST_FENCING`): the tests are about who is charged for the stall, not its length.
 
 "Within 3 probe intervals" is counted in the canary's own probe rounds (0.5 s each), read from its round history,
 so a busy test machine delays the rounds and the verdicts alike instead of failing a wall-clock bound. "Over the
@@ -24,10 +24,10 @@ from canary.events import ProbeResult
 from canary.producer import departure_grace_s
 from canary.service import CanaryService, RoundRecord
 from canary.topic import kafka_python, read_layout, read_log_offsets
-from pulse.dev.cluster import DevCluster
-from pulse.dev.runtime import DEFAULT_VERSION
-from pulse.dev.services import poll
-from pulse.dev.topology import FAST_FENCING, Security
+from devstack.cluster import DevCluster
+from devstack.runtime import DEFAULT_VERSION
+from devstack.services import poll
+from devstack.topology import FAST_FENCING, Security
 from pulse.errors import KafkaUnavailable
 from pulse.paths import cache_dir
 from tests.fixtures.kafka import KafkaHandle

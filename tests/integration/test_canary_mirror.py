@@ -11,9 +11,9 @@ from prometheus_client import CollectorRegistry
 
 from canary.mirror import MirrorCanary
 from canary.sli_log import PARTITIONING, SCHEMA, SliLog
-from pulse.clusters import dev_cluster_config
+from devstack.services import poll
+from kafka_pulse.clusters import dev_cluster_config
 from pulse.config import CanaryConfig
-from pulse.dev.services import poll
 from pulse.ports import is_listening
 from tests.fixtures.mirror import MONITOR_TOPIC, PARTITIONS, MirrorHandle
 

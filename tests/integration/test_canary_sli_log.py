@@ -13,9 +13,9 @@ from prometheus_client import CollectorRegistry
 
 from canary.service import CanaryService
 from canary.sli_log import PARTITIONING, SCHEMA, configure_sli_log
-from pulse.clusters import dev_cluster_config
+from devstack.services import poll
+from kafka_pulse.clusters import dev_cluster_config
 from pulse.config import CanaryConfig
-from pulse.dev.services import poll
 from tests.fixtures.kafka import KafkaHandle
 
 pytestmark = pytest.mark.integration

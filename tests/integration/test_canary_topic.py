@@ -14,7 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from canary.service import CanaryService
 from canary.topic import read_layout
-from pulse.dev.services import poll
+from devstack.services import poll
 from tests.fixtures.kafka import KafkaHandle
 from tests.integration.canary_support import running_canary, sample
 

@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 from confluent_kafka import TopicPartition
 
-from pulse.dev.cluster import DevCluster
-from pulse.dev.runtime import DEFAULT_VERSION
-from pulse.dev.services import poll
-from pulse.dev.topology import Security
+from devstack.cluster import DevCluster
+from devstack.runtime import DEFAULT_VERSION
+from devstack.services import poll
+from devstack.topology import Security
 from pulse.paths import cache_dir
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.fixtures.logs import register_log
@@ -62,7 +62,7 @@ def run_check(home: Path, *args: str) -> tuple[int, dict[str, Any], float]:
     env.pop("KAFKA_PULSE_CONFIG", None)
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "pulse.cli.main", "check", "--json", *args],
+        [sys.executable, "-m", "kafka_pulse.cli.main", "check", "--json", *args],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=OUTER_BOUND_S,
     )  # fmt: skip
     wall_s = time.monotonic() - started

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from pydantic import SecretStr
 
-from pulse.check.deadline import Deadline
-from pulse.check.health_check import run_check
-from pulse.check.verdict import Status, overall
-from pulse.clusters import dev_cluster_config
+from kafka_pulse.check.deadline import Deadline
+from kafka_pulse.check.health_check import run_check
+from kafka_pulse.check.verdict import Status, overall
+from kafka_pulse.clusters import dev_cluster_config
 from pulse.config import PulseConfig
 from tests.fixtures.kafka import KafkaHandle
 

@@ -20,17 +20,17 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from collectors.mapping import Family
 from collectors.service import CollectorService
-from pulse.clusters import dev_cluster_config
+from devstack.runtime import DEFAULT_VERSION, KafkaRuntime, ensure_tools
+from devstack.services import poll
+from devstack.topology import Security
+from kafka_pulse.clusters import dev_cluster_config
 from pulse.config import CollectorsConfig, JmxClientConfig
-from pulse.dev.clients import PerfClient, start_consumer, start_producer
-from pulse.dev.mirrormaker import MirrorMaker, MirrorSpec
-from pulse.dev.runtime import DEFAULT_VERSION, KafkaRuntime, ensure_tools
-from pulse.dev.services import poll
-from pulse.dev.topology import Security
 from pulse.paths import cache_dir
 from pulse.ports import free_ports, is_listening
 from tests.fixtures.kafka import KafkaHandle, _start
 from tests.fixtures.logs import register_log
+from tests.support.clients import PerfClient, start_consumer, start_producer
+from tests.support.mirrormaker import MirrorMaker, MirrorSpec
 
 pytestmark = pytest.mark.integration
 
@@ -119,7 +119,7 @@ def test_perf_tools_are_scraped_and_a_killed_client_is_reported_down(
     c = {"client_target": "perf-consumer", "cluster": "dev", "clientid": consumer.client_id}
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pulse.cli.main", "collect", "--config", str(path)],
+            [sys.executable, "-m", "kafka_pulse.cli.main", "collect", "--config", str(path)],
             cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO)},
         )  # fmt: skip
     try:

@@ -13,9 +13,9 @@ import httpx
 import pytest
 import yaml
 
-from pulse.clusters import dev_cluster_config
-from pulse.dev.services import poll
-from pulse.dev.tls import create_pem_files
+from devstack.services import poll
+from devstack.tls import create_pem_files
+from kafka_pulse.clusters import dev_cluster_config
 from pulse.ports import free_ports, is_listening, wait_until
 from tests.fixtures.kafka import KafkaHandle
 
@@ -46,7 +46,7 @@ def test_collect_needs_the_login_and_serves_only_https(kafka: KafkaHandle, tmp_p
     env = {**os.environ, "PYTHONPATH": str(REPO), "PULSE_TEST_HTTP_PASSWORD": PASSWORD}
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pulse.cli.main", "collect", "--config", str(path)],
+            [sys.executable, "-m", "kafka_pulse.cli.main", "collect", "--config", str(path)],
             cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env,
         )  # fmt: skip
     try:

@@ -20,9 +20,9 @@ from collectors.cluster_state import Scope
 from collectors.mapping import BrokerIdentity, Family, map_readings, merge_families
 from collectors.service import CollectorService
 from collectors.transport import JmxqueryTransport, JmxTransport, JpypeTransport, ensure_jvm, open_transport
-from pulse.clusters import dev_cluster_config
+from devstack.prometheus import Prometheus, ScrapeTarget
+from kafka_pulse.clusters import dev_cluster_config
 from pulse.config import ClusterConfig, CollectorsConfig, JmxBrokerConfig
-from pulse.dev.prometheus import Prometheus, ScrapeTarget
 from pulse.paths import cache_dir
 from pulse.ports import free_ports
 from tests.fixtures.kafka import KafkaHandle
@@ -183,7 +183,7 @@ def test_prometheus_scrapes_collect_and_promql_finds_every_documented_family(
     log = (tmp_path / "collect.log").open("wb")
     # The repo's own interpreter and source tree, as CI runs it (not whatever `kafka-pulse` is first on PATH).
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pulse.cli.main", "collect", "--config", str(path)],
+        [sys.executable, "-m", "kafka_pulse.cli.main", "collect", "--config", str(path)],
         cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO)},
     )  # fmt: skip
     try:

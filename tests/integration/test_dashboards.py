@@ -35,14 +35,13 @@ from pyspark.sql import SparkSession
 
 from dashboards.files import all_dashboards
 from dashboards.lint import all_panels
-from pulse.cli.main import cli
-from pulse.clusters import dev_cluster_config
-from pulse.dev.mirrormaker import MirrorMaker, MirrorSpec
-from pulse.dev.prometheus import Prometheus, ScrapeTarget
-from pulse.dev.pushgateway import Pushgateway
-from pulse.dev.runtime import DEFAULT_VERSION
-from pulse.dev.services import QueryFailed, decode_json
-from pulse.dev.topology import Security
+from devstack.prometheus import Prometheus, ScrapeTarget
+from devstack.pushgateway import Pushgateway
+from devstack.runtime import DEFAULT_VERSION
+from devstack.services import QueryFailed, decode_json
+from devstack.topology import Security
+from kafka_pulse.cli.main import cli
+from kafka_pulse.clusters import dev_cluster_config
 from pulse.paths import cache_dir
 from pulse.ports import free_ports, is_listening, wait_until
 from slo.output import PUSH_JOB
@@ -52,6 +51,7 @@ from tests.fixtures.kafka import KafkaHandle
 from tests.fixtures.kafka import _start as start_cluster
 from tests.fixtures.logs import register_log
 from tests.fixtures.spark import minutes, write_rows
+from tests.support.mirrormaker import MirrorMaker, MirrorSpec
 
 pytestmark = pytest.mark.integration
 
@@ -90,7 +90,7 @@ def kafka_pulse(argv: list[str], config: Path, home: Path, name: str) -> Iterato
     env = {**os.environ, "PYTHONPATH": str(REPO), "KAFKA_PULSE_HOME": str(home)}
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "pulse.cli.main", *argv, "--config", str(config)],
+            [sys.executable, "-m", "kafka_pulse.cli.main", *argv, "--config", str(config)],
             cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=env,
         )  # fmt: skip
     try:

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pulse.dev.services import poll
+from devstack.services import poll
 from pulse.process import pid_alive, stop_pid
 from tests.fixtures.logs import register_log
 

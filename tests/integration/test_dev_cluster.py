@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from jmxquery import JMXConnection, JMXQuery
 
-from pulse.dev.services import poll
+from devstack.services import poll
 from pulse.paths import cache_dir
 from tests.fixtures.kafka import KafkaHandle
 

@@ -6,7 +6,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from pydantic import SecretStr
 
-from pulse.clusters import dev_cluster_config
+from kafka_pulse.clusters import dev_cluster_config
 from pulse.errors import AuthenticationFailed
 from pulse.profile import check_connection, client_config
 from tests.fixtures.kafka import KafkaHandle

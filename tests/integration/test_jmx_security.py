@@ -13,11 +13,11 @@ from pydantic import SecretStr
 from collectors.catalogue import scrape_plan
 from collectors.mapping import BrokerIdentity, Family, map_readings
 from collectors.transport import JmxUnreachable, open_transport
-from pulse.clusters import dev_cluster_config
+from devstack.cluster import DevCluster
+from devstack.runtime import DEFAULT_VERSION
+from devstack.topology import JmxSecurity, Security
+from kafka_pulse.clusters import dev_cluster_config
 from pulse.config import ClusterConfig, JmxConfig
-from pulse.dev.cluster import DevCluster
-from pulse.dev.runtime import DEFAULT_VERSION
-from pulse.dev.topology import JmxSecurity, Security
 from pulse.errors import ConfigError
 from pulse.paths import cache_dir
 from tests.fixtures.logs import register_log

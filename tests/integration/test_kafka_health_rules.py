@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pulse.dev.services import require_program
+from pulse.process import require_program
 
 pytestmark = pytest.mark.integration
 

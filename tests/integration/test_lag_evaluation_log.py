@@ -21,10 +21,10 @@ from click.testing import CliRunner
 from confluent_kafka import Consumer, TopicPartition
 from pyspark.sql import SparkSession
 
+from kafka_pulse.cli.main import cli
 from lag.evaluation_log import GROUP_SCHEMA, GROUPS, PARTITION_SCHEMA, PARTITIONING, PARTITIONS
 from lag.runner import LagRunner
 from lag.status import Status
-from pulse.cli.main import cli
 from pulse.config import parse_config
 from pulse.ports import free_ports
 from tests.fixtures.kafka import KafkaHandle, commit_offsets

@@ -12,17 +12,17 @@ from typing import Any
 import pytest
 from confluent_kafka import TopicPartition
 
+from devstack.alertmanager import Alertmanager
 from lag.notify import ALERTNAME, LagNotifier
 from lag.service import LagService, LagSettings, SourceHealth
 from lag.source import KafkaLagSource
 from lag.status import Status
 from pulse.alerts import AlertSink
 from pulse.config import AlertingConfig
-from pulse.dev.alertmanager import Alertmanager
-from pulse.dev.receiver import HttpReceiver, ReceivedRequest
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.fixtures.services import WEBHOOK_PATH
 from tests.integration.test_dev_cluster import produce
+from tests.support.receiver import HttpReceiver, ReceivedRequest
 
 pytestmark = pytest.mark.integration
 

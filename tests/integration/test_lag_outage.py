@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from devstack.cluster import DevCluster
+from devstack.runtime import DEFAULT_VERSION
+from devstack.topology import Security
 from lag.service import LagService, LagSettings, SourceHealth
 from lag.source import KafkaLagSource
 from lag.status import Mode, Status
-from pulse.dev.cluster import DevCluster
-from pulse.dev.runtime import DEFAULT_VERSION
-from pulse.dev.topology import Security
 from pulse.paths import cache_dir
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.fixtures.logs import register_log

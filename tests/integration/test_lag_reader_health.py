@@ -11,10 +11,10 @@ import time
 import pytest
 from confluent_kafka import TopicPartition
 
+from devstack.services import poll
 from lag.service import LagService, LagSettings, SourceHealth
 from lag.source import OFFSETS_TOPIC, KafkaLagSource
 from lag.status import Status
-from pulse.dev.services import poll
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.integration.test_dev_cluster import produce
 

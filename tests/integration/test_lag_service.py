@@ -62,7 +62,7 @@ def test_two_clusters_in_one_process_and_one_frozen(kafka: KafkaHandle, kafka39:
     env = {**os.environ, "KAFKA_PULSE_HOME": str(tmp_path / "home")}
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "pulse.cli.main", "lag", "--config", str(config_path)],
+            [sys.executable, "-m", "kafka_pulse.cli.main", "lag", "--config", str(config_path)],
             stdout=out, stderr=subprocess.STDOUT, env=env,
         )  # fmt: skip
     hwm = {"k4": 0, "k39": 0}

@@ -22,10 +22,10 @@ from confluent_kafka import Consumer, TopicPartition
 from lag.api import BurrowApi
 from lag.service import LagService, LagSettings, SourceHealth
 from lag.source import KafkaLagSource
-from pulse.dev.burrow import BurrowOptions
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.fixtures.services import BurrowFactory
 from tests.integration.test_dev_cluster import produce
+from tests.support.burrow import BurrowOptions
 
 pytestmark = pytest.mark.integration
 

@@ -21,9 +21,9 @@ import httpx
 import pytest
 import yaml
 
-from pulse.clusters import dev_cluster_config
-from pulse.dev.services import poll
-from pulse.dev.tls import create_pem_files
+from devstack.services import poll
+from devstack.tls import create_pem_files
+from kafka_pulse.clusters import dev_cluster_config
 from pulse.ports import free_ports, is_listening, wait_until
 from pulse.process import pid_alive
 from tests.fixtures.kafka import KafkaHandle
@@ -92,7 +92,7 @@ def running(kafka: KafkaHandle, tmp_path_factory: pytest.TempPathFactory) -> Ite
     env = {**os.environ, "PYTHONPATH": str(REPO), "KAFKA_PULSE_HOME": str(home), "PULSE_TEST_RUN_PASSWORD": PASSWORD}
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pulse.cli.main", "run", "--config", str(path)],
+            [sys.executable, "-m", "kafka_pulse.cli.main", "run", "--config", str(path)],
             cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env,
         )  # fmt: skip
     client = httpx.Client(verify=ssl.create_default_context(cafile=str(pem.ca_file)), timeout=10)

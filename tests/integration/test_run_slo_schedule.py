@@ -16,13 +16,13 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from pyspark.sql import SparkSession
 
+from kafka_pulse.check.facts import SloFacts
+from kafka_pulse.check.slo_budgets import read_parquet
+from kafka_pulse.check.verdict import Status, judge_slo
+from kafka_pulse.runner.slo_schedule import SloSchedule, SloScheduleCollector
 from pulse.alerts import Alert, SendResult
-from pulse.check.facts import SloFacts
-from pulse.check.slo_budgets import read_parquet
-from pulse.check.verdict import Status, judge_slo
 from pulse.config import AlertingConfig, SloConfig
 from pulse.ports import wait_until
-from pulse.runner.slo_schedule import SloSchedule, SloScheduleCollector
 from slo.alerting import SloAlertDelivery
 from slo.model import Slo
 from slo.spec import describe, parse_slos

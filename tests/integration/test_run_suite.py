@@ -8,9 +8,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from kafka_pulse.runner.suite import Suite
 from pulse.config import parse_config
 from pulse.ports import free_ports, is_listening
-from pulse.runner.suite import Suite
 from slo.spec import InvalidSpec
 
 pytestmark = pytest.mark.integration

@@ -9,16 +9,16 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pulse.dev.alertmanager import Alertmanager
-from pulse.dev.prometheus import Prometheus, ScrapeTarget
-from pulse.dev.pushgateway import Pushgateway
-from pulse.dev.receiver import HttpReceiver, ReceivedRequest
-from pulse.dev.services import LocalService, QueryFailed
-from pulse.dev.zookeeper import ZooKeeper
+from devstack.alertmanager import Alertmanager
+from devstack.prometheus import Prometheus, ScrapeTarget
+from devstack.pushgateway import Pushgateway
+from devstack.services import LocalService, QueryFailed
 from pulse.errors import ConfigError, ProcessFailed
 from pulse.ports import free_ports, is_listening
 from pulse.process import pid_alive
 from tests.fixtures.services import PUSHGATEWAY_JOB, WEBHOOK_PATH, BurrowFactory
+from tests.support.receiver import HttpReceiver, ReceivedRequest
+from tests.support.zookeeper import ZooKeeper
 
 pytestmark = pytest.mark.integration
 

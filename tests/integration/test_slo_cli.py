@@ -19,8 +19,8 @@ import yaml
 from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
-from pulse.cli.main import cli
-from pulse.dev.pushgateway import Pushgateway
+from devstack.pushgateway import Pushgateway
+from kafka_pulse.cli.main import cli
 from slo.output import PUSH_JOB
 from tests.fixtures.spark import T, at, iso, minutes, write_rows
 
@@ -124,7 +124,7 @@ def test_an_invalid_spec_never_reaches_spark(tmp_path: Path) -> None:
     program = textwrap.dedent(
         f"""
         from click.testing import CliRunner
-        from pulse.cli.main import cli
+        from kafka_pulse.cli.main import cli
         result = CliRunner().invoke(cli, ["slo", "evaluate", "--config", {str(config)!r}])
         from pyspark import SparkContext
         print(result.exit_code, SparkContext._gateway is None, SparkContext._active_spark_context is None)

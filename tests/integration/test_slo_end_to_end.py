@@ -54,13 +54,12 @@ from pyspark.sql import SparkSession
 
 from canary.service import CanaryService
 from canary.sli_log import configure_sli_log
+from devstack.alertmanager import Alertmanager
+from devstack.runtime import DEFAULT_VERSION
+from devstack.topology import Security
+from kafka_pulse.clusters import dev_cluster_config, load_or_default
 from pulse.alerts import AlertSink, SendResult, utc_now
-from pulse.clusters import dev_cluster_config, load_or_default
 from pulse.config import PulseConfig
-from pulse.dev.alertmanager import Alertmanager
-from pulse.dev.receiver import PAGERDUTY_PATH, HttpReceiver
-from pulse.dev.runtime import DEFAULT_VERSION
-from pulse.dev.topology import Security
 from pulse.paths import cache_dir
 from pulse.ports import wait_until
 from slo import job, output
@@ -72,6 +71,7 @@ from slo.spec import load_slos
 from tests.fixtures.kafka import KafkaHandle, _start
 from tests.fixtures.services import PAGERDUTY_TEST_KEY, pagerduty_event
 from tests.integration.canary_support import FAST, await_healthy
+from tests.support.receiver import PAGERDUTY_PATH, HttpReceiver
 
 pytestmark = pytest.mark.integration
 

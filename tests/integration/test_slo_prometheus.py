@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import SparkSession
 
-from pulse.dev.prometheus import Prometheus
+from devstack.prometheus import Prometheus
 from slo import job
 from slo.sources import SourceUnreadable
 from slo.spec import parse_slos

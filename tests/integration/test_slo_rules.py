@@ -3,7 +3,7 @@
 fixed factor, timeslices, a calendar month, labels and the low-traffic guard), the example files pass as checked
 in, a rule that would fire at exactly the budget fails its tests, and bad PromQL is refused by promtool.
 
-promtool missing fails these tests (pulse.dev.services.require_program), it never skips them.
+promtool missing fails these tests (devstack.services.require_program), it never skips them.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from pulse.cli.main import cli
-from pulse.dev.services import require_program
+from kafka_pulse.cli.main import cli
 from pulse.errors import DependencyMissing
+from pulse.process import require_program
 from slo.rules_files import PromtoolFailed, check_files
 from slo.spec import parse_slos
 

@@ -21,8 +21,8 @@ import pytest
 import yaml
 from pyspark.sql import SparkSession
 
-from pulse.dev.prometheus import Prometheus
-from pulse.dev.services import require_program
+from devstack.prometheus import Prometheus
+from pulse.process import require_program
 from slo import job
 from slo.model import Slo
 from slo.results import Interval

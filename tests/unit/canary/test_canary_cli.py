@@ -4,7 +4,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from pulse.cli.main import cli
+from kafka_pulse.cli.main import cli
 
 
 def run(tmp_path: Path, text: str) -> tuple[int, str]:

@@ -1,10 +1,10 @@
 """The canary's fault tests run a dev cluster whose controller fences a dead broker after 4 s, through
-`ClusterSpec.broker_overrides` (pulse/dev/topology.py `FAST_FENCING`); the default dev cluster keeps Kafka's 9 s."""
+`ClusterSpec.broker_overrides` (devstack/topology.py `FAST_FENCING`); the default dev cluster keeps Kafka's 9 s."""
 
 from dataclasses import replace
 from pathlib import Path
 
-from pulse.dev.topology import FAST_FENCING, ClusterSpec, NodeSpec, Security, render_server_properties
+from devstack.topology import FAST_FENCING, ClusterSpec, NodeSpec, Security, render_server_properties
 
 NODES = tuple(NodeSpec(i, f"az-{c}", 9000 + i, 9100 + i, 9200 + i) for i, c in ((1, "a"), (2, "b"), (3, "c")))
 SPEC = ClusterSpec("cid", "4.3.1", Security.PLAINTEXT, NODES)

@@ -3,7 +3,7 @@ closest-replica probe needs (issue #4 item 5)."""
 
 from pathlib import Path
 
-from pulse.dev.topology import ClusterSpec, NodeSpec, Security, render_server_properties
+from devstack.topology import ClusterSpec, NodeSpec, Security, render_server_properties
 
 
 def test_brokers_select_replicas_by_rack() -> None:

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from pulse.cli.main import cli
+from kafka_pulse.cli.main import cli
 from pulse.config import CanaryMirrorConfig, parse_config
 from pulse.errors import ConfigError
 

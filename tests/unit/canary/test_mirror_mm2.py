@@ -1,12 +1,12 @@
-"""The MirrorMaker 2 config mirror mode is tested against (pulse/dev/mirrormaker.py), rendered without a JVM; the
+"""The MirrorMaker 2 config mirror mode is tested against (tests/support/mirrormaker.py), rendered without a JVM; the
 real MM2 reads it in tests/integration/test_canary_mirror.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from pulse.dev.mirrormaker import READY_TOPIC, MirrorSpec, mirrored_topic, render_mm2_properties
 from pulse.errors import ConfigError
+from tests.support.mirrormaker import READY_TOPIC, MirrorSpec, mirrored_topic, render_mm2_properties
 
 
 def parse(text: str) -> dict[str, str]:

@@ -9,8 +9,8 @@ import yaml
 from click.testing import CliRunner
 
 from dashboards.grafana import DATASOURCE_UID
-from pulse.cli.dashboards import REPO, build_output, stale_files
-from pulse.cli.main import cli
+from kafka_pulse.cli.dashboards import REPO, build_output, stale_files
+from kafka_pulse.cli.main import cli
 
 CHECKED_IN = REPO / "dashboards"
 DEFAULTS = ("http://127.0.0.1:9090", "/var/lib/grafana/dashboards/kafka-pulse")

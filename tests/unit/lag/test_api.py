@@ -17,11 +17,11 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 
+from devstack.tls import create_pem_files
 from lag.api import BasicAuth, BurrowApi
 from lag.burrow_json import client_profile_json, cluster_module_json, consumer_module_json
 from lag.metrics import LagCollector
 from lag.service import LagService, LagSettings
-from pulse.dev.tls import create_pem_files
 
 NOW = 1_700_000_000_000
 

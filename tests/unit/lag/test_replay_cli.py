@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pulse.cli.main import cli
+from kafka_pulse.cli.main import cli
 
 GOOD = [
     {"t": 1000, "type": "broker", "cluster": "c", "topic": "a", "partition": 0, "offset": 100},

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from kafka_pulse.cli.main import cli
 from lag.replay import ReplaySettings, parse_line
-from pulse.cli.main import cli
 
 MODES = ("burrow", "burrow-1.2", "enhanced")
 

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
+from devstack.tls import create_pem_files
 from pulse.config import HttpConfig
-from pulse.dev.tls import create_pem_files
 from pulse.errors import ConfigError
 from pulse.http_server import BasicAuth, HttpApp, HttpServer, Request, Response
 from pulse.ports import free_ports

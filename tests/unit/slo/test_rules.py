@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pulse.clusters import load_or_default
+from kafka_pulse.clusters import load_or_default
 from slo.alerting import ALERTNAME, BurnCondition, SloAlertState, alert_annotations
 from slo.alerting import alert_labels as job_alert_labels
 from slo.model import Slo

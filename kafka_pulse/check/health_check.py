@@ -1,0 +1,101 @@
+"""`kafka-pulse check` end to end: the probes in dependency order, all inside one deadline, then the verdicts.
+
+Order: the SLO results are read at once (a file or one HTTP GET); metadata comes from whichever bootstrap server
+answers first; every registered broker is asked for its API versions; then the round trip, the controller quorum
+and the lag snapshot run together, bootstrapped from the brokers that answered, so a hung broker is not asked
+again. Whatever has not answered by the deadline is reported as such.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from functools import partial
+
+from kafka_pulse.check.deadline import Deadline, Task
+from kafka_pulse.check.facts import (
+    FailureKind,
+    LagFacts,
+    NotAvailable,
+    ProbeFailed,
+    QuorumFacts,
+    RoundTripFacts,
+    SloFacts,
+)
+from kafka_pulse.check.kafka_probes import answering_servers, probe_brokers, read_lag, read_metadata, read_quorum
+from kafka_pulse.check.round_trip import round_trip
+from kafka_pulse.check.slo_budgets import read_slo_budgets, stale_after_s
+from kafka_pulse.check.verdict import (
+    Section,
+    judge_brokers,
+    judge_controller,
+    judge_lag,
+    judge_partitions,
+    judge_round_trip,
+    judge_slo,
+)
+from pulse.config import ClusterConfig, PulseConfig
+
+METADATA_SHARE = 0.5
+"""Of the budget, what the first metadata answer may take before the check gives up on the cluster."""
+PROBE_SHARE, PROBE_CAP_S = 0.3, 2.0
+"""A broker's ApiVersions answer (milliseconds when healthy) may take this share of what is left, at most 2 s."""
+INNER_MARGIN_S = 0.15
+"""Probes that report partial facts at their deadline get it this much earlier than the verdict's."""
+HUNG_QUORUM_HINT = " (a hung active controller holds DescribeQuorum until the quorum elects another)"
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def run_check(
+    config: PulseConfig, cluster: ClusterConfig, deadline: Deadline, now: Callable[[], datetime] = _utc_now
+) -> tuple[Section, ...]:
+    """Every section of the report for `cluster`, returned by the deadline whatever the cluster does."""
+    slo_task: Task[SloFacts | NotAvailable] = Task("SLO results", partial(read_slo_budgets, config, deadline))
+    configured = {b.broker_id for b in cluster.jmx.brokers} if cluster.jmx is not None else set()
+    answering = answering_servers(cluster, deadline)
+    meta = read_metadata(cluster, configured, deadline.earlier(deadline.share(METADATA_SHARE)))
+    if isinstance(meta, ProbeFailed) and meta.kind is FailureKind.TIMEOUT and answering():
+        # The brokers are there but their metadata did not come in time: too slow to judge, not down.
+        reason = f"{meta.reason}; yet {', '.join(answering())} answered ApiVersions (overloaded cluster or check host?)"
+        meta = ProbeFailed(FailureKind.ERROR, reason)
+    slo = judge_slo(slo_task.wait(deadline), now(), stale_after_s(config))
+    if isinstance(meta, ProbeFailed):
+        unasked = ProbeFailed(FailureKind.ERROR, "not asked: no broker answered the metadata request")
+        return (
+            judge_brokers(meta, {}),
+            judge_controller(unasked),
+            judge_partitions(meta),
+            judge_round_trip(meta, ()),
+            judge_lag(ProbeFailed(meta.kind, "not read: no broker answered the metadata request")),
+            slo,
+        )
+    facts = meta.facts
+    probes = probe_brokers(cluster, facts.brokers, deadline.share(PROBE_SHARE, cap_s=PROBE_CAP_S), deadline)
+    live = [f"{a.host}:{a.port}" for b, a in sorted(facts.brokers.items()) if probes[b].ok]
+    servers = live or list(cluster.bootstrap_servers)
+    unhealthy = {b for b in facts.expected if b not in facts.brokers or not probes[b].ok}
+    layout = meta.topics.get(config.canary.topic)
+    inner = deadline.before(INNER_MARGIN_S)  # probes settle their facts before the verdict stops waiting
+    trip_task: Task[RoundTripFacts] = Task(
+        "round trip", partial(round_trip, cluster, config.canary, layout, servers, inner)
+    )
+    quorum_task: Task[QuorumFacts] = Task(
+        "controller quorum", partial(read_quorum, cluster, servers, facts.metadata_controller, deadline)
+    )
+    lag_task: Task[LagFacts] = Task("lag snapshot", partial(read_lag, cluster, servers, inner))
+    quorum = quorum_task.wait(deadline)
+    if isinstance(quorum, ProbeFailed) and quorum.kind is FailureKind.TIMEOUT:
+        quorum = ProbeFailed(quorum.kind, quorum.reason + HUNG_QUORUM_HINT)
+    trips = trip_task.wait(deadline)
+    lag: LagFacts | ProbeFailed | NotAvailable = lag_task.wait(deadline)
+    return (
+        judge_brokers(facts, probes),
+        judge_controller(quorum),
+        judge_partitions(facts),
+        judge_round_trip(trips, facts.brokers, unhealthy),
+        judge_lag(lag),
+        slo,
+    )

@@ -1,0 +1,343 @@
+"""The check's Kafka reads, each bounded by the deadline: cluster metadata (asked of every bootstrap server in
+parallel, the first answer wins), one ApiVersions exchange per broker, the KRaft quorum, and a lag snapshot.
+
+Every read returns facts (kafka_pulse/check/facts.py) or `ProbeFailed`; nothing raises. A hung broker accepts
+connections and never answers, so no read trusts a client timeout alone: each runs on a `Task` that is abandoned
+at the deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import threading
+import time
+import warnings
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec
+
+from canary.health import CheckResult, check_broker, tls_context
+from collectors.cluster_state import PartitionState, diagnose_under_replicated
+from kafka_pulse.check.deadline import Deadline, Task, close_later, first_success
+from kafka_pulse.check.facts import (
+    BrokerAddress,
+    BrokerProbe,
+    FailureKind,
+    GroupLag,
+    LagFacts,
+    MetadataFacts,
+    PartitionRef,
+    ProbeFailed,
+    QuorumFacts,
+    VoterState,
+)
+from kafka_pulse.check.lag_summary import group_lag
+from pulse.config import ClusterConfig, split_host_port
+from pulse.profile import client_config
+
+_LOG = logging.getLogger(__name__)
+CLIENT_ID = "kafka-pulse-check"
+MAX_GROUPS = 200
+"""Consumer groups whose offsets one check reads at most (the rest are named as not read)."""
+_LATEST = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # untyped in confluent_kafka
+
+
+class QuietLog:
+    """librdkafka's `logger`: reconnect chatter about a dead broker goes to DEBUG; the verdict says it better."""
+
+    def log(self, level: int, msg: str, *args: object) -> None:
+        _LOG.debug(msg, *args)
+
+
+def admin_settings(cluster: ClusterConfig, servers: Iterable[str]) -> dict[str, Any]:
+    return {
+        **client_config(cluster),
+        "bootstrap.servers": ",".join(servers),
+        "client.id": CLIENT_ID,
+        "logger": QuietLog(),
+        "allow.auto.create.topics": False,
+    }
+
+
+def _failure(exc: BaseException, what: str) -> ProbeFailed:
+    """A librdkafka error as a failure kind: transport and timeouts mean the cluster does not answer."""
+    error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+    text = error.str() if error is not None else str(exc)
+    if isinstance(exc, TimeoutError) or (error is not None and error.code() == KafkaError._TIMED_OUT):
+        return ProbeFailed(FailureKind.TIMEOUT, f"{what}: timed out")
+    if error is not None and error.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL):
+        return ProbeFailed(FailureKind.REFUSED, f"{what}: {text}")
+    if error is not None and error.code() in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN):
+        return ProbeFailed(FailureKind.UNREACHABLE, f"{what}: {text}")
+    return ProbeFailed(FailureKind.ERROR, f"{what}: {text}")
+
+
+# --- metadata -----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MetadataRead:
+    """A metadata answer: the facts for the verdicts, and every partition, for the round trip's layout."""
+
+    facts: MetadataFacts
+    topics: Mapping[str, tuple[PartitionRef, ...]]
+
+
+def read_metadata(
+    cluster: ClusterConfig, configured: Collection[int], deadline: Deadline
+) -> MetadataRead | ProbeFailed:
+    """Ask every bootstrap server at once on clients of their own; the first complete answer is the cluster's."""
+    done = threading.Event()
+    tasks = [
+        Task(f"metadata from {server}", partial(_metadata_from, cluster, server, configured, deadline), done)
+        for server in cluster.bootstrap_servers
+    ]
+    return first_success(tasks, done, deadline)
+
+
+def _metadata_from(
+    cluster: ClusterConfig, server: str, configured: Collection[int], deadline: Deadline
+) -> MetadataRead | ProbeFailed:
+    admin = AdminClient(admin_settings(cluster, [server]))
+    try:
+        metadata = admin.list_topics(timeout=deadline.remaining())
+        described = admin.describe_cluster(request_timeout=deadline.remaining()).result(timeout=deadline.remaining())
+        racks = {node.id: node.rack for node in described.nodes}
+        brokers = {b.id: BrokerAddress(b.id, str(b.host), b.port, racks.get(b.id)) for b in metadata.brokers.values()}
+        states = [
+            PartitionState(name, p.id, p.leader, tuple(p.replicas), tuple(p.isrs))
+            for name, topic in sorted(metadata.topics.items())
+            for p in sorted(topic.partitions.values(), key=lambda part: part.id)
+        ]
+        # min.insync.replicas only matters where the ISR is short of the replicas, so only those topics are asked.
+        short = sorted({s.topic for s in states if s.is_under_replicated})
+        min_isr = _min_isr(admin, short, deadline) if short else {}
+    except (KafkaException, TimeoutError) as exc:
+        return _failure(exc, f"metadata from {server}")
+    states = [
+        PartitionState(s.topic, s.partition, s.leader, s.replicas, s.isr, min_isr.get(s.topic, 1)) for s in states
+    ]
+    refs = {s: _ref(s) for s in states}
+    topics: dict[str, list[PartitionRef]] = {}
+    for state in states:
+        topics.setdefault(state.topic, []).append(refs[state])
+    diagnosis = diagnose_under_replicated(states)
+    expected = set(brokers) | set(configured) | {b for s in states for b in s.replicas}
+    facts = MetadataFacts(
+        brokers=brokers,
+        expected=tuple(sorted(expected)),
+        partitions=len(states),
+        offline=tuple(refs[s] for s in states if s.is_offline),
+        under_replicated=tuple(refs[s] for s in states if s.is_under_replicated),
+        under_min_isr=tuple(refs[s] for s in states if s.is_under_min_isr),
+        diagnosis_scope=diagnosis.scope.value,
+        diagnosis_brokers=diagnosis.brokers,
+        metadata_controller=metadata.controller_id if metadata.controller_id >= 0 else None,
+        answered_by=server,
+    )
+    return MetadataRead(facts, {t: tuple(parts) for t, parts in topics.items()})
+
+
+def _ref(state: PartitionState) -> PartitionRef:
+    return PartitionRef(state.topic, state.partition, state.leader, state.replicas, state.isr, state.min_isr)
+
+
+def _min_isr(admin: AdminClient, topics: list[str], deadline: Deadline) -> dict[str, int]:
+    futures: dict[Any, Any] = admin.describe_configs(
+        [ConfigResource("TOPIC", t) for t in topics], request_timeout=deadline.share(0.5)
+    )
+    out: dict[str, int] = {}
+    for resource, future in futures.items():
+        entry = future.result(timeout=deadline.remaining()).get("min.insync.replicas")
+        if entry is not None and entry.value is not None:
+            out[resource.name] = int(entry.value)
+    return out
+
+
+# --- brokers ------------------------------------------------------------------------------------------------------
+
+
+def probe_brokers(
+    cluster: ClusterConfig, brokers: Mapping[int, BrokerAddress], timeout_s: float, deadline: Deadline
+) -> dict[int, BrokerProbe]:
+    """ApiVersions to every broker on a connection of its own, all at once; a broker that has not answered by
+    `timeout_s` (or the deadline) is a timeout. Served before authentication, so it needs no login."""
+    context = tls_context(cluster)
+    limit = deadline.earlier(timeout_s)
+    done = threading.Event()
+    tasks = {b.id: Task(f"broker {b.id}", partial(_ask, b, limit, context), done) for b in brokers.values()}
+    out: dict[int, BrokerProbe] = {}
+    for broker, task in tasks.items():
+        result = task.wait(limit)
+        if isinstance(result, ProbeFailed):
+            out[broker] = BrokerProbe(broker, False, time.monotonic() - task.started_s, "timeout")
+        else:
+            out[broker] = BrokerProbe(broker, result.ok, result.latency_s, result.error)
+    return out
+
+
+def answering_servers(cluster: ClusterConfig, deadline: Deadline) -> Callable[[], list[str]]:
+    """ApiVersions to every bootstrap server, started now; the returned function lists those that have answered so
+    far. It tells a cluster that does not answer from one (or a check host) too slow for the deadline."""
+    context = tls_context(cluster)
+    tasks = []
+    for server in cluster.bootstrap_servers:
+        host, port = split_host_port(server)
+        address = BrokerAddress(-1, host, port)
+        tasks.append((server, Task(f"bootstrap {server}", partial(_ask, address, deadline, context))))
+
+    def answered() -> list[str]:
+        return [s for s, t in tasks if isinstance(r := t.result(), CheckResult) and r.ok]
+
+    return answered
+
+
+def _ask(broker: BrokerAddress, limit: Deadline, context: ssl.SSLContext | None) -> CheckResult:
+    return check_broker(broker.id, broker.host, broker.port, limit.remaining(), context)
+
+
+# --- controller -----------------------------------------------------------------------------------------------------
+
+
+def kafka_python_settings(cluster: ClusterConfig, servers: Iterable[str], timeout_s: float) -> dict[str, Any]:
+    """kafka-python's spelling of the connection profile (pulse/profile.py gives librdkafka's)."""
+    security = cluster.security
+    timeout_ms = max(100, int(timeout_s * 1000))
+    settings: dict[str, Any] = {
+        "bootstrap_servers": list(servers),
+        "client_id": CLIENT_ID,
+        "security_protocol": security.protocol,
+        "request_timeout_ms": timeout_ms,
+        "bootstrap_timeout_ms": timeout_ms,
+    }
+    if security.sasl is not None:
+        settings |= {
+            "sasl_mechanism": security.sasl.mechanism,
+            "sasl_plain_username": security.sasl.username,
+            "sasl_plain_password": security.sasl.password.get_secret_value(),
+        }
+    tls = security.tls
+    if security.protocol in ("SSL", "SASL_SSL") and tls is not None:
+        settings["ssl_check_hostname"] = tls.verify_hostname
+        if tls.ca_file is not None:
+            settings["ssl_cafile"] = str(tls.ca_file)
+        if tls.cert_file is not None and tls.key_file is not None:
+            settings |= {"ssl_certfile": str(tls.cert_file), "ssl_keyfile": str(tls.key_file)}
+        if tls.key_password is not None:
+            settings["ssl_password"] = tls.key_password.get_secret_value()
+    return settings
+
+
+def read_quorum(
+    cluster: ClusterConfig, servers: Iterable[str], metadata_controller: int | None, deadline: Deadline
+) -> QuorumFacts | ProbeFailed:
+    """The KRaft quorum through DescribeQuorum (brokers forward it to the active controller); a cluster that does
+    not know the request runs ZooKeeper, whose controller is the one the metadata names."""
+    with warnings.catch_warnings():
+        # kafka-python loads its protocol schemas with importlib.resources.read_text and open_text, deprecated in 3.11.
+        warnings.filterwarnings("ignore", r"\w+ is deprecated\. Use files\(\) instead", DeprecationWarning)
+        from kafka import KafkaAdminClient
+        from kafka.errors import IncompatibleBrokerVersion, UnsupportedVersionError
+        from kafka.errors import KafkaError as KafkaPythonError
+
+        try:
+            client = KafkaAdminClient(**kafka_python_settings(cluster, servers, deadline.remaining()))
+        except KafkaPythonError as exc:
+            return ProbeFailed(FailureKind.UNREACHABLE, f"controller quorum: cannot connect: {exc}")
+        try:
+            answer = client.describe_metadata_quorum()
+        except (IncompatibleBrokerVersion, UnsupportedVersionError):
+            return QuorumFacts("zookeeper", metadata_controller)
+        except KafkaPythonError as exc:
+            return ProbeFailed(FailureKind.ERROR, f"controller quorum: {type(exc).__name__}: {exc}")
+        finally:
+            close_later(client.close)
+    return quorum_facts(answer, time.time())
+
+
+def quorum_facts(answer: Mapping[str, Any], now_s: float) -> QuorumFacts | ProbeFailed:
+    """The DescribeQuorum response (kafka-python's dict of the protocol's fields) as facts."""
+    try:
+        partition = answer["topics"][0]["partitions"][0]
+    except (KeyError, IndexError, TypeError):
+        return ProbeFailed(FailureKind.ERROR, f"controller quorum: unexpected answer {answer!r:.200}")
+    if partition.get("error"):
+        return ProbeFailed(FailureKind.ERROR, f"controller quorum: {partition['error']}")
+    hwm = int(partition.get("high_watermark", -1))
+    voters = []
+    for voter in partition.get("current_voters") or []:
+        caught_up_ms = int(voter.get("last_caught_up_timestamp", -1))
+        end = int(voter.get("log_end_offset", -1))
+        voters.append(
+            VoterState(
+                node=int(voter["replica_id"]),
+                lag_records=max(0, hwm - end) if hwm >= 0 and end >= 0 else 0,
+                caught_up_age_s=max(0.0, now_s - caught_up_ms / 1000) if caught_up_ms > 0 else None,
+            )
+        )
+    leader = int(partition.get("leader_id", -1))
+    return QuorumFacts("kraft", leader if leader >= 0 else None, int(partition.get("leader_epoch", -1)), tuple(voters))
+
+
+# --- lag ----------------------------------------------------------------------------------------------------------
+
+
+def read_lag(cluster: ClusterConfig, servers: Iterable[str], deadline: Deadline) -> LagFacts | ProbeFailed:
+    """Committed offsets of every group (up to MAX_GROUPS) against the high watermarks, in three rounds of
+    parallel requests; what has not answered by the deadline is named, never counted as zero lag."""
+    admin = AdminClient(admin_settings(cluster, servers))
+    try:
+        # ListGroups goes to every broker: a hung one would hold the listing to its timeout, so it gets a share.
+        listing = admin.list_consumer_groups(request_timeout=deadline.share(0.4)).result(timeout=deadline.remaining())
+    except (KafkaException, TimeoutError) as exc:
+        return _failure(exc, "consumer group listing")
+    groups = sorted(listing.valid, key=lambda g: g.group_id)
+    errors = tuple(str(e) for e in listing.errors or [])
+    chosen, skipped = groups[:MAX_GROUPS], [g.group_id for g in groups[MAX_GROUPS:]]
+    pending = {
+        g.group_id: admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(g.group_id)], request_timeout=deadline.share(0.5)
+        )[g.group_id]
+        for g in chosen
+    }
+    committed: dict[str, dict[tuple[str, int], int]] = {}
+    unread = list(skipped)
+    for group, future in pending.items():
+        try:
+            result = future.result(timeout=deadline.remaining())
+        except (KafkaException, TimeoutError):
+            unread.append(group)
+            continue
+        committed[group] = {
+            (tp.topic, tp.partition): tp.offset
+            for tp in result.topic_partitions or []
+            if tp.error is None and tp.offset >= 0
+        }
+    hwms = _hwms({tp for offsets in committed.values() for tp in offsets}, admin, deadline)
+    states = {g.group_id: _state_name(g.state) for g in chosen}
+    lags: list[GroupLag] = [group_lag(g, states[g], committed[g], hwms) for g in sorted(committed)]
+    return LagFacts(len(groups), tuple(lags), tuple(unread), errors)
+
+
+def _hwms(partitions: set[tuple[str, int]], admin: AdminClient, deadline: Deadline) -> dict[tuple[str, int], int]:
+    if not partitions:
+        return {}
+    request = {TopicPartition(t, p): _LATEST for t, p in sorted(partitions)}
+    futures = admin.list_offsets(request, request_timeout=deadline.share(0.9))
+    out: dict[tuple[str, int], int] = {}
+    for tp, future in futures.items():
+        try:
+            out[(tp.topic, tp.partition)] = future.result(timeout=deadline.remaining()).offset
+        except (KafkaException, TimeoutError):
+            continue  # leader hung or gone: this partition's lag is unknown
+    return out
+
+
+def _state_name(state: Any) -> str:
+    name = getattr(state, "name", str(state))
+    return str(name).replace("_", " ").title().replace(" ", "")

@@ -1,0 +1,80 @@
+"""The report's two faces: the `--json` document (schema `kafka-pulse-check/1`, docs/check.md) and the rich table
+an operator reads in a terminal. Rendering only; the verdicts are made in verdict.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from kafka_pulse.check.verdict import Report, Status
+
+SCHEMA = "kafka-pulse-check/1"
+"""Bumped when a field changes meaning or goes away; new fields may appear without a bump."""
+_STYLE = {
+    Status.OK: "bold green",
+    Status.WARN: "bold yellow",
+    Status.CRIT: "bold red",
+    Status.UNKNOWN: "bold magenta",
+    Status.INFO: "cyan",
+}
+_TITLES = {
+    "brokers": "brokers",
+    "controller": "controller",
+    "partitions": "partitions",
+    "round_trip": "canary round trip",
+    "lag": "consumer lag",
+    "slo": "SLO budgets",
+    "config": "config",
+}
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    """The `--json` document; every key is listed in docs/check.md."""
+    status = report.status
+    return {
+        "schema": SCHEMA,
+        "cluster": report.cluster,
+        "bootstrap_servers": list(report.bootstrap_servers),
+        "status": status.value,
+        "exit_code": status.exit_code,
+        "culprits": list(report.culprits),
+        "checked_at": report.checked_at.isoformat().replace("+00:00", "Z"),
+        "elapsed_s": round(report.elapsed_s, 3),
+        "timeout_s": report.timeout_s,
+        "checks": [
+            {
+                "name": s.name,
+                "status": s.status.value,
+                "summary": s.summary,
+                "reasons": list(s.reasons),
+                "culprits": list(s.culprits),
+                "details": dict(s.details),
+            }
+            for s in report.sections
+        ],
+    }
+
+
+def print_report(report: Report, console: Console) -> None:
+    """One row per check, then the reasons, then the verdict line with the exit code."""
+    table = Table(title=f"kafka-pulse check: cluster {report.cluster}", title_justify="left")
+    table.add_column("check")
+    table.add_column("status")
+    table.add_column("summary", overflow="fold")
+    for section in report.sections:
+        table.add_row(
+            _TITLES.get(section.name, section.name), Text(section.status.value, _STYLE[section.status]), section.summary
+        )
+    console.print(table)
+    for section in report.sections:
+        for reason in section.reasons:
+            console.print(Text(f"  {_TITLES.get(section.name, section.name)}: ", style="dim") + Text(reason))
+    status = report.status
+    verdict = Text(status.value, _STYLE[status])
+    if report.culprits:
+        verdict += Text(" - " + ", ".join(f"broker {b}" for b in report.culprits))
+    verdict += Text(f" (exit {status.exit_code}, {report.elapsed_s:.1f} s)", style="dim")
+    console.print(verdict)

@@ -1,0 +1,153 @@
+"""`kafka-pulse dev`: a local KRaft cluster from Maven Central jars, for trying kafka-pulse and for its tests."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from devstack import require_dev_extra
+from devstack.cluster import DevCluster
+from devstack.runtime import DEFAULT_VERSION, LEGACY_VERSION, ensure_runtime, ensure_tools
+from devstack.topology import JmxSecurity, Security
+from kafka_pulse.cli.options import config_option
+from pulse.errors import ClusterError
+from pulse.paths import cache_dir, state_dir
+
+
+def dev_home() -> Path:
+    """Where the CLI's dev cluster lives; `KAFKA_PULSE_HOME` moves it."""
+    return state_dir() / "dev"
+
+
+def _render(cluster: DevCluster, console: Console) -> None:
+    status = cluster.status()
+    table = Table(title=f"Kafka {status['kafka_version']} dev cluster ({status['security']})")
+    for column in ("node", "rack", "port", "JMX port", "pid", "running"):
+        table.add_column(column)
+    for broker in status["brokers"]:
+        table.add_row(
+            str(broker["id"]), broker["rack"], str(broker["port"]), str(broker["jmx_port"]),
+            str(broker["pid"] or "-"), "yes" if broker["running"] else "NO",
+        )  # fmt: skip
+    console.print(table)
+    console.print(f"bootstrap servers: {status['bootstrap_servers']}")
+    creds = cluster.credentials()
+    if creds is not None:
+        console.print(
+            f"SASL_SSL login: user {creds.username!r}, {creds.mechanism}, CA {creds.ca_file}; "
+            f"password in {cluster.home / 'credentials.json'}"
+        )
+
+
+@click.group()
+def dev() -> None:
+    """Start, inspect, fault and stop a local KRaft cluster on 127.0.0.1 (needs the `dev` extra)."""
+    require_dev_extra()
+
+
+@dev.command()
+@config_option
+@click.option("--brokers", type=click.Choice(["1", "3"]), default="3", show_default=True)
+@click.option("--kafka-version", default=DEFAULT_VERSION, show_default=True, help="4.x, or 3.9.x for Burrow.")
+@click.option("--security", type=click.Choice([s.value for s in Security]), default="plaintext", show_default=True)
+@click.option(
+    "--jmx-security",
+    type=click.Choice([s.value for s in JmxSecurity]),
+    default="none",
+    show_default=True,
+    help="JMX login (auth), and over TLS (auth+tls); the login is in jmx-credentials.json (0600), never on argv.",
+)
+@click.option("--timeout", "timeout_s", type=float, default=120.0, show_default=True)
+def up(
+    config_path: Path | None, brokers: str, kafka_version: str, security: str, jmx_security: str, timeout_s: float
+) -> None:
+    """Gather jars (once per version), format storage, start the nodes and wait until every broker is RUNNING."""
+    home = dev_home()
+    if (home / "state.json").exists():
+        existing = DevCluster.load(home)
+        running = [n.node_id for n in existing.spec.nodes if existing.is_running(n.node_id)]
+        if running:
+            raise ClusterError(
+                f"a dev cluster is already running at {home} (nodes {running}); run `kafka-pulse dev down` first"
+            )
+        existing.down()  # stale state from a crashed run
+    console = Console(stderr=True)
+    started = time.monotonic()
+    cluster = DevCluster.plan(home, int(brokers), kafka_version, Security(security), JmxSecurity(jmx_security))
+    with console.status(f"starting {brokers} Kafka {kafka_version} node(s)..."):
+        cluster.up(cache_dir(), timeout_s)
+    console.print(f"ready in {time.monotonic() - started:.1f} s")
+    _render(cluster, Console())
+
+
+@dev.command()
+@config_option
+@click.option(
+    "--kafka-version",
+    "versions",
+    multiple=True,
+    default=(DEFAULT_VERSION, LEGACY_VERSION),
+    show_default=True,
+    help="Repeat for several versions.",
+)
+def fetch(config_path: Path | None, versions: tuple[str, ...]) -> None:
+    """Gather the Kafka broker and client-tools jars from Maven Central into the cache ahead of time."""
+    for version in versions:
+        runtime = ensure_runtime(version, cache_dir())
+        tools = ensure_tools(version, cache_dir())
+        click.echo(f"Kafka {version}: {runtime.libs} (tools: {tools.libs})")
+
+
+@dev.command()
+@config_option
+@click.option("--json", "as_json", is_flag=True, help="Print the machine-readable status.")
+def status(config_path: Path | None, as_json: bool) -> None:
+    """Show the dev cluster's brokers; exits 1 when any node is down."""
+    cluster = DevCluster.load(dev_home())
+    if as_json:
+        click.echo(json.dumps(cluster.status(), indent=2))
+    else:
+        _render(cluster, Console())
+    if not all(b["running"] for b in cluster.status()["brokers"]):
+        raise SystemExit(1)
+
+
+@dev.command()
+@config_option
+@click.option("--keep-data", is_flag=True, help="Keep logs and data (for a post-mortem).")
+def down(config_path: Path | None, keep_data: bool) -> None:
+    """Stop every node by PID and remove the cluster's data."""
+    home = dev_home()
+    cluster = DevCluster.load(home)
+    cluster.down(keep_data=keep_data)
+    click.echo(f"dev cluster stopped{'; data kept in ' + str(home) if keep_data else ''}")
+
+
+def _fault(name: str, help_text: str) -> click.Command:
+    @click.command(name=name, help=help_text)
+    @config_option
+    @click.argument("node", type=int)
+    def command(config_path: Path | None, node: int) -> None:
+        cluster = DevCluster.load(dev_home())
+        if name == "kill":
+            cluster.kill(node)
+        elif name == "pause":
+            cluster.pause(node)
+        elif name == "resume":
+            cluster.resume(node)
+        else:
+            cluster.restart(node, cache_dir())
+        click.echo(f"node {node}: {name} done")
+
+    return command
+
+
+dev.add_command(_fault("kill", "kill -9 one node (a crashed machine)."))
+dev.add_command(_fault("pause", "SIGSTOP one node (a hung broker: sockets open, nothing answers)."))
+dev.add_command(_fault("resume", "SIGCONT a paused node."))
+dev.add_command(_fault("restart", "Start a node again on its data and wait until it is RUNNING."))

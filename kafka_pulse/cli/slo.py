@@ -1,0 +1,172 @@
+"""`kafka-pulse slo evaluate|backtest`: load and validate the SLO spec, then (and only then) start Spark and run
+the burn-rate job; `slo rules`: the equivalent Prometheus rules and their promtool tests (slo/rules.py), no Spark.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from kafka_pulse.cli.options import config_option
+from kafka_pulse.clusters import load_or_default
+
+if TYPE_CHECKING:
+    from pulse.config import SloConfig
+    from slo.model import Slo
+
+
+def parse_time(text: str | None, option: str) -> datetime:
+    """ISO 8601 (`2024-03-01T12:00:00Z`; a time without zone is UTC) or `now`."""
+    if text is None or text == "now":
+        return datetime.now(UTC)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        reason = f"{text!r} is not an ISO 8601 time, e.g. 2024-03-01T12:00:00Z"
+        raise click.BadParameter(reason, param_hint=option) from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _load(config_path: Path | None) -> tuple[list[Slo], SloConfig]:
+    """Validated SLOs and the `slo:` section; raises InvalidSpec before anything starts Spark."""
+    from slo.spec import load_slos
+
+    config = load_or_default(config_path, os.environ)
+    source = str(config_path) if config_path is not None else "config"
+    base_dir = config_path.parent if config_path is not None else Path.cwd()
+    return load_slos(config, source, base_dir), config.slo
+
+
+@click.group()
+def slo() -> None:
+    """SLO error budgets and burn-rate alerts (PySpark), and equivalent Prometheus rules."""
+
+
+@slo.command()
+@config_option
+@click.option("--at", "at_time", default=None, help="Evaluation time (ISO 8601, UTC if no zone; default now).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option(
+    "--results-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Also write results as Parquet here (default: slo.results_dir).",
+)
+@click.option("--pushgateway", "pushgateway_url", help="Also push budget gauges here (default: slo.pushgateway_url).")
+def evaluate(
+    config_path: Path | None, at_time: str | None, as_json: bool, results_dir: Path | None, pushgateway_url: str | None
+) -> None:
+    """SLI, budget remaining, burn rates, firing alerts and time to exhaustion per SLO."""
+    at = parse_time(at_time, "--at")
+    slos, settings = _load(config_path)
+    from slo import job, output
+    from slo.results import iso
+    from slo.session import spark_session
+
+    results = job.evaluate(spark_session(settings.spark_master), slos, at)
+    results_dir = results_dir or settings.results_dir
+    pushgateway_url = pushgateway_url or settings.pushgateway_url
+    if results_dir is not None:
+        output.write_results(results, results_dir)
+    if pushgateway_url is not None:
+        output.push_gauges(results, pushgateway_url)
+    if as_json:
+        click.echo(json.dumps({"slos": [r.to_json() for r in results]}, indent=2))
+        return
+    for r in results:
+        firing = [a.severity for a in r.alerts if a.firing] or ["none"]
+        sli = "no data" if r.sli is None else f"{r.sli * 100:.4f}%"
+        remaining = "-" if r.budget_remaining is None else f"{r.budget_remaining * 100:.1f}%"
+        labels = "".join(f" {k}={v}" for k, v in sorted(r.labels.items()))
+        click.echo(
+            f"{r.name}{labels}: SLI {sli} (objective {r.objective:g}% over {r.window}), budget left {remaining}, "
+            f"firing: {', '.join(firing)}, exhaustion: {iso(r.exhaustion_at) or 'none'}"
+        )
+
+
+@slo.command()
+@config_option
+@click.option("--from", "from_time", required=True, help="First evaluation time (ISO 8601).")
+@click.option("--to", "to_time", required=True, help="Last evaluation time (ISO 8601).")
+@click.option("--step", default="1m", show_default=True, help="Time between evaluations (whole minutes).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def backtest(config_path: Path | None, from_time: str, to_time: str, step: str, as_json: bool) -> None:
+    """Every interval in which each SLO's alerts would have fired."""
+    from slo.policy import parse_duration_s
+
+    start, end = parse_time(from_time, "--from"), parse_time(to_time, "--to")
+    if end < start:
+        raise click.BadParameter("is before --from", param_hint="--to")
+    try:
+        step_s = parse_duration_s(step)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--step") from None
+    if step_s % 60 or step_s == 0:
+        raise click.BadParameter(f"{step!r} is not a whole number of minutes", param_hint="--step")
+    slos, settings = _load(config_path)
+    from slo import job
+    from slo.results import iso
+    from slo.session import spark_session
+
+    results = job.backtest(spark_session(settings.spark_master), slos, start, end, timedelta(seconds=step_s))
+    if as_json:
+        click.echo(json.dumps({"slos": [r.to_json() for r in results]}, indent=2))
+        return
+    for r in results:
+        labels = "".join(f" {k}={v}" for k, v in sorted(r.labels.items()))
+        click.echo(f"{r.name}{labels}: {len(r.alerts)} interval(s)")
+        for interval in r.alerts:
+            until = iso(interval.end) or "still firing"
+            click.echo(f"  {interval.severity:6} {iso(interval.start)} -> {until}")
+
+
+# --- slo rules (issue #6, item 3) ---
+
+
+@slo.command()
+@config_option
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write slo-<name>.rules.yml and its promtool test slo-<name>.test.yml per SLO here (default: print rules).",
+)
+@click.option("--check", is_flag=True, help="Run `promtool check rules` and `promtool test rules` on the output.")
+def rules(config_path: Path | None, out_dir: Path | None, check: bool) -> None:
+    """Prometheus recording and alerting rules (with promtool tests) for SLOs whose SLI lives in Prometheus."""
+    from slo.rules import RuleOptions
+    from slo.rules_files import (
+        check_output,
+        load_rule_slos,
+        output_files,
+        rules_text,
+        select,
+        stale_files,
+        write_files,
+    )
+
+    config = load_or_default(config_path, os.environ)
+    source = str(config_path) if config_path is not None else "config"
+    base_dir = config_path.parent if config_path is not None else Path.cwd()
+    selection = select(load_rule_slos(config, source, base_dir), source)
+    for name, why in selection.skipped:
+        click.echo(f"slo rules: no rules for {name!r}: {why}", err=True)
+    options = RuleOptions(config.alerting.labels, config.alerting.runbook_url)
+    files = output_files(selection.chosen, options, source)
+    written = write_files(out_dir, files) if out_dir is not None else []
+    for path in stale_files(out_dir, files) if out_dir is not None else []:
+        click.echo(f"slo rules: {path} is not generated any more (SLO removed or renamed?); delete it", err=True)
+    if check:
+        check_output(files, selection.chosen, out_dir)
+        click.echo(f"promtool: {len(selection.chosen)} rules file(s) valid, their unit tests pass", err=True)
+    if out_dir is None:
+        click.echo(rules_text(selection.chosen, options, source), nl=False)
+    for path in written:
+        click.echo(str(path))
+
+
+# --- end of slo rules ---

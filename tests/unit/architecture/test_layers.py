@@ -1,0 +1,57 @@
+"""The three layers of docs/architecture.md hold: `lint-imports` keeps the contract in pyproject.toml, and the same
+contract breaks when an arrow points up or sideways (shown on a copy of the tree with one import added)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+LINT_IMPORTS = "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
+PACKAGES = ("kafka_pulse", "devstack", "collectors", "canary", "lag", "slo", "dashboards", "pulse")
+
+
+def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """`lint-imports` over the packages under `root`, with the contract of `root`'s pyproject.toml."""
+    return subprocess.run(
+        [sys.executable, "-c", LINT_IMPORTS, "--config", str(root / "pyproject.toml"), "--no-cache"],
+        cwd=root,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_tree_keeps_the_layers() -> None:
+    done = lint_imports(REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 broken" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "imported"),
+    [
+        pytest.param("canary/__init__.py", "lag", id="component-imports-component"),
+        pytest.param("pulse/__init__.py", "slo", id="base-imports-component"),
+        pytest.param("collectors/__init__.py", "kafka_pulse", id="component-imports-application"),
+        pytest.param("devstack/__init__.py", "canary", id="dev-stack-imports-component"),
+    ],
+)
+def test_an_arrow_pointing_up_or_sideways_breaks_the_contract(tmp_path: Path, module: str, imported: str) -> None:
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    for package in PACKAGES:
+        shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    target = tmp_path / module
+    target.write_text(target.read_text() + f"\nimport {imported}  # noqa: E402\n")
+
+    done = lint_imports(tmp_path)
+
+    assert done.returncode != 0
+    assert "BROKEN" in done.stdout
+    assert f"{module.split('/')[0]} -> {imported}" in done.stdout, done.stdout
