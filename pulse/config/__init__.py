@@ -1,0 +1,60 @@
+"""The kafka-pulse config file: YAML -> `${VAR}` substitution -> pydantic models, refused whole before anything starts.
+
+One module per section; every component receives its section of `PulseConfig` and none reads the file or the
+environment itself. What other modules import is re-exported here, so `from pulse.config import X` is the one way in.
+"""
+
+from pulse.config.alerting import AlertingConfig
+from pulse.config.canary import CanaryConfig, CanaryMirrorConfig, SliLogConfig
+from pulse.config.clusters import ClusterConfig, JmxBrokerConfig, JmxConfig, SaslConfig, SecurityConfig, TlsConfig
+from pulse.config.collectors import CollectorsConfig, JmxClientConfig
+from pulse.config.http import BasicAuthConfig, HttpConfig, HttpTlsConfig
+from pulse.config.lag import (
+    ExactTimeLagConfig,
+    IngestionMode,
+    LagConfig,
+    LagEvaluationLogConfig,
+    LagMode,
+    LagNotifyConfig,
+    PageCacheConfig,
+)
+from pulse.config.load import load_config, parse_config
+from pulse.config.root import PulseConfig
+from pulse.config.slo import SloConfig
+from pulse.config.types import ExistingFile, HostPort, HttpUrl, Name, Regex, TopicName, split_host_port
+
+__all__ = [
+    "AlertingConfig",
+    "BasicAuthConfig",
+    "CanaryConfig",
+    "CanaryMirrorConfig",
+    "ClusterConfig",
+    "CollectorsConfig",
+    "ExactTimeLagConfig",
+    "ExistingFile",
+    "HostPort",
+    "HttpConfig",
+    "HttpTlsConfig",
+    "HttpUrl",
+    "IngestionMode",
+    "JmxBrokerConfig",
+    "JmxClientConfig",
+    "JmxConfig",
+    "LagConfig",
+    "LagEvaluationLogConfig",
+    "LagMode",
+    "LagNotifyConfig",
+    "Name",
+    "PageCacheConfig",
+    "PulseConfig",
+    "Regex",
+    "SaslConfig",
+    "SecurityConfig",
+    "SliLogConfig",
+    "SloConfig",
+    "TlsConfig",
+    "TopicName",
+    "load_config",
+    "parse_config",
+    "split_host_port",
+]

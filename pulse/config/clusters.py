@@ -1,0 +1,122 @@
+"""Config section `clusters:`: the Kafka clusters, how clients reach them (security) and their brokers' JMX."""
+
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import BeforeValidator, Field, SecretStr, ValidationInfo, field_validator, model_validator
+
+from pulse.config.types import ExistingFile, HostPort, Name, Section, check_credentials, unique_by, upper
+from pulse.envsubst import config_problem
+
+
+class SaslConfig(Section):
+    """SASL credentials; only sent when the protocol is SASL_PLAINTEXT or SASL_SSL."""
+
+    mechanism: Annotated[Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"], BeforeValidator(upper)]
+    username: str = Field(min_length=1)
+    password: SecretStr
+
+
+class TlsConfig(Section):
+    """TLS to the brokers: CA to trust, an optional client certificate, and hostname verification."""
+
+    ca_file: ExistingFile | None = None
+    """PEM CA bundle; the system trust store is used when absent."""
+    cert_file: ExistingFile | None = None
+    """PEM client certificate for mutual TLS; needs `key_file`."""
+    key_file: ExistingFile | None = None
+    key_password: SecretStr | None = None
+    verify_hostname: bool = True
+    """Check the broker certificate's name against the host we connect to; turn off only for test clusters."""
+
+    @model_validator(mode="after")
+    def _cert_and_key_together(self) -> Self:
+        if self.cert_file is not None and self.key_file is None:
+            raise config_problem("required when cert_file is set (the client certificate's private key)", ("key_file",))
+        if self.key_file is not None and self.cert_file is None:
+            raise config_problem("required when key_file is set (the client certificate)", ("cert_file",))
+        if self.key_password is not None and self.key_file is None:
+            raise config_problem("key_password is set but there is no key_file it unlocks", ("key_password",))
+        return self
+
+
+class SecurityConfig(Section):
+    """How clients authenticate and encrypt; contradictory combinations are refused rather than guessed."""
+
+    protocol: Annotated[Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"], BeforeValidator(upper)] = "PLAINTEXT"
+    sasl: SaslConfig | None = Field(default=None, validate_default=True)
+    tls: TlsConfig | None = Field(default=None, validate_default=True)
+
+    # Field validators (not a model validator) so each contradiction is reported at its own key, all in one pass;
+    # `info.data` lacks `protocol` when it was itself invalid, and then there is nothing to compare.
+    @field_validator("sasl")
+    @classmethod
+    def _sasl_matches_protocol(cls, sasl: SaslConfig | None, info: ValidationInfo) -> SaslConfig | None:
+        protocol = info.data.get("protocol")
+        if protocol in ("SASL_PLAINTEXT", "SASL_SSL") and sasl is None:
+            raise config_problem(f"required when protocol is {protocol}: give mechanism, username and password")
+        if protocol in ("PLAINTEXT", "SSL") and sasl is not None:
+            raise config_problem(f"protocol {protocol} does not use SASL; set protocol to SASL_{protocol}")
+        return sasl
+
+    @field_validator("tls")
+    @classmethod
+    def _tls_matches_protocol(cls, tls: TlsConfig | None, info: ValidationInfo) -> TlsConfig | None:
+        protocol = info.data.get("protocol")
+        if protocol in ("PLAINTEXT", "SASL_PLAINTEXT") and tls is not None:
+            fix = "SSL" if protocol == "PLAINTEXT" else "SASL_SSL"
+            raise config_problem(f"protocol {protocol} does not use TLS; set protocol to {fix}")
+        return tls
+
+
+class JmxBrokerConfig(Section):
+    """One broker's JMX endpoint (remote JMX over RMI), scraped by the collectors."""
+
+    broker_id: int = Field(ge=0)
+    host: str = "127.0.0.1"
+    port: int = Field(ge=1, le=65535)
+    username: str | None = None
+    password: SecretStr | None = None
+    ssl: bool = False
+    """JMX over TLS (`com.sun.management.jmxremote.ssl=true` on the broker); trust comes from `jmx.truststore`."""
+
+    @model_validator(mode="after")
+    def _credentials_in_pairs(self) -> Self:
+        check_credentials(self.username, self.password)
+        return self
+
+
+class JmxConfig(Section):
+    """JMX endpoints of the brokers; absent means the collectors only use the Admin API."""
+
+    brokers: Annotated[
+        list[JmxBrokerConfig], unique_by(lambda b: b.broker_id, "broker_id", "broker_id", "in brokers")
+    ] = Field(default_factory=list)
+    timeout_s: float = Field(default=5.0, gt=0)
+    """Per-broker limit for one scrape; a slower broker is reported as unknown for that scrape."""
+    truststore: ExistingFile | None = None
+    """JKS or PKCS12 trust store for brokers with `ssl: true` (one per JVM, so one for all brokers)."""
+    truststore_password: SecretStr | None = None
+
+
+def _split_servers(value: Any) -> Any:
+    """Accept the librdkafka spelling `a:9092,b:9092` as well as a YAML list."""
+    if isinstance(value, str):
+        return [part for part in (p.strip() for p in value.split(",")) if part]
+    return value
+
+
+class ClusterConfig(Section):
+    """A Kafka cluster to monitor and how to reach it."""
+
+    name: Name
+    """Unique; used in metric labels and in the Burrow-compatible API paths."""
+    bootstrap_servers: Annotated[list[HostPort], BeforeValidator(_split_servers)]
+    security: SecurityConfig = SecurityConfig()
+    jmx: JmxConfig | None = None
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _at_least_one_server(cls, servers: list[str]) -> list[str]:
+        if not servers:
+            raise ValueError("at least one host:port is required")
+        return servers

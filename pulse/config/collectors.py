@@ -1,0 +1,53 @@
+"""Config section `collectors:`: the JMX and Admin API collectors, and the JVM clients they scrape."""
+
+from typing import Annotated, Literal, Self
+
+from pydantic import Field, SecretStr, model_validator
+
+from pulse.config.types import ExistingFile, Name, Regex, Section, check_credentials, unique_by
+from pulse.envsubst import config_problem
+
+
+class JmxClientConfig(Section):
+    """A JVM Kafka client's JMX endpoint (producer, consumer, MirrorMaker 2), scraped for client-side metrics."""
+
+    name: Name
+    """Unique among `collectors.clients`; the `client_target` label of every sample and health series."""
+    host: str = "127.0.0.1"
+    port: int = Field(ge=1, le=65535)
+    username: str | None = None
+    password: SecretStr | None = None
+    ssl: bool = False
+    """JMX over TLS (`com.sun.management.jmxremote.ssl=true` in the client's JVM); trust from `truststore`."""
+    truststore: ExistingFile | None = None
+    truststore_password: SecretStr | None = None
+    cluster: Name | None = None
+    """The Kafka cluster the client talks to: a `cluster` label on its samples; absent means no such label."""
+    timeout_s: float = Field(default=5.0, gt=0)
+    """Limit for one scrape of this client; a slower answer counts as a failed scrape (`reason="timeout"`)."""
+
+    @model_validator(mode="after")
+    def _credentials_in_pairs(self) -> Self:
+        check_credentials(self.username, self.password)
+        if self.truststore is not None and not self.ssl:
+            raise config_problem("set ssl: true to use a trust store (JMX over TLS)", ("ssl",))
+        return self
+
+
+class CollectorsConfig(Section):
+    """JMX and Admin API collectors (collectors/)."""
+
+    enabled: bool = True
+    scrape_interval_s: float = Field(default=15.0, gt=0)
+    transport: Literal["jmxquery", "jpype"] = "jpype"
+    """`jpype` keeps one JMX connection per broker in-process: a tenth of jmxquery's scrape time and CPU, and JMX login
+    and TLS (docs/benchmarks.md); `jmxquery` forks a JVM per scrape and cannot take credentials off its argv."""
+    topic_metrics: Literal["off", "topic", "partition"] = "off"
+    """Per-topic JMX beans (`topic`: BrokerTopicMetrics per topic; `partition`: also Log and Partition beans per
+    partition), filtered by `topic_allow`/`topic_deny`; off by default because they grow with the topic count."""
+    topic_allow: Regex = ".*"
+    topic_deny: Regex | None = None
+    clients: Annotated[list[JmxClientConfig], unique_by(lambda c: c.name, "name", "client name", "clients")] = Field(
+        default_factory=list
+    )
+    """JVM clients to scrape over JMX (producer, consumer and MirrorMaker 2 metrics), with the same transport."""

@@ -1,0 +1,155 @@
+"""Config section `lag:`: the consumer-lag evaluator, by Burrow's setting names plus ours. The one declaration
+of every lag setting: the service, `lag replay` and the Burrow config endpoints all read `LagConfig`."""
+
+from pathlib import Path
+from typing import Literal, Self
+
+from pydantic import Field, model_validator
+
+from pulse.config.types import HostPort, Regex, Section
+from pulse.envsubst import config_problem
+
+
+class ExactTimeLagConfig(Section):
+    """Exact time lag: the timestamp of the record at each lagging group's committed offset, read from Kafka."""
+
+    enabled: bool = False
+    interval_s: float = Field(default=10.0, gt=0)
+    """How often the lagging partitions' record timestamps are looked up."""
+    max_fetches_per_cycle: int = Field(default=100, ge=1)
+    """Records read per cluster per cycle at most (bounded work); the rest wait for the next cycle."""
+    fetch_timeout_s: float = Field(default=5.0, gt=0)
+    """How long one cycle waits for its records; a partition not answered in time is retried next cycle."""
+    cache_size: int = Field(default=100_000, ge=1)
+    """(partition, offset) -> timestamp entries kept; a committed offset is read once while it stays."""
+
+
+class PageCacheConfig(Section):
+    """The page-cache hint: flag groups whose lag reaches further back than the brokers' page cache holds, so their
+    reads go to disk (the Kuaishou seed). Give `window_s`, or `size_bytes` to derive it from the produce rate."""
+
+    enabled: bool = False
+    window_s: float | None = Field(default=None, gt=0)
+    """Seconds of recent data the brokers' page cache holds, as the operator measured it."""
+    size_bytes: int | None = Field(default=None, gt=0)
+    """Page cache per broker available for log data; the window is this / the broker's write rate in bytes/s."""
+    record_bytes: float = Field(default=1024.0, gt=0)
+    """Average record size on disk (batch overhead included), to turn HWM rates (records/s) into bytes/s."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Self:
+        if self.enabled and (self.window_s is None) == (self.size_bytes is None):
+            raise config_problem("give exactly one of window_s or size_bytes when the page-cache hint is enabled")
+        return self
+
+
+class LagNotifyConfig(Section):
+    """Incidents per consumer group, sent through the alert sink (`alerting`) and resolved on recovery."""
+
+    enabled: bool = False
+    severity: Literal["WARN", "ERR"] = "ERR"
+    """The lowest group status that opens an incident (Burrow's notifier `threshold`: 2 WARN, 3 ERR)."""
+    interval_s: float = Field(default=30.0, gt=0)
+    """How often every group is evaluated for notification (Burrow's notifier `interval`); resending, keep-alive,
+    routing labels and the spool are `alerting`'s."""
+
+
+class LagEvaluationLogConfig(Section):
+    """The lag evaluation log: every `interval_s`, one Parquet row per consumer group (and, opt-in, per
+    group-partition), read by the SLO engine as a `lag` source (schema: docs/sli-log.md, "Lag evaluation log")."""
+
+    enabled: bool = True
+    dir: Path | None = None
+    """The log's root (`groups/date=YYYY-MM-DD/part-*.parquet` and `partitions/...` below it); None means
+    `<state dir>/sli/lag`. Relative paths are relative to the process's working directory."""
+    interval_s: float = Field(default=15.0, gt=0, le=60)
+    """How often every group is evaluated and written; at most a minute, so every minute holds a row of each group
+    (timeslice SLOs count minutes)."""
+    partitions: bool = False
+    """Also a row per group-partition each cycle (`partitions/`); off by default since it grows with the partition
+    count, while group rows grow with the group count."""
+    flush_interval_s: float = Field(default=60.0, gt=0, le=60)
+    """Rows reach disk at least this often (and on stop); at most a minute, as for the canary's log."""
+    max_bytes: int = Field(default=1 << 30, ge=1 << 20)
+    """The size bound of the whole log (group and partition rows): the oldest files go first (at least 1 MiB)."""
+    queue_size: int = Field(default=1_000_000, ge=1)
+    """Rows waiting for the writer at most; a cycle's group rows (or its partition rows) that do not fit are dropped
+    together and counted, evaluation never waits. Keep it above the rows of one cycle."""
+
+
+IngestionMode = Literal["consumer_offsets", "admin"]
+
+LagMode = Literal["burrow", "burrow-1.2", "enhanced"]
+"""Rule set: Burrow v1.9.5's rules, Debian Burrow 1.2.1's rules, or ours (the default)."""
+
+
+class LagConfig(Section):
+    """Consumer-lag evaluator (lag/): Burrow's settings by their Burrow names, plus ours."""
+
+    enabled: bool = True
+    mode: LagMode = "enhanced"
+    """Rule set: Burrow's current rules, Burrow 1.2's, or ours (time lag aware)."""
+    intervals: int = Field(default=10, ge=2, le=255)
+    """Offsets kept per partition window, as Burrow's `intervals`; the rules compare at least two."""
+    offset_refresh_s: float = Field(default=10.0, gt=0)
+    """How often HWMs are read (Burrow's `offset-refresh`)."""
+    min_distance_s: float = Field(default=0.0, ge=0)
+    """A commit closer than this to the previous stored one replaces it (Burrow's `min-distance`)."""
+    allowed_lag: int = Field(default=0, ge=0)
+    """Lag at or below this counts as caught up (Burrow >= 1.3.7 `allowed-lag`; ignored by burrow-1.2)."""
+    minimum_complete: float = Field(default=0.0, ge=0, le=1)
+    """Windows filled less than this are OK without rules (Burrow's `minimum-complete`)."""
+    expire_group_s: float = Field(default=604_800.0, gt=0)
+    """A group with no commit for this long is forgotten (Burrow's `expire-group`, 7 days)."""
+    hwm_history: int = Field(default=60, ge=2, le=65535)
+    """HWM samples kept per partition for time lag, idle detection and produce rates."""
+    stale_after_s: float | None = Field(default=None, gt=0)
+    """A cluster whose offsets were not refreshed for this long is unknown (default 3 x the slowest refresh)."""
+    recovery_s: float | None = Field(default=None, ge=0)
+    """After an outage, groups stay unknown this long while commits catch up (default 3 x offset_refresh_s)."""
+    group_allow: Regex = ".*"
+    group_deny: Regex | None = None
+    ingestion: IngestionMode = "consumer_offsets"
+    """Where commits come from: the `__consumer_offsets` topic (commit timestamps from the broker) or the Admin API
+    (committed offsets polled per group; the poll time stands in for the commit time)."""
+    ingestion_by_cluster: dict[str, IngestionMode] = Field(default_factory=dict)
+    """Per-cluster exceptions to `ingestion`, by cluster name (e.g. a cluster whose internal topic is not readable)."""
+    group_offsets_refresh_s: float | None = Field(default=None, gt=0)
+    """Admin ingestion: how often committed offsets are polled (default offset_refresh_s)."""
+    exact_time_lag: ExactTimeLagConfig = ExactTimeLagConfig()
+    page_cache: PageCacheConfig = PageCacheConfig()
+    notify: LagNotifyConfig = LagNotifyConfig()
+    evaluation_log: LagEvaluationLogConfig = LagEvaluationLogConfig()
+    listen: HostPort | None = None
+    """The Burrow v3 API and /metrics listener of `kafka-pulse lag` (default: `http.listen`)."""
+    metrics_granularity: Literal["partition", "group"] = "partition"
+    """`group` exports only the per-group families on /metrics (as KMinion's `granularity: topic` trims its own):
+    per-partition series are most of a scrape at scale. The Burrow API and the evaluation log keep every detail."""
+
+    @model_validator(mode="after")
+    def _stale_after_a_refresh(self) -> Self:
+        slowest = max(self.offset_refresh_s, self.group_offsets_refresh_s or 0.0)
+        if self.stale_after_s is not None and self.stale_after_s <= slowest:
+            raise config_problem(
+                f"{self.stale_after_s:g} s must be longer than the slowest refresh ({slowest:g} s), or every cluster "
+                "would turn unknown between two refreshes",
+                ("stale_after_s",),
+            )
+        return self
+
+    def effective_stale_after_s(self) -> float:
+        return self.stale_after_s or 3 * max(self.offset_refresh_s, self.group_offsets_refresh_s or 0.0)
+
+    def effective_recovery_s(self) -> float:
+        return self.recovery_s if self.recovery_s is not None else 3 * self.offset_refresh_s
+
+    def effective_group_refresh_s(self) -> float:
+        """Admin ingestion's poll interval: `group_offsets_refresh_s`, else `offset_refresh_s`."""
+        return self.group_offsets_refresh_s or self.offset_refresh_s
+
+    def effective_group_allow(self) -> str | None:
+        """The allowlist regex, or None when it lets every group through (`.*` or empty: no filter to run)."""
+        return None if self.group_allow in ("", ".*") else self.group_allow
+
+    def ingestion_for(self, cluster: str) -> IngestionMode:
+        return self.ingestion_by_cluster.get(cluster, self.ingestion)

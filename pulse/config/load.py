@@ -1,0 +1,40 @@
+"""Loading the config file: read it, parse strict YAML, substitute `${VAR}`, validate; every problem in one pass."""
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from pulse.config.root import PulseConfig
+from pulse.envsubst import describe_error, format_key_path, read_tree, substitute
+from pulse.errors import ConfigError
+
+
+def load_config(path: Path, environ: Mapping[str, str]) -> PulseConfig:
+    """Read, substitute and validate the config file at `path`; ConfigError lists every problem, one a line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config file: {exc.strerror}") from None
+    return parse_config(text, str(path), environ, base_dir=path.parent)
+
+
+def parse_config(text: str, source: str, environ: Mapping[str, str], base_dir: Path | None = None) -> PulseConfig:
+    """Validate config `text`; `source` names it in messages, `base_dir` anchors relative file paths."""
+    tree, env_problems = substitute(read_tree(text, source), environ)
+    try:
+        config = PulseConfig.model_validate(tree, context={"base_dir": base_dir})
+    except ValidationError as exc:
+        found = [describe_error(error, PulseConfig) for error in exc.errors(include_url=False)]
+    else:
+        if not env_problems:
+            return config
+        found = []
+    problems = [(p.loc, p.reason) for p in env_problems]
+    # An unresolved ${VAR} is already reported; a type error on its literal text below it would be noise.
+    problems += [(loc, why) for loc, why in found if not any(loc[: len(p.loc)] == p.loc for p in env_problems)]
+    raise ConfigError("\n".join(f"{source}: {format_key_path(loc)}: {reason}" for loc, reason in problems))

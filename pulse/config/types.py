@@ -1,0 +1,139 @@
+"""Field types shared by the config sections (`Annotated` with their check), so each rule is written once and its
+message is the same wherever the type is used.
+"""
+
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, SecretStr, ValidationInfo
+
+from pulse.envsubst import config_problem
+from pulse.names import NAME, TOPIC_NAME
+
+
+class Section(BaseModel):
+    """Base of every config model: unknown keys are refused and a loaded config cannot be changed. Attribute
+    docstrings become field descriptions, so a CLI option for the same setting can show the same help."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+def split_host_port(text: str) -> tuple[str, int]:
+    """Split `host:port` (or `[v6addr]:port`) into its parts; ValueError says what is wrong and how to write it."""
+    value = text.strip()
+    if value.startswith("["):
+        host, sep, port = value[1:].partition("]:")
+    else:
+        host, sep, port = value.rpartition(":")
+        if ":" in host:
+            raise ValueError(f"{text!r} is not host:port; write IPv6 addresses in brackets, e.g. [::1]:9092")
+        if host and not NAME.fullmatch(host):
+            raise ValueError(f"{text!r} is not host:port: {host!r} is not a host name or address")
+    if not sep or not host:
+        raise ValueError(f"{text!r} is not host:port (e.g. kafka1:9092)")
+    if not port.isascii() or not port.isdigit():
+        raise ValueError(f"{text!r} is not host:port: port {port!r} is not a number")
+    if not 1 <= int(port) <= 65535:
+        raise ValueError(f"{text!r}: port {int(port)} is out of range 1-65535")
+    return host, int(port)
+
+
+def _check_host_port(text: str) -> str:
+    split_host_port(text)
+    return text.strip()
+
+
+def _check_regex(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"{pattern!r} is not a valid regular expression: {exc}") from None
+    return pattern
+
+
+def _base_dir(info: ValidationInfo) -> Path | None:
+    base_dir = info.context.get("base_dir") if isinstance(info.context, dict) else None
+    return base_dir if isinstance(base_dir, Path) else None
+
+
+def _check_existing_file(path: Path, info: ValidationInfo) -> Path:
+    """Resolve a relative path against the config file's directory (as Prometheus does) and require a file."""
+    resolved = _resolve_dir(path, info)
+    if not resolved.is_file():
+        state = "is not a file" if resolved.exists() else "does not exist"
+        raise ValueError(f"file '{resolved}' {state}")
+    return resolved
+
+
+def _resolve_dir(path: Path, info: ValidationInfo) -> Path:
+    """A relative path is relative to the config file's directory; it need not exist yet."""
+    base_dir = _base_dir(info)
+    return base_dir / path if base_dir is not None and not path.is_absolute() else path
+
+
+def _check_http_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"{url!r} is not an http(s) URL, e.g. http://127.0.0.1:9093")
+    return url.rstrip("/")
+
+
+def _check_name(name: str) -> str:
+    if not NAME.fullmatch(name):
+        raise ValueError(f"{name!r} may only contain letters, digits, '_', '.' and '-'")
+    return name
+
+
+def _check_topic(topic: str) -> str:
+    if not TOPIC_NAME.fullmatch(topic) or topic in (".", ".."):
+        raise ValueError(f"{topic!r} is not a Kafka topic name (1-249 of letters, digits, '.', '_', '-')")
+    return topic
+
+
+def upper(value: Any) -> Any:
+    """Before-validator: accept `plain` for `PLAIN` in enumerations Kafka spells in capitals."""
+    return value.upper() if isinstance(value, str) else value
+
+
+HostPort = Annotated[str, AfterValidator(_check_host_port)]
+"""`host:port`, port 1-65535."""
+Regex = Annotated[str, AfterValidator(_check_regex)]
+"""A Python regular expression matched with `re.search` (anchor with ^ and $ as in Burrow's allow/deny lists)."""
+ExistingFile = Annotated[Path, AfterValidator(_check_existing_file)]
+"""A file that must exist; relative paths are relative to the config file's directory."""
+ConfigRelativeDir = Annotated[Path, AfterValidator(_resolve_dir)]
+"""A directory relative to the config file's directory; it need not exist yet."""
+HttpUrl = Annotated[str, AfterValidator(_check_http_url)]
+Name = Annotated[str, AfterValidator(_check_name)]
+"""Cluster and client names: letters, digits, `_`, `.` and `-` (they become label values and API path parts)."""
+TopicName = Annotated[str, AfterValidator(_check_topic)]
+"""A legal Kafka topic name."""
+
+Item = TypeVar("Item")
+
+
+def unique_by(key: Callable[[Item], object], field: str, noun: str, also: str) -> AfterValidator:
+    """A list validator refusing a second item with the same `key`: `duplicate <noun> <value> (also <also>[i])`,
+    reported at the second item's `field`."""
+
+    def check(items: Sequence[Item]) -> Sequence[Item]:
+        first: dict[object, int] = {}
+        for index, item in enumerate(items):
+            value = key(item)
+            if value in first:
+                raise config_problem(f"duplicate {noun} {value!r} (also {also}[{first[value]}])", (index, field))
+            first[value] = index
+        return items
+
+    return AfterValidator(check)
+
+
+def check_credentials(username: str | None, password: SecretStr | None) -> None:
+    """A login is a username and a password together; one without the other is refused at the missing key."""
+    if password is not None and username is None:
+        raise config_problem("required when password is set", ("username",))
+    if username is not None and password is None:
+        raise config_problem("required when username is set", ("password",))

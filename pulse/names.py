@@ -1,0 +1,29 @@
+"""Names shared by a writer and its reader (label rules, push job, result files), declared once so they cannot drift.
+
+Each name lives here, in the base, because two components (or a component and the application) use it.
+"""
+
+import re
+
+LABEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""Prometheus and Alertmanager's rule for label and annotation names (`model.LabelName.IsValid`)."""
+
+LABEL_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+"""A `{label}` placeholder in a link template (`alerting.runbook_url`); its name must match `LABEL_NAME`."""
+
+NAME = re.compile(r"[A-Za-z0-9_.-]+")
+"""Host names, IPv4 addresses, cluster and client names."""
+
+TOPIC_NAME = re.compile(r"[A-Za-z0-9_.-]{1,249}")
+"""Kafka's legal topic names (besides `.` and `..`)."""
+
+SLO_PUSH_JOB = "kafka-pulse-slo"
+"""The Pushgateway job the SLO evaluation pushes its budget gauges under and `check` reads back."""
+
+SLO_RESULTS_GLOB = "evaluation-*.parquet"
+"""The SLO evaluation's result files in `slo.results_dir`; the newest by name is the latest evaluation."""
+
+
+def slo_results_file(stamp: str) -> str:
+    """The name of one evaluation's result file; `stamp` sorts by time (`YYYYMMDDTHHMMSSZ`)."""
+    return f"evaluation-{stamp}.parquet"
