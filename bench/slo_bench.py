@@ -125,7 +125,7 @@ def run_spark(data: Path, master: str) -> dict[str, Any]:
 
 def run_pandas(data: Path) -> dict[str, Any]:
     """The same evaluation on one node: pyarrow read, numpy keys, pandas groupby, then slo/evaluation.py."""
-    import pandas as pd
+    import pandas as pd  # type: ignore[import-untyped]  # no stubs; pandas-stubs is not a dependency
 
     from slo.evaluation import Rollup, data_start, evaluate_instance, period_bounds, sub_hour_windows_s
     from slo.policy import HOUR_S

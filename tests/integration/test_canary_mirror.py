@@ -38,7 +38,9 @@ def test_mirrormaker_copies_each_record_to_the_same_partition_with_its_timestamp
     def read() -> dict[int, tuple[bytes, int]]:
         msg = consumer.poll(0.5)
         if msg is not None and msg.error() is None and msg.value() in sent.values():
-            seen[msg.partition()] = (msg.value(), msg.timestamp()[1])
+            partition, value = msg.partition(), msg.value()
+            assert partition is not None and value is not None  # set on every consumed record
+            seen[partition] = (value, msg.timestamp()[1])
         return seen
 
     poll(read, lambda s: len(s) == PARTITIONS, 60, "a copy of every smoke record", interval_s=0)

@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 import yaml
@@ -18,6 +18,7 @@ import yaml
 from collectors.catalogue import BeanQuery, scrape_plan
 from collectors.cluster_state import Scope
 from collectors.mapping import BrokerIdentity, Family, map_readings, merge_families
+from collectors.scrapers import ScrapeResult
 from collectors.service import CollectorService
 from collectors.transport import JmxqueryTransport, JmxTransport, JpypeTransport, ensure_jvm, open_transport
 from devstack.prometheus import Prometheus, ScrapeTarget
@@ -30,7 +31,8 @@ from tests.fixtures.kafka import KafkaHandle
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-TRANSPORTS = ["jmxquery", "jpype"]
+Transport = Literal["jmxquery", "jpype"]
+TRANSPORTS: list[Transport] = ["jmxquery", "jpype"]
 
 
 def always_present_families() -> list[str]:
@@ -106,7 +108,9 @@ def service_factory() -> Iterator[list[CollectorService]]:
         service.stop()
 
 
-def start_service(kafka: KafkaHandle, transport: str, timeout_s: float, started: list[CollectorService]):
+def start_service(
+    kafka: KafkaHandle, transport: Transport, timeout_s: float, started: list[CollectorService]
+) -> CollectorService:
     service = CollectorService(
         [cluster_config(kafka, timeout_s)], CollectorsConfig(transport=transport, scrape_interval_s=1)
     )
@@ -119,7 +123,7 @@ def start_service(kafka: KafkaHandle, transport: str, timeout_s: float, started:
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_kill9_survivors_report_urp_and_diagnosis_names_the_dead_broker(
-    kafka: KafkaHandle, transport: str, service_factory: list[CollectorService]
+    kafka: KafkaHandle, transport: Transport, service_factory: list[CollectorService]
 ) -> None:
     kafka.create_topic("urp", partitions=3, replication_factor=3)
     service = start_service(kafka, transport, 5, service_factory)
@@ -135,7 +139,7 @@ def test_kill9_survivors_report_urp_and_diagnosis_names_the_dead_broker(
         down = service.brokers[("dev", victim)].wait_for(lambda r: not r.ok, 30)
         assert down.reason == "unreachable" or down.reason == "timeout"
 
-        def survivors_urp(r) -> bool:
+        def survivors_urp(r: ScrapeResult[dict[str, Family]]) -> bool:
             urp = (r.value or {}).get("kafka_server_replicamanager_underreplicatedpartitions")
             return r.ok and urp is not None and sum(s.value for s in urp.samples) > 0
 
@@ -148,7 +152,7 @@ def test_kill9_survivors_report_urp_and_diagnosis_names_the_dead_broker(
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_sigstop_broker_times_out_while_others_are_scraped_on_time(
-    kafka: KafkaHandle, transport: str, service_factory: list[CollectorService]
+    kafka: KafkaHandle, transport: Transport, service_factory: list[CollectorService]
 ) -> None:
     limit_s = 4.0 if transport == "jmxquery" else 2.0  # a jmxquery scrape forks a JVM: ~0.6 s on an idle box
     service = start_service(kafka, transport, limit_s, service_factory)

@@ -97,7 +97,7 @@ def _logs(root: Path) -> list[Any]:
     write_rows(root / "burning", minutes(at(-count), count), ok=good, n=np.full(count, 1000))
     specs.append(_spec("exhaustion", root / "burning", "ok", "n"))
     # OpenSLO: the slow-burn log again, written as an OpenSLO v1 SLO.
-    source = {"type": "events", "spec": {"path": str(root / "slow")}}
+    source: dict[str, Any] = {"type": "events", "spec": {"path": str(root / "slow")}}
     specs.append(
         {
             "apiVersion": "openslo/v1",
@@ -121,10 +121,10 @@ def _logs(root: Path) -> list[Any]:
         }
     )
     # malformed rows: 60 good rows in the last hour, plus 3 without time, 2 unparsable/NaN values, 1 good > total.
-    times = [*minutes(at(-60), 60), None, None, None, at(-10), at(-9), at(-8)]
+    malformed_times = [*minutes(at(-60), 60), None, None, None, at(-10), at(-9), at(-8)]
     good_text = ["1"] * 60 + ["1", "1", "1", "abc", "1", "2"]
     totals = [1.0] * 60 + [1.0, 1.0, 1.0, 1.0, float("nan"), 1.0]
-    write_rows(root / "malformed", times, good_s=good_text, n=totals)
+    write_rows(root / "malformed", malformed_times, good_s=good_text, n=totals)
     specs.append(_spec("malformed-rows", root / "malformed", "good_s", "n"))
     # group_by: two topics, 100 a minute for 4 days; topic b is all bad in the last 30 minutes.
     count = 4 * DAY_MIN
@@ -152,9 +152,8 @@ def scenarios(tmp_path_factory: pytest.TempPathFactory, spark: SparkSession) -> 
 
 
 def result(scenarios: dict[str, Any], name: str, **labels: str) -> SloResult:
-    (found,) = [
-        r for r in scenarios["evaluate"] if r.name == name and all(r.labels.get(k) == v for k, v in labels.items())
-    ]
+    evaluated: list[SloResult] = scenarios["evaluate"]
+    (found,) = [r for r in evaluated if r.name == name and all(r.labels.get(k) == v for k, v in labels.items())]
     return found
 
 

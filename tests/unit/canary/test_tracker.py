@@ -15,12 +15,15 @@ from canary.tracker import SLO_EXCEEDED, Tracker
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DEADLINE_S = 10.0
 
+Step = tuple[str, *tuple[float, ...]]
+"""A step's kind, then its numbers (sequences and offsets are ints, times floats)."""
+
 
 def tracker() -> Tracker:
     return Tracker("dev", "__pulse_canary", "me", "az-a", loss_deadline_s=DEADLINE_S)
 
 
-def run(steps: list[tuple[str, ...]], t: Tracker | None = None) -> tuple[Tracker, list[ProbeResult]]:
+def run(steps: list[Step], t: Tracker | None = None) -> tuple[Tracker, list[ProbeResult]]:
     """Steps: ("send", seq, now), ("ack", seq, offset, now), ("fail", seq, now), ("read", seq, offset, now),
     ("expire", now), ("deleted", log_start, now), ("truncated", hw, now)."""
     t = t or tracker()
@@ -60,7 +63,7 @@ def flags(r: ProbeResult) -> str:
 
 @dataclass(frozen=True)
 class Case:
-    steps: list[tuple[str, ...]]
+    steps: list[Step]
     want: list[str]
 
 

@@ -46,7 +46,7 @@ def part(p: int, leader: int, replicas: tuple[int, ...], isr: tuple[int, ...], m
         ),
     ],
 )  # fmt: skip
-def test_diagnosis(partitions, want) -> None:
+def test_diagnosis(partitions: list[PartitionState], want: Diagnosis) -> None:
     assert diagnose_under_replicated(partitions) == want
 
 

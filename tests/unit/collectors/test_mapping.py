@@ -104,7 +104,9 @@ IDENTITY = (("cluster", "prod"), ("broker", "2"), ("rack", "az-b"))
         ),
     ],
 )  # fmt: skip
-def test_naming_rules(reading, name, kind, suffix, labels, value) -> None:
+def test_naming_rules(
+    reading: Reading, name: str, kind: str, suffix: str, labels: tuple[tuple[str, str], ...], value: float
+) -> None:
     point = point_for(reading)
     assert point is not None
     assert (point.name, point.kind, point.suffix, point.labels) == (name, kind, suffix, labels)
@@ -120,7 +122,7 @@ def test_naming_rules(reading, name, kind, suffix, labels, value) -> None:
         pytest.param(Reading("com.example:type=Other", "Value", 1), id="foreign-domain"),
     ],
 )  # fmt: skip
-def test_unexported_readings(reading) -> None:
+def test_unexported_readings(reading: Reading) -> None:
     assert point_for(reading) is None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import SecretStr
 
 from collectors.transport import JmxqueryTransport, JpypeTransport, open_transport
 from pulse.config import JmxBrokerConfig, JmxConfig
@@ -10,7 +11,7 @@ from pulse.errors import ConfigError
 
 
 def test_jmxquery_refuses_credentials_because_they_would_be_on_a_command_line() -> None:
-    broker = JmxBrokerConfig(broker_id=1, port=9999, username="ops", password="s3cret")
+    broker = JmxBrokerConfig(broker_id=1, port=9999, username="ops", password=SecretStr("s3cret"))
     with pytest.raises(ConfigError, match=r"command line.*set collectors\.transport to jpype") as caught:
         JmxqueryTransport(broker, 5)
     assert "s3cret" not in str(caught.value)

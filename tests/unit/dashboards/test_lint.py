@@ -40,7 +40,8 @@ def test_the_valid_example_is_valid() -> None:
 
 
 def _panel(d: dict[str, Any], i: int) -> dict[str, Any]:
-    return d["panels"][i]
+    panel: dict[str, Any] = d["panels"][i]
+    return panel
 
 
 Break = Callable[[dict[str, Any]], None]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
@@ -27,7 +29,7 @@ def test_every_command_takes_config(command: str) -> None:
     assert "--config" in result.output
 
 
-def test_dev_status_without_a_cluster_is_a_clear_error(tmp_path, monkeypatch) -> None:
+def test_dev_status_without_a_cluster_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KAFKA_PULSE_HOME", str(tmp_path))
     result = CliRunner().invoke(cli, ["dev", "status"])
     assert result.exit_code == 1

@@ -159,9 +159,9 @@ def test_fuzz_ten_thousand_random_and_mutated_records_never_crash() -> None:
             key = rng.randbytes(rng.randint(0, 40))
             value = rng.choice([None, rng.randbytes(rng.randint(0, 80))])
         else:  # a valid record, mutated: bit flips, truncation, extension or a spliced version
-            key, value = rng.choice(seeds)
-            key, value = bytearray(key), bytearray(value or b"")
-            target = value if value and rng.random() < 0.7 else key
+            seed_key, seed_value = rng.choice(seeds)
+            mutable_key, mutable_value = bytearray(seed_key), bytearray(seed_value or b"")
+            target = mutable_value if mutable_value and rng.random() < 0.7 else mutable_key
             for _ in range(rng.randint(1, 4)):
                 op = rng.randint(0, 3)
                 if op == 0 and target:
@@ -172,7 +172,7 @@ def test_fuzz_ten_thousand_random_and_mutated_records_never_crash() -> None:
                     target.extend(rng.randbytes(rng.randint(1, 8)))
                 elif target:
                     target[rng.randrange(len(target))] = rng.choice([0x00, 0x7F, 0x80, 0xFF])
-            key, value = bytes(key), bytes(value)
+            key, value = bytes(mutable_key), bytes(mutable_value)
         record = decode_record(key, value)
         assert record == decode_record_general(key, value), (key, value)  # the fast path changes nothing
         kinds[type(record).__name__] = kinds.get(type(record).__name__, 0) + 1

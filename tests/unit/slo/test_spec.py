@@ -89,7 +89,7 @@ def test_timeslices_and_explicit_factors(events: Path) -> None:
     }
     (slo,) = parse_slos([("p", [spec])], None)
     assert slo.timeslice_target == 1
-    assert next((p.severity, p.long_s, p.short_s, p.factor) for p in slo.pairs) == ("page", 7200, 600, 10)
+    assert next((p.severity, p.long_s, p.short_s, p.factor) for p in slo.pairs) == ("page", 7200, 600, Fraction(10))
 
 
 def _set(tree: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
