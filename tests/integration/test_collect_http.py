@@ -78,7 +78,7 @@ def test_collect_needs_the_login_and_serves_only_https(kafka: KafkaHandle, tmp_p
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    log = log_path.read_text()
-    assert proc.returncode == 0, log[-3000:]
-    assert f"metrics on https://127.0.0.1:{port}/metrics (basic auth)" in log
-    assert PASSWORD not in log
+    output = log_path.read_text()
+    assert proc.returncode == 0, output[-3000:]
+    assert f"metrics on https://127.0.0.1:{port}/metrics (basic auth)" in output
+    assert PASSWORD not in output
