@@ -220,7 +220,7 @@ class BurrowApi:
         if coordinator not in _COORDINATORS or len(rest) > 2:
             return _invalid()
         modules: dict[str, Json] = {
-            "storage": {"default": storage_module_json(s.mode, s.intervals, s.min_distance_s, s.group_allow,
+            "storage": {"default": storage_module_json(s.mode, s.intervals, s.min_distance_s, s.effective_group_allow(),
                                                        s.expire_group_s)},
             "evaluator": {"default": evaluator_module_json(s.mode, s.allowed_lag, s.minimum_complete)},
             "cluster": svc.cluster_info,

@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from lag.burrow_json import Json, group_status_json
-from lag.evaluator import Evaluator
-from lag.rules import RuleParams
-from lag.status import Mode
-from lag.store import OffsetStore
+from lag.service import new_evaluator
+from pulse.config import LagConfig
 
 _FIELDS: dict[str, tuple[str, ...]] = {
     "broker": ("cluster", "topic", "partition", "offset"),
@@ -27,37 +24,6 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     "evaluate": ("cluster", "group"),
 }
 _INTS = frozenset({"partition", "offset"})
-
-
-@dataclass(frozen=True, slots=True)
-class ReplaySettings:
-    """The replay CLI's options, with Burrow's defaults (`intervals` 10, `min-distance` 0, `offset-refresh` 10 s)."""
-
-    mode: Mode = "enhanced"
-    intervals: int = 10
-    offset_refresh_s: float = 10.0
-    min_distance_s: float = 0.0
-    allowed_lag: int = 0
-    minimum_complete: float = 0.0
-    expire_group_s: float = 604_800.0
-    hwm_history: int = 60
-    """HWM samples kept per partition for time lag and enhanced rules; burrow rules read the newest `intervals`."""
-
-    def evaluator(self) -> Evaluator:
-        store = OffsetStore(
-            intervals=self.intervals,
-            min_distance_ms=round(self.min_distance_s * 1000),
-            hwm_capacity=self.hwm_history,
-            expire_group_ms=round(self.expire_group_s * 1000),
-        )
-        params = RuleParams(
-            mode=self.mode,
-            intervals=self.intervals,
-            allowed_lag=self.allowed_lag,
-            minimum_complete=self.minimum_complete,
-            offset_refresh_ms=round(self.offset_refresh_s * 1000),
-        )
-        return Evaluator(store, params)
 
 
 class MalformedLine(ValueError):
@@ -94,9 +60,10 @@ def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def replay(lines: Iterable[str], settings: ReplaySettings, on_error: Callable[[int, str], None]) -> Iterator[Json]:
-    """Apply the lines in order; yield one status object per `evaluate`; report bad lines as (line number, why)."""
-    evaluator = settings.evaluator()
+def replay(lines: Iterable[str], settings: LagConfig, on_error: Callable[[int, str], None]) -> Iterator[Json]:
+    """Apply the lines in order through an evaluator built as the service builds its own; yield one status object per
+    `evaluate`; report bad lines as (line number, why)."""
+    evaluator = new_evaluator(settings)
     store = evaluator.store
     for number, text in enumerate(lines, start=1):
         if not text.strip():

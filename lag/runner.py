@@ -20,7 +20,7 @@ from lag.evaluation_log import EvaluationLog, configure_evaluation_log
 from lag.metrics import LagCollector
 from lag.notify import AlertSender, LagNotifier
 from lag.record_times import ExactLagFetcher
-from lag.service import LagService, LagSettings, SourceHealth, wall_clock_ms
+from lag.service import LagService, SourceHealth, wall_clock_ms
 from lag.source import KafkaLagSource
 from lag.status import Status
 from pulse.config import ClusterConfig, PulseConfig, split_host_port
@@ -48,9 +48,8 @@ class LagRunner:
         """`state` holds what is written by default (the evaluation log's `<state>/sli/lag`); default
         `pulse.paths.state_dir()`."""
         lag = config.lag
-        self.settings = LagSettings.from_config(lag)
         self.health = SourceHealth(lag.effective_stale_after_s(), lag.effective_recovery_s(), clock_ms)
-        self.service = LagService(self.settings, self.health, clock_ms)
+        self.service = LagService(lag, self.health, clock_ms)
         self.service.ready = False
         self.sources: list[KafkaLagSource] = []
         self.fetchers: list[ExactLagFetcher] = []
@@ -64,15 +63,15 @@ class LagRunner:
                 self.fetchers.append(ExactLagFetcher(cluster.name, kafka, self.service, lag.exact_time_lag))
             profile = _profile(cluster)
             self.service.cluster_info[cluster.name] = cluster_module_json(
-                cluster.bootstrap_servers, profile, self.settings.topic_refresh_s, self.settings.offset_refresh_s
+                cluster.bootstrap_servers, profile, lag.offset_refresh_s, lag.offset_refresh_s
             )
             self.service.consumer_info[cluster.name] = consumer_module_json(
                 lag.mode,
                 cluster.name,
                 cluster.bootstrap_servers,
                 profile,
-                self.settings.group_allow,
-                self.settings.group_deny,
+                lag.effective_group_allow(),
+                lag.group_deny,
                 ingestion,
             )
         self.registry = CollectorRegistry()

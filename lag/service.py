@@ -17,7 +17,7 @@ from typing import Any
 from lag.evaluator import ClusterHealth, Evaluator
 from lag.pagecache import PageCacheEstimate, is_beyond_page_cache
 from lag.rules import RuleParams
-from lag.status import GroupStatus, Mode, PartitionVerdict
+from lag.status import GroupStatus, PartitionVerdict
 from lag.store import OffsetStore
 from lag.timelag import RecordTimes, exact_lag_seconds
 from pulse.config import LagConfig
@@ -30,64 +30,32 @@ def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-@dataclass(frozen=True, slots=True)
-class LagSettings:
-    """Evaluator and store settings (Burrow's names: intervals, min-distance, expire-group, allowed-lag...)."""
+def rule_params(config: LagConfig) -> RuleParams:
+    """The rules' parameters (milliseconds, as the pure rules take them) derived from the `lag:` section."""
+    return RuleParams(
+        mode=config.mode,
+        intervals=config.intervals,
+        allowed_lag=config.allowed_lag,
+        minimum_complete=config.minimum_complete,
+        offset_refresh_ms=round(config.offset_refresh_s * 1000),
+    )
 
-    mode: Mode = "enhanced"
-    intervals: int = 10
-    offset_refresh_s: float = 10.0
-    topic_refresh_s: float = 60.0
-    """Shown as Burrow's `topic-refresh`; our HWM round reads metadata every `offset_refresh_s` anyway."""
-    min_distance_s: float = 0.0
-    allowed_lag: int = 0
-    minimum_complete: float = 0.0
-    expire_group_s: float = 604_800.0
-    hwm_history: int = 60
-    group_allow: str | None = None
-    group_deny: str | None = None
-    group_offsets_refresh_s: float | None = None
-    """Admin ingestion's poll interval (default `offset_refresh_s`)."""
 
-    @classmethod
-    def from_config(cls, config: LagConfig) -> LagSettings:
-        return cls(
-            mode=config.mode,
-            intervals=config.intervals,
-            offset_refresh_s=config.offset_refresh_s,
-            topic_refresh_s=config.offset_refresh_s,
-            min_distance_s=config.min_distance_s,
-            allowed_lag=config.allowed_lag,
-            minimum_complete=config.minimum_complete,
-            expire_group_s=config.expire_group_s,
-            hwm_history=config.hwm_history,
-            group_allow=None if config.group_allow in ("", ".*") else config.group_allow,
-            group_deny=config.group_deny,
-            group_offsets_refresh_s=config.group_offsets_refresh_s,
-        )
+def offset_store(config: LagConfig) -> OffsetStore:
+    """An empty store sized and filtered as the `lag:` section says."""
+    return OffsetStore(
+        intervals=config.intervals,
+        min_distance_ms=round(config.min_distance_s * 1000),
+        hwm_capacity=config.hwm_history,
+        expire_group_ms=round(config.expire_group_s * 1000),
+        group_allow=config.effective_group_allow(),
+        group_deny=config.group_deny,
+    )
 
-    @property
-    def group_refresh_s(self) -> float:
-        return self.group_offsets_refresh_s or self.offset_refresh_s
 
-    def rule_params(self) -> RuleParams:
-        return RuleParams(
-            mode=self.mode,
-            intervals=self.intervals,
-            allowed_lag=self.allowed_lag,
-            minimum_complete=self.minimum_complete,
-            offset_refresh_ms=round(self.offset_refresh_s * 1000),
-        )
-
-    def store(self) -> OffsetStore:
-        return OffsetStore(
-            intervals=self.intervals,
-            min_distance_ms=round(self.min_distance_s * 1000),
-            hwm_capacity=self.hwm_history,
-            expire_group_ms=round(self.expire_group_s * 1000),
-            group_allow=self.group_allow,
-            group_deny=self.group_deny,
-        )
+def new_evaluator(config: LagConfig, health: ClusterHealth | None = None) -> Evaluator:
+    """A store and its evaluator built from the `lag:` section: the one way the service and `lag replay` get theirs."""
+    return Evaluator(offset_store(config), rule_params(config), health)
 
 
 @dataclass
@@ -157,12 +125,13 @@ class LagService:
     """Store + evaluator + lock; `api.py`, `metrics.py` and `notify.py` read through it, the sources write."""
 
     def __init__(
-        self, settings: LagSettings, health: ClusterHealth | None = None, clock_ms: Callable[[], int] = wall_clock_ms
+        self, settings: LagConfig, health: ClusterHealth | None = None, clock_ms: Callable[[], int] = wall_clock_ms
     ) -> None:
         self.settings = settings
-        self.store = settings.store()
+        """The `lag:` section this service evaluates with (rule set, window size, filters)."""
+        self.evaluator = new_evaluator(settings, health)
+        self.store = self.evaluator.store
         self.health = health
-        self.evaluator = Evaluator(self.store, settings.rule_params(), health)
         self.clock_ms = clock_ms
         self.lock = threading.RLock()
         self.ready = True

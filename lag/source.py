@@ -278,5 +278,5 @@ class KafkaLagSource:
 
     def _admin_loop(self) -> None:
         assert self.admin_reader is not None
-        while not self._stop.wait(self.service.settings.group_refresh_s):
+        while not self._stop.wait(self.service.settings.effective_group_refresh_s()):
             self.admin_reader.poll()

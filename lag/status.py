@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Literal
+from typing import get_args
 
-Mode = Literal["burrow", "burrow-1.2", "enhanced"]
-"""Rule set: Burrow v1.9.5's rules, Debian Burrow 1.2.1's rules, or ours (the default)."""
+from pulse.config import LagMode
 
-MODES: tuple[Mode, ...] = ("burrow", "burrow-1.2", "enhanced")
+Mode = LagMode
+"""Rule set: declared once with the `lag.mode` setting."""
+
+MODES: tuple[Mode, ...] = get_args(LagMode)
 
 
 class Status(enum.IntEnum):

@@ -9,17 +9,21 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any, get_args
 
 import click
+import yaml
+from click.core import ParameterSource
 
 from kafka_pulse.cli.dev import dev_home
-from kafka_pulse.cli.options import config_option
+from kafka_pulse.cli.options import F, config_option
 from kafka_pulse.clusters import load_or_default, resolve_cluster
-from lag.replay import ReplaySettings, replay
+from lag.replay import replay
 from lag.runner import LagRunner
 from pulse.alerts import AlertSink, AlertSinkCollector
-from pulse.config import split_host_port
+from pulse.config import LagConfig, LagMode, check_section, load_config, split_host_port
 from pulse.errors import ConfigError, PulseError
 from pulse.paths import state_dir
 
@@ -80,6 +84,55 @@ def lag(ctx: click.Context, config_path: Path | None, cluster_names: tuple[str, 
     click.echo("lag: stopped", err=True)
 
 
+_REPLAY_SETTINGS: dict[str, str] = {
+    "mode": "--mode",
+    "intervals": "--intervals",
+    "offset_refresh_s": "--offset-refresh",
+    "min_distance_s": "--min-distance",
+    "allowed_lag": "--allowed-lag",
+    "minimum_complete": "--minimum-complete",
+}
+"""`lag:` settings `lag replay` takes as options (setting -> option): bounds and defaults come from `LagConfig`."""
+
+
+class _YamlValue(click.ParamType[Any]):
+    """An option value read as the config file reads the same key's value (YAML scalar: `1` int, `0.5` float), so the
+    model sees, and words a refusal of, exactly what it would see in the file."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return yaml.safe_load(value) if isinstance(value, str) else value
+
+
+def _setting_option(field: str, kind: click.ParamType[Any], help_text: str | None = None) -> Callable[[F], F]:
+    """An option for the `lag.<field>` setting: its default, shown in --help, and its help come from the model, and
+    no bounds of its own (the model checks them), so the option cannot drift from the config key."""
+    info = LagConfig.model_fields[field]
+    return click.option(
+        _REPLAY_SETTINGS[field],
+        field,
+        type=kind,
+        default=info.default,
+        show_default=True,
+        help=f"{help_text or info.description} Overrides lag.{field}.",
+    )
+
+
+def replay_settings(config_path: Path | None, given: Mapping[str, object]) -> LagConfig:
+    """The `lag:` section of `--config` (defaults without one) with the options given on top, validated by the same
+    model as the file; ConfigError names the option and the key as the file's loader would (`lag.intervals: ...`)."""
+    base = load_config(config_path, os.environ).lag.model_dump(exclude_unset=True) if config_path else {}
+
+    def source_of(loc: tuple[str | int, ...]) -> str:
+        if loc and loc[0] in given:
+            return _REPLAY_SETTINGS[str(loc[0])]
+        return str(config_path) if config_path else "lag replay"
+
+    return check_section(LagConfig, {**base, **given}, ("lag",), source_of)
+
+
 @lag.command("replay")
 @config_option
 @click.option(
@@ -89,48 +142,27 @@ def lag(ctx: click.Context, config_path: Path | None, cluster_names: tuple[str, 
     required=True,
     help="JSONL of broker/commit/evaluate lines ('-' for stdin).",
 )
-@click.option("--mode", type=click.Choice(["burrow", "burrow-1.2", "enhanced"]), default="enhanced", show_default=True)
-@click.option("--intervals", type=click.IntRange(1, 255), default=10, show_default=True, help="Commits per window.")
-@click.option(
-    "--offset-refresh",
-    "offset_refresh_s",
-    type=click.FloatRange(min=0, min_open=True),
-    default=10.0,
-    show_default=True,
-    help="HWM refresh interval in seconds (enhanced warm-up is intervals x this).",
+@_setting_option("mode", click.Choice(get_args(LagMode)))
+@_setting_option("intervals", _YamlValue("INTEGER"), "Commits per window.")
+@_setting_option(
+    "offset_refresh_s", _YamlValue("SECONDS"), "HWM refresh interval in seconds (enhanced warm-up is intervals x this)."
 )
-@click.option(
-    "--min-distance",
+@_setting_option(
     "min_distance_s",
-    type=click.FloatRange(min=0),
-    default=0.0,
-    show_default=True,
-    help="Seconds; a commit closer than this to the previous one replaces it (Burrow's min-distance).",
+    _YamlValue("SECONDS"),
+    "Seconds; a commit closer than this to the previous one replaces it (Burrow's min-distance).",
 )
-@click.option("--allowed-lag", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--minimum-complete", type=click.FloatRange(0, 1), default=0.0, show_default=True)
-def replay_command(
-    config_path: Path | None,
-    input_path: Path,
-    mode: str,
-    intervals: int,
-    offset_refresh_s: float,
-    min_distance_s: float,
-    allowed_lag: int,
-    minimum_complete: float,
-) -> None:
+@_setting_option("allowed_lag", _YamlValue("INTEGER"))
+@_setting_option("minimum_complete", _YamlValue("RATIO"))
+@click.pass_context
+def replay_command(ctx: click.Context, /, config_path: Path | None, input_path: Path, **options: object) -> None:
     """Feed recorded offsets and commits (JSONL) through the evaluator, with no Kafka.
 
+    Settings are the `lag:` section of --config (its defaults without one), each option overriding its key.
     Prints one JSON line per `evaluate` line: the `status` object of Burrow's /lag response at that time.
     """
-    settings = ReplaySettings(
-        mode=mode,  # type: ignore[arg-type]  # click.Choice guarantees a Mode
-        intervals=intervals,
-        offset_refresh_s=offset_refresh_s,
-        min_distance_s=min_distance_s,
-        allowed_lag=allowed_lag,
-        minimum_complete=minimum_complete,
-    )
+    given = {k: v for k, v in options.items() if ctx.get_parameter_source(k) is ParameterSource.COMMANDLINE}
+    settings = replay_settings(config_path, given)
     bad: list[int] = []
 
     def report(number: int, why: str) -> None:

@@ -18,7 +18,7 @@ from pulse.config.lag import (
     LagNotifyConfig,
     PageCacheConfig,
 )
-from pulse.config.load import load_config, parse_config
+from pulse.config.load import check_section, load_config, parse_config
 from pulse.config.root import PulseConfig
 from pulse.config.slo import SloConfig
 from pulse.config.types import ExistingFile, HostPort, HttpUrl, Name, Regex, TopicName, split_host_port
@@ -54,6 +54,7 @@ __all__ = [
     "SloConfig",
     "TlsConfig",
     "TopicName",
+    "check_section",
     "load_config",
     "parse_config",
     "split_host_port",

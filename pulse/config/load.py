@@ -1,13 +1,17 @@
 """Loading the config file: read it, parse strict YAML, substitute `${VAR}`, validate; every problem in one pass."""
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from pulse.config.root import PulseConfig
-from pulse.envsubst import describe_error, format_key_path, read_tree, substitute
+from pulse.config.types import Section
+from pulse.envsubst import Loc, describe_error, format_key_path, read_tree, substitute
 from pulse.errors import ConfigError
+
+SectionT = TypeVar("SectionT", bound=Section)
 
 
 def load_config(path: Path, environ: Mapping[str, str]) -> PulseConfig:
@@ -38,3 +42,13 @@ def parse_config(text: str, source: str, environ: Mapping[str, str], base_dir: P
     # An unresolved ${VAR} is already reported; a type error on its literal text below it would be noise.
     problems += [(loc, why) for loc, why in found if not any(loc[: len(p.loc)] == p.loc for p in env_problems)]
     raise ConfigError("\n".join(f"{source}: {format_key_path(loc)}: {reason}" for loc, reason in problems))
+
+
+def check_section(model: type[SectionT], tree: Mapping[str, Any], at: Loc, source_of: Callable[[Loc], str]) -> SectionT:
+    """Validate settings given elsewhere than the file (command-line options) through the section's own model, so
+    they are refused with the file's words: `<source_of(key)>: <at.key>: <reason>`, every problem in one pass."""
+    try:
+        return model.model_validate(tree)
+    except ValidationError as exc:
+        problems = [describe_error(error, model) for error in exc.errors(include_url=False)]
+    raise ConfigError("\n".join(f"{source_of(loc)}: {format_key_path((*at, *loc))}: {why}" for loc, why in problems))

@@ -12,9 +12,10 @@ from collections import defaultdict
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from lag.service import LagService, LagSettings, SourceHealth
+from lag.service import LagService, SourceHealth
 from lag.source import Ingestion, KafkaLagSource
 from lag.status import Status
+from pulse.config import LagConfig
 from pulse.ports import wait_until
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.integration.test_dev_cluster import produce
@@ -48,7 +49,7 @@ def test_admin_ingestion_classifies_like_consumer_offsets(kafka: KafkaHandle) ->
     for mode in MODES:
         health = SourceHealth(stale_after_s=10.0, recovery_s=0.0)
         service = services[mode] = LagService(
-            LagSettings(mode="enhanced", intervals=3, offset_refresh_s=1.0, group_allow="^ad-"), health
+            LagConfig(mode="enhanced", intervals=3, offset_refresh_s=1.0, group_allow="^ad-"), health
         )
         sources.append(KafkaLagSource(CLUSTER, kafka.client_config(), service, health, ingestion=mode))
     seen: dict[tuple[Ingestion, str], set[Status]] = defaultdict(set)

@@ -16,8 +16,9 @@ from prometheus_client import CollectorRegistry
 
 from lag.api import BurrowApi
 from lag.metrics import LagCollector
-from lag.service import LagService, LagSettings, SourceHealth
+from lag.service import LagService, SourceHealth
 from lag.source import KafkaLagSource
+from pulse.config import LagConfig
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.integration.test_dev_cluster import produce
 
@@ -63,7 +64,7 @@ def test_groups_on_a_real_cluster_get_the_right_status(kafka: KafkaHandle) -> No
     produce(kafka, quiet, 10, "q")
     transactional_group(kafka, txn, "g-txn")
 
-    settings = LagSettings(mode="enhanced", intervals=5, offset_refresh_s=1.0)
+    settings = LagConfig(mode="enhanced", intervals=5, offset_refresh_s=1.0)
     health = SourceHealth(stale_after_s=5.0, recovery_s=2.0)
     service = LagService(settings, health)
     service.cluster_info[CLUSTER] = {"class-name": "kafka", "servers": kafka.bootstrap_servers.split(",")}

@@ -14,9 +14,9 @@ from confluent_kafka import TopicPartition
 
 from lag.api import BurrowApi
 from lag.record_times import ExactLagFetcher
-from lag.service import LagService, LagSettings, SourceHealth
+from lag.service import LagService, SourceHealth
 from lag.source import KafkaLagSource
-from pulse.config import ExactTimeLagConfig
+from pulse.config import ExactTimeLagConfig, LagConfig
 from pulse.ports import wait_until
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 
@@ -42,7 +42,7 @@ def test_exact_lag_is_the_age_of_the_record_at_the_committed_offset(kafka: Kafka
 
     health = SourceHealth(stale_after_s=10.0, recovery_s=0.0)
     # Only this test's groups: the session cluster holds other tests' lagging groups too.
-    service = LagService(LagSettings(mode="enhanced", intervals=3, offset_refresh_s=1.0, group_allow="^x-"), health)
+    service = LagService(LagConfig(mode="enhanced", intervals=3, offset_refresh_s=1.0, group_allow="^x-"), health)
     source = KafkaLagSource(CLUSTER, kafka.client_config(), service, health)
     fetcher = ExactLagFetcher(
         CLUSTER, kafka.client_config(), service, ExactTimeLagConfig(enabled=True, max_fetches_per_cycle=1)

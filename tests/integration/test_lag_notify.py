@@ -14,11 +14,11 @@ from confluent_kafka import TopicPartition
 
 from devstack.alertmanager import Alertmanager
 from lag.notify import ALERTNAME, LagNotifier
-from lag.service import LagService, LagSettings, SourceHealth
+from lag.service import LagService, SourceHealth
 from lag.source import KafkaLagSource
 from lag.status import Status
 from pulse.alerts import AlertSink
-from pulse.config import AlertingConfig
+from pulse.config import AlertingConfig, LagConfig
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.fixtures.services import WEBHOOK_PATH
 from tests.integration.test_dev_cluster import produce
@@ -51,9 +51,7 @@ def test_a_stopped_group_opens_an_incident_and_its_recovery_resolves_it(
     topic = kafka.create_topic("lag-notify", partitions=1)
     consumer = kafka.consumer(GROUP)
     health = SourceHealth(stale_after_s=10.0, recovery_s=0.0)
-    service = LagService(
-        LagSettings(mode="enhanced", intervals=3, offset_refresh_s=1.0, group_allow="^notify-"), health
-    )
+    service = LagService(LagConfig(mode="enhanced", intervals=3, offset_refresh_s=1.0, group_allow="^notify-"), health)
     source = KafkaLagSource(CLUSTER, kafka.client_config(), service, health)
     alerting = AlertingConfig(
         enabled=True, alertmanager_url=alertmanager.url, resend_interval_s=2, labels={"team": "kafka"}

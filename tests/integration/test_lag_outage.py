@@ -17,9 +17,10 @@ from confluent_kafka import Consumer, TopicPartition
 from devstack.cluster import DevCluster
 from devstack.runtime import DEFAULT_VERSION
 from devstack.topology import Security
-from lag.service import LagService, LagSettings, SourceHealth
+from lag.service import LagService, SourceHealth
 from lag.source import KafkaLagSource
 from lag.status import Mode, Status
+from pulse.config import LagConfig
 from pulse.paths import cache_dir
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.fixtures.logs import register_log
@@ -66,7 +67,7 @@ def test_an_unreachable_cluster_is_unknown_never_stopped(lone_kafka: KafkaHandle
     sources: list[KafkaLagSource] = []
     for mode in MODES:
         health = SourceHealth(stale_after_s=3.0, recovery_s=5.0)
-        service = services[mode] = LagService(LagSettings(mode=mode, intervals=5, offset_refresh_s=1.0), health)
+        service = services[mode] = LagService(LagConfig(mode=mode, intervals=5, offset_refresh_s=1.0), health)
         sources.append(KafkaLagSource(CLUSTER, kafka.client_config(), service, health))
     seen: dict[tuple[Mode, str], list[Status]] = defaultdict(list)
     hwm = 0

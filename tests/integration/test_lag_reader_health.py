@@ -12,9 +12,10 @@ import pytest
 from confluent_kafka import TopicPartition
 
 from devstack.services import poll
-from lag.service import LagService, LagSettings, SourceHealth
+from lag.service import LagService, SourceHealth
 from lag.source import OFFSETS_TOPIC, KafkaLagSource
 from lag.status import Status
+from pulse.config import LagConfig
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.integration.test_dev_cluster import produce
 
@@ -27,7 +28,7 @@ GROUP = "reader-health"
 def test_a_dead_commits_reader_makes_the_cluster_unknown_never_stopped(kafka: KafkaHandle) -> None:
     topic = kafka.create_topic("reader-health", partitions=1)
     health = SourceHealth(stale_after_s=5.0, recovery_s=0.0)
-    service = LagService(LagSettings(mode="burrow", intervals=3, offset_refresh_s=1.0), health)
+    service = LagService(LagConfig(mode="burrow", intervals=3, offset_refresh_s=1.0), health)
     source = KafkaLagSource(CLUSTER, kafka.client_config(), service, health)
     consumer = kafka.consumer(GROUP)
     end = 0

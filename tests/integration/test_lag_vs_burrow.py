@@ -20,8 +20,9 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from lag.api import BurrowApi
-from lag.service import LagService, LagSettings, SourceHealth
+from lag.service import LagService, SourceHealth
 from lag.source import KafkaLagSource
+from pulse.config import LagConfig
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.fixtures.services import BurrowFactory
 from tests.integration.test_dev_cluster import produce
@@ -119,7 +120,7 @@ def test_burrow_12_and_kafka_pulse_agree_on_real_groups(kafka39: KafkaHandle, bu
         expire_cache_s=1,
     )
     burrow = burrow_factory(kafka39.bootstrap_servers.split(","), CLUSTER, options)
-    settings = LagSettings(
+    settings = LagConfig(
         mode="burrow-1.2",
         intervals=INTERVALS,
         offset_refresh_s=OFFSET_REFRESH_S,

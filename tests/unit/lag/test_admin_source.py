@@ -10,8 +10,9 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from lag.admin_source import GROUP_OFFSETS_FEED, AdminOffsetsReader, GroupSnapshot, commits_to_store, should_store
-from lag.service import LagService, LagSettings, SourceHealth
+from lag.service import LagService, SourceHealth
 from lag.status import Status
+from pulse.config import LagConfig
 
 
 @pytest.mark.parametrize(
@@ -44,7 +45,7 @@ class Clock:
 def reader_with_service(mode: str = "burrow") -> tuple[AdminOffsetsReader, LagService, Clock]:
     clock = Clock()
     health = SourceHealth(stale_after_s=30, recovery_s=0, clock_ms=clock)
-    service = LagService(LagSettings(mode=mode, intervals=3, offset_refresh_s=10), health, clock)  # type: ignore[arg-type]
+    service = LagService(LagConfig(mode=mode, intervals=3, offset_refresh_s=10), health, clock)  # type: ignore[arg-type]
     reader = AdminOffsetsReader("c", cast(AdminClient, None), service, health)  # apply() never calls Kafka
     return reader, service, clock
 

@@ -21,14 +21,15 @@ from devstack.tls import create_pem_files
 from lag.api import BasicAuth, BurrowApi
 from lag.burrow_json import client_profile_json, cluster_module_json, consumer_module_json
 from lag.metrics import LagCollector
-from lag.service import LagService, LagSettings
+from lag.service import LagService
+from pulse.config import LagConfig
 
 NOW = 1_700_000_000_000
 
 
 @pytest.fixture
 def api() -> Iterator[BurrowApi]:
-    service = LagService(LagSettings(mode="burrow", intervals=3, min_distance_s=1), clock_ms=lambda: NOW)
+    service = LagService(LagConfig(mode="burrow", intervals=3, min_distance_s=1), clock_ms=lambda: NOW)
     profile = client_profile_json("local", "kafka-pulse-lag")
     service.cluster_info["local"] = cluster_module_json(["127.0.0.1:9092"], profile, 10, 10)
     service.consumer_info["local"] = consumer_module_json(
@@ -177,7 +178,7 @@ def test_unknown_routes_get_burrows_invalid_request(api: BurrowApi) -> None:
 
 
 def test_basic_auth_and_metrics_over_http() -> None:
-    service = LagService(LagSettings(), clock_ms=lambda: NOW)
+    service = LagService(LagConfig(), clock_ms=lambda: NOW)
     registry = CollectorRegistry()
     registry.register(LagCollector(service))
     api = BurrowApi(service, registry=registry, basic_auth=BasicAuth("prometheus", "s3cret"))
@@ -197,7 +198,7 @@ def test_tls_a_silent_client_does_not_hold_up_the_others(tmp_path: Path) -> None
     """The TLS handshake runs on each request's thread: a client that connects and never speaks (a port scanner, a
     half-open connection) used to block accept() for everyone while the listening socket did the handshake."""
     pem = create_pem_files(tmp_path)
-    api = BurrowApi(LagService(LagSettings(), clock_ms=lambda: NOW), tls=(pem.cert_file, pem.key_file))
+    api = BurrowApi(LagService(LagConfig(), clock_ms=lambda: NOW), tls=(pem.cert_file, pem.key_file))
     api.start()
     host, port = api.address.rsplit(":", 1)
     try:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from lag.service import LagService, LagSettings
+from lag.service import LagService
 from lag.status import Status
 from lag.timelag import RecordTimes, choose_lookups, exact_lag_seconds
+from pulse.config import LagConfig
 
 
 @pytest.mark.parametrize(
@@ -42,7 +43,7 @@ def test_choose_lookups_is_bounded_and_takes_the_largest_lag_first() -> None:
 
 def test_the_service_reports_exact_lag_next_to_the_interpolated_one() -> None:
     now = 1_000_000
-    service = LagService(LagSettings(mode="enhanced", intervals=2), clock_ms=lambda: now)
+    service = LagService(LagConfig(mode="enhanced", intervals=2), clock_ms=lambda: now)
     service.record_times = RecordTimes(10)
     with service.locked() as store:
         store.add_hwm("c", "t", 0, 100, now - 20_000)

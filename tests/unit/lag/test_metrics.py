@@ -9,7 +9,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from lag.metrics import LagCollector
-from lag.service import LagService, LagSettings
+from lag.service import LagService
 from pulse.config import LagConfig
 
 NOW = 1_700_000_000_000
@@ -20,7 +20,7 @@ PER_GROUP = ("burrow_kafka_consumer_lag_total", "burrow_kafka_consumer_status", 
 
 
 def scrape(granularity: Literal["partition", "group"]) -> str:
-    service = LagService(LagSettings(mode="burrow", intervals=3, min_distance_s=1), clock_ms=lambda: NOW)
+    service = LagService(LagConfig(mode="burrow", intervals=3, min_distance_s=1), clock_ms=lambda: NOW)
     with service.locked() as store:
         for partition in range(4):
             store.add_hwm("local", "t", partition, 100, NOW - 30_000)

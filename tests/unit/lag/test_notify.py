@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from lag.notify import ALERTNAME, IncidentBook, LagNotifier
-from lag.service import LagService, LagSettings
+from lag.service import LagService
 from lag.status import GroupStatus, PartitionVerdict, Status
 from pulse.alerts import Alert, Incidents
+from pulse.config import LagConfig
 
 
 def status(s: Status, group: str = "g", totallag: int = 0, reason: str = "") -> GroupStatus:
@@ -127,7 +128,7 @@ def test_the_notifier_resolves_through_incidents() -> None:
     """A stopped group fires, then resolves with endsAt = now once it is OK; the firing one carries a future
     endsAt (keep-alive), so Alertmanager does not time it out between cycles."""
     now = [1_700_000_000_000]
-    service = LagService(LagSettings(mode="burrow", intervals=2), clock_ms=lambda: now[0])
+    service = LagService(LagConfig(mode="burrow", intervals=2), clock_ms=lambda: now[0])
     with service.locked() as store:
         store.add_hwm("c", "t", 0, 100, now[0] - 60_000)
         store.add_commit("c", "g", "t", 0, 10, now[0] - 60_000, now[0] - 60_000)

@@ -103,7 +103,62 @@ def test_missing_input_file_is_a_clear_error(tmp_path: Path) -> None:
 def test_options_are_validated(tmp_path: Path) -> None:
     result = invoke(tmp_path, ["{}"], "--minimum-complete", "2")
     assert result.exit_code == 2
-    assert "--minimum-complete" in result.output
+    assert "ConfigError: --minimum-complete: lag.minimum_complete: Input should be less than" in result.output
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "key"),
+    [
+        ("--intervals", "1", "intervals"),
+        ("--intervals", "256", "intervals"),
+        ("--offset-refresh", "0", "offset_refresh_s"),
+        ("--min-distance", "-1", "min_distance_s"),
+        ("--allowed-lag", "-1", "allowed_lag"),
+        ("--minimum-complete", "1.5", "minimum_complete"),
+    ],
+)
+def test_an_option_is_refused_with_the_config_files_message(tmp_path: Path, option: str, value: str, key: str) -> None:
+    """One declaration per setting: the option is validated by the `lag:` model, so it says what the file says."""
+    config = tmp_path / "pulse.yaml"
+    config.write_text(f"lag:\n  {key}: {value}\n")
+    from_file = CliRunner().invoke(cli, ["lag", "--config", str(config)])
+    from_option = invoke(tmp_path, ["{}"], option, value)
+    assert (from_file.exit_code, from_option.exit_code) == (2, 2)
+    file_line = from_file.output.strip().removeprefix(f"ConfigError: {config}: ")
+    option_line = from_option.output.strip().removeprefix(f"ConfigError: {option}: ")
+    assert file_line.startswith(f"lag.{key}: ")
+    assert option_line == file_line
+
+
+def test_intervals_1_is_refused_as_in_the_config_file(tmp_path: Path) -> None:
+    """The drift the config model ended: `--intervals 1` was accepted while `lag.intervals: 1` was refused."""
+    result = invoke(tmp_path, ["{}"], "--intervals", "1")
+    assert result.exit_code == 2
+    assert result.output.strip() == (
+        "ConfigError: --intervals: lag.intervals: Input should be greater than or equal to 2 (got 1)"
+    )
+
+
+def test_replay_takes_its_settings_from_the_config_and_options_override(tmp_path: Path) -> None:
+    """`--config` gives the `lag:` section (here burrow-1.2 rules); an option overrides its key."""
+    config = tmp_path / "pulse.yaml"
+    config.write_text("lag:\n  mode: burrow-1.2\n  intervals: 3\n")
+    lines = [json.dumps(x) for x in GOOD]
+    path = tmp_path / "in.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    from_config = CliRunner().invoke(cli, ["lag", "replay", "--config", str(config), "--input", str(path)])
+    assert from_config.exit_code == 0, from_config.output
+    assert "observedAt" not in from_config.stdout and "reason" not in from_config.stdout
+    overridden = CliRunner().invoke(
+        cli, ["lag", "replay", "--config", str(config), "--input", str(path), "--mode", "enhanced"]
+    )
+    assert json.loads(overridden.stdout)["partitions"][1]["reason"].startswith("E4 warm-up")
+
+
+def test_option_help_shows_the_models_defaults() -> None:
+    result = CliRunner().invoke(cli, ["lag", "replay", "--help"])
+    assert result.exit_code == 0
+    assert "[default: 10]" in result.output and "Overrides lag.intervals." in result.output
 
 
 def test_lag_service_without_config_or_dev_cluster_is_a_clear_error(

@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from kafka_pulse.cli.main import cli
-from lag.replay import ReplaySettings, parse_line
+from lag.replay import parse_line
+from lag.service import new_evaluator
+from pulse.config import LagConfig
 
 MODES = ("burrow", "burrow-1.2", "enhanced")
 
@@ -140,7 +143,7 @@ def to_jsonl(events: str, now_s: int) -> str:
     return "\n".join(json.dumps(x) for x in lines) + "\n"
 
 
-def run_replay(tmp_path: Path, text: str, *options: str) -> list[dict]:
+def run_replay(tmp_path: Path, text: str, *options: str) -> list[dict[str, Any]]:
     path = tmp_path / "in.jsonl"
     path.write_text(text)
     result = CliRunner().invoke(cli, ["lag", "replay", "--input", str(path), *options])
@@ -184,8 +187,8 @@ _SETTINGS |= {"--min-distance": ("min_distance_s", float)}
 def test_rule_table_columnar_path_equals_the_scalar_reference(case: Case, mode_index: int) -> None:
     """`lag replay` evaluates through the columnar path; the scalar rules give the identical status object."""
     options = {_SETTINGS[k][0]: _SETTINGS[k][1](v) for k, v in zip(case.options[::2], case.options[1::2], strict=True)}
-    settings = ReplaySettings(mode=MODES[mode_index], intervals=5, offset_refresh_s=10, **options)  # type: ignore[arg-type]
-    evaluator = settings.evaluator()
+    settings = LagConfig(mode=MODES[mode_index], intervals=5, offset_refresh_s=10, **options)  # type: ignore[arg-type]
+    evaluator = new_evaluator(settings)
     store = evaluator.store
     for line in to_jsonl(case.events, case.now).splitlines():
         r = parse_line(line)

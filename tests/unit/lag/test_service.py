@@ -13,6 +13,7 @@ from lag.service import SourceHealth
 from lag.source import behind
 from lag.status import Status
 from lag.store import OffsetStore
+from pulse.config import LagConfig
 
 
 @dataclass
@@ -140,10 +141,10 @@ def test_every_expected_feed_must_be_fresh() -> None:
 
 def test_the_page_cache_hint_marks_partitions_read_from_disk() -> None:
     from lag.pagecache import PageCacheEstimate
-    from lag.service import LagService, LagSettings
+    from lag.service import LagService
 
     now = 1_000_000
-    service = LagService(LagSettings(mode="enhanced", intervals=2), clock_ms=lambda: now)
+    service = LagService(LagConfig(mode="enhanced", intervals=2), clock_ms=lambda: now)
     with service.locked() as store:
         for p in (0, 1):
             store.add_hwm("c", "t", p, 0, now - 200_000)

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from lag.runner import LagRunner
-from lag.service import LagSettings
+from lag.service import rule_params
 from pulse.config import PulseConfig, parse_config
 from pulse.errors import ConfigError
 from pulse.ports import free_ports
@@ -56,12 +56,11 @@ def test_valid_lag_config_parses_and_becomes_settings() -> None:
     config = parse(valid_config())
     lag = config.lag
     assert lag.ingestion_for("legacy") == "admin" and lag.ingestion_for("prod") == "consumer_offsets"
-    settings = LagSettings.from_config(lag)
-    assert (settings.mode, settings.intervals, settings.offset_refresh_s, settings.min_distance_s) == (
-        "burrow", 15, 30, 1,
+    assert (lag.mode, lag.intervals, lag.offset_refresh_s, lag.min_distance_s) == ("burrow", 15, 30, 1)
+    assert (lag.effective_group_allow(), lag.group_deny, lag.effective_group_refresh_s()) == (
+        "^app-", "^console-consumer-", 20,
     )  # fmt: skip
-    assert (settings.group_allow, settings.group_deny, settings.group_refresh_s) == ("^app-", "^console-consumer-", 20)
-    rules = settings.rule_params()
+    rules = rule_params(lag)
     assert (rules.allowed_lag, rules.minimum_complete, rules.offset_refresh_ms) == (1, 0.5, 30_000)
 
 
@@ -72,7 +71,7 @@ def test_defaults_derive_staleness_from_the_refresh_intervals() -> None:
     assert (default.mode, default.ingestion, default.exact_time_lag.enabled, default.page_cache.enabled) == (
         "enhanced", "consumer_offsets", False, False,
     )  # fmt: skip
-    assert LagSettings.from_config(default).group_allow is None  # ".*" is no filter
+    assert default.effective_group_allow() is None  # ".*" is no filter
 
 
 def test_the_whole_config_builds_a_runner_without_connecting() -> None:
