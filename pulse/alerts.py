@@ -45,11 +45,10 @@ from pydantic import (
 
 from pulse.config import AlertingConfig
 from pulse.errors import ConfigError
+from pulse.names import LABEL_NAME
 
 _LOG = logging.getLogger(__name__)
 
-LABEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-"""Alertmanager's rule for label and annotation names (`model.LabelName.IsValid`)."""
 
 Identity = tuple[tuple[str, str], ...]
 """An alert's sorted label pairs: what Alertmanager deduplicates on."""
@@ -63,7 +62,7 @@ def identity(labels: Mapping[str, str]) -> Identity:
     return tuple(sorted(labels.items()))
 
 
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_PLACEHOLDER = re.compile(r"\{(" + LABEL_NAME.pattern + r")\}")
 
 
 def render_link(template: str, labels: Mapping[str, str]) -> str:

@@ -13,10 +13,17 @@ import pyarrow.parquet as pq
 from prometheus_client import CollectorRegistry, Gauge, push_to_gateway
 
 from pulse.errors import PulseError
+from pulse.names import (
+    SLO_ALERT_FIRING_GAUGE,
+    SLO_BUDGET_REMAINING_GAUGE,
+    SLO_EVALUATED_GAUGE,
+    SLO_OBJECTIVE_GAUGE,
+    SLO_PUSH_JOB,
+    SloResultColumn,
+    slo_results_file,
+)
 from slo.policy import REPORTED_WINDOWS_S, format_duration
 from slo.results import SloResult
-
-PUSH_JOB = "kafka-pulse-slo"
 
 
 class PushFailed(PulseError):
@@ -26,38 +33,38 @@ class PushFailed(PulseError):
 def results_table(results: Sequence[SloResult]) -> pa.Table:
     """One row per SLO instance; burn rates one column per window (`burn_rate_5m` ...)."""
     columns: dict[str, list[object]] = {
-        "at": [r.at for r in results],
-        "name": [r.name for r in results],
-        "labels": [json.dumps(r.labels, sort_keys=True) for r in results],
+        SloResultColumn.AT: [r.at for r in results],
+        SloResultColumn.NAME: [r.name for r in results],
+        SloResultColumn.LABELS: [json.dumps(r.labels, sort_keys=True) for r in results],
         "objective": [r.objective for r in results],
         "window": [r.window for r in results],
         "good": [r.good for r in results],
         "total": [r.total for r in results],
         "sli": [r.sli for r in results],
-        "budget_remaining": [r.budget_remaining for r in results],
+        SloResultColumn.BUDGET_REMAINING: [r.budget_remaining for r in results],
     }
     for window in (format_duration(w) for w in REPORTED_WINDOWS_S):
         columns[f"burn_rate_{window}"] = [r.burn_rates.get(window) for r in results]
-    for severity in ("page", "ticket"):
-        columns[f"{severity}_firing"] = [any(a.firing for a in r.alerts if a.severity == severity) for r in results]
-    columns["exhaustion_at"] = [r.exhaustion_at for r in results]
+    for severity, column in (("page", SloResultColumn.PAGE_FIRING), ("ticket", SloResultColumn.TICKET_FIRING)):
+        columns[column] = [any(a.firing for a in r.alerts if a.severity == severity) for r in results]
+    columns[SloResultColumn.EXHAUSTION_AT] = [r.exhaustion_at for r in results]
     columns["projected_sli"] = [r.projected_sli for r in results]
     columns["skipped_rows"] = [sum(r.skipped_rows.values()) for r in results]
     schema = pa.schema(
         [
-            ("at", pa.timestamp("us", tz="UTC")),
-            ("name", pa.string()),
-            ("labels", pa.string()),
+            (SloResultColumn.AT, pa.timestamp("us", tz="UTC")),
+            (SloResultColumn.NAME, pa.string()),
+            (SloResultColumn.LABELS, pa.string()),
             ("objective", pa.float64()),
             ("window", pa.string()),
             ("good", pa.float64()),
             ("total", pa.float64()),
             ("sli", pa.float64()),
-            ("budget_remaining", pa.float64()),
+            (SloResultColumn.BUDGET_REMAINING, pa.float64()),
             *[(f"burn_rate_{format_duration(w)}", pa.float64()) for w in REPORTED_WINDOWS_S],
-            ("page_firing", pa.bool_()),
-            ("ticket_firing", pa.bool_()),
-            ("exhaustion_at", pa.timestamp("us", tz="UTC")),
+            (SloResultColumn.PAGE_FIRING, pa.bool_()),
+            (SloResultColumn.TICKET_FIRING, pa.bool_()),
+            (SloResultColumn.EXHAUSTION_AT, pa.timestamp("us", tz="UTC")),
             ("projected_sli", pa.float64()),
             ("skipped_rows", pa.int64()),
         ]
@@ -69,7 +76,7 @@ def write_results(results: Sequence[SloResult], directory: Path) -> Path:
     """`<directory>/evaluation-<at>.parquet`; the directory is created when missing."""
     directory.mkdir(parents=True, exist_ok=True)
     stamp = results[0].at.strftime("%Y%m%dT%H%M%SZ") if results else "empty"
-    path = directory / f"evaluation-{stamp}.parquet"
+    path = directory / slo_results_file(stamp)
     pq.write_table(results_table(results), path)
     return path
 
@@ -83,15 +90,15 @@ def gauges(results: Sequence[SloResult]) -> CollectorRegistry:
     def gauge(name: str, doc: str, more: Sequence[str] = ()) -> Gauge:
         return Gauge(name, doc, [*base, *more], registry=registry)
 
-    objective = gauge("kafka_pulse_slo_objective_ratio", "The SLO's objective as a ratio (0.999 for 99.9 %).")
+    objective = gauge(SLO_OBJECTIVE_GAUGE, "The SLO's objective as a ratio (0.999 for 99.9 %).")
     sli = gauge("kafka_pulse_slo_sli_ratio", "good / total over the SLO window; absent without events.")
-    remaining = gauge("kafka_pulse_slo_error_budget_remaining_ratio", "1 - budget consumed; negative when overspent.")
+    remaining = gauge(SLO_BUDGET_REMAINING_GAUGE, "1 - budget consumed; negative when overspent.")
     events = gauge("kafka_pulse_slo_events", "Events (or timeslices) counted in the SLO window.")
     burn = gauge("kafka_pulse_slo_burn_rate", "Error ratio / error budget over a window.", ["window"])
-    firing = gauge("kafka_pulse_slo_alert_firing", "1 while the severity's burn-rate alert fires.", ["severity"])
+    firing = gauge(SLO_ALERT_FIRING_GAUGE, "1 while the severity's burn-rate alert fires.", ["severity"])
     exhaustion = gauge("kafka_pulse_slo_exhaustion_timestamp_seconds", "When the budget runs out at current rates.")
     skipped = gauge("kafka_pulse_slo_skipped_rows", "Malformed source rows skipped in this run.", ["reason"])
-    evaluated = gauge("kafka_pulse_slo_evaluation_timestamp_seconds", "The evaluation time of these figures.")
+    evaluated = gauge(SLO_EVALUATED_GAUGE, "The evaluation time of these figures.")
     for r in results:
         labels = [r.name, *[r.labels.get(key, "") for key in extra]]
         objective.labels(*labels).set(r.objective / 100)
@@ -116,6 +123,6 @@ def gauges(results: Sequence[SloResult]) -> CollectorRegistry:
 def push_gauges(results: Sequence[SloResult], url: str, timeout_s: float = 10.0) -> None:
     """Replace the `kafka-pulse-slo` group on the Pushgateway with these results (PUT semantics)."""
     try:
-        push_to_gateway(url, job=PUSH_JOB, registry=gauges(results), timeout=timeout_s)
+        push_to_gateway(url, job=SLO_PUSH_JOB, registry=gauges(results), timeout=timeout_s)
     except OSError as exc:
         raise PushFailed(f"Pushgateway at {url}: {exc}") from exc

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal
 
-from pulse.alerts import LABEL_NAME, render_link
+from pulse.alerts import render_link
 from pulse.errors import ConfigError
+from pulse.names import LABEL_NAME
 from slo.alerting import ALERTNAME, RESERVED_LABELS
 from slo.model import BurnPair, PrometheusSource, RollingWindow, Slo
 from slo.policy import DAY_S, HOUR_S, MINUTE_S, REPORTED_WINDOWS_S, format_duration

@@ -24,6 +24,7 @@ from sqlglot import exp
 from pulse.config import PulseConfig
 from pulse.envsubst import Loc, describe_error, format_key_path, read_tree
 from pulse.errors import ConfigError
+from pulse.names import LABEL_NAME
 from slo import model, openslo
 from slo.policy import (
     CALENDAR_NOMINAL_S,
@@ -38,7 +39,6 @@ from slo.policy import (
 )
 
 _SLO_NAME = re.compile(r"[a-z0-9]([a-z0-9_.-]*[a-z0-9])?")
-_LABEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class InvalidSpec(ConfigError):
@@ -204,7 +204,7 @@ class SloSpec(_Spec):
     @classmethod
     def _label_names(cls, labels: list[str]) -> list[str]:
         for label in labels:
-            if not _LABEL.fullmatch(label):
+            if not LABEL_NAME.fullmatch(label):
                 raise ValueError(f"{label!r} is not a column name")
         if len(set(labels)) != len(labels):
             raise ValueError(f"labels repeat: {labels}")

@@ -14,9 +14,16 @@ from typing import Any
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import FailureKind, NotAvailable, ProbeFailed, SloBudget, SloFacts
 from pulse.config import PulseConfig
+from pulse.names import (
+    SLO_ALERT_FIRING_GAUGE,
+    SLO_BUDGET_REMAINING_GAUGE,
+    SLO_EVALUATED_GAUGE,
+    SLO_OBJECTIVE_GAUGE,
+    SLO_PUSH_JOB,
+    SLO_RESULTS_GLOB,
+    SloResultColumn,
+)
 
-PUSH_JOB = "kafka-pulse-slo"
-"""The Pushgateway job slo/output.py pushes under."""
 _RESERVED = {"slo", "job", "instance", "window", "severity", "reason"}
 
 
@@ -43,9 +50,9 @@ def read_parquet(directory: Path) -> SloFacts | NotAvailable | ProbeFailed:
     """The newest evaluation file (names sort by their UTC time stamp)."""
     import pyarrow.parquet as pq
 
-    files = sorted(directory.glob("evaluation-*.parquet")) if directory.is_dir() else []
+    files = sorted(directory.glob(SLO_RESULTS_GLOB)) if directory.is_dir() else []
     if not files:
-        return NotAvailable(f"no evaluation-*.parquet in {directory} yet (`kafka-pulse run` writes one per schedule)")
+        return NotAvailable(f"no {SLO_RESULTS_GLOB} in {directory} yet (`kafka-pulse run` writes one per schedule)")
     newest = files[-1]
     try:
         rows: list[dict[str, Any]] = pq.read_table(newest).to_pylist()
@@ -53,16 +60,16 @@ def read_parquet(directory: Path) -> SloFacts | NotAvailable | ProbeFailed:
         return ProbeFailed(FailureKind.ERROR, f"{newest}: {exc}")
     budgets = tuple(
         SloBudget(
-            name=str(row["name"]),
-            labels=json.loads(row.get("labels") or "{}"),
-            budget_remaining=row.get("budget_remaining"),
-            page_firing=bool(row.get("page_firing")),
-            ticket_firing=bool(row.get("ticket_firing")),
-            exhaustion_at=_utc(row.get("exhaustion_at")),
+            name=str(row[SloResultColumn.NAME]),
+            labels=json.loads(row.get(SloResultColumn.LABELS) or "{}"),
+            budget_remaining=row.get(SloResultColumn.BUDGET_REMAINING),
+            page_firing=bool(row.get(SloResultColumn.PAGE_FIRING)),
+            ticket_firing=bool(row.get(SloResultColumn.TICKET_FIRING)),
+            exhaustion_at=_utc(row.get(SloResultColumn.EXHAUSTION_AT)),
         )
         for row in rows
     )
-    times = [t for t in (_utc(row.get("at")) for row in rows) if t is not None]
+    times = [t for t in (_utc(row.get(SloResultColumn.AT)) for row in rows) if t is not None]
     return SloFacts(f"parquet:{newest}", max(times) if times else None, budgets)
 
 
@@ -95,19 +102,19 @@ def pushgateway_budgets(text: str, source: str) -> SloFacts | NotAvailable:
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             labels = sample.labels
-            if labels.get("job") != PUSH_JOB or "slo" not in labels:
+            if labels.get("job") != SLO_PUSH_JOB or "slo" not in labels:
                 continue
             key = (labels["slo"], tuple(sorted((k, v) for k, v in labels.items() if k not in _RESERVED)))
-            if sample.name == "kafka_pulse_slo_error_budget_remaining_ratio":
+            if sample.name == SLO_BUDGET_REMAINING_GAUGE:
                 remaining[key] = sample.value
-            elif sample.name == "kafka_pulse_slo_alert_firing" and sample.value == 1:
+            elif sample.name == SLO_ALERT_FIRING_GAUGE and sample.value == 1:
                 firing[key].add(labels.get("severity", ""))
-            elif sample.name == "kafka_pulse_slo_evaluation_timestamp_seconds":
+            elif sample.name == SLO_EVALUATED_GAUGE:
                 evaluated.append(sample.value)
-            elif sample.name == "kafka_pulse_slo_objective_ratio":
+            elif sample.name == SLO_OBJECTIVE_GAUGE:
                 remaining.setdefault(key, float("nan"))
     if not remaining:
-        return NotAvailable(f"no {PUSH_JOB} gauges on {source.removeprefix('pushgateway:')} yet")
+        return NotAvailable(f"no {SLO_PUSH_JOB} gauges on {source.removeprefix('pushgateway:')} yet")
     budgets = tuple(
         SloBudget(
             name=name,

@@ -42,9 +42,9 @@ from devstack.services import QueryFailed, decode_json
 from devstack.topology import Security
 from kafka_pulse.cli.main import cli
 from kafka_pulse.clusters import dev_cluster_config
+from pulse.names import SLO_PUSH_JOB
 from pulse.paths import cache_dir
 from pulse.ports import free_ports, is_listening, wait_until
-from slo.output import PUSH_JOB
 from slo.rules import RuleOptions
 from slo.rules_files import load_rule_slos, output_files, select
 from tests.fixtures.kafka import KafkaHandle
@@ -406,7 +406,7 @@ def test_every_panel_query_parses_and_returns_data(
         )  # fmt: skip
         mirrormaker = MirrorMaker(tmp_path / "mm2", spec, DEFAULT_VERSION, cache_dir(), jmx_port=ports["mm2"])
         register_log("mirrormaker2 (dashboards)", mirrormaker.log_path)
-        stack.callback(pushgateway.delete, PUSH_JOB)
+        stack.callback(pushgateway.delete, SLO_PUSH_JOB)
         stack.callback(mirrormaker.stop)
         mirrormaker.start(240)  # before the canary, whose mirror reader starts once the copy exists
         stack.enter_context(Load(kafka, load_topic, 3))

@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 
 from devstack.pushgateway import Pushgateway
 from kafka_pulse.cli.main import cli
-from slo.output import PUSH_JOB
+from pulse.names import SLO_PUSH_JOB
 from tests.fixtures.spark import T, at, iso, minutes, write_rows
 
 pytestmark = pytest.mark.integration
@@ -63,11 +63,14 @@ def test_evaluate_prints_the_contract_and_writes_parquet_and_gauges(
     metrics = httpx.get(f"{pushgateway.http.base_url}/metrics", timeout=10).text
     try:
         assert (
-            f'kafka_pulse_slo_alert_firing{{instance="",job="{PUSH_JOB}",severity="page",slo="produce"}} 1' in metrics
+            f'kafka_pulse_slo_alert_firing{{instance="",job="{SLO_PUSH_JOB}",severity="page",slo="produce"}} 1'
+            in metrics
         )
-        assert f'kafka_pulse_slo_burn_rate{{instance="",job="{PUSH_JOB}",slo="produce",window="5m"}} 1000' in metrics
+        assert (
+            f'kafka_pulse_slo_burn_rate{{instance="",job="{SLO_PUSH_JOB}",slo="produce",window="5m"}} 1000' in metrics
+        )
     finally:
-        pushgateway.delete(PUSH_JOB)
+        pushgateway.delete(SLO_PUSH_JOB)
 
 
 def test_backtest_prints_intervals(config: Path, spark: SparkSession) -> None:
