@@ -1,6 +1,6 @@
 """Per-broker produce availability over a sliding window, each failed probe charged to the broker at fault (pure).
 
-Rules (issue #4 items 2 and 4; attribution is the gap Xinfra Monitor #91 left open):
+Rules (attribution is the gap Xinfra Monitor's issue #91 left open):
   1. A probe acknowledged within the latency SLO is good, for the partition leader it was sent to.
   2. A probe is bad when its produce failed, when it was acknowledged later than the SLO, when it is still
      unacknowledged at the SLO, or at once when its leader is known to be down while it waits.

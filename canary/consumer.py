@@ -1,4 +1,4 @@
-"""Probe consumer: reads every partition with assign() (no group, so no rebalance can blind it), issue #4 item 3.
+"""Probe consumer: reads every partition with assign() (no group, so no rebalance can blind it).
 
 `auto.offset.reset=error` makes an out-of-range position (and librdkafka's KIP-320 log-truncation check) visible
 instead of silently jumping: the consumer then reads the watermarks and tells the ledger whether records were

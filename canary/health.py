@@ -1,4 +1,4 @@
-"""Per-broker connection check: an ApiVersions request on a connection to that broker alone (issue #4 item 4).
+"""Per-broker connection check: an ApiVersions request on a connection to that broker alone.
 
 librdkafka routes a metadata request to whichever broker it likes, so it cannot say whether one particular broker
 answers; a raw ApiVersions v0 exchange can. ApiVersions is served before SASL authentication, so the check needs

@@ -20,7 +20,7 @@ from canary.tracker import PartitionCounts
 
 PREFIX = "kafka_pulse_canary"
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
-"""0.5 ms to 10 s (issue #4 item 4): an idle cluster's acks=all round trip lands in the first buckets."""
+"""0.5 ms to 10 s: an idle cluster's acks=all round trip lands in the first buckets."""
 _PROBE_LABELS = ("cluster", "broker", "rack", "client_rack")
 
 

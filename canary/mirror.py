@@ -1,5 +1,5 @@
-"""Mirror mode (issue #4 point 6; chapter 10's mirror canary, the Shallow Mirror and Kuaishou seeds): probes are
-produced on the source cluster's monitor topic and read back from MirrorMaker's copy on the target cluster.
+"""Mirror mode (chapter 10's mirror canary; Pinterest's Shallow Mirror and Kuaishou's trillion-scale Kafka write-ups):
+probes are produced on the source cluster's monitor topic and read back from MirrorMaker's copy on the target cluster.
 
 The core canary's producer, consumer, tracker and ledger do the probing; this module adds what only a mirror has:
 replication latency (target receive time minus source send time, one process so one monotonic clock) and loss per

@@ -1,6 +1,6 @@
 """Where the monitor topic's replicas should be, given the live brokers: what to create, add, move or elect (pure).
 
-Goals (issue #4 item 1), in order:
+Goals, in order:
   1. Replicas on brokers that are gone for good (the manager decides when a missing broker counts as gone) move to
      live brokers; a broker that is only briefly missing keeps its replicas (a rolling restart is not a removal).
   2. The replication factor reaches the configured one (never lowered: that is reported, not done).

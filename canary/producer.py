@@ -1,4 +1,4 @@
-"""Probe producer: one record per partition per round, acks=all, idempotent, no linger (issue #4 item 2).
+"""Probe producer: one record per partition per round, acks=all, idempotent, no linger.
 
 The latency SLO is the broker's ack timeout (`request.timeout.ms`) and bounds the client's wait on a silent broker;
 the client gives a probe up only after `delivery_timeout_s` (`message.timeout.ms`), so an ordinary failover does

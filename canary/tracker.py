@@ -1,7 +1,7 @@
 """Per-partition bookkeeping of this instance's probes: loss, duplicates, order and truncation (pure).
 
 Every method takes the clock (`now`, monotonic seconds) and returns the `ProbeResult`s it settles; the service
-hands those to the sinks. Rules, after Xinfra Monitor's ConsumeService but counted apart (research canary.md §8):
+hands those to the sinks. Rules, after Xinfra Monitor's ConsumeService but counted apart:
   1. A probe is settled once: produce failed, read back, or lost.
   1b. A probe acknowledged later than `latency_slo_s` is not `produce_ok` (error `_SLO_EXCEEDED`), though it is in
      the log and is read back like any other.

@@ -1,4 +1,4 @@
-"""Broker and client JMX metrics and cluster state from the Admin API, exposed to Prometheus (issue #3).
+"""Broker and client JMX metrics and cluster state from the Admin API, exposed to Prometheus.
 
 Flow: `transport` (JMX reads) -> `mapping` (jmx_exporter/Strimzi names, pure) -> `scrapers` (a thread per broker)
 -> `collector` (prometheus_client Collectors); `cluster_state` reads the Admin API; `clients` scrapes the JVM

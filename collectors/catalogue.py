@@ -1,5 +1,5 @@
-"""What a broker scrape reads over JMX: the MBeans of chapter 13 and research §3, as data (pure); and what a
-client target's scrape reads (`CLIENT_BEANS`).
+"""What a broker scrape reads over JMX: the MBeans of chapter 13 (Kafka: The Definitive Guide, 2nd ed.), as data (pure);
+and what a client target's scrape reads (`CLIENT_BEANS`).
 
 `scrape_plan` turns the catalogue into the `BeanQuery` list one transport call executes; `mapping.py` names what
 comes back. Adding a bean here is all it takes to export it: names follow from the jmx_exporter/Strimzi rules.
@@ -21,7 +21,7 @@ HISTOGRAM_ATTRIBUTES = (
 """Yammer histogram/timer attributes we export: the count and the percentiles (never the EWMA rates)."""
 
 REQUEST_TYPES = ("Produce", "FetchConsumer", "FetchFollower", "Metadata", "OffsetCommit")
-"""`request=` values whose RequestMetrics are read (issue #3's minimum set); each adds about 40 series."""
+"""`request=` values whose RequestMetrics are read (the minimum set); each adds about 40 series."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ ZOOKEEPER_BEANS: tuple[BeanQuery, ...] = (
     BeanQuery("kafka.controller:type=ControllerStats,name=LeaderElectionRateAndTimeMs", HISTOGRAM_ATTRIBUTES),
     BeanQuery("kafka.server:type=ZooKeeperClientMetrics,name=ZooKeeperRequestLatencyMs", HISTOGRAM_ATTRIBUTES),
 )
-"""Beans only a ZooKeeper-mode controller or broker registers (research §3, "ZK"): not queried on 4.x, where
+"""Beans only a ZooKeeper-mode controller or broker registers: not queried on 4.x, where
 they cannot exist, so a 4.x scrape carries no empty queries and logs nothing about them."""
 
 JVM_BEANS: tuple[BeanQuery, ...] = (
@@ -150,7 +150,7 @@ CLIENT_BEANS: tuple[BeanQuery, ...] = (
         tuple(f"{metric}{stat}" for metric in ("replication-latency-ms", "record-age-ms") for stat in MIRROR_STATS),
     ),
 )
-"""What a client target's scrape reads (the chapter's client monitoring, issue #3 point 7). The client-id
+"""What a client target's scrape reads (the chapter's client monitoring). The client-id
 patterns match exactly the keys {type, client-id}: the client-wide beans, never the per-topic or per-node ones,
 so cardinality stays one series per client. A JVM that is no producer (or no MirrorMaker 2) simply matches none
 of that group's beans; the `-total` companions are the counters Strimzi's rules export for `rate()`."""

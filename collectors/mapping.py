@@ -1,7 +1,7 @@
 """JMX readings -> Prometheus metric families under the names jmx_exporter with Strimzi's Kafka rules gives (pure).
 
 Sits between `transport.py` (which reads) and `collector.py` (which exposes). The rules, first match wins, after
-Strimzi's `kafka-metrics.yaml` and jmx_exporter 1.x (research §2.5):
+Strimzi's `kafka-metrics.yaml` and jmx_exporter 1.x:
 
 1. Yammer `Value` -> gauge `kafka_<domain>_<type>_<name>`; a `...Percent` name -> `kafka_<d>_<t>_<n>_percent`.
 2. Yammer `MeanRate` of a `...Percent` meter (request handler idle) -> the same `_percent` gauge.

@@ -7,7 +7,7 @@ contract, so `collector.py` and the tests treat them alike:
   `JmxTimeout` when the broker does not answer in time, `JmxUnreachable` when it refuses or fails.
 - Credentials never appear on a command line.
 
-`JmxqueryTransport` wraps the `jmxquery` package (a JVM forked per call) and disarms its defects (research §2.2):
+`JmxqueryTransport` wraps the `jmxquery` package (a JVM forked per call) and disarms its defects:
 the attribute key it ignores is picked in `mapping.py`; a value with an unescaped quote or backslash, which breaks
 the whole batch's JSON, is isolated by splitting the batch; its crash on timeout becomes `JmxTimeout`. It refuses
 brokers with JMX credentials or TLS, because the jar takes the password as a command-line argument.

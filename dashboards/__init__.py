@@ -1,4 +1,4 @@
-"""Grafana dashboards built in code, with Prometheus rules and an Alertmanager example beside them (issue #7).
+"""Grafana dashboards built in code, with Prometheus rules and an Alertmanager example beside them.
 
 `kafka-pulse dashboards build` writes json/, provisioning/, prometheus/ and alertmanager/ here (docs/dashboards.md).
 """

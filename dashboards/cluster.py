@@ -24,7 +24,7 @@ UID = "kafka-pulse-cluster"
 C = 'cluster="$cluster"'
 CB = 'cluster="$cluster", broker=~"$broker"'
 ALL_TOPICS = 'cluster="$cluster", broker=~"$broker", topic=""'
-"""The all-topics meters: their series carry no `topic` label, which `topic=""` selects (research §5.2)."""
+"""The all-topics meters: their series carry no `topic` label, which `topic=""` selects."""
 RATE = "[$__rate_interval]"
 QUANTILES = ("0.50", "0.75", "0.95", "0.98", "0.99", "0.999")
 """The `quantile` label values of Yammer percentiles, spelled as the collectors (and Strimzi) spell them."""

@@ -1,4 +1,4 @@
-"""The small part of Grafana's classic dashboard JSON model kafka-pulse uses, as plain dicts (research §4.1): panel
+"""The small part of Grafana's classic dashboard JSON model kafka-pulse uses, as plain dicts: panel
 builders, template variables and the layout pass that gives every panel its id and grid position.
 
 Plain dicts rather than grafana-foundation-sdk: the SDK is alpha, versioned by Grafana flavour (a bare install picks

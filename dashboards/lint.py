@@ -1,4 +1,4 @@
-"""Structural checks of dashboard JSON, without a Grafana (none is installable here, research §4.4): what Grafana
+"""Structural checks of dashboard JSON, without a Grafana (none is installable here): what Grafana
 would silently get wrong on load. `dashboards build` refuses to write dashboards that fail them.
 """
 

@@ -1,5 +1,5 @@
 """Grafana file provisioning for the generated dashboards: the Prometheus datasource (its uid is what every panel's
-`$datasource` defaults to) and the dashboard provider that loads the JSON files (research §4.1).
+`$datasource` defaults to) and the dashboard provider that loads the JSON files.
 """
 
 from __future__ import annotations

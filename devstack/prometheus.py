@@ -34,7 +34,7 @@ class ScrapeTarget:
     job: str
     targets: tuple[str, ...]
     honor_labels: bool = False
-    """Keep the scraped `job`/`instance` labels; needed for the Pushgateway (research §5.3)."""
+    """Keep the scraped `job`/`instance` labels; needed for the Pushgateway."""
     metrics_path: str = "/metrics"
     labels: Mapping[str, str] = field(default_factory=dict)
     """Labels added to every series of this job, e.g. {"cluster": "local"}."""
@@ -91,7 +91,7 @@ def _check_hostport(value: str, where: str) -> None:
 
 class Prometheus(LocalService):
     """Prometheus with `--web.enable-lifecycle` (so `reload()` works) and `--rules.alert.resend-delay=1s`
-    (the 1 min default delays the first alert to a freshly discovered Alertmanager by a minute, research §5.2).
+    (the 1 min default delays the first alert to a freshly discovered Alertmanager by a minute).
     """
 
     name = "prometheus"
@@ -169,7 +169,7 @@ class Prometheus(LocalService):
 
     def wait_for_target_up(self, job: str, timeout_s: float = 30.0) -> list[dict[str, Any]]:
         """Wait until every target of `job` is up. Targets only appear after service discovery's ~5 s update
-        tick (research §5.2), hence polling with a generous timeout."""
+        tick, hence polling with a generous timeout."""
 
         def of_job() -> list[dict[str, Any]]:
             return [t for t in self.targets_state() if t.get("scrapePool") == job]

@@ -1,4 +1,4 @@
-"""Consumer-lag evaluation, Burrow-compatible, with lag in seconds and the Burrow v3 HTTP API (issue #5).
+"""Consumer-lag evaluation, Burrow-compatible, with lag in seconds and the Burrow v3 HTTP API.
 
 Pipeline: source (Kafka) or replay (JSONL) -> store/window (arrays) -> rules (pure) -> evaluator -> burrow_json.
 """

@@ -1,6 +1,6 @@
 """Burrow v3 JSON, rendered by pure functions from our frozen messages (served by `api.py`, printed by replay).
 
-Field names are Burrow's (`core/protocol/evaluator.go`, `storage.go`, `httpserver/structs.go`, research §1.7):
+Field names are Burrow's (`core/protocol/evaluator.go`, `storage.go`, `httpserver/structs.go`):
 `current_lag` in statuses but `current-lag` in the consumer detail, `observedAt` only from Burrow 1.3.3 on (so not
 in burrow-1.2 mode; we have no separate observation time and report the commit timestamp). Our extensions are
 extra keys (`reason`, `lag_seconds`; `exact_lag_seconds`, `beyond_page_cache` and `page_cache_window_s` when those
@@ -110,7 +110,7 @@ BURROW_LOG_LEVELS = ("debug", "info", "warn", "error", "panic", "fatal")
 
 
 def _allowlist_key(mode: Mode) -> str:
-    """1.2.1 says `group-whitelist`; Burrow renamed it `group-allowlist` in 1.3.5 (research §1.3)."""
+    """1.2.1 says `group-whitelist`; Burrow renamed it `group-allowlist` in 1.3.5."""
     return "group-whitelist" if mode == "burrow-1.2" else "group-allowlist"
 
 

@@ -1,6 +1,6 @@
 """Decoding of `__consumer_offsets` records into small typed messages (pure; `source.py` feeds it raw bytes).
 
-Formats (apache/kafka `group-coordinator/src/main/resources/common/message/*.json`, research §1.3), big-endian,
+Formats (apache/kafka `group-coordinator/src/main/resources/common/message/*.json`), big-endian,
 key and value each start with an int16 version:
 - key v0/v1 OffsetCommitKey: group, topic (int16-length strings), partition int32; key v2 GroupMetadataKey: group;
   keys >= 3 are the new coordinator's records (KIP-848, share groups): counted as unknown and skipped.

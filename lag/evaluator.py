@@ -7,9 +7,10 @@ with `column_rules.py` and rolls the groups up with array reductions; `Partition
 built only for the groups a caller reads. The scalar one (`evaluate_group_reference`) runs `rules.py` one partition
 at a time and is the readable reference the columnar path is tested against.
 
-Aggregation (research §1.5): status is the worst partition status with STOP/STALL/REWIND reported as ERR; totallag
-sums current lags; maxlag is the first partition (topic, then partition order) with the largest current lag;
-complete is the fraction of partitions whose window is full; placeholder partitions count in partition_count.
+Aggregation (Burrow's `evaluateConsumerStatus`, `core/internal/evaluator/caching.go`): status is the worst partition
+status with STOP/STALL/REWIND reported as ERR; totallag sums current lags; maxlag is the first partition (topic, then
+partition order) with the largest current lag; complete is the fraction of partitions whose window is full; placeholder
+partitions count in partition_count.
 """
 
 from __future__ import annotations

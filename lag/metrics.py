@@ -1,6 +1,7 @@
-"""Prometheus families for the lag evaluator: a client_python `Collector` that evaluates every group at scrape
-time (as Burrow's `/metrics` does) and yields Burrow's and kafka-lag-exporter's family names (research §1.8, §3.1),
-plus ours (`kafka_pulse_lag_*`): exact time lag, the page-cache hint, source freshness and ingestion counts.
+"""Prometheus families for the lag evaluator: a client_python `Collector` that evaluates every group at scrape time (as
+Burrow's `/metrics` does) and yields Burrow's (`core/internal/httpserver/prometheus.go`) and kafka-lag-exporter's
+(`Metrics.scala`) family names, plus ours (`kafka_pulse_lag_*`): exact time lag, the page-cache hint, source freshness
+and ingestion counts.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 closed when it is OK again, delivered through the suite's alert sink (`pulse.alerts`: `Incidents` keeps open
 alerts alive and resends resolves, `AlertSink` posts them to Alertmanager or spools them).
 
-Burrow's notifier model (research §1.9): an incident gets an id and a start when a group first reaches the
+Burrow's notifier model (`core/internal/notifier/`): an incident gets an id and a start when a group first reaches the
 threshold; it closes when the group is OK again, whatever the threshold. Ours also: the alert's `severity` label
 follows the group's status while the incident lasts (WARN -> ticket, ERR -> page; labels are the alert's
 identity, so a change resolves the old alert and fires the new one, same incident id and start); an UNKNOWN

@@ -1,7 +1,7 @@
 """Exact time lag, the Kafka side: every `interval_s`, read the record at the committed offset of each lagging
 group-partition (one consumer with assign(), one record per partition, at most `max_fetches_per_cycle` a cycle,
 largest lag first) and remember its timestamp in the service's `RecordTimes`, which `LagService` turns into
-seconds behind. Tesla's freshness tracker reads timestamps the same way (research §2, item 7).
+seconds behind. Tesla's `kafka_consumer_freshness_tracker` (teslamotors/kafka-helmsman) reads timestamps the same way.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Each rule set takes one partition's window (oldest first) and the broker-offset history, and returns the `Rule`
 that fired, which gives the status (`RULE_STATUS`) and the reason text (`explain`). These scalar functions are the
 readable reference; `column_rules.py` applies the same rules to many partitions at once and is tested against them.
-Sources: research/burrow-and-lag.md §1.5 (Burrow's `caching.go` at both tags). Burrow's rule numbers are kept in
+Source: Burrow's `core/internal/evaluator/caching.go` at both tags. Burrow's rule numbers are kept in
 the predicate docstrings. Clock note: Burrow compares against `time.Now().Unix()` seconds
 times 1000, so the burrow modes floor `now_ms` to a whole second.
 """
@@ -66,7 +66,7 @@ def rewind_index(offsets: Sequence[int]) -> int:
 
 
 def is_rewind_recovered(offsets: Sequence[int], index: int) -> bool:
-    """Rule 2, part 2 (HEAD, PR #716): a later commit reached the offset from before the rewind."""
+    """Rule 2, part 2 (Burrow HEAD, Burrow PR #716): a later commit reached the offset from before the rewind."""
     return any(o >= offsets[index - 1] for o in offsets[index:])
 
 
@@ -115,7 +115,7 @@ class Rule(enum.IntEnum):
     STOP = 4
     """burrow, burrow-1.2: rule 3 and no broker grace."""
     REWIND_UNRECOVERED = 5
-    """burrow: rule 2 with PR #716's recovery check."""
+    """burrow: rule 2 with Burrow PR #716's recovery check."""
     REWIND_ANY = 6
     """burrow-1.2: any rewind, inside the lag-never-zero block."""
     STALL = 7

@@ -1,10 +1,10 @@
 """The offset store: which groups, topics and partitions exist, routed onto the array windows of `window.py`.
 
-Ingestion (`source.py`, `replay.py`) calls `add_hwm` and `add_commit`; the evaluator reads a group's slots, one
-group at a time (`slots`) or every group of a cluster at once (`runs`). The acceptance rules are Burrow's
-(research §1.4): a commit older than `expire-group` is dropped, a filtered group is dropped, and a commit for a
-topic or partition with no HWM sample yet is dropped (its lag could not be computed); every drop is counted by
-reason so that nothing disappears silently.
+Ingestion (`source.py`, `replay.py`) calls `add_hwm` and `add_commit`; the evaluator reads a group's slots, one group at
+a time (`slots`) or every group of a cluster at once (`runs`). The acceptance rules are Burrow's (`addConsumerOffset` in
+`core/internal/storage/inmemory.go`): a commit older than `expire-group` is dropped, a filtered group is dropped, and a
+commit for a topic or partition with no HWM sample yet is dropped (its lag could not be computed); every drop is counted
+by reason so that nothing disappears silently.
 
 Index layout, chosen so that a million group-partitions cost little beyond their windows: a group is an integer id
 (one dict entry per cluster/group name), a group/topic is a *run* (a contiguous range of window slots, one per

@@ -1,7 +1,7 @@
 """Lag in time, from the HWM history of a partition (pure; used by `rules.py` and `evaluator.py`).
 
-kafka-lag-exporter's method (research §3.1): the HWM samples are points (offset, time); the time at which the log
-end was at the committed offset is interpolated between the two samples around it (or extrapolated from the oldest
+kafka-lag-exporter's method (its `LookupTable.scala`): the HWM samples are points (offset, time); the time at which the
+log end was at the committed offset is interpolated between the two samples around it (or extrapolated from the oldest
 and newest when none brackets it), and the time lag is how long ago that was. It approximates the age of the oldest
 unconsumed record from the produce rate, without reading records.
 """

@@ -101,10 +101,10 @@ class CommitWindows:
     def push(self, slot: int, offset: int, timestamp_ms: int, lag: int) -> bool:
         """Store a commit; returns True when it was merged into the previous cell.
 
-        Burrow's min-distance merge: a commit less than `min_distance_ms` after the newest stored commit overwrites
-        that cell's offset and lag but keeps its timestamp, so cells stay at least min-distance apart and their
-        timestamps are bucket starts (research §1.4). Burrow compares with `<`, so with min-distance 0 only a commit
-        whose timestamp goes backwards merges.
+        Burrow's min-distance merge: a commit less than `min_distance_ms` after the newest stored commit overwrites that
+        cell's offset and lag but keeps its timestamp, so cells stay at least min-distance apart and their timestamps
+        are bucket starts (`core/internal/storage/inmemory.go`). Burrow compares with `<`, so with min-distance 0 only a
+        commit whose timestamp goes backwards merges.
         """
         n = self.intervals
         head = self._head[slot]

@@ -7,7 +7,7 @@ PulseError
  ├── ClusterError           the dev cluster's state is missing or inconsistent
  ├── KafkaUnavailable       a Kafka cluster could not be reached
  │    └── AuthenticationFailed   the cluster refused our credentials
- └── NotImplementedYet      a command whose issue has not landed
+ └── NotImplementedYet      a command of the public CLI that is not implemented yet
 """
 
 
@@ -40,4 +40,4 @@ class AuthenticationFailed(KafkaUnavailable):
 
 
 class NotImplementedYet(PulseError):
-    """A command that is part of the public CLI but whose issue has not landed."""
+    """A command that is part of the public CLI but is not implemented yet."""

@@ -1,4 +1,4 @@
-"""SLO specs, the PySpark burn-rate job, error budgets and Prometheus rule generation (issue #6).
+"""SLO specs, the PySpark burn-rate job, error budgets and Prometheus rule generation.
 
 Entry points by module, imported on use so that validating a spec never loads Spark: `spec.load_slos` and
 `spec.parse_slos` (YAML and OpenSLO -> `model.Slo`), `policy` (pure budget and burn-rate math), `job.evaluate` and

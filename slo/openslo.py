@@ -1,4 +1,4 @@
-"""The accepted OpenSLO v1 subset, converted to our `slos:` entry form before validation (research §4.2).
+"""The accepted OpenSLO v1 subset, converted to our `slos:` entry form before validation.
 
 Accepted: `kind: SLO` with a `ratioMetric` (good or bad, and total) whose `metricSource` is one of our sources
 (`events`, `lag`, `prometheus`), `timeWindow` rolling or calendar (1w, 1M), `budgetingMethod` Occurrences or

@@ -1,6 +1,6 @@
 """SLO arithmetic, pure: durations, error budgets, burn-rate factors and thresholds, the firing rule, and forecasts.
 
-Formulas follow the SRE Workbook, ch. 5 "Alerting on SLOs" (research/slo-burn-rate.md §1, §8). Thresholds are exact
+Formulas follow the SRE Workbook, ch. 5 "Alerting on SLOs". Thresholds are exact
 rationals, so a steady burn at exactly the budget is never taken for a burn above it. No I/O, no Spark.
 """
 

@@ -1,6 +1,6 @@
-"""Prometheus rules equivalent to the burn-rate job, for SLOs whose SLI is a Prometheus counter pair (issue #6,
-item 3). Pure rendering (spec model -> rule group dicts -> YAML); `slo/rules_scenarios.py` generates their
-promtool tests and `write_rules` is the only I/O.
+"""Prometheus rules equivalent to the burn-rate job, for SLOs whose SLI is a Prometheus counter pair. Pure rendering
+(spec model -> rule group dicts -> YAML); `slo/rules_scenarios.py` generates their promtool tests and `write_rules` is
+the only I/O.
 
 One group per SLO, evaluated every minute; its rules run in order, each reading the ones before at the same time:
   1. per-minute events from the spec's PromQL, minutes the job would skip dropped (`slo:sli_{good,total}:events1m`);
@@ -34,7 +34,7 @@ ERROR_BUDGET = "slo:error_budget:ratio"
 TIME_PERIOD = "slo:time_period:days"
 PERIOD_BURN_RATE = "slo:period_burn_rate:ratio"
 BUDGET_REMAINING = "slo:period_error_budget_remaining:ratio"
-"""Sloth's meta series names (research §2.3), so dashboards written for Sloth find them."""
+"""Sloth's meta series names (its generated rules, v0.16.0), so dashboards written for Sloth find them."""
 
 
 class RulesRefused(ConfigError):

@@ -1,4 +1,4 @@
-"""Synthetic SLI series and the `promtool test rules` cases generated beside the Prometheus rules (issue #6, item 3).
+"""Synthetic SLI series and the `promtool test rules` cases generated beside the Prometheus rules.
 
 Each case's expected alerts, annotations and window ratios come from the burn-rate job's own pure evaluation
 (slo/evaluation.py `alert_intervals`, slo/policy.py), so a passing `promtool test rules` shows that the rules and

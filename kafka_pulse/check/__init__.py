@@ -1,4 +1,4 @@
-"""`kafka-pulse check` (issue #7): is Kafka OK, and if not, what is wrong, within a deadline.
+"""`kafka-pulse check`: is Kafka OK, and if not, what is wrong, within a deadline.
 
 Flow: probes (`kafka_probes`, `round_trip`, `slo_budgets`; I/O, each bounded by `deadline`) -> `facts` ->
 `verdict` (pure: one OK/WARN/CRIT/UNKNOWN/INFO section per question, the overall status and exit code) ->

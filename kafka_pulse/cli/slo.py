@@ -124,7 +124,7 @@ def backtest(config_path: Path | None, from_time: str, to_time: str, step: str, 
             click.echo(f"  {interval.severity:6} {iso(interval.start)} -> {until}")
 
 
-# --- slo rules (issue #6, item 3) ---
+# --- slo rules ---
 
 
 @slo.command()
