@@ -20,7 +20,7 @@ from pulse.process import require_program
 from slo.model import Slo
 from slo.rules import RuleOptions, has_prometheus_source, rule_group
 from slo.rules_scenarios import promtool_tests
-from slo.spec import InvalidSpec, parse_slos, read_spec_file
+from slo.spec import load_slos
 
 PROMTOOL_PACKAGE = "prometheus"
 
@@ -133,18 +133,9 @@ def stale_files(directory: Path, files: Mapping[str, str]) -> list[Path]:
 
 
 def load_rule_slos(config: PulseConfig, config_source: str, base_dir: Path | None) -> list[Slo]:
-    """Every SLO of the config validated as `slo.spec.load_slos` validates it (keep the two alike), but without
-    reading event sources: generating rules must not need the Parquet directories of SLOs it skips."""
-    groups: list[tuple[str, Sequence[Any]]] = []
-    dirs: dict[str, Path] = {}
-    if config.slos:
-        groups.append((config_source, config.slos))
-    if config.slo.spec is not None:
-        groups.append((str(config.slo.spec), read_spec_file(config.slo.spec)))
-        dirs[str(config.slo.spec)] = config.slo.spec.parent
-    if not any(entries for _, entries in groups):
-        raise InvalidSpec(f"{config_source}: no SLOs: add entries under `slos:` or point `slo.spec` at a spec file")
-    return parse_slos(groups, base_dir, check_sources=False, base_dirs=dirs)
+    """Every SLO of the config, validated by `slo.spec.load_slos` without reading event sources: generating rules
+    must not need the Parquet directories of SLOs it skips."""
+    return load_slos(config, config_source, base_dir, check_sources=False)
 
 
 @dataclass(frozen=True)

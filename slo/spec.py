@@ -511,9 +511,12 @@ def read_spec_file(path: Path) -> list[Any]:
     return entries
 
 
-def load_slos(config: PulseConfig, config_source: str, base_dir: Path | None) -> list[model.Slo]:
+def load_slos(
+    config: PulseConfig, config_source: str, base_dir: Path | None, check_sources: bool = True
+) -> list[model.Slo]:
     """Every SLO of a config: the inline `slos:` and those of the `slo.spec` file, validated together; relative
-    source paths are relative to the file that names them."""
+    source paths are relative to the file that names them. `check_sources=False` skips reading the event sources'
+    Parquet schemas (rule generation must not need the directories of SLOs it skips)."""
     groups: list[tuple[str, Sequence[Any]]] = []
     dirs: dict[str, Path] = {}
     if config.slos:
@@ -523,7 +526,7 @@ def load_slos(config: PulseConfig, config_source: str, base_dir: Path | None) ->
         dirs[str(config.slo.spec)] = config.slo.spec.parent
     if not any(entries for _, entries in groups):
         raise InvalidSpec(f"{config_source}: no SLOs: add entries under `slos:` or point `slo.spec` at a spec file")
-    return parse_slos(groups, base_dir, base_dirs=dirs)
+    return parse_slos(groups, base_dir, check_sources=check_sources, base_dirs=dirs)
 
 
 def describe(slos: Iterable[model.Slo]) -> Mapping[str, str]:
