@@ -22,6 +22,7 @@ from collectors.mapping import BrokerIdentity
 from collectors.scrapers import BrokerScraper, PeriodicScraper
 from collectors.transport import open_transport
 from pulse.config import ClusterConfig, CollectorsConfig
+from pulse.lifecycle import Part
 from pulse.profile import client_config
 
 _LOG = logging.getLogger(__name__)
@@ -117,3 +118,16 @@ class CollectorService:
             scraper.stop()
         for state in self.states.values():
             state.stop()
+
+
+def build_collectors(
+    clusters: Sequence[ClusterConfig], config: CollectorsConfig, registry: CollectorRegistry
+) -> list[Part]:
+    """The collectors built from config, their families on `registry`, not started: the one way `kafka-pulse
+    collect` and `kafka-pulse run` get them."""
+    service = CollectorService(clusters, config)
+    service.register(registry)
+    jmx = sum(len(c.jmx.brokers) for c in clusters if c.jmx is not None)
+    what = f"{jmx} JMX brokers over {config.transport}" if jmx else "Admin API only (no jmx.brokers)"
+    clients = f", {len(config.clients)} client targets" if config.clients else ""
+    return [Part("collectors", service, f"{what}{clients}, every {config.scrape_interval_s:g} s")]

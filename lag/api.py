@@ -1,29 +1,20 @@
-"""The Burrow v3 HTTP API over a `LagService` (stdlib `http.server`; bodies from `burrow_json.py`).
+"""The Burrow v3 HTTP API as a route table over a `LagService`: pure handlers `Request -> Response` (bodies from
+`burrow_json.py`), served by the one listener of pulse.http next to /metrics.
 
-Every route of research §1.7, so tools written for Burrow work unchanged: `/burrow/admin`, `/burrow/admin/ready`,
-`/metrics` (when a registry is given), `/v3/kafka`, `/v3/kafka/{cluster}`, `.../topic`, `.../topic/{topic}`,
-`.../topic/{topic}/consumers`, `.../consumer`, `.../consumer/{group}`, `.../status`, `.../lag`, DELETE of a group
-or of a group's topic, `/v3/config`, `/v3/config/{storage,evaluator,cluster,consumer,notifier}[/{name}]` and
-GET/POST `/v3/admin/loglevel`. Messages, status codes and error bodies are those Debian Burrow 1.2.1 answers with
-(read from the running binary). Binds 127.0.0.1 unless told otherwise; optional TLS and basic auth.
+Every Burrow route, so tools written for Burrow work unchanged: `/burrow/admin`, `/burrow/admin/ready`,
+`/v3/kafka`, `/v3/kafka/{cluster}`, `.../topic`, `.../topic/{topic}`, `.../topic/{topic}/consumers`,
+`.../consumer`, `.../consumer/{group}`, `.../status`, `.../lag`, DELETE of a group or of a group's topic,
+`/v3/config`, `/v3/config/{storage,evaluator,cluster,consumer,notifier}[/{name}]` and GET/POST
+`/v3/admin/loglevel`. Messages, status codes and error bodies are those Debian Burrow 1.2.1 answers with (read from
+the running binary); a request no route takes gets Burrow's "invalid request type" (`invalid_request`).
 """
 
 from __future__ import annotations
 
-import base64
-import hmac
 import json
 import logging
 import socket
-import threading
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
-from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
-
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from lag.burrow_json import (
     BURROW_LOG_LEVELS,
@@ -38,7 +29,7 @@ from lag.burrow_json import (
 from lag.service import LagService
 from lag.status import CommitPoint, Status
 from lag.window import NO_LAG
-from pulse.http_server import REQUEST_TIMEOUT_S, TlsThreadingServer, server_tls_context
+from pulse.http import Request, Response, Route
 
 _JSON = "application/json"
 _TEXT = "text/plain; charset=utf-8"
@@ -55,143 +46,135 @@ _TO_PYTHON_LEVEL = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Response:
-    code: int
-    body: bytes
-    content_type: str
-
-
-@dataclass(frozen=True, slots=True)
-class BasicAuth:
-    """Credentials every request must carry (HTTP basic auth); compared in constant time."""
-
-    username: str
-    password: str
+def invalid_request(request: Request) -> Response:
+    """Burrow's catch-all for a method and path no route takes."""
+    return Response(404, _INVALID.encode(), _TEXT)
 
 
 class BurrowApi:
-    """Serves the v3 API in a background thread; `stop()` shuts it down."""
+    """The v3 routes over one `LagService`; `routes()` for a listener, with `invalid_request` as its fallback."""
 
-    def __init__(
-        self,
-        service: LagService,
-        host: str = "127.0.0.1",
-        port: int = 0,
-        registry: CollectorRegistry | None = None,
-        tls: tuple[Path, Path] | None = None,
-        basic_auth: BasicAuth | None = None,
-        logger: logging.Logger | None = None,
-    ) -> None:
+    def __init__(self, service: LagService, logger: logging.Logger | None = None) -> None:
         self.service = service
-        self.registry = registry
         self.hostname = socket.gethostname()
-        self.basic_auth = basic_auth
         self.logger = logger or logging.getLogger()
         """The logger whose level `/v3/admin/loglevel` reads and sets (the root logger by default)."""
-        handler = type("Handler", (_Handler,), {"api": self})
-        context = server_tls_context(*tls, "http.tls") if tls is not None else None
-        self._server = TlsThreadingServer((host, port), handler, context)
-        self.tls = tls is not None
-        self._thread = threading.Thread(target=self._server.serve_forever, name="lag-api", daemon=True)
 
-    @property
-    def address(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"{host!s}:{port}"
+    def routes(self) -> list[Route]:
+        kafka, config = "/v3/kafka/{cluster}", "/v3/config/{coordinator}"
+        return [
+            Route("GET", "/burrow/admin", lambda _: Response(200, b"GOOD", _TEXT)),
+            Route("GET", "/burrow/admin/ready", self._ready),
+            Route("GET", "/v3/kafka", self._clusters),
+            Route("GET", kafka, self._cluster),
+            Route("GET", f"{kafka}/topic", self._topics),
+            Route("GET", f"{kafka}/topic/{{topic}}", self._topic),
+            Route("GET", f"{kafka}/topic/{{topic}}/consumers", self._topic_consumers),
+            Route("GET", f"{kafka}/consumer", self._groups),
+            Route("GET", f"{kafka}/consumer/{{group}}", self._group),
+            Route("GET", f"{kafka}/consumer/{{group}}/status", lambda r: self._status(r, show_all=False)),
+            Route("GET", f"{kafka}/consumer/{{group}}/lag", lambda r: self._status(r, show_all=True)),
+            Route("DELETE", f"{kafka}/consumer/{{group}}", self._delete),
+            Route("DELETE", f"{kafka}/consumer/{{group}}/topic/{{topic}}", self._delete),
+            Route("GET", "/v3/config", self._main_config),
+            Route("GET", config, self._modules),
+            Route("GET", f"{config}/{{name}}", self._modules),
+            Route("GET", "/v3/admin/loglevel", self._get_level),
+            Route("POST", "/v3/admin/loglevel", self._set_level),
+        ]
 
-    @property
-    def url(self) -> str:
-        return f"http{'s' if self.tls else ''}://{self.address}"
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop serving and close the socket; also for an API that was never started."""
-        if self._thread.is_alive():
-            self._server.shutdown()
-            self._thread.join(timeout=10)
-        self._server.server_close()
-
-    # -- routing (pure apart from reading the service) -------------------------------------------------------------
-
-    def handle(self, method: str, path: str, body: bytes = b"") -> Response:
-        url = path.split("?")[0]
-        parts = [unquote(p) for p in url.split("/") if p]
-        if parts == ["burrow", "admin"]:
-            return Response(200, b"GOOD", _TEXT)
-        if parts == ["burrow", "admin", "ready"]:
-            return Response(200, b"READY", _TEXT) if self.service.ready else Response(503, b"STARTING", _TEXT)
-        if parts[:1] != ["v3"] or len(parts) < 2:
-            return _invalid()
-        if parts[1] == "kafka" and method in ("GET", "DELETE"):
-            return self._kafka(method, url, parts[2:])
-        if parts[1] == "config" and method == "GET":
-            return self._config(url, parts[2:])
-        if parts[1:] == ["admin", "loglevel"]:
-            return self._loglevel(method, url, body)
-        return _invalid()
-
-    def _json(self, code: int, message: str, url: str, error: bool = False, **payload: Any) -> Response:
-        body = envelope(message, url, self.hostname, error=error, **payload)
+    def _json(self, request: Request, code: int, message: str, error: bool = False, **payload: Any) -> Response:
+        body = envelope(message, request.path, self.hostname, error=error, **payload)
         return Response(code, json.dumps(body).encode(), _JSON)
 
-    def _kafka(self, method: str, url: str, rest: list[str]) -> Response:
+    def _ready(self, request: Request) -> Response:
+        return Response(200, b"READY", _TEXT) if self.service.ready else Response(503, b"STARTING", _TEXT)
+
+    # -- /v3/kafka -------------------------------------------------------------------------------------------------
+
+    def _clusters(self, request: Request) -> Response:
+        return self._json(request, 200, "cluster list returned", clusters=self.service.clusters())
+
+    def _unknown_cluster(self, request: Request) -> Response | None:
+        if request.params["cluster"] in self.service.clusters():
+            return None
+        return self._json(request, 404, "cluster module not found", error=True)
+
+    def _cluster(self, request: Request) -> Response:
+        if refused := self._unknown_cluster(request):
+            return refused
+        module = self.service.cluster_info.get(request.params["cluster"], {})
+        return self._json(request, 200, "cluster module detail returned", module=module)
+
+    def _topics(self, request: Request) -> Response:
+        if refused := self._unknown_cluster(request):
+            return refused
+        with self.service.locked() as store:
+            topics = store.hwms.topics(request.params["cluster"])
+        return self._json(request, 200, "topic list returned", topics=topics)
+
+    def _topic(self, request: Request) -> Response:
+        cluster, topic = request.params["cluster"], request.params["topic"]
+        if refused := self._unknown_cluster(request) or self._unknown_topic(request):
+            return refused
+        with self.service.locked() as store:
+            n = store.hwms.partition_count(cluster, topic)
+            offsets = [store.hwms.latest(cluster, topic, p) or 0 for p in range(n)]
+        return self._json(request, 200, "topic offsets returned", offsets=offsets)
+
+    def _topic_consumers(self, request: Request) -> Response:
+        if refused := self._unknown_cluster(request) or self._unknown_topic(request):
+            return refused
+        with self.service.locked() as store:
+            consumers = store.consumers_of(request.params["cluster"], request.params["topic"])
+        return self._json(request, 200, "consumers of topic returned", consumers=consumers)
+
+    def _unknown_topic(self, request: Request) -> Response | None:
+        with self.service.locked() as store:
+            if request.params["topic"] in store.hwms.topics(request.params["cluster"]):
+                return None
+        return self._json(request, 404, "cluster or topic not found", error=True)
+
+    def _groups(self, request: Request) -> Response:
+        if refused := self._unknown_cluster(request):
+            return refused
+        with self.service.locked() as store:
+            groups = store.groups(request.params["cluster"])
+        return self._json(request, 200, "consumer list returned", consumers=groups)
+
+    def _group(self, request: Request) -> Response:
+        if refused := self._unknown_cluster(request):
+            return refused
+        cluster, group = request.params["cluster"], request.params["group"]
+        with self.service.locked() as store:
+            if not store.has_group(cluster, group, self.service.clock_ms()):
+                return self._json(request, 404, "cluster or consumer not found", error=True)
+            return self._json(request, 200, "consumer detail returned", topics=self._detail(cluster, group))
+
+    def _status(self, request: Request, show_all: bool) -> Response:
+        """`.../status` (the partitions not OK) and `.../lag` (all of them)."""
+        if refused := self._unknown_cluster(request):
+            return refused
         svc = self.service
-        if not rest:
-            return (
-                _invalid()
-                if method != "GET"
-                else self._json(200, "cluster list returned", url, clusters=svc.clusters())
-            )
-        cluster = rest[0]
-        if cluster not in svc.clusters():
-            return self._json(404, "cluster module not found", url, error=True)
-        with svc.locked() as store:
-            now = svc.clock_ms()
-            if method == "DELETE":
-                if len(rest) == 3 and rest[1] == "consumer":
-                    store.delete_group(cluster, rest[2])
-                elif len(rest) == 5 and rest[1] == "consumer" and rest[3] == "topic":
-                    store.delete_group_topic(cluster, rest[2], rest[4])
-                else:
-                    return _invalid()
-                return self._json(200, "consumer group removed", url)  # Burrow answers so for unknown groups too
-            if len(rest) == 1:
-                return self._json(200, "cluster module detail returned", url, module=svc.cluster_info.get(cluster, {}))
-            if rest[1] == "topic":
-                topics = store.hwms.topics(cluster)
-                if len(rest) == 2:
-                    return self._json(200, "topic list returned", url, topics=topics)
-                topic = rest[2]
-                if topic not in topics:
-                    return self._json(404, "cluster or topic not found", url, error=True)
-                if len(rest) == 3:
-                    n = store.hwms.partition_count(cluster, topic)
-                    offsets = [store.hwms.latest(cluster, topic, p) or 0 for p in range(n)]
-                    return self._json(200, "topic offsets returned", url, offsets=offsets)
-                if rest[3:] == ["consumers"]:
-                    consumers = store.consumers_of(cluster, topic)
-                    return self._json(200, "consumers of topic returned", url, consumers=consumers)
-                return _invalid()
-            if rest[1] != "consumer":
-                return _invalid()
-            if len(rest) == 2:
-                return self._json(200, "consumer list returned", url, consumers=store.groups(cluster))
-            group = rest[2]
-            if len(rest) == 4 and rest[3] in ("status", "lag"):
-                status = svc.group_status(cluster, group, now)
-                body = group_status_json(status, svc.settings.mode, show_all=rest[3] == "lag")
-                if status.status is Status.NOTFOUND:
-                    body["complete"] = 1  # what Burrow's NOTFOUND status carries
-                    return self._json(404, "consumer status returned", url, status=body)
-                return self._json(200, "consumer status returned", url, status=body)
-            if len(rest) == 3:
-                if not store.has_group(cluster, group, now):
-                    return self._json(404, "cluster or consumer not found", url, error=True)
-                return self._json(200, "consumer detail returned", url, topics=self._detail(cluster, group))
-        return _invalid()
+        with svc.locked():
+            status = svc.group_status(request.params["cluster"], request.params["group"], svc.clock_ms())
+        body = group_status_json(status, svc.settings.mode, show_all=show_all)
+        if status.status is Status.NOTFOUND:
+            body["complete"] = 1  # what Burrow's NOTFOUND status carries
+            return self._json(request, 404, "consumer status returned", status=body)
+        return self._json(request, 200, "consumer status returned", status=body)
+
+    def _delete(self, request: Request) -> Response:
+        """A group, or a group's topic; Burrow answers "removed" for unknown groups too."""
+        if refused := self._unknown_cluster(request):
+            return refused
+        cluster, group, topic = request.params["cluster"], request.params["group"], request.params.get("topic")
+        with self.service.locked() as store:
+            if topic is None:
+                store.delete_group(cluster, group)
+            else:
+                store.delete_group_topic(cluster, group, topic)
+        return self._json(request, 200, "consumer group removed")
 
     def _detail(self, cluster: str, group: str) -> Json:
         store, mode = self.service.store, self.service.settings.mode
@@ -210,15 +193,18 @@ class BurrowApi:
             )
         return out
 
-    def _config(self, url: str, rest: list[str]) -> Response:
+    # -- /v3/config and /v3/admin ----------------------------------------------------------------------------------
+
+    def _main_config(self, request: Request) -> Response:
+        sections = main_config_json(request.listener, request.tls, self._level())
+        sections |= self.service.main_config
+        return self._json(request, 200, "main config returned", **sections)
+
+    def _modules(self, request: Request) -> Response:
         svc, s = self.service, self.service.settings
-        if not rest:
-            sections = main_config_json(self.address, self.tls, self._level())
-            sections |= svc.main_config
-            return self._json(200, "main config returned", url, **sections)
-        coordinator = rest[0]
-        if coordinator not in _COORDINATORS or len(rest) > 2:
-            return _invalid()
+        coordinator, name = request.params["coordinator"], request.params.get("name")
+        if coordinator not in _COORDINATORS:
+            return invalid_request(request)
         modules: dict[str, Json] = {
             "storage": {"default": storage_module_json(s.mode, s.intervals, s.min_distance_s, s.effective_group_allow(),
                                                        s.expire_group_s)},
@@ -227,11 +213,11 @@ class BurrowApi:
             "consumer": svc.consumer_info,
             "notifier": svc.notifier_info,
         }[coordinator]  # fmt: skip
-        if len(rest) == 1:
-            return self._json(200, "module list returned", url, coordinator=coordinator, modules=sorted(modules))
-        if rest[1] not in modules:
-            return self._json(404, f"{coordinator} module not found", url, error=True)
-        return self._json(200, f"{coordinator} module detail returned", url, module=modules[rest[1]])
+        if name is None:
+            return self._json(request, 200, "module list returned", coordinator=coordinator, modules=sorted(modules))
+        if name not in modules:
+            return self._json(request, 404, f"{coordinator} module not found", error=True)
+        return self._json(request, 200, f"{coordinator} module detail returned", module=modules[name])
 
     def _level(self) -> str:
         level = self.logger.getEffectiveLevel()
@@ -239,77 +225,16 @@ class BurrowApi:
             return "debug"
         return {logging.INFO: "info", logging.WARNING: "warn", logging.ERROR: "error"}.get(level, "panic")
 
-    def _loglevel(self, method: str, url: str, body: bytes) -> Response:
-        if method == "GET":
-            return self._json(200, "log level returned", url, level=self._level())
-        if method != "POST":
-            return _invalid()
+    def _get_level(self, request: Request) -> Response:
+        return self._json(request, 200, "log level returned", level=self._level())
+
+    def _set_level(self, request: Request) -> Response:
         try:
-            request = json.loads(body or b"null")
+            body = json.loads(request.body or b"null")
         except ValueError:
-            return self._json(400, "could not decode request body", url, error=True)
-        level = request.get("level") if isinstance(request, dict) else None
+            return self._json(request, 400, "could not decode request body", error=True)
+        level = body.get("level") if isinstance(body, dict) else None
         if level not in BURROW_LOG_LEVELS:
-            return self._json(404, "unknown log level", url, error=True)
+            return self._json(request, 404, "unknown log level", error=True)
         self.logger.setLevel(_TO_PYTHON_LEVEL[level])
-        return self._json(200, "set log level", url)
-
-    def authorised(self, header: str | None) -> bool:
-        if self.basic_auth is None:
-            return True
-        if header is None or not header.startswith("Basic "):
-            return False
-        try:
-            user, _, password = base64.b64decode(header[6:], validate=True).decode().partition(":")
-        except (ValueError, UnicodeDecodeError):
-            return False
-        ok_user = hmac.compare_digest(user.encode(), self.basic_auth.username.encode())
-        ok_password = hmac.compare_digest(password.encode(), self.basic_auth.password.encode())
-        return ok_user and ok_password
-
-
-def _invalid() -> Response:
-    return Response(404, _INVALID.encode(), _TEXT)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    api: BurrowApi
-    timeout = REQUEST_TIMEOUT_S  # a client that connects and says nothing gives its thread back
-
-    def do_GET(self) -> None:
-        if not self._check_auth():
-            return
-        if self.path.split("?")[0] == "/metrics" and self.api.registry is not None:
-            self._send(Response(200, generate_latest(self.api.registry), CONTENT_TYPE_LATEST))
-            return
-        self._send(self.api.handle("GET", self.path))
-
-    def do_DELETE(self) -> None:
-        if self._check_auth():
-            self._send(self.api.handle("DELETE", self.path))
-
-    def do_POST(self) -> None:
-        if not self._check_auth():
-            return
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(min(length, 1 << 16)) if length > 0 else b""
-        self._send(self.api.handle("POST", self.path, body))
-
-    def _check_auth(self) -> bool:
-        if self.api.authorised(self.headers.get("Authorization")):
-            return True
-        self.send_response(401)
-        self.send_header("WWW-Authenticate", 'Basic realm="kafka-pulse"')
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-        return False
-
-    def _send(self, response: Response) -> None:
-        self.send_response(response.code)
-        self.send_header("Content-Type", response.content_type)
-        self.send_header("Content-Length", str(len(response.body)))
-        self.end_headers()
-        self.wfile.write(response.body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: access logs are not wanted on stderr for every scrape."""
+        return self._json(request, 200, "set log level")

@@ -1,7 +1,7 @@
 """The lag evaluator as a service: one `LagService` for every configured cluster, each cluster's source (HWMs plus
-`__consumer_offsets` or Admin API commits), exact-time-lag readers, the Burrow v3 API with /metrics, and the
-notifier, composed from the config. Started in Burrow's order (things taking requests first: API, then sources,
-then the notifier that reads them) and stopped in reverse.
+`__consumer_offsets` or Admin API commits), exact-time-lag readers, the Burrow v3 routes and lag's families, and
+the notifier, composed from the config. Started in Burrow's order (things taking requests first: the command's
+listener, then sources, then the notifier that reads them) and stopped in reverse.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from lag.api import BasicAuth, BurrowApi
+from lag.api import BurrowApi
 from lag.burrow_json import Json, client_profile_json, cluster_module_json, consumer_module_json
 from lag.evaluation_log import EvaluationLog, configure_evaluation_log
 from lag.metrics import LagCollector
@@ -23,8 +23,7 @@ from lag.record_times import ExactLagFetcher
 from lag.service import LagService, SourceHealth, wall_clock_ms
 from lag.source import KafkaLagSource
 from lag.status import Status
-from pulse.config import ClusterConfig, PulseConfig, split_host_port
-from pulse.errors import ConfigError
+from pulse.config import ClusterConfig, PulseConfig
 from pulse.paths import state_dir
 from pulse.profile import client_config
 
@@ -33,20 +32,23 @@ CLIENT_ID = "kafka-pulse-lag"
 
 
 class LagRunner:
-    """Everything `kafka-pulse lag` runs; `start()` returns once the API answers and every source made its first
-    round (a cluster that is down at start is simply unknown until it answers)."""
+    """Everything lag runs for `kafka-pulse lag` and `kafka-pulse run`, built from config; `start()` returns once
+    every source made its first round (a cluster that is down at start is simply unknown until it answers). The
+    command serves `api.routes()` on its listener, started before this."""
 
     def __init__(
         self,
         config: PulseConfig,
         clusters: Sequence[ClusterConfig],
         sender: AlertSender | None = None,
-        listen: str | None = None,
+        api_url: str = "",
         clock_ms: Callable[[], int] = wall_clock_ms,
         state: Path | None = None,
+        registry: CollectorRegistry | None = None,
     ) -> None:
-        """`state` holds what is written by default (the evaluation log's `<state>/sli/lag`); default
-        `pulse.paths.state_dir()`."""
+        """`api_url` is where the listener serving `api.routes()` answers (incidents link to it); `registry`
+        receives lag's families (a new one by default); `state` holds what is written by default (the evaluation
+        log's `<state>/sli/lag`; default `pulse.paths.state_dir()`)."""
         lag = config.lag
         self.health = SourceHealth(lag.effective_stale_after_s(), lag.effective_recovery_s(), clock_ms)
         self.service = LagService(lag, self.health, clock_ms)
@@ -74,30 +76,18 @@ class LagRunner:
                 lag.group_deny,
                 ingestion,
             )
-        self.registry = CollectorRegistry()
+        self.registry = registry if registry is not None else CollectorRegistry()
         self.registry.register(LagCollector(self.service, lag.metrics_granularity))
         self.evaluation_log: EvaluationLog | None = configure_evaluation_log(
             lag.evaluation_log, self.service, self.registry, state if state is not None else state_dir()
         )  # the SLO engine's `lag` source (docs/sli-log.md)
-        host, port = split_host_port(listen or lag.listen or config.http.listen)
-        http = config.http
-        auth = http.basic_auth
-        try:
-            self.api = BurrowApi(
-                self.service,
-                host,
-                port,
-                self.registry,
-                tls=(http.tls.cert_file, http.tls.key_file) if http.tls is not None else None,
-                basic_auth=BasicAuth(auth.username, auth.password.get_secret_value()) if auth is not None else None,
-            )
-        except OSError as exc:  # address in use, not ours to bind, unreadable certificate
-            raise ConfigError(f"lag API: cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+        self.api = BurrowApi(self.service)
+        """The Burrow v3 routes over the service, for the listener the command mounts them on."""
         self.notifier: LagNotifier | None = None
         if lag.notify.enabled and sender is not None:
             threshold = Status[lag.notify.severity]
             self.notifier = LagNotifier.from_config(
-                self.service, config.alerting, threshold, lag.notify.interval_s, sender, self.api.url
+                self.service, config.alerting, threshold, lag.notify.interval_s, sender, api_url
             )
             self.service.notifier_info["alertmanager"] = {
                 "class-name": "alertmanager",
@@ -109,7 +99,6 @@ class LagRunner:
             }
 
     def start(self) -> None:
-        self.api.start()
         starting = [threading.Thread(target=s.start, name=f"lag-start-{s.cluster}") for s in self.sources]
         for thread in starting:  # in parallel: an unreachable cluster must not hold up the others
             thread.start()
@@ -133,7 +122,6 @@ class LagRunner:
             fetcher.stop()
         for source in reversed(self.sources):
             source.stop()
-        self.api.stop()
 
 
 def _profile(cluster: ClusterConfig) -> Json:

@@ -4,11 +4,8 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
-import signal
 import sys
-import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, get_args
@@ -20,11 +17,12 @@ from click.core import ParameterSource
 from kafka_pulse.cli.dev import dev_home
 from kafka_pulse.cli.options import F, config_option
 from kafka_pulse.clusters import load_or_default, resolve_cluster
+from kafka_pulse.runner.assembly import Assembly, add_alert_sink, add_lag
 from lag.replay import replay
-from lag.runner import LagRunner
-from pulse.alerts import AlertSink, AlertSinkCollector
+from pulse.alerts import AlertSink
 from pulse.config import LagConfig, LagMode, check_section, load_config, split_host_port
 from pulse.errors import ConfigError, PulseError
+from pulse.lifecycle import configure_logging, run_until_signal
 from pulse.paths import state_dir
 
 
@@ -50,7 +48,7 @@ def lag(ctx: click.Context, config_path: Path | None, cluster_names: tuple[str, 
     """
     if ctx.invoked_subcommand is not None:
         return
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging()
     config = load_or_default(config_path, os.environ)
     if not config.lag.enabled:
         raise ConfigError("lag.enabled is false: nothing to run (set it to true or leave it out)")
@@ -63,24 +61,20 @@ def lag(ctx: click.Context, config_path: Path | None, cluster_names: tuple[str, 
             split_host_port(listen)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--listen") from None
+    where = "--listen" if listen is not None else "lag.listen" if config.lag.listen is not None else "http.listen"
+    assembly = Assembly(config.http, listen or config.lag.listen, where)
     sink = AlertSink.from_config(config.alerting, state_dir()) if config.lag.notify.enabled else None
-    runner = LagRunner(config, clusters, sink, listen)
     if sink is not None:
-        runner.registry.register(AlertSinkCollector(sink))
-    stopped = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stopped.set())
-    runner.start()
+        add_alert_sink(assembly, sink)
+    add_lag(assembly, config, clusters, sink, state_dir())
     names = ", ".join(c.name for c in clusters)
-    click.echo(f"lag: evaluating {names} ({config.lag.mode} rules); Burrow v3 API and /metrics on {runner.api.url}",
-               err=True)  # fmt: skip
-    try:
-        while not stopped.wait(0.5):  # short waits: the signal handler only runs when the main thread wakes
-            pass
-    finally:
-        runner.stop()
-        if sink is not None:
-            sink.close()
+
+    def started() -> None:
+        login = assembly.login_note
+        urls = f"Burrow v3 API on {assembly.url}/v3/kafka{login}, metrics on {assembly.url}/metrics{login}"
+        click.echo(f"lag: evaluating {names} ({config.lag.mode} rules); {urls}", err=True)
+
+    run_until_signal(assembly, started)
     click.echo("lag: stopped", err=True)
 
 

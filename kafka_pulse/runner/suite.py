@@ -1,50 +1,31 @@
 """`kafka-pulse run`'s process: collectors, canary, lag and the SLO schedule composed from one config, on one
-Prometheus registry served at one /metrics, beside the Burrow v3 lag API.
+Prometheus registry served at one /metrics, beside the Burrow v3 lag API, through the same assembly as the
+single-component commands (kafka_pulse/runner/assembly.py).
 
-One listener (`http.listen`, with `http.basic_auth` and `http.tls`): with lag on it is lag/api.py's server, which
-serves the Burrow routes (GET, DELETE, POST) and /metrics from the shared registry; with lag off it is
-pulse/http_server.py's. `lag.listen` and `canary.listen` belong to the single-component commands.
+One listener (`http.listen`, with `http.basic_auth` and `http.tls`) serves /metrics, the health endpoints and,
+with lag on, the Burrow routes; `lag.listen` and `canary.listen` belong to the single-component commands.
 
 Lifecycle as the style guide's: the constructor validates the whole config and builds every component, connecting
-to nothing but the listener it binds; `start` starts them (listener first, so a scrape sees the process as soon
-as it runs), `stop` stops them in reverse order.
+to nothing and binding nothing; `start` starts them (listener first, so a scrape sees the process as soon as it
+runs), `stop` stops them in reverse order.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
-
-from prometheus_client import CollectorRegistry
+from typing import Any
 
 from kafka_pulse.clusters import resolve_cluster
+from kafka_pulse.runner.assembly import Assembly, add_alert_sink, add_canary, add_collectors, add_lag
 from kafka_pulse.runner.slo_schedule import SloSchedule, SloScheduleCollector
-from pulse.alerts import AlertSink, AlertSinkCollector
+from pulse.alerts import AlertSink
 from pulse.config import ClusterConfig, PulseConfig
 from pulse.errors import ConfigError
-from pulse.http_server import HttpServer
+from pulse.lifecycle import Part
 
 _LOG = logging.getLogger(__name__)
-
-
-class Component(Protocol):
-    """What the suite needs of each part: started once, stopped once."""
-
-    def start(self) -> Any: ...
-
-    def stop(self) -> Any: ...
-
-
-@dataclass(frozen=True)
-class Part:
-    """A started-or-not component with the words the status line uses for it."""
-
-    name: str
-    component: Component
-    description: str
 
 
 class Suite:
@@ -55,88 +36,50 @@ class Suite:
     ) -> None:
         self.config = config
         self.clusters: list[ClusterConfig] = list(config.clusters) or [resolve_cluster(config, None, dev_home)]
-        self.parts: list[Part] = []
         self.off: dict[str, str] = {}
         """Components not running, and why (for the status line)."""
-        self._started: list[Part] = []
         for key, value in (("lag.listen", config.lag.listen), ("canary.listen", config.canary.listen)):
             if value is not None:
                 _LOG.warning("%s is for the single-component command; `run` serves everything on http.listen", key)
-        slos = self._slos(config_source, base_dir)  # a bad SLO spec is refused before anything binds or starts
-        self.sink = AlertSink.from_config(config.alerting, state_dir) if config.alerting.enabled else None
-        self.lag_api_url: str | None = None
-        listener = self._listener(state_dir)
+        slos = self._slos(config_source, base_dir)  # a bad SLO spec is refused before anything is built
+        self.assembly = Assembly(config.http)
+        self.registry = self.assembly.registry
+        self.url = self.assembly.url
         self.metrics_url = f"{self.url}/metrics"
-        try:
-            self._collectors()
-            self._canary(dev_home, state_dir)
-            self._slo_schedule(slos)
-        except BaseException:
-            listener.stop()
-            raise
+        self.sink = AlertSink.from_config(config.alerting, state_dir) if config.alerting.enabled else None
         if self.sink is not None:
-            self.registry.register(AlertSinkCollector(self.sink))
+            add_alert_sink(self.assembly, self.sink)
+        self.lag_api_url: str | None = None
+        if config.lag.enabled:
+            add_lag(self.assembly, config, self.clusters, self.sink if config.lag.notify.enabled else None, state_dir)
+            self.lag_api_url = f"{self.url}/v3/kafka"
+        else:
+            self.off["lag"] = "lag.enabled is false"
+        if config.collectors.enabled:
+            add_collectors(self.assembly, config, self.clusters)
+        else:
+            self.off["collectors"] = "collectors.enabled is false"
+        self._canary(dev_home, state_dir)
+        self._slo_schedule(slos)
+
+    @property
+    def parts(self) -> list[Part]:
+        return self.assembly.parts.parts
 
     # --- configure --------------------------------------------------------------------------------------------
-
-    def _listener(self, state_dir: Path) -> Component:
-        config = self.config
-        if config.lag.enabled:
-            from lag.runner import LagRunner
-
-            notify = self.sink if config.lag.notify.enabled else None
-            runner = LagRunner(config, self.clusters, notify, listen=config.http.listen)
-            self.registry = runner.registry
-            self.url = runner.api.url
-            self.lag_api_url = f"{self.url}/v3/kafka"
-            rules = f"{config.lag.mode} rules" + (", incidents to Alertmanager" if notify is not None else "")
-            self.parts.append(Part("lag", runner, rules))
-            return runner
-        self.off["lag"] = "lag.enabled is false"
-        self.registry = CollectorRegistry()
-        server = HttpServer.from_config(config.http, self.registry)
-        self.url = server.url
-        self.parts.append(Part("http", server, "metrics listener"))
-        return server
-
-    def _collectors(self) -> None:
-        settings = self.config.collectors
-        if not settings.enabled:
-            self.off["collectors"] = "collectors.enabled is false"
-            return
-        from collectors.service import CollectorService
-
-        service = CollectorService(self.clusters, settings)
-        service.register(self.registry)
-        jmx = sum(len(c.jmx.brokers) for c in self.clusters if c.jmx is not None)
-        what = f"{jmx} JMX brokers over {settings.transport}" if jmx else "Admin API only (no jmx.brokers)"
-        self.parts.append(Part("collectors", service, f"{what}, every {settings.scrape_interval_s:g} s"))
 
     def _canary(self, dev_home: Path, state_dir: Path) -> None:
         settings = self.config.canary
         if not settings.enabled:
             self.off["canary"] = "canary.enabled is false"
             return
-        from canary.mirror import configure_mirror
-        from canary.service import CanaryService
-        from canary.sli_log import configure_sli_log
-
         try:
             cluster = (
                 resolve_cluster(self.config, settings.cluster, dev_home) if self.config.clusters else self.clusters[0]
             )
         except ConfigError as exc:
             raise ConfigError(f"canary.cluster: {exc}") from exc
-        sli_log = configure_sli_log(settings.sli_log, self.registry, state_dir)
-        service = CanaryService(cluster, settings, [sli_log] if sli_log is not None else [], registry=self.registry)
-        mirror = configure_mirror(self.config, self.registry, sli_log, cluster)
-        if sli_log is not None:
-            self.parts.append(Part("sli-log", sli_log, f"canary SLI log in {sli_log.directory}"))
-        self.parts.append(
-            Part("canary", service, f"topic {settings.topic} on {cluster.name}, every {settings.interval_s:g} s")
-        )
-        if mirror is not None:
-            self.parts.append(Part("mirror", mirror, f"mirror canary to {settings.mirror.target}"))
+        add_canary(self.assembly, self.config, cluster, state_dir)
 
     def _slos(self, config_source: str, base_dir: Path) -> list[Any]:
         config = self.config
@@ -165,37 +108,23 @@ class Suite:
         schedule = SloSchedule(slos, self.config.slo, _spark_factory(master), True, delivery, describe(slos))
         self.registry.register(SloScheduleCollector(schedule))
         alerts = ", alerts to Alertmanager" if delivery is not None else ""
-        self.parts.append(
-            Part("slo", schedule, f"{len(slos)} SLOs every {self.config.slo.schedule_s:g} s on {master}{alerts}")
-        )
+        description = f"{len(slos)} SLOs every {self.config.slo.schedule_s:g} s on {master}{alerts}"
+        self.assembly.add([Part("slo", schedule, description)])
 
     # --- lifecycle --------------------------------------------------------------------------------------------
 
     def start(self) -> None:
         """Start every part in order; if one fails, those already started are stopped and the error raised."""
-        try:
-            for part in self.parts:
-                part.component.start()
-                self._started.append(part)
-        except BaseException:
-            self.stop()
-            raise
+        self.assembly.start()
 
     def stop(self) -> None:
         """Stop the started parts in reverse order; a part failing to stop is logged and the others still stop."""
-        while self._started:
-            part = self._started.pop()
-            try:
-                part.component.stop()
-            except Exception:
-                _LOG.exception("stopping %s failed", part.name)
-        if self.sink is not None:
-            self.sink.close()
+        self.assembly.stop()
 
     def status_line(self) -> str:
         """What runs where: cluster, components on and off, the URLs, and whether they need a login."""
         names = ", ".join(f"{c.name} ({','.join(c.bootstrap_servers)})" for c in self.clusters)
-        on = [f"{p.name}: {p.description}" for p in self.parts if p.name not in ("http", "sli-log")]
+        on = [f"{p.name}: {p.description}" for p in self.assembly.described()]
         off = [f"{name}: off ({why})" for name, why in sorted(self.off.items())]
         alerting = self.config.alerting
         alerts = f"alerting: {alerting.alertmanager_url}" if alerting.enabled else "alerting: off"

@@ -26,7 +26,6 @@ from lag.evaluation_log import GROUP_SCHEMA, GROUPS, PARTITION_SCHEMA, PARTITION
 from lag.runner import LagRunner
 from lag.status import Status
 from pulse.config import parse_config
-from pulse.ports import free_ports
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 
 pytestmark = pytest.mark.integration
@@ -66,7 +65,7 @@ def test_the_lag_log_feeds_a_per_group_timeslice_slo(kafka: KafkaHandle, spark: 
         },
     }  # fmt: skip
     config = parse_config(yaml.safe_dump(settings), "pulse.yaml", {})
-    runner = LagRunner(config, config.clusters, listen=f"127.0.0.1:{free_ports(1)[0]}", state=tmp_path / "state")
+    runner = LagRunner(config, config.clusters, state=tmp_path / "state")
     consumers = {g: kafka.consumer(g) for g in (caught_up, stopped)}
     producer = kafka.producer()
     produced = 0

@@ -14,13 +14,13 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from prometheus_client import CollectorRegistry
 
-from lag.api import BurrowApi
 from lag.metrics import LagCollector
 from lag.service import LagService, SourceHealth
 from lag.source import KafkaLagSource
 from pulse.config import LagConfig
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.integration.test_dev_cluster import produce
+from tests.support.lag_api import serve_lag_api
 
 pytestmark = pytest.mark.integration
 
@@ -71,9 +71,8 @@ def test_groups_on_a_real_cluster_get_the_right_status(kafka: KafkaHandle) -> No
     source = KafkaLagSource(CLUSTER, kafka.client_config(), service, health)
     registry = CollectorRegistry()
     registry.register(LagCollector(service))
-    api = BurrowApi(service, registry=registry)
+    api = serve_lag_api(service, registry=registry)
     source.start()
-    api.start()
     groups = ["g-caught-up", "g-slow", "g-stalled", "g-stopped", "g-rewind", "g-idle"]
     consumers = {g: kafka.consumer(g) for g in groups}
     seen: dict[str, set[str]] = defaultdict(set)

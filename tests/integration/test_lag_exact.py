@@ -12,13 +12,13 @@ import httpx
 import pytest
 from confluent_kafka import TopicPartition
 
-from lag.api import BurrowApi
 from lag.record_times import ExactLagFetcher
 from lag.service import LagService, SourceHealth
 from lag.source import KafkaLagSource
 from pulse.config import ExactTimeLagConfig, LagConfig
 from pulse.ports import wait_until
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
+from tests.support.lag_api import serve_lag_api
 
 pytestmark = pytest.mark.integration
 
@@ -47,9 +47,8 @@ def test_exact_lag_is_the_age_of_the_record_at_the_committed_offset(kafka: Kafka
     fetcher = ExactLagFetcher(
         CLUSTER, kafka.client_config(), service, ExactTimeLagConfig(enabled=True, max_fetches_per_cycle=1)
     )
-    api = BurrowApi(service)
+    api = serve_lag_api(service)
     source.start()
-    api.start()
     try:
         assert wait_until(lambda: all(g in service.store.groups(CLUSTER) for g in groups), 60), "commits not read"
         # Bounded work: one record per cycle, the largest lag first; then nothing is left to read.

@@ -19,7 +19,6 @@ import httpx
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from lag.api import BurrowApi
 from lag.service import LagService, SourceHealth
 from lag.source import KafkaLagSource
 from pulse.config import LagConfig
@@ -27,6 +26,7 @@ from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.fixtures.services import BurrowFactory
 from tests.integration.test_dev_cluster import produce
 from tests.support.burrow import BurrowOptions
+from tests.support.lag_api import serve_lag_api
 
 pytestmark = pytest.mark.integration
 
@@ -130,9 +130,8 @@ def test_burrow_12_and_kafka_pulse_agree_on_real_groups(kafka39: KafkaHandle, bu
     health = SourceHealth(stale_after_s=10.0, recovery_s=0.0)
     service = LagService(settings, health)
     source = KafkaLagSource(CLUSTER, kafka39.client_config(), service, health)
-    api = BurrowApi(service)
+    api = serve_lag_api(service)
     source.start()
-    api.start()
     sides = {"burrow-1.2.1": burrow.url, "kafka-pulse": api.url}
     compared: list[tuple[int, str, Verdict, Verdict]] = []
     last_commit_at = {g: 0.0 for g in EXPECTED}

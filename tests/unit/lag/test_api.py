@@ -1,34 +1,32 @@
 """The Burrow v3 API (issue #5 Build 5): every route of research §1.7, with the messages, status codes and field
 names Debian Burrow 1.2.1 answers with (read from the running binary: see test_lag_vs_burrow.py for the side by
-side on real groups). The service is fed directly; requests go through `BurrowApi.handle`, and over HTTP where the
-transport matters (basic auth, POST bodies)."""
+side on real groups). The service is fed directly; requests go through the route table (`BurrowApi.routes()` with
+Burrow's fallback), and once over HTTP on the one listener of pulse.http. Login, TLS, gzip and misbehaving clients
+are the listener's: tests/unit/pulse/test_http_server.py and tests/integration/test_listeners.py."""
 
 from __future__ import annotations
 
 import json
 import logging
-import socket
-import ssl
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 
-from devstack.tls import create_pem_files
-from lag.api import BasicAuth, BurrowApi
+from lag.api import BurrowApi, invalid_request
 from lag.burrow_json import client_profile_json, cluster_module_json, consumer_module_json
 from lag.metrics import LagCollector
 from lag.service import LagService
 from pulse.config import LagConfig
+from pulse.http import Request, Response, Router
+from tests.support.lag_api import serve_lag_api
 
 NOW = 1_700_000_000_000
 
 
 @pytest.fixture
-def api() -> Iterator[BurrowApi]:
+def api() -> BurrowApi:
     service = LagService(LagConfig(mode="burrow", intervals=3, min_distance_s=1), clock_ms=lambda: NOW)
     profile = client_profile_json("local", "kafka-pulse-lag")
     service.cluster_info["local"] = cluster_module_json(["127.0.0.1:9092"], profile, 10, 10)
@@ -40,21 +38,20 @@ def api() -> Iterator[BurrowApi]:
         store.add_hwm("local", "t", 1, 100, NOW - 30_000)
         for i in range(3):
             store.add_commit("local", "g", "t", 0, 10, NOW - 30_000 + i * 10_000, NOW)  # stalled with lag
-    registry = CollectorRegistry()
-    registry.register(LagCollector(service))
     logger = logging.getLogger("test-lag-api")
     logger.setLevel(logging.INFO)
-    api = BurrowApi(service, registry=registry, logger=logger)
-    try:
-        yield api
-    finally:
-        api.stop()
+    return BurrowApi(service, logger)
+
+
+def handle(api: BurrowApi, method: str, path: str, body: bytes = b"") -> Response:
+    request = Request(method, path, body=body, listener="127.0.0.1:8000")
+    return Router(api.routes(), invalid_request).handle(request)
 
 
 def get(api: BurrowApi, path: str, method: str = "GET", body: bytes = b"") -> tuple[int, Any]:
-    response = api.handle(method, path, body)
+    response = handle(api, method, path, body)
     text = response.body.decode()
-    return response.code, (json.loads(text) if text.startswith("{") else text)
+    return response.status, (json.loads(text) if text.startswith("{") else text)
 
 
 def test_admin_and_ready(api: BurrowApi) -> None:
@@ -172,44 +169,30 @@ def test_delete_group_and_topic(api: BurrowApi) -> None:
 
 def test_unknown_routes_get_burrows_invalid_request(api: BurrowApi) -> None:
     for method, path in (("GET", "/v3/foo"), ("GET", "/v3/config/zookeeper"), ("POST", "/v3/kafka")):
-        response = api.handle(method, path)
-        assert response.code == 404 and response.content_type.startswith("text/plain")
+        response = handle(api, method, path)
+        assert response.status == 404 and response.content_type.startswith("text/plain")
         assert json.loads(response.body) == {"error": True, "message": "invalid request type", "result": {}}
 
 
-def test_basic_auth_and_metrics_over_http() -> None:
-    service = LagService(LagConfig(), clock_ms=lambda: NOW)
+def test_main_config_names_the_listener_the_request_came_in_on(api: BurrowApi) -> None:
+    assert get(api, "/v3/config")[1]["httpserver"] == {"default": {"address": "127.0.0.1:8000", "tls": "",
+                                                                   "timeout": 300}}  # fmt: skip
+
+
+def test_over_http_post_bodies_and_metrics_reach_the_routes(api: BurrowApi) -> None:
     registry = CollectorRegistry()
-    registry.register(LagCollector(service))
-    api = BurrowApi(service, registry=registry, basic_auth=BasicAuth("prometheus", "s3cret"))
-    api.start()
+    registry.register(LagCollector(api.service))
+    server = serve_lag_api(api.service, registry, logger=api.logger)
     try:
-        with httpx.Client(base_url=api.url, timeout=5, trust_env=False) as http:
-            assert http.get("/v3/kafka").status_code == 401
-            assert http.get("/v3/kafka", auth=("prometheus", "wrong")).status_code == 401
-            assert http.get("/v3/kafka", auth=("prometheus", "s3cret")).json()["clusters"] == []
-            metrics = http.get("/metrics", auth=("prometheus", "s3cret"))
+        with httpx.Client(base_url=server.url, timeout=5, trust_env=False) as http:
+            assert http.get("/v3/kafka").json()["clusters"] == ["local"]
+            assert http.post("/v3/admin/loglevel", content=b'{"level": "warn"}').json()["message"] == "set log level"
+            assert api.logger.level == logging.WARNING
+            assert http.post("/v3/admin/loglevel", content=b"{").status_code == 400
+            assert http.get("/v3/config").json()["httpserver"]["default"]["address"] == server.address
+            invalid = http.get("/nowhere")
+            assert (invalid.status_code, invalid.json()["message"]) == (404, "invalid request type")
+            metrics = http.get("/metrics")
             assert metrics.status_code == 200 and "# HELP kafka_pulse_lag_commits_total" in metrics.text
     finally:
-        api.stop()
-
-
-def test_tls_a_silent_client_does_not_hold_up_the_others(tmp_path: Path) -> None:
-    """The TLS handshake runs on each request's thread: a client that connects and never speaks (a port scanner, a
-    half-open connection) used to block accept() for everyone while the listening socket did the handshake."""
-    pem = create_pem_files(tmp_path)
-    api = BurrowApi(LagService(LagConfig(), clock_ms=lambda: NOW), tls=(pem.cert_file, pem.key_file))
-    api.start()
-    host, port = api.address.rsplit(":", 1)
-    try:
-        with socket.create_connection((host, int(port)), timeout=5):  # connected, silent for the whole block
-            trusted = ssl.create_default_context(cafile=str(pem.ca_file))
-            # Served while the silent client still holds its connection; with the handshake in accept(), this
-            # request would wait out the silent one's read and fail on the 5 s timeout.
-            answer = httpx.get(f"{api.url}/burrow/admin", verify=trusted, timeout=5)
-            assert answer.status_code == 200 and answer.text == "GOOD"
-            with pytest.raises(httpx.HTTPError):  # plain HTTP to the TLS port is dropped, the listener goes on
-                httpx.get(f"http://{api.address}/burrow/admin", timeout=5)
-            assert httpx.get(f"{api.url}/burrow/admin", verify=trusted, timeout=5).status_code == 200
-    finally:
-        api.stop()
+        server.stop()

@@ -14,7 +14,6 @@ from lag.runner import LagRunner
 from lag.service import rule_params
 from pulse.config import PulseConfig, parse_config
 from pulse.errors import ConfigError
-from pulse.ports import free_ports
 
 
 def valid_config() -> dict[str, Any]:
@@ -77,14 +76,11 @@ def test_defaults_derive_staleness_from_the_refresh_intervals() -> None:
 def test_the_whole_config_builds_a_runner_without_connecting() -> None:
     """Validate with the code that runs: the runner is composed (nothing started, nothing connected)."""
     config = parse(valid_config())
-    runner = LagRunner(config, config.clusters, sender=None, listen=f"127.0.0.1:{free_ports(1)[0]}")
-    try:
-        assert [s.ingestion for s in runner.sources] == ["consumer_offsets", "admin"]
-        assert runner.health.unavailable_reason("legacy", 0) == "no HWM read yet"
-        assert len(runner.fetchers) == 2
-        assert runner.service.consumer_info["legacy"]["class-name"] == "admin"
-    finally:
-        runner.api.stop()
+    runner = LagRunner(config, config.clusters, sender=None)
+    assert [s.ingestion for s in runner.sources] == ["consumer_offsets", "admin"]
+    assert runner.health.unavailable_reason("legacy", 0) == "no HWM read yet"
+    assert len(runner.fetchers) == 2
+    assert runner.service.consumer_info["legacy"]["class-name"] == "admin"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,99 @@
+"""The one assembly of every long-running command: one registry, one listener (pulse.http, opened at start) and
+the components' parts behind it. `run` adds every enabled component; `collect`, `canary` and `lag` add one each,
+through the same functions, so a component is built the same way wherever it runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from pulse.alerts import AlertSink, AlertSinkCollector
+from pulse.config import ClusterConfig, HttpConfig, PulseConfig
+from pulse.http import Handler, HttpServer, Route
+from pulse.lifecycle import Part, Parts
+
+
+class Assembly:
+    """A listener and the parts behind it: started listener first (a scrape sees the process as soon as it
+    runs), stopped in reverse. `/-/ready` answers 200 once every part is started."""
+
+    def __init__(self, http: HttpConfig, listen: str | None = None, where: str = "http.listen") -> None:
+        """Serves on `listen` (named `where` in errors) instead of `http.listen` when given; binds nothing yet."""
+        self.registry = CollectorRegistry()
+        self.listener = HttpServer.from_config(
+            http, self.registry, ready=lambda: self.parts.running, listen=listen, where=where
+        )
+        self.parts = Parts([Part("http", self.listener, "listener")])
+        self.login = http.basic_auth is not None
+
+    @property
+    def url(self) -> str:
+        return self.listener.url
+
+    @property
+    def login_note(self) -> str:
+        """What a status line appends to a URL of this listener."""
+        return " (basic auth)" if self.login else ""
+
+    def add(self, parts: Iterable[Part]) -> None:
+        self.parts.parts.extend(parts)
+
+    def mount(self, routes: Iterable[Route], fallback: Handler | None = None) -> None:
+        self.listener.app.router.add(routes, fallback)
+
+    def described(self) -> list[Part]:
+        """The parts a status line names (the listener and helpers left out)."""
+        return [p for p in self.parts.parts if p.description and p.name not in ("http", "sli-log", "alert-sink")]
+
+    def start(self) -> None:
+        self.parts.start()
+
+    def stop(self) -> None:
+        self.parts.stop()
+
+
+class _ClosesSink:
+    """An alert sink as a part: nothing to start; closed after every part that sends through it has stopped."""
+
+    def __init__(self, sink: AlertSink) -> None:
+        self.sink = sink
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        self.sink.close()
+
+
+def add_alert_sink(assembly: Assembly, sink: AlertSink) -> None:
+    """Its spool and delivery families on /metrics; added before the parts that send through it."""
+    assembly.registry.register(AlertSinkCollector(sink))
+    assembly.add([Part("alert-sink", _ClosesSink(sink))])
+
+
+def add_collectors(assembly: Assembly, config: PulseConfig, clusters: Sequence[ClusterConfig]) -> None:
+    from collectors.service import build_collectors
+
+    assembly.add(build_collectors(clusters, config.collectors, assembly.registry))
+
+
+def add_canary(assembly: Assembly, config: PulseConfig, cluster: ClusterConfig, state: Path) -> None:
+    from canary.assembly import build_canary
+
+    assembly.add(build_canary(config, cluster, assembly.registry, state))
+
+
+def add_lag(
+    assembly: Assembly, config: PulseConfig, clusters: Sequence[ClusterConfig], sink: AlertSink | None, state: Path
+) -> None:
+    """Lag's families on the registry and the Burrow v3 routes on the listener (unknown routes get Burrow's
+    answer); with `sink`, incidents go to Alertmanager and link to this listener's API."""
+    from lag.api import invalid_request
+    from lag.runner import LagRunner
+
+    runner = LagRunner(config, clusters, sink, assembly.url, state=state, registry=assembly.registry)
+    assembly.mount(runner.api.routes(), invalid_request)
+    rules = f"{config.lag.mode} rules" + (", incidents to Alertmanager" if runner.notifier is not None else "")
+    assembly.add([Part("lag", runner, rules)])

@@ -1,0 +1,25 @@
+"""The Burrow v3 routes of one `LagService` on a listener of their own, as `kafka-pulse lag` mounts them, for tests
+that feed a service directly (no config, no sources of the command)."""
+
+from __future__ import annotations
+
+import logging
+
+from prometheus_client import CollectorRegistry
+
+from lag.api import BurrowApi, invalid_request
+from lag.service import LagService
+from pulse.http import BasicAuth, HttpApp, HttpServer, Router, ServerTls, health_routes, metrics_routes
+
+
+def serve_lag_api(
+    service: LagService,
+    registry: CollectorRegistry | None = None,
+    tls: ServerTls | None = None,
+    login: BasicAuth | None = None,
+    logger: logging.Logger | None = None,
+) -> HttpServer:
+    """Started on 127.0.0.1 and a port of the kernel's choice; the caller stops it."""
+    routes = [*(metrics_routes(registry) if registry is not None else []), *health_routes(lambda: service.ready)]
+    router = Router([*routes, *BurrowApi(service, logger).routes()], invalid_request)
+    return HttpServer(HttpApp(router, login), "127.0.0.1", 0, tls).start()
