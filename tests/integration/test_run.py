@@ -1,6 +1,7 @@
 """`kafka-pulse run` as a real process on the session's 3-node cluster (issue #7 point 3 and its must-show): one
 /metrics carrying the collectors', the canary's and lag's families, the Burrow v3 API beside it, both behind
-`http.basic_auth` over `http.tls`, and a clean exit 0 on SIGTERM with nothing left running.
+`http.basic_auth` over `http.tls`, and a clean exit 0 on SIGTERM with nothing left running. What every listener
+shares (login, formats, bad and idle clients) is tested on `run`'s too, in test_listeners.py.
 
 One process serves the module: the tests read it in order and the last one stops it.
 """
@@ -105,21 +106,6 @@ def running(kafka: KafkaHandle, tmp_path_factory: pytest.TempPathFactory) -> Ite
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-
-
-def test_metrics_and_lag_api_refuse_a_request_without_the_login(running: Running) -> None:
-    for method, path in [
-        ("GET", "/metrics"),
-        ("GET", "/v3/kafka"),
-        ("DELETE", f"/v3/kafka/{running.cluster}/consumer/g"),
-    ]:
-        refused = running.client.request(method, running.url + path)
-        assert refused.status_code == 401, (method, path)
-        assert refused.headers["www-authenticate"].startswith("Basic ")
-        wrong = running.client.request(method, running.url + path, auth=(USER, PASSWORD + "x"))
-        assert wrong.status_code == 401, (method, path)
-    with pytest.raises(httpx.HTTPError):  # and plain HTTP gets nothing at all
-        httpx.get(running.url.replace("https", "http") + "/metrics", auth=(USER, PASSWORD), timeout=10)
 
 
 def test_lag_api_serves_the_cluster_with_the_login(running: Running) -> None:
