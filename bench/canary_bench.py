@@ -1,4 +1,4 @@
-"""Canary bench (issue #4): end-to-end latency on an idle 3-node cluster against librdkafka's own rtt for the same
+"""Canary bench: end-to-end latency on an idle 3-node cluster against librdkafka's own rtt for the same
 broker, and CPU per probe of the `kafka-pulse canary` process.
 
 Run: python bench/canary_bench.py [--seconds 60] [--interval 0.1] [--cpu-intervals 1,0.1]
@@ -9,7 +9,7 @@ a loop like the service's produce and consume loops, on a fresh monitor topic wi
 broker. Per leader broker: end-to-end latency (send to read back, one monotonic clock) and produce latency (the
 delivery report), p50 and p99 over every probe; and the same producer's `brokers.<name>.rtt` (request written to
 response read, per broker, µs windows reset each second): p50 as the count-weighted median of the window p50s,
-and the mean as sum/cnt. The issue's target: e2e p50 at most 2 ms above rtt p50.
+and the mean as sum/cnt. The target: e2e p50 at most 2 ms above rtt p50.
 
 The same run is repeated with the reader's `consume()` answered by `poll()` (first record, not a batch of 500 or
 the timeout), to show what the batch wait adds to the canary's e2e figure; only the harness changes.

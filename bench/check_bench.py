@@ -1,4 +1,4 @@
-"""Wall time of `kafka-pulse check` on a 3-broker cluster (issue #7): healthy, and with one broker SIGSTOPped.
+"""Wall time of `kafka-pulse check` on a 3-broker cluster: healthy, and with one broker SIGSTOPped.
 
 Run: python bench/check_bench.py [--runs 5]. Starts its own 3-node dev cluster in a temporary KAFKA_PULSE_HOME and
 runs the real command as a fresh process each time (`python -m kafka_pulse.cli.main check --json`), so interpreter start

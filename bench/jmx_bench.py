@@ -1,4 +1,4 @@
-"""One full JMX scrape of one broker: jmxquery, jpype and the jmx_exporter 1.0.1 agent, side by side (issue #3).
+"""One full JMX scrape of one broker: jmxquery, jpype and the jmx_exporter 1.0.1 agent, side by side.
 
 Run: python bench/jmx_bench.py [--runs 15] [--warmup 3] [--brokers 3] [--topics 10]
 
@@ -53,7 +53,7 @@ AGENT = "io.prometheus.jmx:jmx_prometheus_javaagent:1.0.1"
 RULES = Path(__file__).with_name("jmx_exporter_kafka_rules.yaml")
 BROKER = 1
 TARGET_RATIO = 2.0
-"""Issue #3: the fast transport within 2x of jmx_exporter's scrape time."""
+"""The target: the fast transport within 2x of jmx_exporter's scrape time."""
 
 
 def fetch_agent(cache: Path) -> Path:

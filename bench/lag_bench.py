@@ -1,4 +1,4 @@
-"""Lag evaluator at scale (issue #5): commits ingested and stored per second, evaluation time and RSS for 1,000,000
+"""Lag evaluator at scale: commits ingested and stored per second, evaluation time and RSS for 1,000,000
 synthetic group-partitions, all through the same `OffsetStore` and `Evaluator` the service uses.
 
 Run: python bench/lag_bench.py [--groups 100000] [--partitions 10] [--topics 1000] [--intervals 10]

@@ -1,4 +1,4 @@
-"""CPU per commit (issue #5 bench): Debian's Burrow 1.2.1 and `kafka-pulse lag` (burrow-1.2 rules, the same
+"""CPU per commit: Debian's Burrow 1.2.1 and `kafka-pulse lag` (burrow-1.2 rules, the same
 intervals, offset-refresh and min-distance) read the same Kafka 3.9 cluster while a workload of N groups commits at
 a known rate; both processes' CPU (utime + stime from /proc/PID/stat) is read over the same interval.
 

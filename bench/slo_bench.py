@@ -1,4 +1,4 @@
-"""SLO engine benchmark (issue 6): 1,000 SLOs x 30 days of per-minute buckets, evaluated by the Spark job in local
+"""SLO engine benchmark: 1,000 SLOs x 30 days of per-minute buckets, evaluated by the Spark job in local
 mode and by a single-node pandas baseline on the same Parquet data, side by side in one run.
 
 Each engine runs in its own child process so its peak memory (the process tree's RSS: Python, and Spark's JVM) is

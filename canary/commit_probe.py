@@ -1,4 +1,4 @@
-"""Offset-commit probe: commit a small group's offset once per interval, timing the group coordinator (item 3).
+"""Offset-commit probe: commit a small group's offset once per interval, timing the group coordinator.
 
 Kept apart from the data-plane consumer, which uses assign() and never commits, so a slow coordinator shows here
 and never as end-to-end latency (Strimzi canary #161).

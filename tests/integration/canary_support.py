@@ -24,7 +24,8 @@ FAST = {
     "metadata_refresh_s": 0.5,
     "reconcile_interval_s": 1.0,
 }
-"""Short intervals so faults show within seconds; the issue's bound is counted in these 0.5 s probe rounds."""
+"""Short intervals so faults show within seconds; the "within 3 probe intervals" bound is counted in
+these 0.5 s probe rounds."""
 
 
 @contextmanager

@@ -1,10 +1,10 @@
-"""Alert delivery end to end (issue #6, Build 4 and the "Must show" alert path): SLO alert states -> AlertSink ->
-a real Alertmanager running examples/alertmanager.yml -> the local PagerDuty Events v2 stand-in and ticket webhook.
+"""Alert delivery end to end: SLO alert states -> AlertSink -> a real Alertmanager running examples/alertmanager.yml ->
+the local PagerDuty Events v2 stand-in and ticket webhook.
 
 The outage tests drive the delivery cycle as the SLO job does (one `deliver` per cycle), with a short cycle so a
-multi-cycle outage fits in seconds: 10 cycles of 2 s with endsAt 4 cycles ahead is a harsher case than the issue's
-2 minutes at a 60 s cycle (2 cycles, endsAt 4 cycles ahead), since the spooled keep-alives expire before delivery.
-`run_cycles` and `example_alertmanager.outage()` are the pieces for the Spark end-to-end test.
+multi-cycle outage fits in seconds: 10 cycles of 2 s with endsAt 4 cycles ahead is a harsher case than an Alertmanager
+down for 2 minutes at a 60 s cycle (2 cycles, endsAt 4 cycles ahead), since the spooled keep-alives expire before
+delivery. `run_cycles` and `example_alertmanager.outage()` are the pieces for the Spark end-to-end test.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Canary on the shared 3-node cluster (issue #4, must-show "healthy" and "loss and duplicates").
+"""Canary on the shared 3-node cluster.
 
 Nothing here faults a broker, so the session's `kafka` fixture is used; each test has its own monitor topic.
 """
@@ -147,7 +147,7 @@ def test_loss_and_duplicates_on_the_cluster(kafka: KafkaHandle) -> None:
 
 
 def test_two_canaries_share_one_topic_and_each_tracks_only_its_own_probes(kafka: KafkaHandle) -> None:
-    """Several instances on one monitor topic (issue #4 item 3): each reads every record, skips the other's by
+    """Several instances on one monitor topic: each reads every record, skips the other's by
     producer id (counted as foreign), and reports none of them lost, duplicated or unknown; the topic stays put
     with both managing it."""
     topic = f"canary-shared-{uuid.uuid4().hex[:8]}"

@@ -1,6 +1,6 @@
-"""Broker faults under the canary (issue #4, must-show "kill -9" and "SIGSTOP for 20 s"), on a 3-node cluster of
-this module's own so the shared one is never hurt. Its controller fences a dead broker after 4 s rather than 9 s
-(`devstack.topology.FAST_FENCING`): the tests are about who is charged for the stall, not its length.
+"""Broker faults under the canary, on a 3-node cluster of this module's own so the shared one is never hurt. Its
+controller fences a dead broker after 4 s rather than 9 s (`devstack.topology.FAST_FENCING`): the tests are about who is
+charged for the stall, not its length.
 
 "Within 3 probe intervals" is counted in the canary's own probe rounds (0.5 s each), read from its round history,
 so a busy test machine delays the rounds and the verdicts alike instead of failing a wall-clock bound. "Over the
@@ -107,7 +107,7 @@ def quorum_leader(kafka: KafkaHandle) -> int:
 
 
 def check_kill(canary: CanaryService, events: list[ProbeResult], victim: int, killed_s: float, before: int) -> None:
-    """The must-show's first half, with "the same window" as docs/metrics.md defines it: the outage, from the kill
+    """The kill -9 check's first half, with "the same window" as docs/metrics.md defines it: the outage, from the kill
     until the canary saw the victim fenced (it leads nothing and is in no ISR) plus the grace of rule 3b. Over the
     verdicts of the probes sent in it, the victim's availability is below 1.0 and every other broker's is >= 0.99
     or unknown (each of its probes in the outage was stalled by the victim and charged to it)."""
@@ -145,7 +145,7 @@ def test_kill_9_broker_loses_availability_alone_and_regains_it(faulty_kafka: Kaf
 
     The victim is a broker that is not the active controller: every dev node is also a KRaft voter, and killing
     the quorum leader is a second fault (a controller election among the two survivors, which on a loaded test
-    machine was seen to take 15 s and stall every broker), while the must-show is about a broker dying."""
+    machine was seen to take 15 s and stall every broker), while this test is about a broker dying."""
     cluster = faulty_kafka.cluster
     victim = max(BROKERS - {quorum_leader(faulty_kafka)})
     with running_canary(faulty_kafka, **KILL_SETTINGS) as (canary, sink):
@@ -180,7 +180,7 @@ def test_sigstop_broker_is_flagged_and_recovers(faulty_kafka: KafkaHandle) -> No
             drop = first_drop(canary, 2, before)
             assert drop.round - before <= DETECT_ROUNDS, f"broker 2 flagged at round {drop.round}, after {before}"
             assert 2 in drop.down
-            time.sleep(max(0.0, PAUSE_S - (time.monotonic() - paused_at)))  # the issue's explicit 20 s
+            time.sleep(max(0.0, PAUSE_S - (time.monotonic() - paused_at)))  # the full 20 s pause
             assert canary.broker_up()[2] is False
             assert canary.rounds >= before + int(PAUSE_S / canary.config.interval_s / 2), "probing stalled"
         finally:
@@ -217,7 +217,7 @@ def elect_unclean(kafka: KafkaHandle, tp: TopicPartition, live: set[int]) -> obj
 
 
 def test_unclean_election_truncates_acknowledged_probes(faulty_kafka: KafkaHandle) -> None:
-    """Truncation on the cluster (issue #4 item 3, "an acknowledged offset later gone"). A test topic with one
+    """Truncation on the cluster. A test topic with one
     partition on brokers A (leader) and B, min.insync.replicas=1, so A alone may acknowledge:
       1. B hangs (SIGSTOP) and is fenced and dropped from the ISR; probes are now acknowledged by A alone. The
          canary reads some of them, then its reader is held back and more are acknowledged unread.
@@ -285,7 +285,7 @@ def test_unclean_election_truncates_acknowledged_probes(faulty_kafka: KafkaHandl
 
 
 def test_a_broker_gone_for_good_is_planned_around_and_taken_back(faulty_kafka: KafkaHandle) -> None:
-    """Brokers removed and added (issue #4 item 1). A broker missing for longer than `min_change_interval_s` is
+    """Brokers removed and added. A broker missing for longer than `min_change_interval_s` is
     treated as removed: the canary moves the monitor topic's replicas off it (replication factor 2 on the two left)
     so every live broker still leads a partition. When it comes back, it gets its replicas and a partition to lead
     again, and once the topic is right the canary changes nothing more. A broker missing for less time (a restart)

@@ -1,4 +1,4 @@
-"""Mirror mode across two local clusters with a real MirrorMaker 2 between them (issue #4 point 6)."""
+"""Mirror mode across two local clusters with a real MirrorMaker 2 between them."""
 
 from __future__ import annotations
 

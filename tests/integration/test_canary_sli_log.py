@@ -1,5 +1,5 @@
-"""The Parquet SLI log written by the real canary on the 3-node cluster reads back with the documented schema
-(issue #4 point 7, must-show 6): one row per probe, attributed to the leader and its rack, flushed while running."""
+"""The Parquet SLI log written by the real canary on the 3-node cluster reads back with the documented schema:
+one row per probe, attributed to the leader and its rack, flushed while running."""
 
 from __future__ import annotations
 

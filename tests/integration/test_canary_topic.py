@@ -1,4 +1,4 @@
-"""The canary's monitor topic on the shared 3-node cluster (issue #4 item 1): placement fixed when the canary may
+"""The canary's monitor topic on the shared 3-node cluster: placement fixed when the canary may
 change the topic, reported and left alone when it may not, and no thrashing once it is right.
 
 Each test creates its monitor topic badly on purpose before the canary starts; nothing here faults a broker.

@@ -1,4 +1,4 @@
-"""`kafka-pulse check` as a real process on a 3-node cluster of this module's own (issue #7, must-show): exit 0 when
+"""`kafka-pulse check` as a real process on a 3-node cluster of this module's own: exit 0 when
 healthy, 2 naming the broker with one killed, and the verdict within 5 s with one SIGSTOPped.
 
 The command runs without `--config` and with `KAFKA_PULSE_HOME` pointing at the cluster, as a user after `dev up`
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 CONTRACT_S = 5.0
-"""The issue's bound for `check` with a hung broker."""
+"""`check`'s bound with a hung broker: its default --timeout (docs/check.md)."""
 OUTER_BOUND_S = 60.0
 """What the test waits for the process at most: the contract is the command's own clock, this only stops a hang."""
 
@@ -115,7 +115,7 @@ def test_sigstopped_broker_gets_a_verdict_within_5_s(check_home: tuple[Path, Kaf
         cluster.resume(2)
     assert report["elapsed_s"] <= CONTRACT_S, report["elapsed_s"]
     assert wall_s < OUTER_BOUND_S
-    # The issue's contract is the 5 s bound. A hung broker must never read as OK or WARN; on a starved machine
+    # The contract is the 5 s bound. A hung broker must never read as OK or WARN; on a starved machine
     # even the healthy brokers' metadata can miss the budget, and then the honest verdict is UNKNOWN (seen in CI
     # at load 25), otherwise CRIT naming broker 2.
     assert code in (2, 3), json.dumps(report, indent=1)

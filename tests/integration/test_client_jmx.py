@@ -1,4 +1,4 @@
-"""Client-side JMX on the real 3-node cluster (issue #3 point 7): Kafka's own perf tools, JMX on, are listed as
+"""Client-side JMX on the real 3-node cluster: Kafka's own perf tools, JMX on, are listed as
 client targets of `kafka-pulse collect`, and their metrics reach /metrics; a killed client is reported down. A real
 MirrorMaker 2 (session cluster -> a 1-node cluster) shows its replication latency and record age per partition."""
 

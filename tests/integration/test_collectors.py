@@ -1,5 +1,5 @@
 """Collectors against the real 3-node cluster: the catalogue, faults (kill -9, SIGSTOP), a real Prometheus, and
-both JMX transports through the same tests (issue #3)."""
+both JMX transports through the same tests."""
 
 from __future__ import annotations
 
@@ -228,7 +228,7 @@ QUOTED = 'he said "hi" \\ C:\\kafka'
 @pytest.fixture(scope="module")
 def quote_jmx_port() -> int:
     """A JMX endpoint in this process's own JVM (JPype) holding a JDK MBean whose String attribute has a quote and
-    a backslash: the shape of value that breaks jmxquery's JSON (research §2.2, dgildeh/JMXQuery#23)."""
+    a backslash: the shape of value that breaks jmxquery's JSON (dgildeh/JMXQuery#23)."""
     import jpype
 
     ensure_jvm(20)

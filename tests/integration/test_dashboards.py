@@ -1,5 +1,5 @@
 """Every panel query of every generated dashboard, parsed by Prometheus and run against a real Prometheus that
-scrapes a real `kafka-pulse run` on the local cluster under load, returns data (issue #7, Must show 1).
+scrapes a real `kafka-pulse run` on the local cluster under load, returns data.
 
 The set-up gives each dashboard something to show: `kafka-pulse run` (collectors, canary, lag) on one /metrics, its
 canary mirroring through a real MirrorMaker 2 to a 1-node target cluster; a producer and three consumer groups (one

@@ -1,4 +1,4 @@
-"""The README's run command, `bash scripts/demo.sh`, end to end (issue #7 must-show): it does its own set-up (setup.sh
+"""The README's run command, `bash scripts/demo.sh`, end to end: it does its own set-up (setup.sh
 is quick when everything is installed), starts a 3-broker cluster, Prometheus, Alertmanager and `kafka-pulse run`,
 prints where to look, and on SIGTERM tears all of it down, leaving no process behind.
 

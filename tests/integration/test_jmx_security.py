@@ -1,5 +1,5 @@
 """JMX with a login over TLS on a real broker: the jpype transport scrapes it with the configured credentials and
-trust store, and no password reaches any command line (issue #3, build 1)."""
+trust store, and no password reaches any command line."""
 
 from __future__ import annotations
 

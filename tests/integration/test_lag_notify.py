@@ -1,4 +1,4 @@
-"""Notifications through the real Alertmanager (issue #5 Build 5): a real group on the Kafka 4.3 cluster stops
+"""Notifications through the real Alertmanager: a real group on the Kafka 4.3 cluster stops
 while records keep coming; the lag notifier opens an incident, `pulse.alerts.AlertSink` posts it and Alertmanager
 notifies its webhook (firing); the group comes back and catches up, the incident is resolved and Alertmanager
 notifies the resolution. Labels carry identity only; the numbers are annotations.

@@ -1,4 +1,4 @@
-"""Kafka unreachable for 60 s (issue #5, "Must show" #4): the only broker of a dedicated 1-node cluster is frozen
+"""Kafka unreachable for 60 s: the only broker of a dedicated 1-node cluster is frozen
 with SIGSTOP, so sockets stay open and nothing answers (the worst case: every request times out). Throughout the
 outage no group is judged STOP or ERR (they are OK until the HWMs go stale, then UNKNOWN), and afterwards
 evaluation resumes: new commits are read and the groups are OK again. Both the enhanced and the Burrow rules run.

@@ -1,4 +1,4 @@
-"""The `__consumer_offsets` reader has a health of its own (issue #5's rule: a dependency going away never gives a
+"""The `__consumer_offsets` reader has a health of its own (a dependency going away never gives a
 false verdict). Here the reader dies (an exception from our own decoding step, the kind of bug a new record version
 could bring) while a real group on the real cluster keeps consuming and committing: the HWM feed stays fresh, so
 without its own health the group's commits would freeze and it would be judged stopped. It must turn UNKNOWN, with

@@ -1,4 +1,4 @@
-"""`kafka-pulse lag --config F` as a service over two real clusters in one process (issue #5 Build 7): the Kafka 4.3
+"""`kafka-pulse lag --config F` as a service over two real clusters in one process: the Kafka 4.3
 cluster and the Kafka 3.9 one. The 3.9 broker is frozen (SIGSTOP, the worst case: sockets open, nothing answers);
 its group turns UNKNOWN and never STOP or ERR, while the 4.3 cluster's group keeps being evaluated with new
 commits. The broker comes back, its group is OK again, and SIGTERM stops the process cleanly (exit 0).

@@ -1,4 +1,4 @@
-"""The SLO job on `kafka-pulse run`'s schedule (issue #7 point 3), on the test run's SparkSession: one scheduled
+"""The SLO job on `kafka-pulse run`'s schedule, on the test run's SparkSession: one scheduled
 evaluation writes the Parquet that `kafka-pulse check` reads its budgets from, serves the budget gauges and the
 schedule's own health on the process registry, and hands a firing page to the alert delivery; a failed
 evaluation is counted and holds open alerts instead of resolving them.

@@ -1,4 +1,4 @@
-"""`kafka-pulse run`'s composition without Kafka (issue #7 point 3): with lag off the one /metrics is pulse's own
+"""`kafka-pulse run`'s composition without Kafka: with lag off the one /metrics is pulse's own
 listener, still behind `http.basic_auth`; and a bad SLO spec is refused before anything binds or starts."""
 
 from __future__ import annotations

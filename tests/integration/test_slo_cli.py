@@ -1,4 +1,4 @@
-"""`kafka-pulse slo evaluate|backtest` in-process against the shared Spark session (issue 6, item 2): the JSON
+"""`kafka-pulse slo evaluate|backtest` in-process against the shared Spark session: the JSON
 contract, results to Parquet and to a real Pushgateway; bad specs and bad sources get clear errors, and an invalid
 spec never reaches Spark (checked in a fresh interpreter, where no JVM exists until Spark starts one).
 """

@@ -1,7 +1,7 @@
-"""End to end (issue #6, must-show 3): the real canary's SLI log on a 3-node cluster with brokers killed makes the
+"""End to end: the real canary's SLI log on a 3-node cluster with brokers killed makes the
 burn-rate job page through a real Alertmanager running examples/alertmanager.yml, which sends a PagerDuty Events v2
 `trigger` to the local receiver; after recovery a `resolve` with the same `dedup_key` follows. Alertmanager is
-stopped by PID (SIGKILL) for the issue's 2 minutes from the moment of the kill, so the page is raised while it is
+stopped by PID (SIGKILL) for 2 minutes from the moment of the kill, so the page is raised while it is
 down: the page waits in the sink's spool and reaches PagerDuty after the restart; nothing is dropped.
 
 Scaling. The job evaluates whole minutes and a minute is its shortest window, so the SRE Workbook policy is scaled
@@ -80,7 +80,7 @@ MINUTE = timedelta(minutes=1)
 LAG_S = 45.0
 """Minute m is evaluated at m + LAG_S, once its probes have settled (<= ~33 s) and been flushed (2 s)."""
 OUTAGE_S = 120.0
-"""The issue's figure: Alertmanager down for 2 minutes (longer only if an evaluation inside it overruns)."""
+"""Alertmanager down for 2 minutes (longer only if an evaluation inside it overruns)."""
 RESTART_AFTER_S = 60.0
 """The brokers are restarted this long into the outage."""
 RECOVERY_CYCLES = 6
@@ -269,7 +269,7 @@ def test_a_broker_outage_pages_through_alertmanager_down_for_two_minutes_and_res
             (waiting,) = sink.pending()
             assert waiting.labels["slo"] == SLO and waiting.labels["severity"] == "page"
             assert not waiting.is_resolved(utc_now())
-            time.sleep(max(0.0, outage_end - time.monotonic()))  # the rest of the issue's 2 minutes
+            time.sleep(max(0.0, outage_end - time.monotonic()))  # the rest of the 2 minutes
         back = utc_now()
         assert pages(http_receiver, mark) == [], "a page left while Alertmanager was down"
 

@@ -1,4 +1,4 @@
-"""A Prometheus counter-pair source through the Spark job (issue 6, item 1: sources) against the real Prometheus.
+"""A Prometheus counter-pair source through the Spark job against the real Prometheus.
 
 Constant PromQL (`vector(...)`) needs no history, so the whole path is exercised with no waiting: `query_range`
 in chunks below the 11,000-point limit, values shifted to the minute they count, rows into Spark, evaluation.

@@ -1,4 +1,4 @@
-"""`kafka-pulse slo rules` with the real promtool (Debian `prometheus`, issue #6 item 3): the generated rules pass
+"""`kafka-pulse slo rules` with the real promtool (Debian `prometheus`): the generated rules pass
 `promtool check rules` and their generated `promtool test rules` for SLOs of every shape (30d, 28d, 7d with a
 fixed factor, timeslices, a calendar month, labels and the low-traffic guard), the example files pass as checked
 in, a rule that would fire at exactly the budget fails its tests, and bad PromQL is refused by promtool.

@@ -1,4 +1,4 @@
-"""Agreement (issue #6, Must show): one synthetic counter pair, evaluated (a) by the Spark burn-rate job reading a
+"""Agreement: one synthetic counter pair, evaluated (a) by the Spark burn-rate job reading a
 real Prometheus whose TSDB was backfilled with `promtool tsdb create-blocks-from openmetrics`, and (b) by
 Prometheus' own rule engine running the generated rules on the same counters (`promtool test rules`), fires the
 same alerts at the same minutes. Both read the spec's PromQL at whole minutes, so they agree exactly here; a live

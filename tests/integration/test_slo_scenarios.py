@@ -1,4 +1,4 @@
-"""The SLO job's scenarios (issue 6, must-show 1): synthetic event logs with hand-computed expectations, run through
+"""The SLO job's scenarios: synthetic event logs with hand-computed expectations, run through
 the real PySpark job. All SLOs are evaluated together at T (2024-04-01T00:30Z) in one job run, and the outage and
 slow-burn SLOs are backtested together, so the suite pays for two Spark jobs, not one per scenario.
 

@@ -23,7 +23,7 @@ READY_LINE = '"msg":"starting consumers"'
 
 @dataclass(frozen=True)
 class BurrowOptions:
-    """The knobs that must match our evaluator's for a fair side-by-side run (research burrow-and-lag §4.3).
+    """The knobs that must match our evaluator's for a fair side-by-side run.
     Names follow burrow.toml's keys; times are seconds."""
 
     kafka_version: str = "2.1.0"

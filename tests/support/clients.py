@@ -1,5 +1,5 @@
 """Kafka's own perf tools (`kafka-tools`) as real JVM clients with JMX on loopback: the producer and consumer the
-client-side collectors scrape in tests and demos (issue #3 point 7). Started as child processes, stopped by PID.
+client-side collectors scrape in tests and demos. Started as child processes, stopped by PID.
 
 Client settings (bootstrap servers, client id, security) go in a properties file in the tool's own directory,
 never on its command line. Option spellings follow the version: 4.2 renamed them (KIP-1147); verified on 3.9.2

@@ -1,4 +1,4 @@
-"""`kafka-pulse canary` refuses what it cannot run before starting anything (issue #4 item 8)."""
+"""`kafka-pulse canary` refuses what it cannot run before starting anything."""
 
 from pathlib import Path
 

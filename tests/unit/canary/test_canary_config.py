@@ -1,4 +1,4 @@
-"""The `canary:` config section (issue #4, item 8): defaults, and one broken key at a time with its exact message."""
+"""The `canary:` config section: defaults, and one broken key at a time with its exact message."""
 
 from typing import Any
 
@@ -20,7 +20,7 @@ def refusal(**section: Any) -> list[str]:
     return str(excinfo.value).splitlines()
 
 
-def test_defaults_follow_the_issue() -> None:
+def test_defaults() -> None:
     config = CanaryConfig()
     assert config.interval_s == 1.0
     assert config.replication_factor is None  # min(3, brokers) at creation

@@ -1,5 +1,5 @@
 """The dev cluster lets rack-aware consumers fetch from the closest replica (KIP-392), which the canary's
-closest-replica probe needs (issue #4 item 5)."""
+closest-replica probe needs."""
 
 from pathlib import Path
 

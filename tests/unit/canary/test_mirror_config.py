@@ -1,4 +1,4 @@
-"""`canary.mirror` (issue #4 point 6): refused with its key before anything starts, and the names it derives."""
+"""`canary.mirror`: refused with its key before anything starts, and the names it derives."""
 
 from __future__ import annotations
 

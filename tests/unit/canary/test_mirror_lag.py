@@ -1,4 +1,4 @@
-"""Mirror mode's replication lag and families (issue #4 point 6), from scripted probe histories; no Kafka.
+"""Mirror mode's replication lag and families, from scripted probe histories; no Kafka.
 
 Times are monotonic seconds. Lag rule numbers refer to `canary.mirror.MirrorLag`.
 """

@@ -1,4 +1,4 @@
-"""Monitor topic placement (issue #4 item 1): the planner's goals 1-5 on small clusters, and that a healthy topic
+"""Monitor topic placement: the planner's goals 1-5 on small clusters, and that a healthy topic
 yields an empty plan (no thrashing, Strimzi canary #221)."""
 
 from collections import Counter

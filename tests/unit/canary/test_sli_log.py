@@ -1,4 +1,4 @@
-"""The SLI event log (issue #4 point 7): rows read back with the documented schema, flushes on the interval and on
+"""The SLI event log: rows read back with the documented schema, flushes on the interval and on
 stop, the disk bound, a full queue and an unwritable directory; real files in a temporary directory, no Kafka."""
 
 from __future__ import annotations

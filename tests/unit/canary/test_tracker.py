@@ -1,4 +1,4 @@
-"""Tracker rules (issue #4, item 3): loss, duplicates, order and truncation, from scripted probe histories.
+"""Tracker rules: loss, duplicates, order and truncation, from scripted probe histories.
 
 Each row is a script of steps on partition 0 and the settled rows it must produce, with the rule it exercises.
 Times are monotonic seconds; the loss deadline is 10 s.

@@ -1,4 +1,4 @@
-"""`collectors.clients` validation (issue #3 point 7), after tests/unit/pulse/test_config.py: one valid section,
+"""`collectors.clients` validation, after tests/unit/pulse/test_config.py: one valid section,
 broken one key at a time, each row the exact message line the operator sees."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Client targets through the brokers' machinery, without servers: errors name the client, and a client whose JMX
-stops answering is reported down with its last success kept and its values withheld (issue #3 points 5 and 7)."""
+stops answering is reported down with its last success kept and its values withheld."""
 
 from __future__ import annotations
 

@@ -155,7 +155,7 @@ def test_families_merge_across_brokers() -> None:
     assert [dict(s.labels)["broker"] for s in merged.samples] == ["1", "2", "3"]
 
 
-def test_plan_reads_the_issue_requests_and_skips_zookeeper_beans_on_kraft() -> None:
+def test_plan_reads_the_required_requests_and_skips_zookeeper_beans_on_kraft() -> None:
     plan = scrape_plan()
     patterns = [q.pattern for q in plan]
     for request in REQUEST_TYPES:

@@ -1,4 +1,4 @@
-"""What the dashboards show (issue #7 Build 1): the panels each one must have, the template variables, and every
+"""What the dashboards show: the panels each one must have, the template variables, and every
 metric a query names is a documented family (docs/metrics.md, docs/slo.md), so a typo fails here, offline."""
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ REQUIRED = {
 
 
 @pytest.mark.parametrize("name", sorted(REQUIRED))
-def test_each_dashboard_has_the_panels_the_issue_asks_for(name: str) -> None:
+def test_each_dashboard_has_its_required_panels(name: str) -> None:
     assert set(REQUIRED[name]) <= titles(BY_FILE[name])
 
 

@@ -1,4 +1,4 @@
-"""The dev cluster's per-node JVM options and JMX security files: rendering and state, no processes (issue #3)."""
+"""The dev cluster's per-node JVM options and JMX security files: rendering and state, no processes."""
 
 from __future__ import annotations
 

@@ -130,7 +130,7 @@ def test_zoo_cfg_binds_loopback_without_admin_server() -> None:
     assert cfg["dataDir"] == "/tmp/zk/data"
 
 
-def test_burrow_toml_matches_the_research_config() -> None:
+def test_burrow_toml_has_the_side_by_side_config() -> None:
     text = render_burrow_toml(
         zookeeper=["127.0.0.1:2181"],
         bootstrap_servers=["127.0.0.1:9092", "127.0.0.1:9093"],

@@ -1,4 +1,4 @@
-"""The check's report shapes (issue #7 point 2, "`--json` (documented)"): the JSON keys are exactly those
+"""The check's report shapes: the JSON keys are exactly those
 docs/check.md lists, the table says the same, and the pure parsers behind the quorum and SLO facts."""
 
 from __future__ import annotations

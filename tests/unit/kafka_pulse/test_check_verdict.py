@@ -1,4 +1,4 @@
-"""The health check's verdicts as rule tables (issue #7 point 2): each row a cluster shape, the expected status, the
+"""The health check's verdicts as rule tables: each row a cluster shape, the expected status, the
 brokers named, and why. Facts are built by hand; no server is involved."""
 
 from __future__ import annotations

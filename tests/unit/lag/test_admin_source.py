@@ -1,4 +1,4 @@
-"""Admin API ingestion (issue #5 Build 1): which polled offsets become commits, so that the rules see a stalled
+"""Admin API ingestion: which polled offsets become commits, so that the rules see a stalled
 group as STALL and a stopped one as STOP although the mode has no commit events; and groups Kafka no longer lists
 are forgotten. No Kafka here: polls are given as snapshots."""
 

@@ -1,5 +1,5 @@
 """The columnar rules against the scalar reference: every window, every mode, the same rule, status, current lag,
-completeness and reason (issue #5: vectorised evaluation must not change a verdict).
+completeness and reason (vectorised evaluation must not change a verdict).
 
 Two levels: blocks built straight from windows (`from_windows`), which reach shapes the store never produces
 (unknown lags, missing or out-of-order HWMs, int64-overflowing interpolation); and random streams through a real

@@ -88,7 +88,7 @@ def test_offset_commit_every_version(key_version: int, value_version: int) -> No
 
 
 def test_v4_worked_example_from_franz_go_1105() -> None:
-    """research §1.3: version 4, offset 2217128, leader epoch -1, metadata '', commit ts 1758335260726."""
+    """twmb/franz-go#1105's value: version 4, offset 2217128, leader epoch -1, metadata '', commit ts 1758335260726."""
     value = bytes.fromhex("0004000000000021d4a8ffffffff010000019964f2d83600")
     assert decode_record(offset_key("g", "t", 0), value) == OffsetCommit("g", "t", 0, 2217128, 1758335260726)
 

@@ -1,4 +1,4 @@
-"""The lag evaluation log (issue #6 point 1: a `lag` source for the SLO engine): rows built from verdicts, the
+"""The lag evaluation log (a `lag` source for the SLO engine): rows built from verdicts, the
 documented schema, a cycle written under its UTC date, unknown groups as no data, a full queue never blocking a
 cycle, a failing evaluation not ending the log, and the config keys; real files in a temporary directory."""
 

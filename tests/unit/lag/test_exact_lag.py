@@ -1,4 +1,4 @@
-"""Exact time lag, pure parts (issue #5 Build 4): seconds behind from the record timestamp at the committed offset,
+"""Exact time lag, pure parts: seconds behind from the record timestamp at the committed offset,
 the bounded cache of those timestamps, and the bounded choice of which records to read in one cycle."""
 
 from __future__ import annotations

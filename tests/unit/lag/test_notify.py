@@ -1,4 +1,4 @@
-"""Incidents per group (issue #5 Build 5): opened when a group reaches the configured severity, closed when it is
+"""Incidents per group: opened when a group reaches the configured severity, closed when it is
 OK again; UNKNOWN never opens or closes one (a cluster outage is not a verdict). Each row is a sequence of (time s,
 group status, transitions expected) after Burrow's notifier model; delivery goes through `pulse.alerts`."""
 

@@ -1,5 +1,6 @@
-"""The page-cache hint (issue #5 Build 4, the Kuaishou seed): how many seconds of writes a broker's page cache holds,
-from the configured window or from produce rates x record size x replicas, and which partitions read beyond it."""
+"""The page-cache hint (after Kuaishou's trillion-scale Kafka write-up): how many seconds of writes a broker's page
+cache holds, from the configured window or from produce rates x record size x replicas, and which partitions read beyond
+it."""
 
 from __future__ import annotations
 

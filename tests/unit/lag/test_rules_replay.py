@@ -1,9 +1,10 @@
 """Rule table through `kafka-pulse lag replay`, in all three modes (Burrow's caching_test.go style).
 
-Each row is one partition's history in a small notation: `bT:O` is a HWM sample O at T seconds, `cT:O` a commit
-of offset O at T seconds (topic t, partition 0, group g, cluster c); the group is evaluated at `now` seconds. `want`
-is the partition status in burrow / burrow-1.2 / enhanced. Defaults: intervals 5, offset-refresh 10 s (so the
-enhanced warm-up is 50 s). Lag at ingest = the newest HWM sample before the commit minus the commit.
+Each row is one partition's history in a small notation: `bT:O` is a HWM sample O at T seconds, `cT:O` a commit of
+offset O at T seconds (topic t, partition 0, group g, cluster c); the group is evaluated at `now` seconds. `want` is the
+partition status in burrow / burrow-1.2 / enhanced; `#N` in a row's comment is linkedin/Burrow issue or PR N. Defaults:
+intervals 5, offset-refresh 10 s (so the enhanced warm-up is 50 s). Lag at ingest = the newest HWM sample before the
+commit minus the commit.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """SourceHealth: a cluster is judged only while its HWMs are fresh, and not again until `recovery_s` after it came
-back (issue #5 Build 7: while a cluster is unreachable its groups are unknown, never STOP). The clock is injected."""
+back (while a cluster is unreachable its groups are unknown, never STOP). The clock is injected."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Time lag from HWM history, kafka-lag-exporter's interpolation (research §3.1)."""
+"""Time lag from HWM history, kafka-lag-exporter's interpolation (its `LookupTable.scala`)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ def test_ring_keeps_the_newest_n_oldest_first() -> None:
 
 
 def test_min_distance_merge_keeps_the_bucket_start_timestamp() -> None:
-    """research §1.4: the previous cell takes the new offset and lag but keeps its timestamp."""
+    """Burrow's min-distance merge: the previous cell takes the new offset and lag but keeps its timestamp."""
     w = CommitWindows(intervals=5, min_distance_ms=1000)
     slot = w.allocate(1)
     assert not w.push(slot, 10, 10_000, 5)

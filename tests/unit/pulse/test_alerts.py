@@ -1,4 +1,4 @@
-"""pulse/alerts.py (issue #6, Build 4): the Alert message, Incidents' keep-alive and resolve logic, and the
+"""pulse/alerts.py: the Alert message, Incidents' keep-alive and resolve logic, and the
 AlertSink's bounded, ordered, restart-safe spool, against a real loopback HTTP server scripted per test.
 
 Alertmanager itself is exercised in tests/integration/test_alert_delivery.py.

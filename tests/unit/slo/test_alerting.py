@@ -1,4 +1,4 @@
-"""slo/alerting.py (issue #6, Build 4): the job's alert states become Alertmanager alerts with identity-only labels
+"""slo/alerting.py: the job's alert states become Alertmanager alerts with identity-only labels
 and numbers in annotations, opened, kept alive and resolved per cycle, and held (never resolved) when unknown."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""From sums to verdicts without Spark (issue 6, item 2): rollups to results, minute series to alert intervals."""
+"""From sums to verdicts without Spark: rollups to results, minute series to alert intervals."""
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path

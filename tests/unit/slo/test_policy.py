@@ -1,4 +1,4 @@
-"""Pure SLO arithmetic (issue 6, item 1): Workbook factors, the strict firing rule, exhaustion and projection."""
+"""Pure SLO arithmetic: Workbook factors, the strict firing rule, exhaustion and projection."""
 
 from datetime import UTC, datetime
 from fractions import Fraction

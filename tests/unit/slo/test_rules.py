@@ -1,4 +1,4 @@
-"""slo/rules.py and slo/rules_files.py (issue #6, item 3): rule names, expressions and thresholds for the default
+"""slo/rules.py and slo/rules_files.py: rule names, expressions and thresholds for the default
 and other windows, the guard, timeslices, calendar windows, alert labels and annotations as slo/alerting.py gives
 them, refusals, and the generated example files as golden output."""
 
@@ -149,7 +149,7 @@ def test_thresholds_are_factor_times_budget(
 
 def test_a_threshold_literal_is_the_float_nearest_the_exact_value() -> None:
     """Strict >: a ratio of 1/1000 exactly must not exceed the 1x threshold; Sloth's float arithmetic would
-    write 0.0009999999999999432, which it exceeds (research §2.3)."""
+    write 0.0009999999999999432 (its generated rules, v0.16.0), which it exceeds."""
     assert literal(Fraction(1, 1000)) == "0.001"
     assert not float(literal(Fraction(1, 1000))) < (1 / 1000)
     assert (1 / 1000) > 0.0009999999999999432

@@ -1,4 +1,4 @@
-"""SLO spec validation (issue 6, item 1): one valid SLO broken one key at a time, after Sloth's validation tables.
+"""SLO spec validation: one valid SLO broken one key at a time, after Sloth's validation tables.
 
 Each row names the exact line the operator sees; everything here runs without Spark (sqlglot + pyarrow only).
 """
