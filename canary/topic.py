@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSp
 from canary.placement import Plan, TopicLayout, default_min_insync, default_replication_factor, plan
 from pulse.config import CanaryConfig, ClusterConfig
 from pulse.errors import KafkaUnavailable
-from pulse.profile import BrokerInfo
+from pulse.profile import BrokerInfo, kafka_python_config
 
 _LOG = logging.getLogger(__name__)
 
@@ -93,11 +93,15 @@ class Reassigner(Protocol):
     ) -> None: ...
 
 
+CLIENT_ID = "kafka-pulse-canary-topic"
+
+
 class KafkaPythonReassigner:
     """AlterPartitionReassignments through kafka-python's admin client, built from the same connection profile."""
 
     def __init__(self, cluster: ClusterConfig, timeout_s: float = 30.0) -> None:
         self._cluster = cluster
+        self._timeout_s = timeout_s
         self._timeout_ms = int(timeout_s * 1000)
 
     def reassign(self, topic: str, assignment: Mapping[int, tuple[int, ...]], bootstrap: Sequence[str] = ()) -> None:
@@ -106,7 +110,7 @@ class KafkaPythonReassigner:
         reassignments happen when a broker is gone, so they should not even try it."""
         kafka = kafka_python()
         try:
-            client = kafka.KafkaAdminClient(**self._settings(bootstrap))
+            client = kafka.KafkaAdminClient(**kafka_python_config(self._cluster, CLIENT_ID, self._timeout_s, bootstrap))
             try:
                 moves = {kafka.TopicPartition(topic, p): list(replicas) for p, replicas in assignment.items()}
                 errors = client.alter_partition_reassignments(moves, timeout_ms=self._timeout_ms)
@@ -117,31 +121,6 @@ class KafkaPythonReassigner:
         refused = {tp.partition: err.__name__ for tp, err in errors.items() if err is not None}
         if refused:
             raise KafkaUnavailable(f"reassignment of {topic} refused: {refused}")
-
-    def _settings(self, bootstrap: Sequence[str] = ()) -> dict[str, Any]:
-        security = self._cluster.security
-        settings: dict[str, Any] = {
-            "bootstrap_servers": list(bootstrap or self._cluster.bootstrap_servers),
-            "client_id": "kafka-pulse-canary-topic",
-            "security_protocol": security.protocol,
-            "request_timeout_ms": self._timeout_ms,
-        }
-        if security.sasl is not None:
-            settings |= {
-                "sasl_mechanism": security.sasl.mechanism,
-                "sasl_plain_username": security.sasl.username,
-                "sasl_plain_password": security.sasl.password.get_secret_value(),
-            }
-        if security.tls is not None:
-            tls = security.tls
-            settings["ssl_check_hostname"] = tls.verify_hostname
-            if tls.ca_file is not None:
-                settings["ssl_cafile"] = str(tls.ca_file)
-            if tls.cert_file is not None and tls.key_file is not None:
-                settings |= {"ssl_certfile": str(tls.cert_file), "ssl_keyfile": str(tls.key_file)}
-            if tls.key_password is not None:
-                settings["ssl_password"] = tls.key_password.get_secret_value()
-        return settings
 
 
 @dataclass

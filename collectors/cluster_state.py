@@ -35,6 +35,11 @@ class PartitionState:
     """The topic's effective min.insync.replicas."""
 
     @property
+    def label(self) -> str:
+        """`topic-partition`, as Kafka's tools name a partition."""
+        return f"{self.topic}-{self.partition}"
+
+    @property
     def is_offline(self) -> bool:
         return self.leader < 0
 

@@ -1,4 +1,4 @@
-"""Kafka connection profiles: a `ClusterConfig` becomes librdkafka client settings, and a connection check.
+"""Kafka connection profiles: a `ClusterConfig` becomes librdkafka (or kafka-python) settings, and a connection check.
 
 Every component builds its producers, consumers and admin clients from `client_config`, so PLAINTEXT, SSL and
 SASL behave the same everywhere; `check_connection` is what `kafka-pulse check` and component start-up call.
@@ -7,6 +7,7 @@ SASL behave the same everywhere; `check_connection` is what `kafka-pulse check` 
 import logging
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +82,36 @@ def client_config(cluster: ClusterConfig) -> dict[str, str]:
                 config["ssl.key.location"] = str(tls.key_file)
             if tls.key_password is not None:
                 config["ssl.key.password"] = tls.key_password.get_secret_value()
+    return config
+
+
+def kafka_python_config(
+    cluster: ClusterConfig, client_id: str, timeout_s: float, servers: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The same profile in kafka-python's spelling, for what confluent-kafka's admin client lacks (reassignments,
+    DescribeQuorum); `servers` replaces the configured list. Holds passwords in clear, like `client_config`."""
+    security = cluster.security
+    config: dict[str, Any] = {
+        "bootstrap_servers": list(servers or cluster.bootstrap_servers),
+        "client_id": client_id,
+        "security_protocol": security.protocol,
+        "request_timeout_ms": max(100, int(timeout_s * 1000)),
+    }
+    if security.sasl is not None:
+        config |= {
+            "sasl_mechanism": security.sasl.mechanism,
+            "sasl_plain_username": security.sasl.username,
+            "sasl_plain_password": security.sasl.password.get_secret_value(),
+        }
+    tls = security.tls
+    if security.protocol in ("SSL", "SASL_SSL") and tls is not None:
+        config["ssl_check_hostname"] = tls.verify_hostname
+        if tls.ca_file is not None:
+            config["ssl_cafile"] = str(tls.ca_file)
+        if tls.cert_file is not None and tls.key_file is not None:
+            config |= {"ssl_certfile": str(tls.cert_file), "ssl_keyfile": str(tls.key_file)}
+        if tls.key_password is not None:
+            config["ssl_password"] = tls.key_password.get_secret_value()
     return config
 
 

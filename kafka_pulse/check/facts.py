@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
+from collectors.cluster_state import PartitionState
+
 
 class FailureKind(StrEnum):
     """Why a probe has no answer; the verdicts treat a cluster that does not answer differently from a check
@@ -45,23 +47,6 @@ class BrokerAddress:
 
 
 @dataclass(frozen=True)
-class PartitionRef:
-    """One partition worth naming in a reason (offline, under-replicated, under min ISR)."""
-
-    topic: str
-    partition: int
-    leader: int
-    """-1 when offline."""
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    min_isr: int = 1
-
-    @property
-    def label(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
-
-@dataclass(frozen=True)
 class MetadataFacts:
     """The cluster as one metadata read described it (Metadata, DescribeCluster, DescribeConfigs)."""
 
@@ -71,9 +56,9 @@ class MetadataFacts:
     """Brokers that should exist: the registered ones, every replica of every partition, and the brokers of the
     config's `jmx.brokers`. A dead broker stays in its partitions' replica lists, so it is still expected."""
     partitions: int
-    offline: tuple[PartitionRef, ...]
-    under_replicated: tuple[PartitionRef, ...]
-    under_min_isr: tuple[PartitionRef, ...]
+    offline: tuple[PartitionState, ...]
+    under_replicated: tuple[PartitionState, ...]
+    under_min_isr: tuple[PartitionState, ...]
     diagnosis_scope: str
     """collectors' `Scope` value: `none`, `broker` or `cluster-wide` (the chapter's first question about URP)."""
     diagnosis_brokers: tuple[int, ...] = ()

@@ -31,14 +31,13 @@ from kafka_pulse.check.facts import (
     GroupLag,
     LagFacts,
     MetadataFacts,
-    PartitionRef,
     ProbeFailed,
     QuorumFacts,
     VoterState,
 )
 from kafka_pulse.check.lag_summary import group_lag
 from pulse.config import ClusterConfig, split_host_port
-from pulse.profile import client_config
+from pulse.profile import client_config, kafka_python_config
 
 _LOG = logging.getLogger(__name__)
 CLIENT_ID = "kafka-pulse-check"
@@ -85,7 +84,7 @@ class MetadataRead:
     """A metadata answer: the facts for the verdicts, and every partition, for the round trip's layout."""
 
     facts: MetadataFacts
-    topics: Mapping[str, tuple[PartitionRef, ...]]
+    topics: Mapping[str, tuple[PartitionState, ...]]
 
 
 def read_metadata(
@@ -122,29 +121,24 @@ def _metadata_from(
     states = [
         PartitionState(s.topic, s.partition, s.leader, s.replicas, s.isr, min_isr.get(s.topic, 1)) for s in states
     ]
-    refs = {s: _ref(s) for s in states}
-    topics: dict[str, list[PartitionRef]] = {}
+    topics: dict[str, list[PartitionState]] = {}
     for state in states:
-        topics.setdefault(state.topic, []).append(refs[state])
+        topics.setdefault(state.topic, []).append(state)
     diagnosis = diagnose_under_replicated(states)
     expected = set(brokers) | set(configured) | {b for s in states for b in s.replicas}
     facts = MetadataFacts(
         brokers=brokers,
         expected=tuple(sorted(expected)),
         partitions=len(states),
-        offline=tuple(refs[s] for s in states if s.is_offline),
-        under_replicated=tuple(refs[s] for s in states if s.is_under_replicated),
-        under_min_isr=tuple(refs[s] for s in states if s.is_under_min_isr),
+        offline=tuple(s for s in states if s.is_offline),
+        under_replicated=tuple(s for s in states if s.is_under_replicated),
+        under_min_isr=tuple(s for s in states if s.is_under_min_isr),
         diagnosis_scope=diagnosis.scope.value,
         diagnosis_brokers=diagnosis.brokers,
         metadata_controller=metadata.controller_id if metadata.controller_id >= 0 else None,
         answered_by=server,
     )
     return MetadataRead(facts, {t: tuple(parts) for t, parts in topics.items()})
-
-
-def _ref(state: PartitionState) -> PartitionRef:
-    return PartitionRef(state.topic, state.partition, state.leader, state.replicas, state.isr, state.min_isr)
 
 
 def _min_isr(admin: AdminClient, topics: list[str], deadline: Deadline) -> dict[str, int]:
@@ -204,35 +198,6 @@ def _ask(broker: BrokerAddress, limit: Deadline, context: ssl.SSLContext | None)
 # --- controller -----------------------------------------------------------------------------------------------------
 
 
-def kafka_python_settings(cluster: ClusterConfig, servers: Iterable[str], timeout_s: float) -> dict[str, Any]:
-    """kafka-python's spelling of the connection profile (pulse/profile.py gives librdkafka's)."""
-    security = cluster.security
-    timeout_ms = max(100, int(timeout_s * 1000))
-    settings: dict[str, Any] = {
-        "bootstrap_servers": list(servers),
-        "client_id": CLIENT_ID,
-        "security_protocol": security.protocol,
-        "request_timeout_ms": timeout_ms,
-        "bootstrap_timeout_ms": timeout_ms,
-    }
-    if security.sasl is not None:
-        settings |= {
-            "sasl_mechanism": security.sasl.mechanism,
-            "sasl_plain_username": security.sasl.username,
-            "sasl_plain_password": security.sasl.password.get_secret_value(),
-        }
-    tls = security.tls
-    if security.protocol in ("SSL", "SASL_SSL") and tls is not None:
-        settings["ssl_check_hostname"] = tls.verify_hostname
-        if tls.ca_file is not None:
-            settings["ssl_cafile"] = str(tls.ca_file)
-        if tls.cert_file is not None and tls.key_file is not None:
-            settings |= {"ssl_certfile": str(tls.cert_file), "ssl_keyfile": str(tls.key_file)}
-        if tls.key_password is not None:
-            settings["ssl_password"] = tls.key_password.get_secret_value()
-    return settings
-
-
 def read_quorum(
     cluster: ClusterConfig, servers: Iterable[str], metadata_controller: int | None, deadline: Deadline
 ) -> QuorumFacts | ProbeFailed:
@@ -246,7 +211,10 @@ def read_quorum(
         from kafka.errors import KafkaError as KafkaPythonError
 
         try:
-            client = KafkaAdminClient(**kafka_python_settings(cluster, servers, deadline.remaining()))
+            timeout_s = deadline.remaining()
+            settings = kafka_python_config(cluster, CLIENT_ID, timeout_s, list(servers))
+            settings["bootstrap_timeout_ms"] = settings["request_timeout_ms"]
+            client = KafkaAdminClient(**settings)
         except KafkaPythonError as exc:
             return ProbeFailed(FailureKind.UNREACHABLE, f"controller quorum: cannot connect: {exc}")
         try:

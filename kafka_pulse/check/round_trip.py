@@ -20,8 +20,9 @@ from confluent_kafka.admin import AdminClient
 from canary.payload import MalformedProbe, Probe, decode, encode
 from canary.producer import NO_AUTO_CREATE
 from canary.topic import KafkaPythonReassigner, TopicManager, read_layout
+from collectors.cluster_state import PartitionState
 from kafka_pulse.check.deadline import Deadline, close_later
-from kafka_pulse.check.facts import FailureKind, PartitionRef, PartitionTrip, ProbeFailed, RoundTripFacts
+from kafka_pulse.check.facts import FailureKind, PartitionTrip, ProbeFailed, RoundTripFacts
 from kafka_pulse.check.kafka_probes import CLIENT_ID, QuietLog, admin_settings
 from pulse.config import CanaryConfig, ClusterConfig
 from pulse.errors import KafkaUnavailable
@@ -36,7 +37,7 @@ reading them back."""
 def round_trip(
     cluster: ClusterConfig,
     canary: CanaryConfig,
-    layout: Sequence[PartitionRef] | None,
+    layout: Sequence[PartitionState] | None,
     servers: Sequence[str],
     deadline: Deadline,
 ) -> RoundTripFacts | ProbeFailed:
@@ -60,7 +61,7 @@ def round_trip(
 def _trips(
     cluster: ClusterConfig,
     topic: str,
-    layout: Sequence[PartitionRef],
+    layout: Sequence[PartitionState],
     servers: Sequence[str],
     deadline: Deadline,
     latency_slo_s: float,
@@ -174,7 +175,7 @@ def _read_back(
 
 def create_topic(
     cluster: ClusterConfig, canary: CanaryConfig, servers: Sequence[str], deadline: Deadline
-) -> tuple[PartitionRef, ...] | ProbeFailed:
+) -> tuple[PartitionState, ...] | ProbeFailed:
     """Create the monitor topic with the canary's own placement and wait until every partition has a leader."""
     admin = AdminClient(admin_settings(cluster, servers))
     manager = TopicManager(admin, KafkaPythonReassigner(cluster), canary, timeout_s=deadline.share(0.5))
@@ -188,7 +189,7 @@ def create_topic(
             return ProbeFailed(FailureKind.TIMEOUT, f"monitor topic {canary.topic!r} created, then: {exc}")
         if layout is not None and layout.leaders and all(leader is not None for leader in layout.leaders.values()):
             return tuple(
-                PartitionRef(
+                PartitionState(
                     canary.topic, p, layout.leaders[p] or -1, layout.replicas[p], tuple(sorted(layout.in_sync[p]))
                 )
                 for p in sorted(layout.replicas)

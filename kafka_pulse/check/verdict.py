@@ -14,13 +14,13 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from collectors.cluster_state import PartitionState
 from kafka_pulse.check.facts import (
     BrokerProbe,
     FailureKind,
     LagFacts,
     MetadataFacts,
     NotAvailable,
-    PartitionRef,
     PartitionTrip,
     ProbeFailed,
     QuorumFacts,
@@ -110,7 +110,7 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms"
 
 
-def _names(refs: Sequence[PartitionRef]) -> str:
+def _names(refs: Sequence[PartitionState]) -> str:
     shown = ", ".join(r.label for r in refs[:EXAMPLES])
     return shown + (f" and {len(refs) - EXAMPLES} more" if len(refs) > EXAMPLES else "")
 
@@ -245,7 +245,7 @@ def judge_partitions(meta: MetadataFacts | ProbeFailed) -> Section:
         )
     culprits = meta.diagnosis_brokers if meta.diagnosis_scope == "broker" else ()
 
-    def listed(refs: Sequence[PartitionRef]) -> list[dict[str, Any]]:
+    def listed(refs: Sequence[PartitionState]) -> list[dict[str, Any]]:
         return [
             {"topic": r.topic, "partition": r.partition, "leader": r.leader, "replicas": list(r.replicas),
              "isr": list(r.isr), "min_isr": r.min_isr}

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from collectors.cluster_state import PartitionState
 from kafka_pulse.check.facts import (
     BrokerAddress,
     BrokerProbe,
@@ -16,7 +17,6 @@ from kafka_pulse.check.facts import (
     LagFacts,
     MetadataFacts,
     NotAvailable,
-    PartitionRef,
     PartitionTrip,
     ProbeFailed,
     QuorumFacts,
@@ -61,8 +61,8 @@ def probe(broker: int, ok: bool = True, error: str | None = None, latency_s: flo
     return BrokerProbe(broker, ok, latency_s, error)
 
 
-def ref(p: int, leader: int, replicas: tuple[int, ...], isr: tuple[int, ...], min_isr: int = 2) -> PartitionRef:
-    return PartitionRef("orders", p, leader, replicas, isr, min_isr)
+def ref(p: int, leader: int, replicas: tuple[int, ...], isr: tuple[int, ...], min_isr: int = 2) -> PartitionState:
+    return PartitionState("orders", p, leader, replicas, isr, min_isr)
 
 
 # --- overall status and exit codes ------------------------------------------------------------------------------
