@@ -17,6 +17,7 @@ from kafka_pulse.check.deadline import Deadline, process_age_s
 from kafka_pulse.check.verdict import Report, Section, Status
 from kafka_pulse.cli.options import config_option
 from pulse.errors import PulseError
+from pulse.lifecycle import configure_logging
 
 EXIT_RESERVE_S = 0.4
 """Of `--timeout`, what is kept back for rendering the report and leaving the process (client teardown is left to
@@ -64,7 +65,7 @@ def check(
     """
     started = time.monotonic() - (startup_s() or 0.0)
     deadline = Deadline(started + timeout_s - EXIT_RESERVE_S)
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging()
     logging.getLogger("kafka").setLevel(logging.CRITICAL)  # kafka-python's connection errors: the verdict says it
     cluster_label = cluster_name or "?"
     servers: tuple[str, ...] = ()

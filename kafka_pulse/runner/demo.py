@@ -30,6 +30,7 @@ from devstack.prometheus import Prometheus, ScrapeTarget
 from devstack.services import LocalService
 from kafka_pulse.cli.dev import dev_home
 from pulse.errors import PulseError
+from pulse.lifecycle import configure_logging
 from pulse.paths import state_dir
 from pulse.ports import free_ports
 from pulse.process import ManagedProcess
@@ -192,7 +193,7 @@ def _kill_group(pgid: int) -> None:
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging()
     stopping = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stopping.set())
