@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from kafka_pulse.cli.main import cli
 
@@ -18,7 +18,7 @@ GOOD = [
 ]
 
 
-def invoke(tmp_path: Path, lines: list[str], *options: str):
+def invoke(tmp_path: Path, lines: list[str], *options: str) -> Result:
     path = tmp_path / "in.jsonl"
     path.write_text("\n".join(lines) + "\n")
     return CliRunner().invoke(cli, ["lag", "replay", "--input", str(path), *options])
