@@ -124,7 +124,6 @@ def test_burrow_12_and_kafka_pulse_agree_on_real_groups(kafka39: KafkaHandle, bu
         mode="burrow-1.2",
         intervals=INTERVALS,
         offset_refresh_s=OFFSET_REFRESH_S,
-        topic_refresh_s=2,
         min_distance_s=MIN_DISTANCE_S,
     )
     health = SourceHealth(stale_after_s=10.0, recovery_s=0.0)
