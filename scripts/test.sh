@@ -1,13 +1,9 @@
 #!/usr/bin/env bash
-# The README's test command: set up a fresh machine, lint, type-check, then run every test against real
-# Kafka, Prometheus, Alertmanager, Pushgateway, ZooKeeper and Burrow on 127.0.0.1.
+# The README's test command: set up a fresh machine, run scripts/check.sh (import layers, lint, format, types), then
+# run every test against real Kafka, Prometheus, Alertmanager, Pushgateway, ZooKeeper and Burrow on 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-echo "test: ruff"
-ruff check .
-ruff format --check .
-echo "test: mypy"
-mypy
+bash scripts/check.sh
 echo "test: pytest"
 exec python3 -m pytest "$@"
