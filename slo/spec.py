@@ -159,7 +159,8 @@ DEFAULT_PAIRS: dict[str, tuple[tuple[str, str, int], ...]] = {
     "page": (("1h", "5m", 2), ("6h", "30m", 5)),
     "ticket": (("1d", "2h", 10), ("3d", "6h", 10)),
 }
-"""(long, short, percent of the budget): 14.4x, 6x, 3x and 1x over a 30-day window (research §1.2, §2.2)."""
+"""(long, short, percent of the budget): 14.4x, 6x, 3x and 1x over a 30-day window (SRE Workbook table 5-8; Sloth's
+`internal/alert/windows/google-30d.yaml`)."""
 
 
 class SloSpec(_Spec):

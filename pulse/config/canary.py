@@ -26,7 +26,7 @@ class SliLogConfig(Section):
 
 
 class CanaryMirrorConfig(Section):
-    """Mirror mode (issue #4 point 6): probes produced on `source`, read back from their MirrorMaker copy on
+    """Mirror mode: probes produced on `source`, read back from their MirrorMaker copy on
     `target`, for replication latency and loss per source partition."""
 
     enabled: bool = False
@@ -109,9 +109,9 @@ class CanaryConfig(Section):
     listen: HostPort | None = None
     """Where `kafka-pulse canary` serves /metrics; None means `http.listen`."""
     sli_log: SliLogConfig = SliLogConfig()
-    """The Parquet SLI event log (issue #4 point 7)."""
+    """The Parquet SLI event log."""
     mirror: CanaryMirrorConfig = CanaryMirrorConfig()
-    """Mirror mode across two clusters (issue #4 point 6)."""
+    """Mirror mode across two clusters."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

@@ -28,8 +28,8 @@ class PulseConfig(Section):
     slo: SloConfig = SloConfig()
     alerting: AlertingConfig = AlertingConfig()
     http: HttpConfig = HttpConfig()
-    # Placeholder, loosely typed on purpose: the SLO issue defines the spec model (slo/spec.py) and validates
-    # these entries; until then a file holding only `slos:` must load.
+    # Placeholder, loosely typed on purpose: slo/spec.py defines the spec model and validates these entries; a file
+    # holding only `slos:` must load.
     slos: list[dict[str, Any]] = Field(default_factory=list)
 
     # lag: checks across sections

@@ -1,4 +1,4 @@
-"""The lag evaluation log end to end (issue #6 point 1, "99 % of minutes with lag < 30 s"): the lag service on the
+"""The lag evaluation log end to end (for SLOs such as "99 % of minutes with lag < 30 s"): the lag service on the
 real 3-node cluster writes a caught-up group and a stopped group every second; the log reads back with the
 documented schema; `kafka-pulse slo evaluate` runs a per-group timeslice SLO over it in Spark and finds the
 caught-up group's SLI 1.0 and the stopped group's below it.

@@ -1,6 +1,6 @@
 """The lag evaluator on the real 3-node Kafka 4.3 cluster: `__consumer_offsets` (offset value v4) and ListOffsets
 feed the enhanced rules, and the Burrow v3 API reports caught-up, slow, stalled, stopped, rewound, idle and
-transactional groups as the issue asks. Commits are made by real consumers of real groups.
+transactional groups. Commits are made by real consumers of real groups.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Exact time lag on the real Kafka 4.3 cluster (issue #5 Build 4): records carry known timestamps (CreateTime set
+"""Exact time lag on the real Kafka 4.3 cluster: records carry known timestamps (CreateTime set
 by the producer, an hour in the past), a real group commits in the middle of them, and the service reports how long
 ago the record at the committed offset was written, next to the interpolated value (which needs the log end to move
 while it watches, and here it does not). Reading is bounded: one record per cycle when so configured.

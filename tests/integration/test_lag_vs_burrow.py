@@ -1,4 +1,4 @@
-"""Side by side (issue #5, "Must show" #3): Debian's Burrow 1.2.1 and kafka-pulse in `burrow-1.2` mode, with the
+"""Side by side: Debian's Burrow 1.2.1 and kafka-pulse in `burrow-1.2` mode, with the
 same intervals, offset-refresh and min-distance, read the same Kafka 3.9 cluster, and one small httpx function reads
 `/v3/kafka/{cluster}/consumer/{group}/status` from both. Their group and partition statuses must agree for real
 groups that are caught up (OK), slow (WARN), stalled (STALL), stopped (STOP) and rewound (REWIND).

@@ -1,4 +1,4 @@
-"""`kafka-pulse run` as a real process on the session's 3-node cluster (issue #7 point 3 and its must-show): one
+"""`kafka-pulse run` as a real process on the session's 3-node cluster: one
 /metrics carrying the collectors', the canary's and lag's families, the Burrow v3 API beside it, both behind
 `http.basic_auth` over `http.tls`, and a clean exit 0 on SIGTERM with nothing left running. What every listener
 shares (login, formats, bad and idle clients) is tested on `run`'s too, in test_listeners.py.

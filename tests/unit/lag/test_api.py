@@ -1,4 +1,4 @@
-"""The Burrow v3 API (issue #5 Build 5): every route of research §1.7, with the messages, status codes and field
+"""The Burrow v3 API: every route of Burrow's `httpserver/coordinator.go`, with the messages, status codes and field
 names Debian Burrow 1.2.1 answers with (read from the running binary: see test_lag_vs_burrow.py for the side by
 side on real groups). The service is fed directly; requests go through the route table (`BurrowApi.routes()` with
 Burrow's fallback), and once over HTTP on the one listener of pulse.http. Login, TLS, gzip and misbehaving clients
@@ -98,7 +98,7 @@ def test_every_body_carries_error_message_and_request(api: BurrowApi) -> None:
         ("/v3/config/notifier/x", 404, "notifier module not found", None),
     ],
 )
-def test_routes_of_research_1_7(api: BurrowApi, path: str, code: int, message: str, key: str | None) -> None:
+def test_every_burrow_route(api: BurrowApi, path: str, code: int, message: str, key: str | None) -> None:
     got_code, body = get(api, path)
     assert (got_code, body["message"]) == (code, message)
     assert body["error"] is (code != 200)

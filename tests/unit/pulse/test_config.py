@@ -1,4 +1,4 @@
-"""Config file validation (issue 2, item 2): one valid config, broken one key at a time, after Sloth's tables.
+"""Config file validation: one valid config, broken one key at a time, after Sloth's tables.
 
 Each row names the exact message line the operator sees: `<file>: <key path>: <reason>`.
 """

@@ -1,4 +1,4 @@
-"""The `lag` config section (issue #5): one valid config with every lag key set, broken one key at a time; each
+"""The `lag` config section: one valid config with every lag key set, broken one key at a time; each
 row names the exact message line (`<file>: <key path>: <reason>`), after Sloth's validation tables."""
 
 from __future__ import annotations
