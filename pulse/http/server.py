@@ -111,7 +111,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.close_connection:
             self.send_header("Connection", "close")
         self.end_headers()
-        self.wfile.write(response.body)
+        if self.command != "HEAD":  # HEAD (answered 501) gets the headers only
+            self.wfile.write(response.body)
 
     def log_message(self, format: str, *args: Any) -> None:
         _LOG.debug("%s " + format, self.address_string(), *args)

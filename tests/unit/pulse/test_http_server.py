@@ -18,7 +18,7 @@ from devstack.tls import create_pem_files
 from pulse.config import HttpConfig
 from pulse.errors import ConfigError
 from pulse.http import BasicAuth, HttpApp, HttpServer, Request, Response, Route, Router, parse_basic_auth
-from pulse.ports import free_ports
+from pulse.ports import free_ports, wait_until
 
 LOGIN = BasicAuth("prometheus", "p4ss:with:colons")
 
@@ -180,7 +180,7 @@ def test_past_the_connection_cap_new_connections_are_closed(serve: list[HttpServ
         for client in silent:
             client.close()
     with httpx.Client(timeout=5) as http:  # the slots come back as the silent clients go
-        assert any(_answers(http, f"{server.url}/") for _ in range(50))
+        assert wait_until(lambda: _answers(http, f"{server.url}/"), 10)
 
 
 def _answers(http: httpx.Client, url: str) -> bool:
@@ -238,3 +238,11 @@ def test_the_socket_opens_in_start_not_in_the_constructor() -> None:
     finally:
         server.stop()
     server.stop()  # twice is harmless
+
+
+def test_an_unsupported_method_gets_501_and_head_no_body(serve: list[HttpServer]) -> None:
+    (port,) = free_ports(1)
+    start(serve, HttpConfig(listen=f"127.0.0.1:{port}"))
+    head = raw_exchange(port, b"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert head.startswith(b"HTTP/1.0 501 ") and head.endswith(b"\r\n\r\n")
+    assert raw_exchange(port, b"OPTIONS /metrics HTTP/1.1\r\nHost: x\r\n\r\n").startswith(b"HTTP/1.0 501 ")
