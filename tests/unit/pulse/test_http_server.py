@@ -246,3 +246,16 @@ def test_an_unsupported_method_gets_501_and_head_no_body(serve: list[HttpServer]
     head = raw_exchange(port, b"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
     assert head.startswith(b"HTTP/1.0 501 ") and head.endswith(b"\r\n\r\n")
     assert raw_exchange(port, b"OPTIONS /metrics HTTP/1.1\r\nHost: x\r\n\r\n").startswith(b"HTTP/1.0 501 ")
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
+def test_a_silent_client_does_not_hold_up_a_scrape(serve: list[HttpServer], tmp_path: Path, tls: bool) -> None:
+    """A client that connects and never speaks (never starts its TLS handshake, or never sends its request) keeps
+    only its own thread: the handshake runs there, not in accept()."""
+    pem = create_pem_files(tmp_path)
+    (port,) = free_ports(1)
+    files = {"tls": {"cert_file": str(pem.cert_file), "key_file": str(pem.key_file)}} if tls else {}
+    server = start(serve, HttpConfig.model_validate({"listen": f"127.0.0.1:{port}", **files}))
+    verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=str(pem.ca_file)) if tls else True
+    with socket.create_connection(("127.0.0.1", port), timeout=5):  # connected, silent for the whole block
+        assert httpx.get(f"{server.url}/metrics", verify=verify, timeout=2).status_code == 200
