@@ -154,7 +154,8 @@ def describe_error(error: ErrorDetails, root: type[BaseModel]) -> tuple[Loc, str
     validated field (pydantic stops at the field, e.g. at `clusters` for a duplicate `clusters[1].name`).
     Input values are echoed to help find the bad line, except under a key containing "password".
     """
-    loc: Loc = tuple(error["loc"])
+    # Union members are tagged `~name` (a discriminator's tag); the tag is no key of the file, so it is dropped.
+    loc: Loc = tuple(part for part in error["loc"] if not (isinstance(part, str) and part.startswith("~")))
     ctx = error.get("ctx", {})
     kind = error["type"]
     if kind == "pulse":

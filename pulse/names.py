@@ -15,6 +15,9 @@ LABEL_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 NAME = re.compile(r"[A-Za-z0-9_.-]+")
 """Host names, IPv4 addresses, cluster and client names."""
 
+SLO_NAME = re.compile(r"[a-z0-9]([a-z0-9_.-]*[a-z0-9])?")
+"""SLO names: they become rule group, alert and file names."""
+
 TOPIC_NAME = re.compile(r"[A-Za-z0-9_.-]{1,249}")
 """Kafka's legal topic names (besides `.` and `..`)."""
 

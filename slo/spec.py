@@ -12,19 +12,24 @@ from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self
-from urllib.parse import urlsplit
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from typing import Any
 
 import pyarrow.dataset as pads
 import sqlglot
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
+from pydantic import ValidationError
 from sqlglot import exp
 
-from pulse.config import PulseConfig
+from pulse.config import (
+    AlertTierSpec,
+    BurnWindowSpec,
+    CalendarWindowSpec,
+    EventsSourceSpec,
+    PulseConfig,
+    SloSpec,
+    TimesliceSpec,
+)
 from pulse.envsubst import Loc, describe_error, format_key_path, read_tree
 from pulse.errors import ConfigError
-from pulse.names import LABEL_NAME
 from slo import model, openslo
 from slo.policy import (
     CALENDAR_NOMINAL_S,
@@ -38,8 +43,6 @@ from slo.policy import (
     threshold,
 )
 
-_SLO_NAME = re.compile(r"[a-z0-9]([a-z0-9_.-]*[a-z0-9])?")
-
 
 class InvalidSpec(ConfigError):
     """An SLO spec is refused; the message lists every problem with its key path."""
@@ -48,168 +51,12 @@ class InvalidSpec(ConfigError):
 # --- YAML shape -----------------------------------------------------------------------------------------------
 
 
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-Duration = Annotated[str, Field(min_length=1)]
-
-
-class EventsSourceSpec(_Spec):
-    """Parquet SLI events: the canary's log (`events`) or the lag evaluation log (`lag`)."""
-
-    type: Literal["events", "lag"]
-    path: str
-    """Directory of Parquet files (relative paths are relative to the config file)."""
-    filter: str | None = None
-    """Spark SQL condition on the rows, e.g. `cluster = 'prod'`."""
-
-
-class PrometheusSourceSpec(_Spec):
-    """A counter pair in Prometheus; `good` and `total` are then PromQL (events in the minute before each step)."""
-
-    type: Literal["prometheus"]
-    url: str
-    timeout_s: float = Field(default=30.0, gt=0)
-
-    @field_validator("url")
-    @classmethod
-    def _http_url(cls, url: str) -> str:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"{url!r} is not an http(s) URL, e.g. http://127.0.0.1:9090")
-        return url.rstrip("/")
-
-
-def _tag(kind: str) -> Tag:
-    """Union members are tagged `~name`; the tag is dropped from key paths in messages (`_clean_loc`)."""
-    return Tag(f"~{kind}")
-
-
-def _source_kind(value: Any) -> str:
-    kind = value.get("type") if isinstance(value, Mapping) else getattr(value, "type", None)
-    return "~prometheus" if kind == "prometheus" else "~events"
-
-
-SourceSpec = Annotated[
-    Annotated[EventsSourceSpec, _tag("events")] | Annotated[PrometheusSourceSpec, _tag("prometheus")],
-    Discriminator(_source_kind),
-]
-
-
-class CalendarWindowSpec(_Spec):
-    """`{calendar: 1M, timezone: Europe/Berlin}`: the calendar month (or `1w`, Monday to Monday) in that zone."""
-
-    calendar: Literal["1w", "1M"]
-    timezone: str = "UTC"
-
-    @field_validator("timezone")
-    @classmethod
-    def _known_zone(cls, zone: str) -> str:
-        try:
-            ZoneInfo(zone)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"{zone!r} is not an IANA time zone (e.g. UTC, Europe/Berlin)") from None
-        return zone
-
-
-class TimesliceSpec(_Spec):
-    """Budget by minutes: a minute is good when at least `slice_target` percent of its events are good."""
-
-    method: Literal["timeslices"]
-    slice: Literal["1m"] = "1m"
-    slice_target: Decimal = Field(default=Decimal(100), gt=0, le=100)
-
-
-class BurnWindowSpec(_Spec):
-    """One long/short pair; give the share of the budget it detects (`budget_percent`, factors then follow the SLO
-    window) or a fixed burn-rate `factor`."""
-
-    long: Duration
-    short: Duration
-    budget_percent: Decimal | None = Field(default=None, gt=0, le=100)
-    factor: Decimal | None = Field(default=None, gt=0)
-
-    @model_validator(mode="after")
-    def _one_threshold(self) -> Self:
-        if (self.budget_percent is None) == (self.factor is None):
-            raise ValueError("give exactly one of budget_percent (share of the budget) or factor (burn rate)")
-        return self
-
-
-class AlertTierSpec(_Spec):
-    """A severity's pairs; `windows` absent means the SRE Workbook pairs for that severity."""
-
-    disabled: bool = False
-    windows: list[BurnWindowSpec] | None = None
-
-
-class AlertPolicySpec(_Spec):
-    """Multiwindow multi-burn-rate alerting (SRE Workbook ch. 5, table 5-8 plus its 1d/2h ticket pair)."""
-
-    page: AlertTierSpec = AlertTierSpec()
-    ticket: AlertTierSpec = AlertTierSpec()
-    min_events: float = Field(default=0, ge=0)
-    """Low-traffic guard: a long window holding fewer events never fires."""
-    forecast_window: Duration = "6h"
-    """Rates over this window are assumed to continue, for `exhaustion_at` and `projected_sli`."""
-
-
 DEFAULT_PAIRS: dict[str, tuple[tuple[str, str, int], ...]] = {
     "page": (("1h", "5m", 2), ("6h", "30m", 5)),
     "ticket": (("1d", "2h", 10), ("3d", "6h", 10)),
 }
 """(long, short, percent of the budget): 14.4x, 6x, 3x and 1x over a 30-day window (SRE Workbook table 5-8; Sloth's
 `internal/alert/windows/google-30d.yaml`)."""
-
-
-class SloSpec(_Spec):
-    """One `slos:` entry."""
-
-    name: str
-    description: str = ""
-    labels: dict[str, str] = {}
-    source: SourceSpec
-    good: str
-    total: str
-    objective: Decimal
-    """Percent, strictly between 0 and 100."""
-    window: Annotated[
-        Annotated[str, _tag("rolling")] | Annotated[CalendarWindowSpec, _tag("calendar")],
-        Discriminator(lambda v: "~calendar" if isinstance(v, Mapping | CalendarWindowSpec) else "~rolling"),
-    ] = "30d"
-    """Rolling (`30d`) or `{calendar: 1M, timezone: Europe/Berlin}`."""
-    budgeting: Annotated[
-        Annotated[Literal["occurrences"], _tag("occurrences")] | Annotated[TimesliceSpec, _tag("timeslices")],
-        Discriminator(lambda v: "~timeslices" if isinstance(v, Mapping | TimesliceSpec) else "~occurrences"),
-    ] = "occurrences"
-    alerting: AlertPolicySpec = AlertPolicySpec()
-    group_by: list[str] = []
-    """Label columns: one SLO instance per distinct value (per topic, per consumer group, ...)."""
-
-    @field_validator("name")
-    @classmethod
-    def _valid_name(cls, name: str) -> str:
-        if not _SLO_NAME.fullmatch(name):
-            raise ValueError(f"{name!r} is not a valid SLO name: lower-case letters, digits, '-', '_', '.'")
-        return name
-
-    @field_validator("objective")
-    @classmethod
-    def _objective_range(cls, objective: Decimal) -> Decimal:
-        if not 0 < objective < 100:
-            raise ValueError(f"{objective} is not a percentage strictly between 0 and 100 (e.g. 99.9)")
-        return objective
-
-    @field_validator("group_by")
-    @classmethod
-    def _label_names(cls, labels: list[str]) -> list[str]:
-        for label in labels:
-            if not LABEL_NAME.fullmatch(label):
-                raise ValueError(f"{label!r} is not a column name")
-        if len(set(labels)) != len(labels):
-            raise ValueError(f"labels repeat: {labels}")
-        return labels
 
 
 # --- checks -----------------------------------------------------------------------------------------------------
@@ -444,14 +291,14 @@ def _parse(
             problems += [f"{where}: {format_key_path((*prefix, *loc))}: {why}" for loc, why in converted.items]
             continue
         for item in converted:
-            if isinstance(item, Mapping) and isinstance(item.get("name"), str):
-                names.append((f"{where}: {format_key_path((*prefix, 'name'))}", item["name"]))
+            name = item.name if isinstance(item, SloSpec) else item.get("name") if isinstance(item, Mapping) else None
+            if isinstance(name, str):
+                names.append((f"{where}: {format_key_path((*prefix, 'name'))}", name))
             try:
                 spec = SloSpec.model_validate(item)
             except ValidationError as exc:
                 for error in exc.errors(include_url=False):
                     loc, reason = describe_error(error, SloSpec)
-                    loc = tuple(part for part in loc if not (isinstance(part, str) and part.startswith("~")))
                     problems.append(f"{where}: {format_key_path((*prefix, *loc))}: {reason}")
                 continue
             found = _check_slo(spec)

@@ -21,15 +21,32 @@ from pulse.config.lag import (
 from pulse.config.load import check_section, load_config, parse_config
 from pulse.config.root import PulseConfig
 from pulse.config.slo import SloConfig
+from pulse.config.slos import (
+    AlertPolicySpec,
+    AlertTierSpec,
+    BurnWindowSpec,
+    CalendarWindowSpec,
+    EventsSourceSpec,
+    OpenSloDocument,
+    PrometheusSourceSpec,
+    SloEntry,
+    SloSpec,
+    TimesliceSpec,
+)
 from pulse.config.types import ExistingFile, HostPort, HttpUrl, Name, Regex, TopicName, split_host_port
 
 __all__ = [
+    "AlertPolicySpec",
+    "AlertTierSpec",
     "AlertingConfig",
     "BasicAuthConfig",
+    "BurnWindowSpec",
+    "CalendarWindowSpec",
     "CanaryConfig",
     "CanaryMirrorConfig",
     "ClusterConfig",
     "CollectorsConfig",
+    "EventsSourceSpec",
     "ExactTimeLagConfig",
     "ExistingFile",
     "HostPort",
@@ -45,13 +62,18 @@ __all__ = [
     "LagMode",
     "LagNotifyConfig",
     "Name",
+    "OpenSloDocument",
     "PageCacheConfig",
+    "PrometheusSourceSpec",
     "PulseConfig",
     "Regex",
     "SaslConfig",
     "SecurityConfig",
     "SliLogConfig",
     "SloConfig",
+    "SloEntry",
+    "SloSpec",
+    "TimesliceSpec",
     "TlsConfig",
     "TopicName",
     "check_section",

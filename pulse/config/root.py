@@ -1,6 +1,6 @@
 """The whole config file: one field per section, and the checks that span sections."""
 
-from typing import Annotated, Any, Self
+from typing import Annotated, Self
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -11,6 +11,7 @@ from pulse.config.collectors import CollectorsConfig
 from pulse.config.http import HttpConfig
 from pulse.config.lag import LagConfig
 from pulse.config.slo import SloConfig
+from pulse.config.slos import SloEntry
 from pulse.config.types import Section, unique_by
 from pulse.envsubst import config_problem
 from pulse.errors import ConfigError
@@ -28,9 +29,8 @@ class PulseConfig(Section):
     slo: SloConfig = SloConfig()
     alerting: AlertingConfig = AlertingConfig()
     http: HttpConfig = HttpConfig()
-    # Placeholder, loosely typed on purpose: slo/spec.py defines the spec model and validates these entries; a file
-    # holding only `slos:` must load.
-    slos: list[dict[str, Any]] = Field(default_factory=list)
+    slos: list[SloEntry] = Field(default_factory=list)
+    """SLOs inline (our form or OpenSLO v1); slo/spec.py checks them further against the SLO engine's rules."""
 
     # lag: checks across sections
     @field_validator("lag")

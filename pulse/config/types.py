@@ -74,11 +74,16 @@ def _resolve_dir(path: Path, info: ValidationInfo) -> Path:
     return base_dir / path if base_dir is not None and not path.is_absolute() else path
 
 
-def _check_http_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"{url!r} is not an http(s) URL, e.g. http://127.0.0.1:9093")
-    return url.rstrip("/")
+def http_url(example: str) -> AfterValidator:
+    """An http(s) URL with a host, trailing `/` dropped; a refusal shows `example` (the service's usual address)."""
+
+    def check(url: str) -> str:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"{url!r} is not an http(s) URL, e.g. {example}")
+        return url.rstrip("/")
+
+    return AfterValidator(check)
 
 
 def _check_name(name: str) -> str:
@@ -106,7 +111,7 @@ ExistingFile = Annotated[Path, AfterValidator(_check_existing_file)]
 """A file that must exist; relative paths are relative to the config file's directory."""
 ConfigRelativeDir = Annotated[Path, AfterValidator(_resolve_dir)]
 """A directory relative to the config file's directory; it need not exist yet."""
-HttpUrl = Annotated[str, AfterValidator(_check_http_url)]
+HttpUrl = Annotated[str, http_url("http://127.0.0.1:9093")]
 Name = Annotated[str, AfterValidator(_check_name)]
 """Cluster and client names: letters, digits, `_`, `.` and `-` (they become label values and API path parts)."""
 TopicName = Annotated[str, AfterValidator(_check_topic)]

@@ -53,7 +53,9 @@ def test_with_lag_off_metrics_come_from_pulses_listener_behind_the_login(tmp_pat
 
 def test_a_bad_slo_spec_is_refused_before_anything_binds(tmp_path: Path) -> None:
     (port,) = free_ports(1)
-    bad = "slos:\n  - {name: produce, source: {type: events, path: missing}, good: ok, total: 'true', objective: 120}\n"
+    bad = (
+        "slos:\n  - {name: produce, source: {type: events, path: missing}, good: ok, total: 'true', objective: 99.9}\n"
+    )
     config = parse_config(config_text(port, bad), "test", {})
     with pytest.raises(InvalidSpec) as refused:
         Suite(config, "test", tmp_path, tmp_path / "dev", tmp_path)

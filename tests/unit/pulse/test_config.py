@@ -6,6 +6,7 @@ Each row names the exact message line the operator sees: `<file>: <key path>: <r
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from pulse.config import ClusterConfig, PulseConfig, load_config, parse_config, split_host_port
+from pulse.config import ClusterConfig, PulseConfig, SloSpec, load_config, parse_config, split_host_port
 from pulse.errors import ConfigError
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -410,9 +411,36 @@ def test_empty_configs_are_valid(text: str) -> None:
     assert config.alerting.enabled is False
 
 
+SLO_ENTRY = {
+    "name": "availability",
+    "source": {"type": "events", "path": "sli"},
+    "good": "produce_ok",
+    "total": "1",
+    "objective": 99.9,
+}
+
+
 def test_a_file_with_only_slos_is_accepted() -> None:
-    config = parse_config("slos:\n  - name: availability\n    objective: 99.9\n", "pulse.yaml", {})
-    assert config.slos == [{"name": "availability", "objective": 99.9}]
+    config = parse_config(yaml.safe_dump({"slos": [SLO_ENTRY]}), "pulse.yaml", {})
+    [slo] = config.slos
+    assert isinstance(slo, SloSpec)
+    assert (slo.name, slo.objective, slo.window) == ("availability", Decimal("99.9"), "30d")
+
+
+def test_slos_are_typed_and_refused_with_the_rest_of_the_file() -> None:
+    """`slos:` is validated with the file (one pass, key paths), not first when the SLO engine reads it."""
+    broken = {k: v for k, v in SLO_ENTRY.items() if k != "good"} | {"objective": "high", "windo": "30d"}
+    openslo = {"apiVersion": "openslo/v1", "kind": "SLO", "metadata": {"name": "x"}}
+    tree = {"slos": [SLO_ENTRY, broken, openslo, {"name": "w", "window": {"calendar": "1y"}}], "http": {"listen": "x"}}
+    with pytest.raises(ConfigError) as caught:
+        parse_config(yaml.safe_dump(tree, sort_keys=False), "pulse.yaml", {})
+    lines = str(caught.value).splitlines()
+    assert "pulse.yaml: slos[1].good: required key is missing" in lines
+    assert "pulse.yaml: slos[1]: unknown key 'windo'; did you mean 'window'?" in lines
+    assert any(line.startswith("pulse.yaml: slos[1].objective: Input should be a valid decimal") for line in lines)
+    assert any(line.startswith("pulse.yaml: slos[3].window.calendar: Input should be '1w' or '1M'") for line in lines)
+    assert any(line.startswith("pulse.yaml: http.listen: ") for line in lines)
+    assert not any("slos[0]" in line or "slos[2]" in line for line in lines)  # valid, and OpenSLO kept as written
 
 
 def test_missing_file_is_named(tmp_path: Path) -> None:
@@ -468,9 +496,9 @@ def test_env_substitution(value: str, environ: dict[str, str], want: str) -> Non
 
 
 def test_escaped_reference_stays_literal() -> None:
-    # `$${X}` is a literal `${X}` even when X is set; checked on a loosely typed value to keep the braces.
-    config = parse_config("slos: [{expr: '$${X} and ${X}'}]\n", "pulse.yaml", {"X": "1"})
-    assert config.slos == [{"expr": "${X} and 1"}]
+    # `$${X}` is a literal `${X}` even when X is set; checked on a free-form value to keep the braces.
+    config = parse_config("alerting: {labels: {expr: '$${X} and ${X}'}}\n", "pulse.yaml", {"X": "1"})
+    assert config.alerting.labels == {"expr": "${X} and 1"}
 
 
 def test_env_value_with_yaml_syntax_stays_a_string(files: Path) -> None:
@@ -594,4 +622,4 @@ def test_production_example_names_each_missing_secret(files: Path) -> None:
 def test_slo_only_example_parses() -> None:
     config = load_config(EXAMPLES / "slo-only.yaml", {})
     assert config.clusters == []
-    assert [slo["name"] for slo in config.slos] == ["canary-end-to-end-latency"]
+    assert [slo.name for slo in config.slos if isinstance(slo, SloSpec)] == ["canary-end-to-end-latency"]
