@@ -3,9 +3,9 @@
 Each rule set takes one partition's window (oldest first) and the broker-offset history, and returns the `Rule`
 that fired, which gives the status (`RULE_STATUS`) and the reason text (`explain`). These scalar functions are the
 readable reference; `column_rules.py` applies the same rules to many partitions at once and is tested against them.
-Source: Burrow's `core/internal/evaluator/caching.go` at both tags. Burrow's rule numbers are kept in
-the predicate docstrings. Clock note: Burrow compares against `time.Now().Unix()` seconds
-times 1000, so the burrow modes floor `now_ms` to a whole second.
+Source: Burrow's `core/internal/evaluator/caching.go` at both tags (docs/burrow-compat.md: the modes' differences and
+the Burrow issues `enhanced` answers). Burrow's rule numbers are kept in the predicate docstrings. Clock note: Burrow
+compares against `time.Now().Unix()` seconds times 1000, so the burrow modes floor `now_ms` to a whole second.
 """
 
 from __future__ import annotations
