@@ -192,7 +192,9 @@ def main() -> None:
     checked = rng.sample(range(len(gids)), min(args.check, len(gids)))
     now_ms = end_ms + 1000
     for mode in modes:
-        params = RuleParams(mode=mode, intervals=intervals, offset_refresh_ms=COMMIT_EVERY_MS)
+        params = RuleParams(
+            mode=mode, intervals=intervals, allowed_lag=0, minimum_complete=0.0, offset_refresh_ms=COMMIT_EVERY_MS
+        )
         evaluator = Evaluator(store, params)
         with timed() as eval_took:
             verdicts = evaluator.evaluate_groups(CLUSTER, gids, now_ms)

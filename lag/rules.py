@@ -21,16 +21,17 @@ from lag.window import NO_LAG
 
 @dataclass(frozen=True, slots=True)
 class RuleParams:
-    """Evaluator settings; the names follow Burrow's config keys."""
+    """The rules' inputs from the `lag:` settings, in the rules' units (`lag.service.rule_params` derives them; no
+    defaults here, so they cannot drift from the config's); the names follow Burrow's config keys."""
 
-    mode: Mode = "enhanced"
-    intervals: int = 10
+    mode: Mode
+    intervals: int
     """Commits per window (Burrow storage `intervals`); also how many broker samples the burrow rules consult."""
-    allowed_lag: int = 0
+    allowed_lag: int
     """Lag at or below this counts as zero (Burrow >= 1.3.7 `allowed-lag`; ignored by burrow-1.2)."""
-    minimum_complete: float = 0.0
+    minimum_complete: float
     """Windows filled less than this are OK without checking rules (Burrow `minimum-complete`)."""
-    offset_refresh_ms: int = 10_000
+    offset_refresh_ms: int
     """HWM poll interval; enhanced STOP waits at least `intervals x offset_refresh` (the warm-up)."""
     marker_allowance: int = 1
     """Enhanced: a lag this small with no record produced since the last commit is a transaction marker."""

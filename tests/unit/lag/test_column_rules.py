@@ -18,9 +18,11 @@ from lag.column_rules import UNDECIDED, decide
 from lag.columns import from_windows
 from lag.evaluator import Evaluator
 from lag.rules import RULE_SETS, RULE_STATUS, Rule, RuleParams, Window, explain
+from lag.service import rule_params
 from lag.status import MODES, GroupStatus, Mode, Status
 from lag.store import OffsetStore
 from lag.window import NO_LAG
+from pulse.config import LagConfig
 
 N, M = 6, 8
 """Commit window and HWM history sizes of the window-level blocks."""
@@ -133,7 +135,7 @@ def test_adversarial_windows_match_the_scalar_rules(p: RuleParams) -> None:
 
 def test_the_overflow_rows_take_the_exact_path() -> None:
     """The adversarial interpolation rows overflow int64 if multiplied naively; the result is still exact."""
-    p = RuleParams(mode="enhanced", intervals=N, offset_refresh_ms=1)
+    p = RuleParams(mode="enhanced", intervals=N, allowed_lag=0, minimum_complete=0.0, offset_refresh_ms=1)
     for w in ADVERSARIAL[-3:]:
         assert (w.hwm_offsets[1] - w.hwm_offsets[0]) * (w.timestamps_ms[0] - w.hwm_times_ms[0]) > 2**63
         assert_block_matches_reference([w], 2**31, p)
@@ -237,7 +239,7 @@ def test_rule_values_index_the_status_tables() -> None:
 
 def test_empty_groups_and_clusters() -> None:
     store = OffsetStore(intervals=3)
-    evaluator = Evaluator(store, RuleParams(intervals=3))
+    evaluator = Evaluator(store, rule_params(LagConfig(intervals=3)))
     assert list(evaluator.evaluate_cluster("nowhere", 0)) == []
     verdicts = evaluator.evaluate_groups("nowhere", [], 0)
     assert len(verdicts.group_status) == 0 and len(verdicts.rules) == 0

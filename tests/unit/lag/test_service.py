@@ -8,8 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from lag.evaluator import Evaluator
-from lag.rules import RuleParams
-from lag.service import SourceHealth
+from lag.service import SourceHealth, rule_params
 from lag.source import behind
 from lag.status import Status
 from lag.store import OffsetStore
@@ -108,7 +107,7 @@ def test_evaluator_reports_unknown_instead_of_stop_while_stale() -> None:
     for ts in (0, 1000, 2000):
         store.add_commit("c", "g", "t", 0, 10 + ts // 100, ts, ts)
     h.mark_ok("c")
-    evaluator = Evaluator(store, RuleParams(mode="burrow", intervals=3), h)
+    evaluator = Evaluator(store, rule_params(LagConfig(mode="burrow", intervals=3)), h)
     assert evaluator.evaluate_group("c", "g", 5000).status is Status.ERR  # 3 s silent > 2 s span; fresh: judged
     stale = evaluator.evaluate_group("c", "g", 60_000)
     assert stale.status is Status.UNKNOWN
