@@ -13,7 +13,7 @@ from collectors.catalogue import CLIENT_BEANS, BeanQuery, Reading, TopicSelectio
 from collectors.mapping import ClientIdentity
 from collectors.scrapers import BrokerScraper
 from collectors.transport import JmxTransport, JmxUnreachable, open_transport
-from pulse.config import JmxBrokerConfig, JmxClientConfig, JmxConfig
+from pulse.config import JmxBrokerConfig, JmxClientConfig, JmxConfig, JmxEndpoint
 from pulse.errors import ConfigError
 
 _ENDPOINT_ID = 0
@@ -21,14 +21,9 @@ _ENDPOINT_ID = 0
 
 
 def _endpoint(client: JmxClientConfig) -> tuple[JmxBrokerConfig, JmxConfig]:
-    endpoint = JmxBrokerConfig(
-        broker_id=_ENDPOINT_ID,
-        host=client.host,
-        port=client.port,
-        username=client.username,
-        password=client.password,
-        ssl=client.ssl,
-    )
+    # The endpoint fields (host, port, login, ssl) are JmxEndpoint's, shared by both models.
+    shared = client.model_dump(include=set(JmxEndpoint.model_fields))
+    endpoint = JmxBrokerConfig(broker_id=_ENDPOINT_ID, **shared)
     # model_construct: the trust store was validated (and resolved against the config file) with the client.
     jmx = JmxConfig.model_construct(
         brokers=[], timeout_s=client.timeout_s, truststore=client.truststore,

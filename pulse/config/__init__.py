@@ -6,7 +6,15 @@ environment itself. What other modules import is re-exported here, so `from puls
 
 from pulse.config.alerting import AlertingConfig
 from pulse.config.canary import CanaryConfig, CanaryMirrorConfig, SliLogConfig
-from pulse.config.clusters import ClusterConfig, JmxBrokerConfig, JmxConfig, SaslConfig, SecurityConfig, TlsConfig
+from pulse.config.clusters import (
+    ClusterConfig,
+    JmxBrokerConfig,
+    JmxConfig,
+    JmxEndpoint,
+    SaslConfig,
+    SecurityConfig,
+    TlsConfig,
+)
 from pulse.config.collectors import CollectorsConfig, JmxClientConfig
 from pulse.config.http import BasicAuthConfig, HttpConfig, HttpTlsConfig
 from pulse.config.lag import (
@@ -57,6 +65,7 @@ __all__ = [
     "JmxBrokerConfig",
     "JmxClientConfig",
     "JmxConfig",
+    "JmxEndpoint",
     "LagConfig",
     "LagEvaluationLogConfig",
     "LagMode",

@@ -68,21 +68,26 @@ class SecurityConfig(Section):
         return tls
 
 
-class JmxBrokerConfig(Section):
-    """One broker's JMX endpoint (remote JMX over RMI), scraped by the collectors."""
+class JmxEndpoint(Section):
+    """A JVM's remote JMX (over RMI): where it listens and the login it asks for; brokers and clients alike."""
 
-    broker_id: int = Field(ge=0)
     host: str = "127.0.0.1"
     port: int = Field(ge=1, le=65535)
     username: str | None = None
     password: SecretStr | None = None
     ssl: bool = False
-    """JMX over TLS (`com.sun.management.jmxremote.ssl=true` on the broker); trust comes from `jmx.truststore`."""
+    """JMX over TLS (`com.sun.management.jmxremote.ssl=true` in that JVM); the trust store is configured beside it."""
 
     @model_validator(mode="after")
     def _credentials_in_pairs(self) -> Self:
         check_credentials(self.username, self.password)
         return self
+
+
+class JmxBrokerConfig(JmxEndpoint):
+    """One broker's JMX endpoint, scraped by the collectors; trust for `ssl: true` comes from `jmx.truststore`."""
+
+    broker_id: int = Field(ge=0)
 
 
 class JmxConfig(Section):

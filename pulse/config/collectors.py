@@ -4,21 +4,17 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, SecretStr, model_validator
 
-from pulse.config.types import ExistingFile, Name, Regex, Section, check_credentials, unique_by
+from pulse.config.clusters import JmxEndpoint
+from pulse.config.types import ExistingFile, Name, Regex, Section, unique_by
 from pulse.envsubst import config_problem
 
 
-class JmxClientConfig(Section):
-    """A JVM Kafka client's JMX endpoint (producer, consumer, MirrorMaker 2), scraped for client-side metrics."""
+class JmxClientConfig(JmxEndpoint):
+    """A JVM Kafka client's JMX endpoint (producer, consumer, MirrorMaker 2), scraped for client-side metrics; trust
+    for `ssl: true` comes from its own `truststore`."""
 
     name: Name
     """Unique among `collectors.clients`; the `client_target` label of every sample and health series."""
-    host: str = "127.0.0.1"
-    port: int = Field(ge=1, le=65535)
-    username: str | None = None
-    password: SecretStr | None = None
-    ssl: bool = False
-    """JMX over TLS (`com.sun.management.jmxremote.ssl=true` in the client's JVM); trust from `truststore`."""
     truststore: ExistingFile | None = None
     truststore_password: SecretStr | None = None
     cluster: Name | None = None
@@ -27,8 +23,7 @@ class JmxClientConfig(Section):
     """Limit for one scrape of this client; a slower answer counts as a failed scrape (`reason="timeout"`)."""
 
     @model_validator(mode="after")
-    def _credentials_in_pairs(self) -> Self:
-        check_credentials(self.username, self.password)
+    def _trust_needs_tls(self) -> Self:
         if self.truststore is not None and not self.ssl:
             raise config_problem("set ssl: true to use a trust store (JMX over TLS)", ("ssl",))
         return self
