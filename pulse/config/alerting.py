@@ -5,7 +5,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from pulse.config.types import ConfigRelativeDir, HttpUrl, Section
+from pulse.config.types import ConfigRelativeDir, HttpUrl, PositiveSeconds, Section
 from pulse.envsubst import config_problem
 from pulse.names import LABEL_NAME, LABEL_PLACEHOLDER
 
@@ -19,11 +19,11 @@ class AlertingConfig(Section):
     """Where alerts wait while Alertmanager is unreachable; default `<state dir>/alert-spool`."""
     spool_max_bytes: int = Field(default=16 * 1024 * 1024, ge=64 * 1024)
     """Bound of the spool file; past it the oldest waiting alerts are dropped (and counted)."""
-    timeout_s: float = Field(default=5.0, gt=0, le=60)
+    timeout_s: PositiveSeconds = Field(default=5.0, le=60)
     """Per POST to Alertmanager; a slower answer counts as a failure and the alerts are spooled."""
-    retry_after_s: float = Field(default=10.0, gt=0)
+    retry_after_s: PositiveSeconds = 10.0
     """After a failure, alerts go straight to the spool for this long instead of waiting on the network again."""
-    resend_interval_s: float = Field(default=60.0, gt=0)
+    resend_interval_s: PositiveSeconds = 60.0
     """How often open alerts are resent (at least every cycle of the component that raises them)."""
     keepalive_cycles: int = Field(default=4, ge=2)
     """Firing alerts carry `endsAt = now + keepalive_cycles x resend_interval_s`: missed cycles before Alertmanager

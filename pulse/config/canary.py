@@ -5,7 +5,7 @@ from typing import Self
 
 from pydantic import Field, model_validator
 
-from pulse.config.types import HostPort, Section, TopicName
+from pulse.config.types import HostPort, PositiveSeconds, Section, TopicName
 from pulse.envsubst import config_problem
 
 
@@ -16,7 +16,7 @@ class SliLogConfig(Section):
     dir: Path | None = None
     """The log's root (`date=YYYY-MM-DD/part-*.parquet` below it); None means `<state dir>/sli/canary`.
     Relative paths are relative to the process's working directory."""
-    flush_interval_s: float = Field(default=60.0, gt=0, le=60)
+    flush_interval_s: PositiveSeconds = Field(default=60.0, le=60)
     """Rows reach disk at least this often (and on stop); at most a minute, so the SLO engine is never further
     behind than that."""
     max_bytes: int = Field(default=1 << 30, ge=1 << 20)
@@ -41,7 +41,7 @@ class CanaryMirrorConfig(Section):
     """Its copy's name on the target; None means `<source_alias>.<topic>` (MM2's DefaultReplicationPolicy)."""
     source_alias: str | None = None
     """The source's alias in MirrorMaker's config; None means the source cluster's name here."""
-    loss_deadline_s: float = Field(default=60.0, gt=0)
+    loss_deadline_s: PositiveSeconds = 60.0
     """A probe acknowledged on the source and not read on the target within this long is lost."""
 
     @model_validator(mode="after")
@@ -64,7 +64,7 @@ class CanaryConfig(Section):
     cluster: str | None = None
     """Which configured cluster to probe; None means the only one (or the local dev cluster)."""
     topic: TopicName = "__pulse_canary"
-    interval_s: float = Field(default=1.0, gt=0)
+    interval_s: PositiveSeconds = 1.0
     """One probe per partition per interval."""
     client_rack: str | None = None
     """The canary's own rack (`client.rack`), so probes can be labelled same-rack or cross-rack."""
@@ -76,28 +76,28 @@ class CanaryConfig(Section):
     """The topic keeps at least ceil(brokers x this) partitions."""
     manage_topic: bool = True
     """Create, extend and re-balance the monitor topic; false only reports what is wrong (metric and log)."""
-    reconcile_interval_s: float = Field(default=60.0, gt=0)
+    reconcile_interval_s: PositiveSeconds = 60.0
     """How often the topic's placement is checked against the live brokers."""
     min_change_interval_s: float = Field(default=600.0, ge=0)
     """At least this long between two placement changes, so a flapping broker cannot make the canary thrash
     the cluster with reassignments (Strimzi canary #221, #28)."""
-    latency_slo_s: float = Field(default=2.0, gt=0)
+    latency_slo_s: PositiveSeconds = 2.0
     """A probe not acknowledged within this is bad (`produce_ok` false) and counts against availability as soon
     as it is this old. It is also the broker's ack timeout for the probe (`request.timeout.ms`)."""
-    delivery_timeout_s: float = Field(default=30.0, gt=0)
+    delivery_timeout_s: PositiveSeconds = 30.0
     """How long the client keeps trying a probe before giving it up (librdkafka's `message.timeout.ms`). Longer
     than a broker fence (`broker.session.timeout.ms`, 9 s by default): a probe given up in flight makes the
     idempotent producer bump its epoch and re-send what it was still retrying, which writes duplicates (counted)."""
-    loss_deadline_s: float = Field(default=30.0, gt=0)
+    loss_deadline_s: PositiveSeconds = 30.0
     """An acknowledged probe not read back within this long after its acknowledgement is lost."""
-    availability_window_s: float = Field(default=60.0, gt=0)
+    availability_window_s: PositiveSeconds = 60.0
     """The sliding window of the per-broker availability gauges."""
-    connection_check_interval_s: float = Field(default=10.0, gt=0)
+    connection_check_interval_s: PositiveSeconds = 10.0
     """How often each broker is asked for metadata on its own connection."""
-    connection_check_timeout_s: float = Field(default=2.0, gt=0)
-    metadata_refresh_s: float = Field(default=2.0, gt=0)
+    connection_check_timeout_s: PositiveSeconds = 2.0
+    metadata_refresh_s: PositiveSeconds = 2.0
     """How often partition leaders and in-sync replicas are re-read, to attribute probes to brokers."""
-    log_check_interval_s: float = Field(default=10.0, gt=0)
+    log_check_interval_s: PositiveSeconds = 10.0
     """How often each partition's log start and end offsets are compared with the offsets probes were acknowledged
     at: an acknowledged offset no longer in the log was truncated (or deleted before it was read)."""
     commit_group: str | None = None

@@ -4,7 +4,16 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BeforeValidator, Field, SecretStr, ValidationInfo, field_validator, model_validator
 
-from pulse.config.types import ExistingFile, HostPort, Name, Section, check_credentials, unique_by, upper
+from pulse.config.types import (
+    ExistingFile,
+    HostPort,
+    Name,
+    PositiveSeconds,
+    Section,
+    check_credentials,
+    unique_by,
+    upper,
+)
 from pulse.envsubst import config_problem
 
 
@@ -96,7 +105,7 @@ class JmxConfig(Section):
     brokers: Annotated[
         list[JmxBrokerConfig], unique_by(lambda b: b.broker_id, "broker_id", "broker_id", "in brokers")
     ] = Field(default_factory=list)
-    timeout_s: float = Field(default=5.0, gt=0)
+    timeout_s: PositiveSeconds = 5.0
     """Per-broker limit for one scrape; a slower broker is reported as unknown for that scrape."""
     truststore: ExistingFile | None = None
     """JKS or PKCS12 trust store for brokers with `ssl: true` (one per JVM, so one for all brokers)."""

@@ -5,7 +5,7 @@ from typing import Annotated, Literal, Self
 from pydantic import Field, SecretStr, model_validator
 
 from pulse.config.clusters import JmxEndpoint
-from pulse.config.types import ExistingFile, Name, Regex, Section, unique_by
+from pulse.config.types import ExistingFile, Name, PositiveSeconds, Regex, Section, unique_by
 from pulse.envsubst import config_problem
 
 
@@ -19,7 +19,7 @@ class JmxClientConfig(JmxEndpoint):
     truststore_password: SecretStr | None = None
     cluster: Name | None = None
     """The Kafka cluster the client talks to: a `cluster` label on its samples; absent means no such label."""
-    timeout_s: float = Field(default=5.0, gt=0)
+    timeout_s: PositiveSeconds = 5.0
     """Limit for one scrape of this client; a slower answer counts as a failed scrape (`reason="timeout"`)."""
 
     @model_validator(mode="after")
@@ -33,7 +33,7 @@ class CollectorsConfig(Section):
     """JMX and Admin API collectors (collectors/)."""
 
     enabled: bool = True
-    scrape_interval_s: float = Field(default=15.0, gt=0)
+    scrape_interval_s: PositiveSeconds = 15.0
     transport: Literal["jmxquery", "jpype"] = "jpype"
     """`jpype` keeps one JMX connection per broker in-process: a tenth of jmxquery's scrape time and CPU, and JMX login
     and TLS (docs/benchmarks.md); `jmxquery` forks a JVM per scrape and cannot take credentials off its argv."""

@@ -6,7 +6,7 @@ from typing import Literal, Self
 
 from pydantic import Field, model_validator
 
-from pulse.config.types import HostPort, Regex, Section
+from pulse.config.types import HostPort, PositiveSeconds, Regex, Section
 from pulse.envsubst import config_problem
 
 
@@ -14,11 +14,11 @@ class ExactTimeLagConfig(Section):
     """Exact time lag: the timestamp of the record at each lagging group's committed offset, read from Kafka."""
 
     enabled: bool = False
-    interval_s: float = Field(default=10.0, gt=0)
+    interval_s: PositiveSeconds = 10.0
     """How often the lagging partitions' record timestamps are looked up."""
     max_fetches_per_cycle: int = Field(default=100, ge=1)
     """Records read per cluster per cycle at most (bounded work); the rest wait for the next cycle."""
-    fetch_timeout_s: float = Field(default=5.0, gt=0)
+    fetch_timeout_s: PositiveSeconds = 5.0
     """How long one cycle waits for its records; a partition not answered in time is retried next cycle."""
     cache_size: int = Field(default=100_000, ge=1)
     """(partition, offset) -> timestamp entries kept; a committed offset is read once while it stays."""
@@ -29,7 +29,7 @@ class PageCacheConfig(Section):
     reads go to disk (the Kuaishou seed). Give `window_s`, or `size_bytes` to derive it from the produce rate."""
 
     enabled: bool = False
-    window_s: float | None = Field(default=None, gt=0)
+    window_s: PositiveSeconds | None = None
     """Seconds of recent data the brokers' page cache holds, as the operator measured it."""
     size_bytes: int | None = Field(default=None, gt=0)
     """Page cache per broker available for log data; the window is this / the broker's write rate in bytes/s."""
@@ -49,7 +49,7 @@ class LagNotifyConfig(Section):
     enabled: bool = False
     severity: Literal["WARN", "ERR"] = "ERR"
     """The lowest group status that opens an incident (Burrow's notifier `threshold`: 2 WARN, 3 ERR)."""
-    interval_s: float = Field(default=30.0, gt=0)
+    interval_s: PositiveSeconds = 30.0
     """How often every group is evaluated for notification (Burrow's notifier `interval`); resending, keep-alive,
     routing labels and the spool are `alerting`'s."""
 
@@ -62,13 +62,13 @@ class LagEvaluationLogConfig(Section):
     dir: Path | None = None
     """The log's root (`groups/date=YYYY-MM-DD/part-*.parquet` and `partitions/...` below it); None means
     `<state dir>/sli/lag`. Relative paths are relative to the process's working directory."""
-    interval_s: float = Field(default=15.0, gt=0, le=60)
+    interval_s: PositiveSeconds = Field(default=15.0, le=60)
     """How often every group is evaluated and written; at most a minute, so every minute holds a row of each group
     (timeslice SLOs count minutes)."""
     partitions: bool = False
     """Also a row per group-partition each cycle (`partitions/`); off by default since it grows with the partition
     count, while group rows grow with the group count."""
-    flush_interval_s: float = Field(default=60.0, gt=0, le=60)
+    flush_interval_s: PositiveSeconds = Field(default=60.0, le=60)
     """Rows reach disk at least this often (and on stop); at most a minute, as for the canary's log."""
     max_bytes: int = Field(default=1 << 30, ge=1 << 20)
     """The size bound of the whole log (group and partition rows): the oldest files go first (at least 1 MiB)."""
@@ -91,7 +91,7 @@ class LagConfig(Section):
     """Rule set: Burrow's current rules, Burrow 1.2's, or ours (time lag aware)."""
     intervals: int = Field(default=10, ge=2, le=255)
     """Offsets kept per partition window, as Burrow's `intervals`; the rules compare at least two."""
-    offset_refresh_s: float = Field(default=10.0, gt=0)
+    offset_refresh_s: PositiveSeconds = 10.0
     """How often HWMs are read (Burrow's `offset-refresh`)."""
     min_distance_s: float = Field(default=0.0, ge=0)
     """A commit closer than this to the previous stored one replaces it (Burrow's `min-distance`)."""
@@ -99,11 +99,11 @@ class LagConfig(Section):
     """Lag at or below this counts as caught up (Burrow >= 1.3.7 `allowed-lag`; ignored by burrow-1.2)."""
     minimum_complete: float = Field(default=0.0, ge=0, le=1)
     """Windows filled less than this are OK without rules (Burrow's `minimum-complete`)."""
-    expire_group_s: float = Field(default=604_800.0, gt=0)
+    expire_group_s: PositiveSeconds = 604_800.0
     """A group with no commit for this long is forgotten (Burrow's `expire-group`, 7 days)."""
     hwm_history: int = Field(default=60, ge=2, le=65535)
     """HWM samples kept per partition for time lag, idle detection and produce rates."""
-    stale_after_s: float | None = Field(default=None, gt=0)
+    stale_after_s: PositiveSeconds | None = None
     """A cluster whose offsets were not refreshed for this long is unknown (default 3 x the slowest refresh)."""
     recovery_s: float | None = Field(default=None, ge=0)
     """After an outage, groups stay unknown this long while commits catch up (default 3 x offset_refresh_s)."""
@@ -114,7 +114,7 @@ class LagConfig(Section):
     (committed offsets polled per group; the poll time stands in for the commit time)."""
     ingestion_by_cluster: dict[str, IngestionMode] = Field(default_factory=dict)
     """Per-cluster exceptions to `ingestion`, by cluster name (e.g. a cluster whose internal topic is not readable)."""
-    group_offsets_refresh_s: float | None = Field(default=None, gt=0)
+    group_offsets_refresh_s: PositiveSeconds | None = None
     """Admin ingestion: how often committed offsets are polled (default offset_refresh_s)."""
     exact_time_lag: ExactTimeLagConfig = ExactTimeLagConfig()
     page_cache: PageCacheConfig = PageCacheConfig()

@@ -2,9 +2,7 @@
 
 from pathlib import Path
 
-from pydantic import Field
-
-from pulse.config.types import ExistingFile, HttpUrl, Section
+from pulse.config.types import ExistingFile, HttpUrl, PositiveSeconds, Section
 
 
 class SloConfig(Section):
@@ -15,7 +13,7 @@ class SloConfig(Section):
     """SLO spec file; SLOs may also be given inline under the top-level `slos` key."""
     spark_master: str = "local[*]"
     """Any Spark master URL: `local[*]`, `spark://host:7077`, `yarn`, `k8s://...`."""
-    schedule_s: float = Field(default=60.0, gt=0)
+    schedule_s: PositiveSeconds = 60.0
     results_dir: Path | None = None
     """Each evaluation also writes `evaluation-<time>.parquet` here (relative to the working directory)."""
     pushgateway_url: HttpUrl | None = None

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
-from pulse.config.types import Section, http_url
+from pulse.config.types import PositiveSeconds, Section, http_url
 from pulse.names import LABEL_NAME, SLO_NAME
 
 Duration = Annotated[str, Field(min_length=1)]
@@ -31,7 +31,7 @@ class PrometheusSourceSpec(Section):
 
     type: Literal["prometheus"]
     url: Annotated[str, http_url("http://127.0.0.1:9090")]
-    timeout_s: float = Field(default=30.0, gt=0)
+    timeout_s: PositiveSeconds = 30.0
 
 
 def _tag(kind: str) -> Tag:

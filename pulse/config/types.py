@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, SecretStr, ValidationInfo
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, ValidationInfo
 
 from pulse.envsubst import config_problem
 from pulse.names import NAME, TOPIC_NAME
@@ -112,6 +112,8 @@ ExistingFile = Annotated[Path, AfterValidator(_check_existing_file)]
 ConfigRelativeDir = Annotated[Path, AfterValidator(_resolve_dir)]
 """A directory relative to the config file's directory; it need not exist yet."""
 HttpUrl = Annotated[str, http_url("http://127.0.0.1:9093")]
+PositiveSeconds = Annotated[float, Field(gt=0)]
+"""A duration in seconds (`_s` keys) that must be longer than zero: an interval, a timeout, a deadline."""
 Name = Annotated[str, AfterValidator(_check_name)]
 """Cluster and client names: letters, digits, `_`, `.` and `-` (they become label values and API path parts)."""
 TopicName = Annotated[str, AfterValidator(_check_topic)]
