@@ -28,8 +28,7 @@ from pulse.config.lag import (
 )
 from pulse.config.load import check_section, load_config, parse_config
 from pulse.config.root import PulseConfig
-from pulse.config.slo import SloConfig
-from pulse.config.slos import (
+from pulse.config.slo import (
     AlertPolicySpec,
     AlertTierSpec,
     BurnWindowSpec,
@@ -37,6 +36,7 @@ from pulse.config.slos import (
     EventsSourceSpec,
     OpenSloDocument,
     PrometheusSourceSpec,
+    SloConfig,
     SloEntry,
     SloSpec,
     TimesliceSpec,

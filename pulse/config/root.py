@@ -10,8 +10,7 @@ from pulse.config.clusters import ClusterConfig
 from pulse.config.collectors import CollectorsConfig
 from pulse.config.http import HttpConfig
 from pulse.config.lag import LagConfig
-from pulse.config.slo import SloConfig
-from pulse.config.slos import SloEntry
+from pulse.config.slo import SloConfig, SloEntry
 from pulse.config.types import Section, unique_by
 from pulse.envsubst import config_problem
 from pulse.errors import ConfigError

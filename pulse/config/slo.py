@@ -1,8 +1,19 @@
-"""Config section `slo:`: the burn-rate job (where specs, Spark, results and the Pushgateway are)."""
+"""Config section `slo:` (the burn-rate job: where specs, Spark, results and the Pushgateway are) and the top-level
+`slos:` key: each entry an SLO in our form (`SloSpec`, the YAML shape) or an OpenSLO v1 document, typed here so the
+whole file is refused in one pass with key paths. The checks that need the SLO engine (windows against the budget,
+Spark SQL, source columns) are slo/spec.py's, run on these models.
+"""
 
+from collections.abc import Mapping
+from decimal import Decimal
 from pathlib import Path
+from typing import Annotated, Any, Literal, Self
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pulse.config.types import ExistingFile, HttpUrl, PositiveSeconds, Section
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+
+from pulse.config.types import ExistingFile, HttpUrl, PositiveSeconds, Section, http_url
+from pulse.names import LABEL_NAME, SLO_NAME
 
 
 class SloConfig(Section):
@@ -18,3 +29,158 @@ class SloConfig(Section):
     """Each evaluation also writes `evaluation-<time>.parquet` here (relative to the working directory)."""
     pushgateway_url: HttpUrl | None = None
     """Each evaluation also pushes its budget gauges (job `kafka-pulse-slo`) to this Pushgateway, for Grafana."""
+
+
+Duration = Annotated[str, Field(min_length=1)]
+
+
+class EventsSourceSpec(Section):
+    """Parquet SLI events: the canary's log (`events`) or the lag evaluation log (`lag`)."""
+
+    type: Literal["events", "lag"]
+    path: str
+    """Directory of Parquet files (relative paths are relative to the config file)."""
+    filter: str | None = None
+    """Spark SQL condition on the rows, e.g. `cluster = 'prod'`."""
+
+
+class PrometheusSourceSpec(Section):
+    """A counter pair in Prometheus; `good` and `total` are then PromQL (events in the minute before each step)."""
+
+    type: Literal["prometheus"]
+    url: Annotated[str, http_url("http://127.0.0.1:9090")]
+    timeout_s: PositiveSeconds = 30.0
+
+
+def _tag(kind: str) -> Tag:
+    """Union members are tagged `~name`; the tag is dropped from key paths in messages (`_clean_loc`)."""
+    return Tag(f"~{kind}")
+
+
+def _source_kind(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, Mapping) else getattr(value, "type", None)
+    return "~prometheus" if kind == "prometheus" else "~events"
+
+
+SourceSpec = Annotated[
+    Annotated[EventsSourceSpec, _tag("events")] | Annotated[PrometheusSourceSpec, _tag("prometheus")],
+    Discriminator(_source_kind),
+]
+
+
+class CalendarWindowSpec(Section):
+    """`{calendar: 1M, timezone: Europe/Berlin}`: the calendar month (or `1w`, Monday to Monday) in that zone."""
+
+    calendar: Literal["1w", "1M"]
+    timezone: str = "UTC"
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, zone: str) -> str:
+        try:
+            ZoneInfo(zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"{zone!r} is not an IANA time zone (e.g. UTC, Europe/Berlin)") from None
+        return zone
+
+
+class TimesliceSpec(Section):
+    """Budget by minutes: a minute is good when at least `slice_target` percent of its events are good."""
+
+    method: Literal["timeslices"]
+    slice: Literal["1m"] = "1m"
+    slice_target: Decimal = Field(default=Decimal(100), gt=0, le=100)
+
+
+class BurnWindowSpec(Section):
+    """One long/short pair; give the share of the budget it detects (`budget_percent`, factors then follow the SLO
+    window) or a fixed burn-rate `factor`."""
+
+    long: Duration
+    short: Duration
+    budget_percent: Decimal | None = Field(default=None, gt=0, le=100)
+    factor: Decimal | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _one_threshold(self) -> Self:
+        if (self.budget_percent is None) == (self.factor is None):
+            raise ValueError("give exactly one of budget_percent (share of the budget) or factor (burn rate)")
+        return self
+
+
+class AlertTierSpec(Section):
+    """A severity's pairs; `windows` absent means the SRE Workbook pairs for that severity."""
+
+    disabled: bool = False
+    windows: list[BurnWindowSpec] | None = None
+
+
+class AlertPolicySpec(Section):
+    """Multiwindow multi-burn-rate alerting (SRE Workbook ch. 5, table 5-8 plus its 1d/2h ticket pair)."""
+
+    page: AlertTierSpec = AlertTierSpec()
+    ticket: AlertTierSpec = AlertTierSpec()
+    min_events: float = Field(default=0, ge=0)
+    """Low-traffic guard: a long window holding fewer events never fires."""
+    forecast_window: Duration = "6h"
+    """Rates over this window are assumed to continue, for `exhaustion_at` and `projected_sli`."""
+
+
+class SloSpec(Section):
+    """One `slos:` entry."""
+
+    name: str
+    description: str = ""
+    labels: dict[str, str] = Field(default_factory=dict)
+    source: SourceSpec
+    good: str
+    total: str
+    objective: Decimal
+    """Percent, strictly between 0 and 100."""
+    window: Annotated[
+        Annotated[str, _tag("rolling")] | Annotated[CalendarWindowSpec, _tag("calendar")],
+        Discriminator(lambda v: "~calendar" if isinstance(v, Mapping | CalendarWindowSpec) else "~rolling"),
+    ] = "30d"
+    """Rolling (`30d`) or `{calendar: 1M, timezone: Europe/Berlin}`."""
+    budgeting: Annotated[
+        Annotated[Literal["occurrences"], _tag("occurrences")] | Annotated[TimesliceSpec, _tag("timeslices")],
+        Discriminator(lambda v: "~timeslices" if isinstance(v, Mapping | TimesliceSpec) else "~occurrences"),
+    ] = "occurrences"
+    alerting: AlertPolicySpec = AlertPolicySpec()
+    group_by: list[str] = Field(default_factory=list)
+    """Label columns: one SLO instance per distinct value (per topic, per consumer group, ...)."""
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, name: str) -> str:
+        if not SLO_NAME.fullmatch(name):
+            raise ValueError(f"{name!r} is not a valid SLO name: lower-case letters, digits, '-', '_', '.'")
+        return name
+
+    @field_validator("objective")
+    @classmethod
+    def _objective_range(cls, objective: Decimal) -> Decimal:
+        if not 0 < objective < 100:
+            raise ValueError(f"{objective} is not a percentage strictly between 0 and 100 (e.g. 99.9)")
+        return objective
+
+    @field_validator("group_by")
+    @classmethod
+    def _label_names(cls, labels: list[str]) -> list[str]:
+        for label in labels:
+            if not LABEL_NAME.fullmatch(label):
+                raise ValueError(f"{label!r} is not a column name")
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"labels repeat: {labels}")
+        return labels
+
+
+OpenSloDocument = dict[str, Any]
+"""An OpenSLO v1 document (it has `apiVersion`), kept as written: slo/openslo.py converts it to `SloSpec`s, resolving
+references across documents."""
+
+SloEntry = Annotated[
+    Annotated[SloSpec, _tag("slo")] | Annotated[OpenSloDocument, _tag("openslo")],
+    Discriminator(lambda v: "~openslo" if isinstance(v, Mapping) and "apiVersion" in v else "~slo"),
+]
+"""One `slos:` item."""
