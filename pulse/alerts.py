@@ -15,14 +15,13 @@ number in a label would open a new alert at every change. Numbers, summary and r
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -38,14 +37,15 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     field_validator,
     model_validator,
 )
 
+from pulse.alert_spool import CorruptLine, Spool, SpoolContents, Trimmed
 from pulse.config import AlertingConfig
 from pulse.errors import ConfigError
 from pulse.names import LABEL_NAME
+from pulse.private_files import Opener
 
 _LOG = logging.getLogger(__name__)
 
@@ -261,176 +261,34 @@ class Incidents:
         return incident.alert.model_copy(update={"ends_at": incident.resolved_at})
 
 
-# --- the on-disk spool --------------------------------------------------------------------------------------------
+# --- the on-disk spool (pulse/alert_spool.py holds the file handling) ------------------------------------------
 
-SPOOL_FILE = "alerts.jsonl"
 SPOOL_FORMAT = 1
 """`v` of each spool line: {"v": 1, "spooled_at": RFC 3339, "alert": <postableAlert JSON>}."""
 
 
-@dataclass(frozen=True)
-class CorruptLine:
-    """A spool line that could not be read back; it is reported, counted and removed at the next rewrite."""
+class AlertCodec:
+    """Spool lines of `Alert`s; an incident is its labels and startsAt (see `supersede`)."""
 
-    line_no: int
-    """1-based."""
-    reason: str
+    def encode(self, item: Alert, spooled_at: datetime) -> bytes:
+        entry = {"v": SPOOL_FORMAT, "spooled_at": spooled_at.isoformat(), "alert": item.to_api()}
+        return (json.dumps(entry, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
 
+    def decode(self, line: bytes) -> Alert:
+        entry = json.loads(line)
+        if not isinstance(entry, dict) or entry.get("v") != SPOOL_FORMAT or "alert" not in entry:
+            raise ValueError(f'not a spool entry of format {SPOOL_FORMAT} ({{"v": 1, "alert": ...}})')
+        return Alert.model_validate(entry["alert"])
 
-@dataclass(frozen=True)
-class SpoolContents:
-    alerts: list[Alert]
-    corrupt: list[CorruptLine]
-
-
-@dataclass(frozen=True)
-class Trimmed:
-    """What a bounded write removed from the spool."""
-
-    superseded: int = 0
-    """Older states of an incident whose newer state is kept (nothing a receiver would see is lost)."""
-    overflow: int = 0
-    """Oldest entries dropped because the spool would exceed its byte bound."""
-    corrupt: tuple[CorruptLine, ...] = ()
-    """Unreadable lines found while rewriting; they are gone from the rewritten spool."""
+    def incident(self, item: Alert) -> Hashable:
+        return (item.identity, item.starts_at)
 
 
-def _encode(alert: Alert, spooled_at: datetime) -> bytes:
-    entry = {"v": SPOOL_FORMAT, "spooled_at": spooled_at.isoformat(), "alert": alert.to_api()}
-    return (json.dumps(entry, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+class AlertSpool(Spool[Alert]):
+    """Alerts waiting for Alertmanager (pulse/alert_spool.py's `Spool` of `Alert`s)."""
 
-
-def _decode(line: bytes) -> Alert:
-    entry = json.loads(line)
-    if not isinstance(entry, dict) or entry.get("v") != SPOOL_FORMAT or "alert" not in entry:
-        raise ValueError(f'not a spool entry of format {SPOOL_FORMAT} ({{"v": 1, "alert": ...}})')
-    return Alert.model_validate(entry["alert"])
-
-
-class AlertSpool:
-    """Alerts waiting for Alertmanager: JSON lines in `<directory>/alerts.jsonl`, appended and fsync'd, never
-    larger than `max_bytes`, rewritten atomically (temp file, fsync, rename) when delivered entries are removed.
-
-    When a write would pass the bound, older states of the same incident go first (see `supersede`), then the
-    oldest entries, counted as overflow: the newest state of the world is what an operator needs after an
-    outage. Callers hold `locked()` around every read-modify-write; it excludes other threads and processes.
-    """
-
-    def __init__(self, directory: Path, max_bytes: int) -> None:
-        if max_bytes <= 0:
-            raise ValueError(f"max_bytes must be > 0, got {max_bytes!r}")
-        self.directory = directory
-        self.max_bytes = max_bytes
-        self.path = directory / SPOOL_FILE
-        directory.mkdir(parents=True, exist_ok=True)
-        self._thread_lock = threading.Lock()
-        self._read_lines: dict[int, bytes] = {}
-        """id(alert) -> its line, for the alerts of the last `read`: a rewrite keeps their `spooled_at`."""
-        self.entries = 0
-        """Entries after this object's last read or write (another process may have appended since)."""
-
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        """Exclusive access: a thread lock, then `flock` on `spool.lock` for other processes on the same dir."""
-        with self._thread_lock, open(self.directory / "spool.lock", "a+b") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
-
-    def size_bytes(self) -> int:
-        try:
-            return self.path.stat().st_size
-        except FileNotFoundError:
-            return 0
-
-    def read(self) -> SpoolContents:
-        """Every readable entry in order; unreadable lines (including a last line cut off by a crash) are listed."""
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            return SpoolContents([], [])
-        alerts: list[Alert] = []
-        corrupt: list[CorruptLine] = []
-        self._read_lines = {}
-        lines = data.split(b"\n")
-        for index, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            if index == len(lines):  # no trailing newline: the write was cut off
-                corrupt.append(CorruptLine(index, "incomplete line (no newline): a write was cut off"))
-                continue
-            try:
-                alerts.append(_decode(line))
-                self._read_lines[id(alerts[-1])] = line + b"\n"
-            except (ValueError, ValidationError) as exc:
-                reason = str(exc).replace("\n", "; ")
-                corrupt.append(CorruptLine(index, f"{type(exc).__name__}: {reason}"[:500]))
-        self.entries = len(alerts)
-        return SpoolContents(alerts, corrupt)
-
-    def append(self, alerts: Sequence[Alert], now: datetime) -> Trimmed:
-        """Add alerts at the end; if the bound would be passed, rewrite the whole spool trimmed to fit."""
-        lines = [_encode(a, now) for a in alerts]
-        size = self.size_bytes()
-        if size + sum(map(len, lines)) > self.max_bytes:
-            held = self.read()
-            trimmed = self._write(
-                [(self._line(a, now), a) for a in held.alerts] + list(zip(lines, alerts, strict=True))
-            )
-            return Trimmed(trimmed.superseded, trimmed.overflow, tuple(held.corrupt))
-        if not lines:
-            return Trimmed()
-        with open(self.path, "ab") as handle:
-            if size and self._ends_without_newline():
-                handle.write(b"\n")  # seal a torn last line so it cannot swallow the next entry
-            handle.write(b"".join(lines))
-            handle.flush()
-            os.fsync(handle.fileno())
-        self.entries += len(lines)
-        return Trimmed()
-
-    def replace(self, alerts: Sequence[Alert], now: datetime) -> Trimmed:
-        """Make the spool hold exactly `alerts` (trimmed to the bound), atomically."""
-        return self._write([(self._line(a, now), a) for a in alerts])
-
-    def _line(self, alert: Alert, now: datetime) -> bytes:
-        """The line an alert read back came from, else a new one spooled `now`."""
-        return self._read_lines.get(id(alert)) or _encode(alert, now)
-
-    def _ends_without_newline(self) -> bool:
-        with open(self.path, "rb") as handle:
-            handle.seek(-1, os.SEEK_END)
-            return handle.read(1) != b"\n"
-
-    def _write(self, entries: list[tuple[bytes, Alert]]) -> Trimmed:
-        lines = [entries[index][0] for index in _latest([a for _, a in entries])]
-        superseded = len(entries) - len(lines)
-        total = sum(map(len, lines))
-        overflow = 0
-        while lines and total > self.max_bytes:
-            total -= len(lines[overflow])
-            overflow += 1
-            if overflow == len(lines):
-                break
-        lines = lines[overflow:]
-        self.entries = len(lines)
-        if not lines:
-            self.path.unlink(missing_ok=True)
-            return Trimmed(superseded, overflow)
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "wb") as handle:
-            handle.write(b"".join(lines))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.path)
-        directory = os.open(self.directory, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
-        return Trimmed(superseded, overflow)
+    def __init__(self, directory: Path, max_bytes: int, opener: Opener = os.open) -> None:
+        super().__init__(directory, max_bytes, AlertCodec(), opener)
 
 
 # --- delivery -----------------------------------------------------------------------------------------------------
@@ -458,6 +316,9 @@ class SinkStats:
     or not written because the spool could not be (disk full, permissions)."""
     spool_entries: int = 0
     spool_bytes: int = 0
+    spool_errors: int = 0
+    """Spool operations that failed (directory missing and not re-creatable, read-only, full, unreadable); the
+    alerts of such a call were posted live, and those Alertmanager did not take are in `dropped["spool_error"]`."""
     last_success_s: float | None = None
     """Unix time of the last 2xx from Alertmanager."""
 
@@ -495,17 +356,22 @@ class AlertSink:
         retry_after_s: float = 10.0,
         transport: httpx.BaseTransport | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        opener: Opener = os.open,
     ) -> None:
+        """`opener` opens the spool's files (`os.open`); fault tests pass one that fails like a full disk."""
         self.url = url.rstrip("/")
-        self.spool = AlertSpool(spool_dir, max_spool_bytes)
+        self.spool = AlertSpool(spool_dir, max_spool_bytes, opener)
+        self._lock = threading.Lock()
+        self._spool_failing = False
         self.retry_after_s = retry_after_s
         self.stats = SinkStats()
         self._monotonic = monotonic
         self._retry_at: float | None = None
         self._client = httpx.Client(timeout=httpx.Timeout(timeout_s), trust_env=False, transport=transport)
-        with self.spool.locked():
-            self._read_spool()
-            self._note_spool()
+        with self._spool_access() as usable:
+            if usable:
+                self._read_spool()
+                self._note_spool()
 
     @classmethod
     def from_config(cls, config: AlertingConfig, state_dir: Path) -> AlertSink:
@@ -525,7 +391,9 @@ class AlertSink:
 
         Call it every cycle, with an empty list if nothing is open, so the spool drains when Alertmanager returns.
         """
-        with self.spool.locked():
+        with self._lock, self._spool_access() as usable:
+            if not usable:
+                return self._deliver_live(alerts)
             if self._retry_at is not None and self._monotonic() < self._retry_at:
                 # Alertmanager failed moments ago: do not make the caller wait for another timeout.
                 dropped = self._store(lambda: self.spool.append(alerts, utc_now()), len(alerts))
@@ -535,13 +403,13 @@ class AlertSink:
 
     def flush(self) -> SendResult:
         """Deliver the spool now (ignoring the retry pause); what fails stays spooled."""
-        with self.spool.locked():
-            return self._drain([])
+        with self._lock, self._spool_access() as usable:
+            return self._drain([]) if usable else SendResult(0, self.spool.entries)
 
     def pending(self) -> list[Alert]:
         """The alerts waiting in the spool, oldest first."""
-        with self.spool.locked():
-            return self._read_spool().alerts
+        with self._lock, self._spool_access() as usable:
+            return self._read_spool().alerts if usable else []
 
     def close(self) -> None:
         self._client.close()
@@ -553,6 +421,51 @@ class AlertSink:
         self.close()
 
     # --- internals (called with the spool lock held) -----------------------------------------------------------
+    @contextlib.contextmanager
+    def _spool_access(self) -> Iterator[bool]:
+        """The spool's lock; False (counted, logged) when the spool cannot be used now, so delivery goes live."""
+        with contextlib.ExitStack() as stack:
+            try:
+                stack.enter_context(self.spool.locked())
+            except OSError as exc:
+                self._spool_error("cannot use the spool directory", exc)
+                yield False
+                return
+            yield True
+
+    def _deliver_live(self, alerts: Sequence[Alert]) -> SendResult:
+        """Without a spool: post now, whatever the retry pause says (waiting would lose them for sure); what
+        Alertmanager does not take is lost, counted as `spool_error`."""
+        pending, superseded = supersede(alerts)
+        self.stats.superseded += superseded
+        delivered = dropped = 0
+        while delivered < len(pending):
+            batch = pending[delivered : delivered + self.batch_size]
+            outcome = self._post(batch)
+            if outcome == "failed":
+                break
+            if outcome == "rejected":
+                self.stats.dropped["rejected"] += len(batch)
+                dropped += len(batch)
+            delivered += len(batch)
+        lost = len(pending) - delivered
+        if lost:
+            _LOG.error("alertmanager %s and the alert spool both failed: %d alerts lost", self.url, lost)
+            self.stats.dropped["spool_error"] += lost
+        return SendResult(delivered, self.spool.entries, dropped + lost)
+
+    def _spool_error(self, what: str, exc: OSError) -> None:
+        """Count a failed spool operation; log the first of a streak (the spool is tried again every call)."""
+        self.stats.spool_errors += 1
+        if not self._spool_failing:
+            _LOG.error("alert spool %s: %s (%s); alerts are posted live until it works", self.spool.path, what, exc)
+        self._spool_failing = True
+
+    def _spool_ok(self) -> None:
+        if self._spool_failing:
+            _LOG.info("alert spool %s works again", self.spool.path)
+        self._spool_failing = False
+
     def _drain(self, new: Sequence[Alert]) -> SendResult:
         now = utc_now()
         held = self._read_spool() if self.spool.size_bytes() else SpoolContents([], [])
@@ -612,12 +525,12 @@ class AlertSink:
         self._retry_at = self._monotonic() + self.retry_after_s
         return "failed"
 
-    def _read_spool(self) -> SpoolContents:
+    def _read_spool(self) -> SpoolContents[Alert]:
         """The spool's contents; an unreadable spool file is logged and treated as empty (it is not deleted)."""
         try:
             return self.spool.read()
         except OSError as exc:
-            _LOG.error("alert spool %s: cannot read (%s); its alerts wait until it can be read", self.spool.path, exc)
+            self._spool_error("cannot read; its alerts wait until it can be read", exc)
             return SpoolContents([], [])
 
     def _store(self, write: Callable[[], Trimmed], new: int) -> int:
@@ -627,9 +540,10 @@ class AlertSink:
         try:
             trimmed = write()
         except OSError as exc:
-            _LOG.error("alert spool %s: cannot write (%s): %d alerts lost", self.spool.path, exc, new)
+            self._spool_error(f"cannot write: {new} alerts lost", exc)
             self.stats.dropped["spool_error"] += new
             return new
+        self._spool_ok()
         self.stats.spooled += new
         return self._count_trimmed(trimmed)
 
@@ -679,6 +593,11 @@ class AlertSinkCollector(Collector):
         yield dropped
         yield GaugeMetricFamily("kafka_pulse_alert_spool_entries", "Alerts waiting in the spool.", stats.spool_entries)
         yield GaugeMetricFamily("kafka_pulse_alert_spool_bytes", "Size of the spool file.", stats.spool_bytes)
+        yield CounterMetricFamily(
+            "kafka_pulse_alert_spool_errors",
+            "Spool operations that failed (missing, read-only, full, unreadable); delivery went live meanwhile.",
+            stats.spool_errors,
+        )
         if stats.last_success_s is not None:
             yield GaugeMetricFamily(
                 "kafka_pulse_alerts_last_success_timestamp_seconds",

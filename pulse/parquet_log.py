@@ -29,14 +29,14 @@ import pyarrow.parquet as pq
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from pulse.parquet_compaction import chunks, compact, folder_lock, recover
+from pulse.parquet_compaction import PART_FILE, chunks, compact, folder_lock, recover
+from pulse.private_files import WRITE_NEW, make_private_dir, open_private
 
 _LOG = logging.getLogger(__name__)
 
 R = TypeVar("R")
 
-PART_FILE = re.compile(r"part-\d{8}T\d{12}Z-[0-9a-f]+-\d+\.parquet")
-"""Names of the files a log writes (and the only ones its bound removes): `part-<UTC write time>-<writer>-<n>`."""
+__all__ = ["PART_FILE", "ParquetLog", "ParquetLogCollector", "ParquetLogStats", "date_folder", "files_to_remove"]
 DATE_DIR = re.compile(r"date=\d{4}-\d{2}-\d{2}")
 COMPACTION_INTERVAL_S = 600.0
 """How often the writer looks for closed dates to compact."""
@@ -291,14 +291,16 @@ class ParquetLog(Generic[R]):
         self._enforce_bound()
 
     def _write_file(self, folder: str, items: list[R]) -> None:
-        """Write to a dot-file first and rename it, so a reader (pyarrow, Spark) never sees half a file."""
+        """Write to a dot-file first and rename it, so a reader (pyarrow, Spark) never sees half a file; folders
+        0700 and files 0600, opened without following symlinks (pulse/private_files.py)."""
         path = self.directory / folder
-        path.mkdir(parents=True, exist_ok=True)
+        make_private_dir(path)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         name = f"part-{stamp}-{self.writer_id}-{next(self._seq)}.parquet"
         tmp = path / f".{name}.tmp"
         try:
-            pq.write_table(self.table_of(items), tmp, compression="zstd")
+            with os.fdopen(open_private(tmp, WRITE_NEW), "wb") as sink:
+                pq.write_table(self.table_of(items), sink, compression="zstd")
             os.replace(tmp, path / name)
         finally:
             tmp.unlink(missing_ok=True)
@@ -330,7 +332,10 @@ class ParquetLog(Generic[R]):
                 with folder_lock(folder) as mine:
                     if not mine:
                         continue
-                    recover(folder)
+                    if not recover(folder):  # a malformed manifest: logged; the folder stays as it is
+                        with self._lock:
+                            self._stats.compaction_errors += 1
+                        continue
                     for run in chunks(files, self.compaction_target_bytes):
                         stamp = run[0].split("-")[1]  # the oldest input's: the size bound's order is kept
                         done = compact(folder, run, f"part-{stamp}-{self.writer_id}-{next(self._seq)}.parquet")

@@ -22,8 +22,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 from pydantic import ValidationError
 
+from pulse.alert_spool import SPOOL_FILE
 from pulse.alerts import (
-    SPOOL_FILE,
     Alert,
     AlertSink,
     AlertSinkCollector,
@@ -444,7 +444,8 @@ def test_a_spool_that_cannot_be_written_loses_the_alerts_counted_but_never_raise
     assert (result.delivered, result.dropped) == (0, 2)
     assert sink.stats.dropped["spool_error"] == 2
     assert sink.stats.spooled == 0
-    assert f"alert spool {tmp_path / SPOOL_FILE}: cannot write" in caplog.text
+    assert f"alert spool {tmp_path / SPOOL_FILE}: cannot read" in caplog.text
+    assert sink.stats.spool_errors == 3  # the read at start, the read and the write of `send`
 
 
 def test_a_rewrite_keeps_when_each_alert_was_first_spooled(refused_url: str, tmp_path: Path) -> None:
