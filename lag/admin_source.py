@@ -53,6 +53,8 @@ class GroupSnapshot:
     """Committed offsets; partitions without a committed offset are absent."""
     owners: Mapping[TopicPartition, tuple[str, str]]
     """(host, client id) of the member each partition is assigned to."""
+    members: int = 0
+    """Members in the group (classic or consumer protocol: DescribeConsumerGroups answers both)."""
 
 
 def should_store(previous_offset: int | None, offset: int, group_active: bool) -> bool:
@@ -128,6 +130,7 @@ class AdminOffsetsReader:
                 store.delete_group(self.cluster, gone)
                 del self._last[gone]
             for snap in snapshots:
+                store.set_members(self.cluster, snap.group, snap.members)
                 for (topic, partition), offset in commits_to_store(self._last.get(snap.group), snap):
                     store.add_commit(self.cluster, snap.group, topic, partition, offset, now_ms, now_ms)
                 if snap.owners:
@@ -159,4 +162,8 @@ def _snapshot(group: str, described: Future[Any], offsets: Future[Any]) -> Group
         for tp in committed.topic_partitions or []
         if tp.error is None and tp.offset >= 0
     }
-    return GroupSnapshot(group, description.state in _ACTIVE_STATES, found, owners)
+    members = len(description.members or [])
+    # A consumer-protocol group reconciling an assignment may report a state this client has no name for
+    # (UNKNOWN); its members say it is alive all the same.
+    active = description.state in _ACTIVE_STATES or members > 0
+    return GroupSnapshot(group, active, found, owners, members)

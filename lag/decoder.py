@@ -3,7 +3,8 @@
 Formats (apache/kafka `group-coordinator/src/main/resources/common/message/*.json`), big-endian,
 key and value each start with an int16 version:
 - key v0/v1 OffsetCommitKey: group, topic (int16-length strings), partition int32; key v2 GroupMetadataKey: group;
-  keys >= 3 are the new coordinator's records (KIP-848, share groups): counted as unknown and skipped.
+  keys >= 3 are the new coordinator's records (KIP-848 consumer groups, share and streams groups), read by
+  `group_records.py`; a key version nobody defined is counted as unknown and skipped.
 - OffsetCommitValue v0: offset int64, metadata string, commit_ts int64; v1 adds expire_ts int64; v2 = v0's fields;
   v3: offset, leader_epoch int32, metadata, commit_ts; v4 (Kafka 4.1, first flexible version): as v3 with a compact
   string (unsigned varint length + 1) and trailing tagged fields.
@@ -23,6 +24,10 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+
+from lag.group_records import KNOWN_KEYS, NewGroupRecord, UnsupportedValue, decode_group_record
+from lag.wire import Reader as _Reader
+from lag.wire import Truncated as _Truncated
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +75,8 @@ class GroupTombstone:
 
 @dataclass(frozen=True, slots=True)
 class UnknownRecord:
-    """A record kind we do not read (key version >= 3, or an unsupported value version); counted and skipped."""
+    """A record kind we do not read (a key version Kafka 4.3 does not define, or an unsupported value version);
+    counted and skipped."""
 
     key_version: int
     value_version: int | None
@@ -83,77 +89,7 @@ class Undecodable:
     reason: str
 
 
-Record = OffsetCommit | OffsetTombstone | GroupMetadata | GroupTombstone | UnknownRecord | Undecodable
-
-
-class _Truncated(Exception):
-    pass
-
-
-class _Reader:
-    """Cursor over a big-endian Kafka protocol buffer."""
-
-    __slots__ = ("buf", "pos")
-
-    def __init__(self, buf: bytes) -> None:
-        self.buf = buf
-        self.pos = 0
-
-    def _take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.buf):
-            raise _Truncated(f"need {n} bytes at {self.pos}, have {len(self.buf) - self.pos}")
-        out = self.buf[self.pos : self.pos + n]
-        self.pos += n
-        return out
-
-    def int16(self) -> int:
-        return int(struct.unpack(">h", self._take(2))[0])
-
-    def int32(self) -> int:
-        return int(struct.unpack(">i", self._take(4))[0])
-
-    def int64(self) -> int:
-        return int(struct.unpack(">q", self._take(8))[0])
-
-    def uvarint(self) -> int:
-        value = shift = 0
-        while True:
-            byte = self._take(1)[0]
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-            if shift > 28:
-                raise _Truncated("unsigned varint longer than 5 bytes")
-
-    def string(self) -> str:
-        n = self.int16()
-        if n < 0:
-            raise _Truncated(f"negative string length {n}")
-        return self._take(n).decode("utf-8", errors="replace")
-
-    def nullable_string(self) -> str | None:
-        n = self.int16()
-        return None if n == -1 else self._take(n).decode("utf-8", errors="replace")
-
-    def compact_string(self) -> str | None:
-        n = self.uvarint()
-        return None if n == 0 else self._take(n - 1).decode("utf-8", errors="replace")
-
-    def bytes_(self) -> bytes:
-        n = self.int32()
-        return b"" if n == -1 else self._take(n)
-
-    def tagged_fields(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self._take(self.uvarint())
-
-    def array_length(self) -> int:
-        n = self.int32()
-        if n < -1 or n > len(self.buf):  # each element needs at least one byte
-            raise _Truncated(f"array length {n} impossible in {len(self.buf)} bytes")
-        return max(n, 0)
+Record = OffsetCommit | OffsetTombstone | GroupMetadata | GroupTombstone | UnknownRecord | Undecodable | NewGroupRecord
 
 
 _UNPACK_INT32 = struct.Struct(">i").unpack_from
@@ -214,9 +150,9 @@ def decode_record_general(key: bytes | None, value: bytes | None) -> Record:
     """Decode any `__consumer_offsets` record through a reader; never raises."""
     if not key or len(key) < 2:
         return Undecodable("key shorter than its version")
+    reader = _Reader(key)
+    key_version = reader.int16()  # two bytes are there
     try:
-        reader = _Reader(key)
-        key_version = reader.int16()
         if key_version in (0, 1):
             group, topic, partition = reader.string(), reader.string(), reader.int32()
             if not value:
@@ -227,9 +163,13 @@ def decode_record_general(key: bytes | None, value: bytes | None) -> Record:
             if not value:
                 return GroupTombstone(group)
             return _group_value(group, value, key_version)
+        if key_version in KNOWN_KEYS:
+            return decode_group_record(key_version, reader, value)
         return UnknownRecord(key_version, _peek_version(value))
+    except UnsupportedValue as exc:
+        return UnknownRecord(key_version, exc.version)
     except (_Truncated, struct.error) as exc:
-        return Undecodable(f"key: {exc}")
+        return Undecodable(f"key: {exc}" if key_version < 3 else f"record of key version {key_version}: {exc}")
 
 
 def _peek_version(value: bytes | None) -> int | None:

@@ -11,15 +11,27 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any, Literal
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from lag.admin_source import GROUP_OFFSETS_FEED, AdminOffsetsReader
 from lag.decoder import GroupMetadata, GroupTombstone, OffsetCommit, OffsetTombstone, decode_record
+from lag.group_records import (
+    ConsumerGroupAssignment,
+    ConsumerGroupAssignmentTombstone,
+    ConsumerGroupMember,
+    ConsumerGroupMemberLeft,
+    ConsumerGroupTombstone,
+    ShareGroupMetadata,
+    ShareGroupTombstone,
+)
+from lag.members import ConsumerGroupMembers
 from lag.pagecache import Placement, estimate, produce_rate
 from lag.service import LagService, SourceHealth
+from lag.store import OffsetStore
 from pulse.config import PageCacheConfig
 
 _LOG = logging.getLogger(__name__)
@@ -30,6 +42,18 @@ _RENEW_AFTER_FAILURES = 3
 """Consecutive failed HWM rounds after which the admin client is replaced."""
 _LATEST = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # untyped in confluent_kafka
 _EARLIEST = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
+_MEMBER_RECORDS = (
+    ConsumerGroupMember,
+    ConsumerGroupMemberLeft,
+    ConsumerGroupAssignment,
+    ConsumerGroupAssignmentTombstone,
+)
+
+
+def topic_id_bytes(topic_id: Any) -> bytes:
+    """A confluent-kafka `Uuid` as the 16 bytes `__consumer_offsets` records carry."""
+    msb, lsb = topic_id.get_most_significant_bits(), topic_id.get_least_significant_bits()
+    return int(msb).to_bytes(8, "big", signed=True) + int(lsb).to_bytes(8, "big", signed=True)
 
 
 Ingestion = Literal["consumer_offsets", "admin"]
@@ -74,6 +98,12 @@ class KafkaLagSource:
         self._topics: dict[str, int] = {}
         self._failed_rounds = 0
         self.admin_reader: AdminOffsetsReader | None = None
+        self.members = ConsumerGroupMembers()
+        """Consumer-protocol (KIP-848) groups' members and assignments, from `__consumer_offsets`."""
+        self._topic_names: dict[bytes, str] = {}
+        """Topic id -> name, read (DescribeTopics) only while a consumer-protocol assignment names an unknown id."""
+        self._unresolved: set[str] = set()
+        """Consumer-protocol groups whose assignment names a topic id not in `_topic_names` yet."""
         # Judged only while commits can be read too.
         health.expect(cluster, GROUP_OFFSETS_FEED if ingestion == "admin" else COMMITS_FEED)
 
@@ -135,7 +165,23 @@ class KafkaLagSource:
         self._topics = topics
         self._failed_rounds = 0
         self.health.mark_ok(self.cluster)
+        if self._unresolved:
+            self._resolve_topic_ids(listed)
         return True
+
+    def _resolve_topic_ids(self, topics: Iterable[str]) -> None:
+        """Read the topic ids that consumer-protocol assignments name, then give their groups owners."""
+        assert self._admin is not None
+        try:
+            futures = self._admin.describe_topics(TopicCollection(sorted(topics)), request_timeout=5)
+            ids = {name: f.result(timeout=10).topic_id for name, f in futures.items()}
+        except Exception as exc:  # owners wait for the next round; the verdicts do not depend on them
+            _LOG.info("lag source %s: topic ids not read (%s: %s)", self.cluster, type(exc).__name__, exc)
+            return
+        self._topic_names = {topic_id_bytes(i): name for name, i in ids.items() if i is not None}
+        with self.service.locked() as store:
+            for group in sorted(self._unresolved):
+                self._apply_members(store, group)
 
     def _new_admin(self) -> AdminClient:
         return AdminClient({**self.client_config, "socket.timeout.ms": 5000})
@@ -253,6 +299,7 @@ class KafkaLagSource:
         """Decode and apply a batch of `__consumer_offsets` records."""
         now = self.service.clock_ms()
         c = self.cluster
+        changed: set[str] = set()
         with self.service.locked() as store:
             for key, value in records:
                 record = decode_record(key, value)
@@ -264,15 +311,36 @@ class KafkaLagSource:
                     )
                 elif isinstance(record, OffsetTombstone):
                     store.clear_partition(c, record.group, record.topic, record.partition)
-                elif isinstance(record, GroupTombstone):
+                elif isinstance(record, GroupTombstone | ConsumerGroupTombstone):
                     store.delete_group(c, record.group)
+                    self.members.forget(record.group)
+                    changed.discard(record.group)
                 elif isinstance(record, GroupMetadata) and record.protocol_type == "consumer":
+                    store.set_members(c, record.group, len(record.members))
                     if not record.members:
                         store.clear_owners(c, record.group)
                     for m in record.members:
                         for topic, partitions in m.assignment:
                             for p in partitions:
                                 store.set_owner(c, record.group, topic, p, m.client_host, m.client_id)
+                elif isinstance(record, _MEMBER_RECORDS):
+                    changed.add(self.members.apply(record))
+                elif isinstance(record, ShareGroupMetadata | ShareGroupTombstone):
+                    store.set_share_group(c, record.group, isinstance(record, ShareGroupMetadata))
+            for group in changed:
+                self._apply_members(store, group)
+
+    def _apply_members(self, store: OffsetStore, group: str) -> None:
+        """A consumer-protocol group's owners and member count, from its members' records (under the lock)."""
+        owners, unresolved = self.members.owners(group, self._topic_names)
+        store.clear_owners(self.cluster, group)
+        for (topic, partition), (host, client_id) in owners.items():
+            store.set_owner(self.cluster, group, topic, partition, host, client_id)
+        store.set_members(self.cluster, group, self.members.member_count(group))
+        if unresolved:
+            self._unresolved.add(group)
+        else:
+            self._unresolved.discard(group)
 
     # -- Admin API mode --------------------------------------------------------------------------------------------
 

@@ -87,6 +87,12 @@ class OffsetStore:
         """Group id -> topic id -> run, for groups with many topics."""
         self._owners: dict[int, dict[tuple[str, int], tuple[str, str]]] = {}
         """Group id -> (topic, partition) -> (owner host, client id), from group metadata; absent when unknown."""
+        self._early_owners: dict[tuple[str, str], dict[tuple[str, int], tuple[str, str]]] = {}
+        """Owners of groups with no stored commit yet (members join before they commit); taken over by the group."""
+        self._members: dict[tuple[str, str], int] = {}
+        """(cluster, group) -> members, from group metadata or DescribeConsumerGroups; absent when unknown."""
+        self._share_groups: dict[str, set[str]] = {}
+        """Cluster -> share groups (KIP-932): listed, never judged."""
         # runs: one per group/topic
         self._run_group = array("i")
         self._run_topic = array("i")
@@ -154,6 +160,9 @@ class OffsetStore:
             self._last_commit_ms.append(0)
             self._first_run.append(_NONE)
         self._gids.setdefault(cluster, {})[group] = gid
+        early = self._early_owners.pop((cluster, group), None)
+        if early:
+            self._owners[gid] = early
         return gid
 
     def _find_run(self, gid: int, tid: int) -> int:
@@ -238,13 +247,16 @@ class OffsetStore:
         return groups.get(group) if groups is not None else None
 
     def set_owner(self, cluster: str, group: str, topic: str, partition: int, owner: str, client_id: str) -> None:
-        """Record who consumes a partition (from group metadata); only for groups already stored."""
+        """Record who consumes a partition (from group metadata); kept aside until the group's first commit."""
         gid = self._gid(cluster, group)
         if gid is not None:
             self._owners.setdefault(gid, {})[(topic, partition)] = (owner, client_id)
+        elif self.accepts_group(group):
+            self._early_owners.setdefault((cluster, group), {})[(topic, partition)] = (owner, client_id)
 
     def clear_owners(self, cluster: str, group: str) -> None:
         """A group with no members owns nothing (Burrow: member count 0 clears owners)."""
+        self._early_owners.pop((cluster, group), None)
         gid = self._gid(cluster, group)
         if gid is not None:
             self._owners.pop(gid, None)
@@ -253,10 +265,32 @@ class OffsetStore:
         """(topic, partition) -> (owner, client id) of a group id; empty when unknown."""
         return self._owners.get(gid, {})
 
+    def set_members(self, cluster: str, group: str, count: int) -> None:
+        """The group's member count as its metadata says now (classic or consumer protocol)."""
+        if self.accepts_group(group):
+            self._members[(cluster, group)] = count
+
+    def members(self, cluster: str, group: str) -> int | None:
+        """The group's member count; None when no metadata was seen."""
+        return self._members.get((cluster, group))
+
+    def set_share_group(self, cluster: str, group: str, present: bool) -> None:
+        """A share group appeared (or was deleted): listed as not judged, it commits no offsets to judge."""
+        groups = self._share_groups.setdefault(cluster, set())
+        if present and self.accepts_group(group):
+            groups.add(group)
+        else:
+            groups.discard(group)
+
+    def share_groups(self, cluster: str) -> list[str]:
+        return sorted(self._share_groups.get(cluster, ()))
+
     def delete_group(self, cluster: str, group: str) -> bool:
         """Forget a group (tombstone, API DELETE, expiry); True if it existed."""
         groups = self._gids.get(cluster)
         gid = groups.pop(group, None) if groups is not None else None
+        self._members.pop((cluster, group), None)
+        self._early_owners.pop((cluster, group), None)
         if gid is None:
             return False
         for run in list(self._chain(gid)):
