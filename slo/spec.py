@@ -42,6 +42,7 @@ from slo.policy import (
     parse_duration_s,
     threshold,
 )
+from slo.sql_allowlist import expression_refusals
 
 
 class InvalidSpec(ConfigError):
@@ -192,7 +193,7 @@ def _sql_problems(text: str) -> list[str]:
         return [f"{text!r} is a statement; give an expression over one row, e.g. `produce_ok AND latency_ms < 100`"]
     if tree.find(exp.AggFunc, exp.Window, exp.Subquery, exp.Select) is not None:
         return [f"{text!r} aggregates or queries; give an expression over one row (the job sums it per window)"]
-    return []
+    return expression_refusals(tree)  # Spark SQL can reach the JVM (reflect, java_method): only what an SLI needs
 
 
 # --- building the model ---------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from click.core import ParameterSource
 from kafka_pulse.cli.dev import dev_home
 from kafka_pulse.cli.options import F, config_option
 from kafka_pulse.clusters import load_or_default, resolve_cluster
-from kafka_pulse.runner.assembly import Assembly, add_alert_sink, add_lag
+from kafka_pulse.runner.assembly import Assembly, add_alert_sink, add_lag, add_status
 from lag.replay import replay
 from pulse.alerts import AlertSink
 from pulse.config import LagConfig, LagMode, check_section, load_config, split_host_port
@@ -67,11 +67,15 @@ def lag(ctx: click.Context, config_path: Path | None, cluster_names: tuple[str, 
     if sink is not None:
         add_alert_sink(assembly, sink)
     add_lag(assembly, config, clusters, sink, state_dir())
+    add_status(
+        assembly, config, clusters, {"canary": "not run by `kafka-pulse lag`", "slo": "not run by `kafka-pulse lag`"}
+    )
     names = ", ".join(c.name for c in clusters)
 
     def started() -> None:
         login = assembly.login_note
-        urls = f"Burrow v3 API on {assembly.url}/v3/kafka{login}, metrics on {assembly.url}/metrics{login}"
+        urls = f"status page on {assembly.url}/{login}, Burrow v3 API on {assembly.url}/v3/kafka{login}, metrics on "
+        urls += f"{assembly.url}/metrics{login}"
         click.echo(f"lag: evaluating {names} ({config.lag.mode} rules); {urls}", err=True)
 
     run_until_signal(assembly, started)

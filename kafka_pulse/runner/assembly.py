@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -97,3 +98,26 @@ def add_lag(
     assembly.mount(runner.api.routes(), invalid_request)
     rules = f"{config.lag.mode} rules" + (", incidents to Alertmanager" if runner.notifier is not None else "")
     assembly.add([Part("lag", runner, rules)])
+
+
+def add_status(
+    assembly: Assembly, config: PulseConfig, clusters: Sequence[ClusterConfig], off: dict[str, str] | None = None
+) -> None:
+    """The status page (`/`, its assets, `/api/status`) over the parts added so far, which it reads in-process;
+    added last, so its board starts once they run. `off` names the components not running here, and why."""
+    from kafka_pulse.status.board import StatusBoard, StatusSources
+    from kafka_pulse.status.routes import load_assets, status_routes
+
+    services: dict[str, Any] = {p.name: p.service for p in assembly.parts.parts}
+    lag_runner = services.get("lag")
+    sources = StatusSources(
+        config,
+        list(clusters),
+        canary=services.get("canary"),
+        lag=lag_runner.service if lag_runner is not None else None,
+        slo=services.get("slo"),
+        off=dict(off or {}),
+    )
+    board = StatusBoard(sources)
+    assembly.mount(status_routes(board.document, load_assets()))
+    assembly.add([Part("status", board, f"page at / (JSON at /api/status), refreshed every {board.refresh_s:g} s")])

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_pulse.clusters import resolve_cluster
-from kafka_pulse.runner.assembly import Assembly, add_alert_sink, add_canary, add_collectors, add_lag
+from kafka_pulse.runner.assembly import Assembly, add_alert_sink, add_canary, add_collectors, add_lag, add_status
 from kafka_pulse.runner.slo_schedule import SloSchedule, SloScheduleCollector
 from pulse.alerts import AlertSink
 from pulse.config import ClusterConfig, PulseConfig
@@ -61,6 +61,7 @@ class Suite:
             self.off["collectors"] = "collectors.enabled is false"
         self._canary(dev_home, state_dir)
         self._slo_schedule(slos)
+        add_status(self.assembly, config, self.clusters, self.off)  # last: it reads the parts above
 
     @property
     def parts(self) -> list[Part]:
@@ -129,7 +130,7 @@ class Suite:
         alerting = self.config.alerting
         alerts = f"alerting: {alerting.alertmanager_url}" if alerting.enabled else "alerting: off"
         login = " (basic auth)" if self.config.http.basic_auth is not None else ""
-        urls = f"metrics {self.metrics_url}{login}"
+        urls = f"status page {self.url}/{login}; metrics {self.metrics_url}{login}"
         if self.lag_api_url is not None:
             urls += f"; lag API {self.lag_api_url}{login}"
         return f"kafka-pulse run: cluster {names}\n  " + "\n  ".join([*on, *off, alerts, urls])

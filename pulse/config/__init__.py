@@ -16,6 +16,7 @@ from pulse.config.clusters import (
     TlsConfig,
 )
 from pulse.config.collectors import CollectorsConfig, JmxClientConfig
+from pulse.config.dashboards import DashboardsConfig
 from pulse.config.http import BasicAuthConfig, HttpConfig, HttpTlsConfig
 from pulse.config.lag import (
     ExactTimeLagConfig,
@@ -54,6 +55,7 @@ __all__ = [
     "CanaryMirrorConfig",
     "ClusterConfig",
     "CollectorsConfig",
+    "DashboardsConfig",
     "EventsSourceSpec",
     "ExactTimeLagConfig",
     "ExistingFile",

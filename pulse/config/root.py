@@ -8,6 +8,7 @@ from pulse.config.alerting import AlertingConfig
 from pulse.config.canary import CanaryConfig
 from pulse.config.clusters import ClusterConfig
 from pulse.config.collectors import CollectorsConfig
+from pulse.config.dashboards import DashboardsConfig
 from pulse.config.http import HttpConfig
 from pulse.config.lag import LagConfig
 from pulse.config.slo import SloConfig, SloEntry
@@ -28,6 +29,7 @@ class PulseConfig(Section):
     slo: SloConfig = SloConfig()
     alerting: AlertingConfig = AlertingConfig()
     http: HttpConfig = HttpConfig()
+    dashboards: DashboardsConfig = DashboardsConfig()
     slos: list[SloEntry] = Field(default_factory=list)
     """SLOs inline (our form or OpenSLO v1); slo/spec.py checks them further against the SLO engine's rules."""
 

@@ -141,14 +141,15 @@ def test_an_invalid_spec_never_reaches_spark(tmp_path: Path) -> None:
 
 
 def test_an_expression_spark_cannot_resolve_names_the_slo(spark: SparkSession, tmp_path: Path) -> None:
-    # sqlglot parses any function call; Spark's analyzer knows which exist, before any data is read.
+    # sqlglot and the allow-list check names and arity; Spark's analyzer checks types, before any data is read.
     write_rows(tmp_path / "events", minutes(at(-5), 5), ok=[True] * 5)
     path = tmp_path / "pulse.yaml"
-    spec = {"name": "fn", "source": {"type": "events", "path": "events"}, "good": "no_such_fn(ok)", "total": "true"}
+    good = "array_contains(ok, 1)"  # an allowed function given a boolean where it needs an array
+    spec = {"name": "fn", "source": {"type": "events", "path": "events"}, "good": good, "total": "true"}
     path.write_text(yaml.safe_dump({"slos": [spec | {"objective": 99}]}))
     result = CliRunner().invoke(cli, ["slo", "evaluate", "--config", str(path), "--at", iso(T)])
     assert result.exit_code == 1
     # PySpark also logs the analyzer's error (JSON on stderr); our one line comes last.
     last = result.output.strip().splitlines()[-1]
-    assert last.startswith("SourceUnreadable: slo 'fn'.good: Spark cannot evaluate 'no_such_fn(ok)': "), last
-    assert "UNRESOLVED_ROUTINE" in last
+    assert last.startswith("SourceUnreadable: slo 'fn'.good: Spark cannot evaluate 'array_contains(ok, 1)': "), last
+    assert "DATATYPE_MISMATCH" in last

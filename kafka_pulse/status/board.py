@@ -1,0 +1,208 @@
+"""The status page's state, refreshed on a thread of its own every REFRESH_S: one `kafka-pulse check` per cluster
+(its sections make the overall verdict) and readings of the components running in this process (canary, lag
+evaluator, SLO schedule), so a page load or an `/api/status` request only serialises the last document and never
+opens a Kafka connection."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from kafka_pulse.check.deadline import Deadline
+from kafka_pulse.check.verdict import Report, Section, Status
+from kafka_pulse.status.document import CanaryReading, SloPoint, SloView, StatusInputs, slo_key, status_document
+from kafka_pulse.status.quantiles import bucket_delta
+from pulse.config import ClusterConfig, PulseConfig
+
+if TYPE_CHECKING:
+    from canary.service import CanaryService
+    from kafka_pulse.runner.slo_schedule import SloSchedule
+    from lag.service import LagService
+
+_LOG = logging.getLogger(__name__)
+REFRESH_S = 5.0
+"""Seconds between two refreshes of the document (the page polls at the same pace)."""
+CHECK_TIMEOUT_S = 4.0
+"""Budget of each cluster's check; a hung broker costs the refresh at most this much."""
+LATENCY_WINDOW_S = 300.0
+"""Span of the canary latency quantiles: the newest histogram reading minus the one about this old."""
+HISTORY_POINTS = 1440
+"""Budget points kept per SLO instance (a day of 1-minute evaluations)."""
+
+CheckRunner = Callable[[PulseConfig, ClusterConfig, Deadline], tuple[Section, ...]]
+
+
+def _run_check(config: PulseConfig, cluster: ClusterConfig, deadline: Deadline) -> tuple[Section, ...]:
+    from kafka_pulse.check.health_check import run_check
+
+    return run_check(config, cluster, deadline)
+
+
+@dataclass
+class StatusSources:
+    """What the board reads: the clusters to check and the components of this process (None when not running
+    here, with the reason in `off`)."""
+
+    config: PulseConfig
+    clusters: Sequence[ClusterConfig]
+    canary: CanaryService | None = None
+    lag: LagService | None = None
+    slo: SloSchedule | None = None
+    off: dict[str, str] = field(default_factory=dict)
+
+
+class StatusBoard:
+    """Holds the latest `/api/status` document; `start` runs the first refresh on its thread and returns."""
+
+    def __init__(
+        self,
+        sources: StatusSources,
+        refresh_s: float = REFRESH_S,
+        check: CheckRunner = _run_check,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.sources = sources
+        self.refresh_s = refresh_s
+        self._check = check
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._reports: list[Report] = []
+        self._latency: deque[tuple[float, dict[int, dict[float, float]]]] = deque()
+        self._history: dict[str, deque[SloPoint]] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.refreshes = 0
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="status-board", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=CHECK_TIMEOUT_S + 5)
+            self._thread = None
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                self.refresh()
+            except Exception:  # a refresh failing must never end the page (nor `run`)
+                _LOG.exception("status page refresh failed")
+            self._stop.wait(max(0.5, self.refresh_s - (time.monotonic() - started)))
+
+    def refresh(self) -> None:
+        """One round: every cluster's check (in parallel, each within CHECK_TIMEOUT_S) and the SLO history."""
+        results: dict[int, Report] = {}
+        threads = [
+            threading.Thread(target=self._check_one, args=(i, c, results), name=f"status-check-{c.name}", daemon=True)
+            for i, c in enumerate(self.sources.clusters)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=CHECK_TIMEOUT_S + 2)
+        self._record_slo_history()
+        with self._lock:
+            self._reports = [results[i] for i in sorted(results)]
+        self.refreshes += 1
+
+    def _check_one(self, index: int, cluster: ClusterConfig, into: dict[int, Report]) -> None:
+        started = time.monotonic()
+        try:
+            sections = self._check(self.sources.config, cluster, Deadline(started + CHECK_TIMEOUT_S))
+        except Exception as exc:  # reported as UNKNOWN on the page, never as OK
+            sections = (Section("check", Status.UNKNOWN, "check failed", (f"{type(exc).__name__}: {exc}",)),)
+        into[index] = Report(
+            cluster=cluster.name,
+            bootstrap_servers=tuple(cluster.bootstrap_servers),
+            sections=sections,
+            checked_at=self._clock(),
+            elapsed_s=time.monotonic() - started,
+            timeout_s=CHECK_TIMEOUT_S,
+        )
+
+    def _record_slo_history(self) -> None:
+        schedule = self.sources.slo
+        if schedule is None:
+            return
+        for r in list(schedule.latest):
+            points = self._history.setdefault(slo_key(r.name, r.labels), deque(maxlen=HISTORY_POINTS))
+            if not points or points[-1].at != r.at:
+                points.append(SloPoint(r.at, r.budget_remaining))
+
+    # --- reading --------------------------------------------------------------------------------------------------
+
+    def document(self) -> dict[str, Any]:
+        """The current document: the last refresh's check reports with the components' state of this moment."""
+        with self._lock:
+            reports = list(self._reports)
+        s = self.sources
+        grafana = s.config.dashboards.grafana_url
+        return status_document(
+            StatusInputs(
+                generated_at=self._clock(),
+                refresh_s=self.refresh_s,
+                reports=reports,
+                canary=self._canary(),
+                groups=s.lag.all_statuses() if s.lag is not None else None,
+                slo=self._slo(),
+                off=s.off,
+                grafana_url=str(grafana) if grafana is not None else None,
+                burrow_api="/v3/kafka" if s.lag is not None else None,
+            )
+        )
+
+    def _canary(self) -> CanaryReading | None:
+        service = self.sources.canary
+        if service is None:
+            return None
+        now = time.monotonic()
+        current = _latency_buckets(service)
+        with self._lock:
+            self._latency.append((now, current))
+            while len(self._latency) > 1 and self._latency[1][0] <= now - LATENCY_WINDOW_S:
+                self._latency.popleft()
+            since, before = self._latency[0]
+        latency = {b: bucket_delta(buckets, before.get(b) if since < now else None) for b, buckets in current.items()}
+        return CanaryReading(
+            cluster=service.cluster.name,
+            window_s=service.config.availability_window_s,
+            latency_window_s=now - since if since < now else 0.0,
+            racks=service.view.known_brokers(),
+            up=service.broker_up(),
+            availability=service.availability(),
+            latency=latency,
+        )
+
+    def _slo(self) -> SloView | None:
+        schedule = self.sources.slo
+        if schedule is None:
+            return None
+        with self._lock:
+            history = {k: list(v) for k, v in self._history.items()}
+        return SloView(
+            list(schedule.latest), history, schedule.runs["ok"], schedule.runs["failed"], schedule.last_error
+        )
+
+
+def _latency_buckets(service: CanaryService) -> dict[int, dict[float, float]]:
+    """Broker -> cumulative produce latency buckets (`le` -> count), summed over the series' other labels."""
+    out: dict[int, dict[float, float]] = {}
+    for metric in service.metrics.produce_latency.collect():
+        for sample in metric.samples:
+            broker = sample.labels.get("broker", "")
+            if not sample.name.endswith("_bucket") or not broker.isdigit():
+                continue
+            buckets = out.setdefault(int(broker), {})
+            le = float(sample.labels["le"])
+            buckets[le] = buckets.get(le, 0.0) + sample.value
+    return out

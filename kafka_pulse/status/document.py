@@ -1,0 +1,257 @@
+"""The `/api/status` document (schema `kafka-pulse-status/1`, docs/status-page.md), built from what the process
+already holds: the check's sections, the canary's readings, the lag evaluator's verdicts and the SLO schedule's
+results. Pure: the board (board.py) gathers the inputs and the page (static/status.js) only renders the output."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+from kafka_pulse.check.render import report_json
+from kafka_pulse.check.verdict import Report, Section, Status, overall
+from kafka_pulse.status.quantiles import Buckets, merge, quantile
+from lag.status import GroupStatus
+from lag.status import Status as LagStatus
+from slo.results import SloResult, iso
+
+SCHEMA = "kafka-pulse-status/1"
+"""Bumped when a field changes meaning or goes away; new fields may appear without a bump."""
+GRAFANA_DASHBOARDS = (
+    ("kafka-pulse-cluster", "Kafka cluster overview"),
+    ("kafka-pulse-canary", "Kafka canary"),
+    ("kafka-pulse-lag", "Kafka consumer lag"),
+    ("kafka-pulse-slo", "Kafka SLOs"),
+)
+"""The uids and titles of the generated dashboards (dashboards/json/)."""
+_NO_AZ = "(no rack)"
+
+
+@dataclass(frozen=True)
+class CanaryReading:
+    """The in-process canary as the board read it: per broker its rack, connection check, availability over the
+    canary's window and the produce latency histogram of the recent window (bucket counts, not cumulative since
+    start)."""
+
+    cluster: str
+    window_s: float
+    """The canary's availability window."""
+    latency_window_s: float
+    """The span the latency buckets cover."""
+    racks: Mapping[int, str | None] = field(default_factory=dict)
+    up: Mapping[int, bool] = field(default_factory=dict)
+    availability: Mapping[int, float | None] = field(default_factory=dict)
+    latency: Mapping[int, Buckets] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SloPoint:
+    """One evaluation's error budget left (a point of the burn-down chart)."""
+
+    at: datetime
+    budget_remaining: float | None
+
+
+@dataclass(frozen=True)
+class SloView:
+    """The SLO schedule as the board read it: the latest results and each instance's recent budget history."""
+
+    results: Sequence[SloResult]
+    history: Mapping[str, Sequence[SloPoint]]
+    """Instance key (`slo_key`) -> points, oldest first."""
+    runs_ok: int = 0
+    runs_failed: int = 0
+    last_error: str | None = None
+
+
+@dataclass(frozen=True)
+class StatusInputs:
+    """Everything one document is made of; a component that is off is None and named in `off` with the reason."""
+
+    generated_at: datetime
+    refresh_s: float
+    reports: Sequence[Report] = ()
+    """One check report per cluster, from the last background refresh (empty before the first one ends)."""
+    canary: CanaryReading | None = None
+    groups: Sequence[GroupStatus] | None = None
+    slo: SloView | None = None
+    off: Mapping[str, str] = field(default_factory=dict)
+    grafana_url: str | None = None
+    burrow_api: str | None = "/v3/kafka"
+    """Path of the Burrow v3 API on this listener; None when lag is off."""
+
+
+def slo_key(name: str, labels: Mapping[str, str]) -> str:
+    """One SLO instance's identity: its name and its labels, sorted."""
+    return name + "".join(f",{k}={v}" for k, v in sorted(labels.items()))
+
+
+def status_document(inputs: StatusInputs) -> dict[str, Any]:
+    """The whole `/api/status` answer; every key is listed in docs/status-page.md."""
+    sections = [s for r in inputs.reports for s in r.sections]
+    verdict = overall(sections).value if sections else Status.UNKNOWN.value
+    return {
+        "schema": SCHEMA,
+        "generated_at": iso(inputs.generated_at),
+        "refresh_s": inputs.refresh_s,
+        "status": verdict,
+        "checked_at": iso(min(r.checked_at for r in inputs.reports)) if inputs.reports else None,
+        "clusters": [_cluster(r) for r in inputs.reports],
+        "brokers": _brokers(inputs.reports, inputs.canary),
+        "azs": _azs(inputs.canary),
+        "partitions": _partitions(inputs.reports),
+        "groups": None if inputs.groups is None else [_group(g) for g in inputs.groups],
+        "slos": None if inputs.slo is None else [_slo(r, inputs.slo.history) for r in inputs.slo.results],
+        "slo_schedule": None if inputs.slo is None else _schedule(inputs.slo),
+        "off": dict(sorted(inputs.off.items())),
+        "links": _links(inputs.grafana_url, inputs.burrow_api),
+    }
+
+
+def _cluster(report: Report) -> dict[str, Any]:
+    """The check's `--json` document for one cluster, without its timing fields."""
+    out = report_json(report)
+    for key in ("schema", "exit_code", "elapsed_s", "timeout_s"):
+        out.pop(key, None)
+    return out
+
+
+def _section(report: Report, name: str) -> Section | None:
+    return next((s for s in report.sections if s.name == name), None)
+
+
+def _brokers(reports: Sequence[Report], canary: CanaryReading | None) -> list[dict[str, Any]]:
+    """One row per broker a check expects or the canary knows: rack, up (registered and answering), the check's
+    reason when not, and the canary's figures for the broker."""
+    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    for report in reports:
+        section = _section(report, "brokers")
+        if section is None:
+            continue
+        for b in section.details.get("brokers", []):
+            up = False if not b.get("registered") else b.get("answered")
+            why = next((r for r in section.reasons if r.startswith(f"broker {b['id']} ")), None)
+            rows[(report.cluster, b["id"])] = {
+                "cluster": report.cluster,
+                "id": b["id"],
+                "rack": b.get("rack"),
+                "host": b.get("host"),
+                "port": b.get("port"),
+                "up": up,
+                "reason": why,
+            }
+    if canary is not None:
+        for broker, rack in canary.racks.items():
+            row = rows.setdefault(
+                (canary.cluster, broker),
+                {"cluster": canary.cluster, "id": broker, "rack": rack, "host": None, "port": None, "up": None,
+                 "reason": None},
+            )  # fmt: skip
+            row["rack"] = row["rack"] or rack
+            buckets = canary.latency.get(broker, {})
+            row["canary"] = {
+                "connection_up": canary.up.get(broker),
+                "availability": canary.availability.get(broker),
+                "latency_p50_s": quantile(0.5, buckets),
+                "latency_p99_s": quantile(0.99, buckets),
+            }
+    for row in rows.values():
+        row.setdefault("canary", None)
+    return [rows[k] for k in sorted(rows)]
+
+
+def _azs(canary: CanaryReading | None) -> list[dict[str, Any]]:
+    """Per availability zone (broker.rack): its brokers, the mean canary availability of those with a verdict, and
+    latency quantiles over all its brokers' probes."""
+    if canary is None:
+        return []
+    zones: dict[str, list[int]] = {}
+    for broker, rack in canary.racks.items():
+        zones.setdefault(rack or _NO_AZ, []).append(broker)
+    out = []
+    for zone, brokers in sorted(zones.items()):
+        known = [a for b in brokers if (a := canary.availability.get(b)) is not None]
+        buckets = merge(canary.latency.get(b, {}) for b in brokers)
+        out.append(
+            {
+                "rack": None if zone == _NO_AZ else zone,
+                "brokers": sorted(brokers),
+                "brokers_up": sum(1 for b in brokers if canary.up.get(b)),
+                "availability": sum(known) / len(known) if known else None,
+                "latency_p50_s": quantile(0.5, buckets),
+                "latency_p99_s": quantile(0.99, buckets),
+            }
+        )
+    return out
+
+
+def _partitions(reports: Sequence[Report]) -> dict[str, list[dict[str, Any]]]:
+    """Offline, under-min-ISR and under-replicated partitions (the check's examples, 20 of each at most), each with
+    the brokers to blame: the replicas missing from its ISR."""
+    out: dict[str, list[dict[str, Any]]] = {"offline": [], "under_min_isr": [], "under_replicated": []}
+    for report in reports:
+        section = _section(report, "partitions")
+        examples = section.details.get("examples", {}) if section is not None else {}
+        for kind, rows in out.items():
+            for p in examples.get(kind, []):
+                blame = sorted(set(p["replicas"]) - set(p["isr"]))
+                rows.append({"cluster": report.cluster, **p, "blame": blame})
+    return out
+
+
+def _group(g: GroupStatus) -> dict[str, Any]:
+    """A consumer group's row: Burrow's status, our worst partition status (STOP, STALL, REWIND are ERR at group
+    level), lag in records and seconds, and the rule that decided."""
+    worst = max((p.status for p in g.partitions), default=None)
+    culprit = next((p for p in g.partitions if worst is not None and p.status == worst and p.reason), None)
+    maxlag = g.maxlag
+    return {
+        "cluster": g.cluster,
+        "group": g.group,
+        "status": g.status.name,
+        "worst_partition_status": worst.name if worst is not None else None,
+        "reason": g.reason or (culprit.reason if culprit is not None and worst != LagStatus.OK else ""),
+        "totallag": g.totallag,
+        "lag_seconds": g.lag_seconds,
+        "complete": g.complete,
+        "partition_count": g.partition_count,
+        "maxlag": None
+        if maxlag is None
+        else {"topic": maxlag.topic, "partition": maxlag.partition, "current_lag": maxlag.current_lag},
+        "lag_url": f"/v3/kafka/{quote(g.cluster, safe='')}/consumer/{quote(g.group, safe='')}/lag",
+    }
+
+
+def _slo(r: SloResult, history: Mapping[str, Sequence[SloPoint]]) -> dict[str, Any]:
+    """An SLO instance: the schedule's latest figures and its budget history (the burn-down chart's points)."""
+    points = history.get(slo_key(r.name, r.labels), ())
+    return {
+        "name": r.name,
+        "labels": dict(r.labels),
+        "objective": r.objective,
+        "window": r.window,
+        "at": iso(r.at),
+        "sli": r.sli,
+        "total": r.total,
+        "budget_remaining": r.budget_remaining,
+        "burn_rates": dict(r.burn_rates),
+        "alerts": [{"severity": a.severity, "firing": a.firing} for a in r.alerts],
+        "firing": [a.severity for a in r.alerts if a.firing],
+        "exhaustion_at": iso(r.exhaustion_at),
+        "history": [{"at": iso(p.at), "budget_remaining": p.budget_remaining} for p in points],
+    }
+
+
+def _schedule(view: SloView) -> dict[str, Any]:
+    return {"runs_ok": view.runs_ok, "runs_failed": view.runs_failed, "last_error": view.last_error}
+
+
+def _links(grafana_url: str | None, burrow_api: str | None) -> dict[str, Any]:
+    grafana = (
+        [{"title": title, "url": f"{grafana_url.rstrip('/')}/d/{uid}"} for uid, title in GRAFANA_DASHBOARDS]
+        if grafana_url
+        else []
+    )
+    return {"burrow_api": burrow_api, "grafana": grafana, "metrics": "/metrics"}
