@@ -79,9 +79,15 @@ def check(
         from kafka_pulse.cli.dev import dev_home
         from kafka_pulse.clusters import load_or_default, resolve_cluster
 
+        loading = time.monotonic()
         config = load_or_default(config_path, os.environ)
         cluster = resolve_cluster(config, cluster_name, dev_home())
         cluster_label, servers = cluster.name, tuple(cluster.bootstrap_servers)
+        if deadline.remaining() < MIN_WORK_S:  # a huge config: probes asked now would all time out, a false CRIT
+            raise BudgetSpent(
+                f"loading the config took {time.monotonic() - loading:.1f} s of the {timeout_s:g} s budget, nothing "
+                "was asked; give a larger --timeout or a smaller config"
+            )
         sections = run_check(config, cluster, deadline)
     except BudgetSpent as exc:
         sections = (Section("budget", Status.UNKNOWN, "nothing checked", (str(exc),)),)

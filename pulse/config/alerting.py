@@ -5,7 +5,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from pulse.config.types import ConfigRelativeDir, HttpUrl, PositiveSeconds, Section
+from pulse.config.types import ConfigRelativeDir, HttpUrl, PositiveSeconds, Seconds, Section
 from pulse.envsubst import config_problem
 from pulse.names import LABEL_NAME, LABEL_PLACEHOLDER
 
@@ -17,7 +17,7 @@ class AlertingConfig(Section):
     alertmanager_url: HttpUrl | None = None
     spool_dir: ConfigRelativeDir | None = None
     """Where alerts wait while Alertmanager is unreachable; default `<state dir>/alert-spool`."""
-    spool_max_bytes: int = Field(default=16 * 1024 * 1024, ge=64 * 1024)
+    spool_max_bytes: int = Field(default=16 * 1024 * 1024, ge=64 * 1024, le=1 << 30)
     """Bound of the spool file; past it the oldest waiting alerts are dropped (and counted)."""
     timeout_s: PositiveSeconds = Field(default=5.0, le=60)
     """Per POST to Alertmanager; a slower answer counts as a failure and the alerts are spooled."""
@@ -25,10 +25,10 @@ class AlertingConfig(Section):
     """After a failure, alerts go straight to the spool for this long instead of waiting on the network again."""
     resend_interval_s: PositiveSeconds = 60.0
     """How often open alerts are resent (at least every cycle of the component that raises them)."""
-    keepalive_cycles: int = Field(default=4, ge=2)
+    keepalive_cycles: int = Field(default=4, ge=2, le=100)
     """Firing alerts carry `endsAt = now + keepalive_cycles x resend_interval_s`: missed cycles before Alertmanager
     resolves them by itself (Prometheus uses 4)."""
-    resolved_retention_s: float = Field(default=300.0, ge=0)
+    resolved_retention_s: Seconds = 300.0
     """How long a resolved alert keeps being resent, for an Alertmanager that missed it."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Added to every alert for routing (e.g. `team: kafka`, `env: prod`); identity, so keep them constant."""

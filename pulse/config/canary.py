@@ -5,7 +5,7 @@ from typing import Self
 
 from pydantic import Field, model_validator
 
-from pulse.config.types import HostPort, PositiveSeconds, Section, TopicName
+from pulse.config.types import HostPort, PositiveSeconds, Seconds, Section, TopicName
 from pulse.envsubst import config_problem
 
 
@@ -19,9 +19,9 @@ class SliLogConfig(Section):
     flush_interval_s: PositiveSeconds = Field(default=60.0, le=60)
     """Rows reach disk at least this often (and on stop); at most a minute, so the SLO engine is never further
     behind than that."""
-    max_bytes: int = Field(default=1 << 30, ge=1 << 20)
+    max_bytes: int = Field(default=1 << 30, ge=1 << 20, le=1 << 40)
     """The log's size bound: the oldest files are removed first once it is exceeded (at least 1 MiB)."""
-    queue_size: int = Field(default=100_000, ge=1)
+    queue_size: int = Field(default=100_000, ge=1, le=10_000_000)
     """Rows waiting for the writer at most; beyond it rows are dropped and counted, probes never wait."""
 
 
@@ -72,13 +72,13 @@ class CanaryConfig(Section):
     """Of the monitor topic when the canary creates it; None means min(3, brokers)."""
     min_insync_replicas: int | None = Field(default=None, ge=1)
     """None means replication_factor - 1 (at least 1), so one broker down still accepts acks=all probes."""
-    partitions_per_broker: float = Field(default=1.0, gt=0)
+    partitions_per_broker: float = Field(default=1.0, gt=0, le=100)
     """The topic keeps at least ceil(brokers x this) partitions."""
     manage_topic: bool = True
     """Create, extend and re-balance the monitor topic; false only reports what is wrong (metric and log)."""
     reconcile_interval_s: PositiveSeconds = 60.0
     """How often the topic's placement is checked against the live brokers."""
-    min_change_interval_s: float = Field(default=600.0, ge=0)
+    min_change_interval_s: Seconds = 600.0
     """At least this long between two placement changes, so a flapping broker cannot make the canary thrash
     the cluster with reassignments (Strimzi canary #221, #28)."""
     latency_slo_s: PositiveSeconds = 2.0

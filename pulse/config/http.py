@@ -1,6 +1,6 @@
 """Config section `http:`: the listener shared by /metrics, the Burrow v3 API and the status page."""
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 
 from pulse.config.types import ExistingFile, HostPort, Section
 
@@ -10,6 +10,13 @@ class BasicAuthConfig(Section):
 
     username: str = Field(min_length=1)
     password: SecretStr
+
+    @field_validator("password")
+    @classmethod
+    def _not_empty(cls, password: SecretStr) -> SecretStr:
+        if not password.get_secret_value():
+            raise ValueError("is empty; an empty password is a login anyone can guess (set one, or remove basic_auth)")
+        return password
 
 
 class HttpTlsConfig(Section):

@@ -6,7 +6,7 @@ from typing import Literal, Self
 
 from pydantic import Field, model_validator
 
-from pulse.config.types import HostPort, PositiveSeconds, Regex, Section
+from pulse.config.types import HostPort, PositiveSeconds, Regex, Seconds, Section
 from pulse.envsubst import config_problem
 
 
@@ -16,11 +16,11 @@ class ExactTimeLagConfig(Section):
     enabled: bool = False
     interval_s: PositiveSeconds = 10.0
     """How often the lagging partitions' record timestamps are looked up."""
-    max_fetches_per_cycle: int = Field(default=100, ge=1)
+    max_fetches_per_cycle: int = Field(default=100, ge=1, le=100_000)
     """Records read per cluster per cycle at most (bounded work); the rest wait for the next cycle."""
     fetch_timeout_s: PositiveSeconds = 5.0
     """How long one cycle waits for its records; a partition not answered in time is retried next cycle."""
-    cache_size: int = Field(default=100_000, ge=1)
+    cache_size: int = Field(default=100_000, ge=1, le=100_000_000)
     """(partition, offset) -> timestamp entries kept; a committed offset is read once while it stays."""
 
 
@@ -31,9 +31,9 @@ class PageCacheConfig(Section):
     enabled: bool = False
     window_s: PositiveSeconds | None = None
     """Seconds of recent data the brokers' page cache holds, as the operator measured it."""
-    size_bytes: int | None = Field(default=None, gt=0)
+    size_bytes: int | None = Field(default=None, gt=0, le=1 << 40)
     """Page cache per broker available for log data; the window is this / the broker's write rate in bytes/s."""
-    record_bytes: float = Field(default=1024.0, gt=0)
+    record_bytes: float = Field(default=1024.0, gt=0, le=1 << 30)
     """Average record size on disk (batch overhead included), to turn HWM rates (records/s) into bytes/s."""
 
     @model_validator(mode="after")
@@ -70,9 +70,9 @@ class LagEvaluationLogConfig(Section):
     count, while group rows grow with the group count."""
     flush_interval_s: PositiveSeconds = Field(default=60.0, le=60)
     """Rows reach disk at least this often (and on stop); at most a minute, as for the canary's log."""
-    max_bytes: int = Field(default=1 << 30, ge=1 << 20)
+    max_bytes: int = Field(default=1 << 30, ge=1 << 20, le=1 << 40)
     """The size bound of the whole log (group and partition rows): the oldest files go first (at least 1 MiB)."""
-    queue_size: int = Field(default=1_000_000, ge=1)
+    queue_size: int = Field(default=1_000_000, ge=1, le=100_000_000)
     """Rows waiting for the writer at most; a cycle's group rows (or its partition rows) that do not fit are dropped
     together and counted, evaluation never waits. Keep it above the rows of one cycle."""
 
@@ -93,7 +93,7 @@ class LagConfig(Section):
     """Offsets kept per partition window, as Burrow's `intervals`; the rules compare at least two."""
     offset_refresh_s: PositiveSeconds = 10.0
     """How often HWMs are read (Burrow's `offset-refresh`)."""
-    min_distance_s: float = Field(default=0.0, ge=0)
+    min_distance_s: Seconds = 0.0
     """A commit closer than this to the previous stored one replaces it (Burrow's `min-distance`)."""
     allowed_lag: int = Field(default=0, ge=0)
     """Lag at or below this counts as caught up (Burrow >= 1.3.7 `allowed-lag`; ignored by burrow-1.2)."""
@@ -105,7 +105,7 @@ class LagConfig(Section):
     """HWM samples kept per partition for time lag, idle detection and produce rates."""
     stale_after_s: PositiveSeconds | None = None
     """A cluster whose offsets were not refreshed for this long is unknown (default 3 x the slowest refresh)."""
-    recovery_s: float | None = Field(default=None, ge=0)
+    recovery_s: Seconds | None = None
     """After an outage, groups stay unknown this long while commits catch up (default 3 x offset_refresh_s)."""
     group_allow: Regex = ".*"
     group_deny: Regex | None = None
@@ -125,6 +125,9 @@ class LagConfig(Section):
     metrics_granularity: Literal["partition", "group"] = "partition"
     """`group` exports only the per-group families on /metrics (as KMinion's `granularity: topic` trims its own):
     per-partition series are most of a scrape at scale. The Burrow API and the evaluation log keep every detail."""
+    metrics_per_member: bool = False
+    """Also export each member's lag on /metrics (`kafka_pulse_lag_member_*`, by client id and host): which member
+    owns the worst partitions. Off by default: it costs one more evaluation per scrape and a series per member."""
 
     @model_validator(mode="after")
     def _stale_after_a_refresh(self) -> Self:

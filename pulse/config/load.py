@@ -24,7 +24,12 @@ def load_config(path: Path, environ: Mapping[str, str]) -> PulseConfig:
         raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config file: {exc.strerror}") from None
-    return parse_config(text, str(path), environ, base_dir=path.parent)
+    except MemoryError:
+        raise ConfigError(f"{path}: config file too large to read") from None
+    try:
+        return parse_config(text, str(path), environ, base_dir=path.parent)
+    except (RecursionError, MemoryError) as exc:  # read_tree bounds the tree; this is the net under those bounds
+        raise ConfigError(f"{path}: config too large or too deeply nested to validate ({type(exc).__name__})") from None
 
 
 def parse_config(text: str, source: str, environ: Mapping[str, str], base_dir: Path | None = None) -> PulseConfig:

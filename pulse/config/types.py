@@ -16,9 +16,10 @@ from pulse.names import NAME, TOPIC_NAME
 
 class Section(BaseModel):
     """Base of every config model: unknown keys are refused and a loaded config cannot be changed. Attribute
-    docstrings become field descriptions, so a CLI option for the same setting can show the same help."""
+    docstrings become field descriptions, so a CLI option for the same setting can show the same help. No float
+    field takes `.inf` or `.nan`: either would pass a `gt=0` bound and break the arithmetic that uses it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True, allow_inf_nan=False)
 
 
 def split_host_port(text: str) -> tuple[str, int]:
@@ -112,8 +113,21 @@ ExistingFile = Annotated[Path, AfterValidator(_check_existing_file)]
 ConfigRelativeDir = Annotated[Path, AfterValidator(_resolve_dir)]
 """A directory relative to the config file's directory; it need not exist yet."""
 HttpUrl = Annotated[str, http_url("http://127.0.0.1:9093")]
-PositiveSeconds = Annotated[float, Field(gt=0)]
+MAX_SECONDS = 31 * 86_400
+"""Longest duration any `_s` key takes (a month): longer is a typo (ms for s) that would silence a component."""
+
+
+def _at_most_a_month(seconds: float) -> float:
+    # A validator, not `le=`: a field's own tighter `Field(le=60)` would be overridden by an `le` here.
+    if seconds > MAX_SECONDS:
+        raise ValueError(f"{seconds:g} s is longer than {MAX_SECONDS} s (31 days); is it in milliseconds?")
+    return seconds
+
+
+PositiveSeconds = Annotated[float, Field(gt=0, allow_inf_nan=False), AfterValidator(_at_most_a_month)]
 """A duration in seconds (`_s` keys) that must be longer than zero: an interval, a timeout, a deadline."""
+Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False), AfterValidator(_at_most_a_month)]
+"""A duration in seconds that may be zero (a retention or a minimum distance that can be off)."""
 Name = Annotated[str, AfterValidator(_check_name)]
 """Cluster and client names: letters, digits, `_`, `.` and `-` (they become label values and API path parts)."""
 TopicName = Annotated[str, AfterValidator(_check_topic)]
