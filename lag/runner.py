@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 from lag.api import BurrowApi
 from lag.burrow_json import Json, client_profile_json, cluster_module_json, consumer_module_json
 from lag.evaluation_log import EvaluationLog, configure_evaluation_log
+from lag.member_metrics import GroupMembersCollector
 from lag.metrics import LagCollector
 from lag.notify import AlertSender, LagNotifier
 from lag.record_times import ExactLagFetcher
@@ -78,6 +79,7 @@ class LagRunner:
             )
         self.registry = registry if registry is not None else CollectorRegistry()
         self.registry.register(LagCollector(self.service, lag.metrics_granularity))
+        self.registry.register(GroupMembersCollector(self.service, lag.metrics_per_member))
         self.evaluation_log: EvaluationLog | None = configure_evaluation_log(
             lag.evaluation_log, self.service, self.registry, state if state is not None else state_dir()
         )  # the SLO engine's `lag` source (docs/sli-log.md)

@@ -274,6 +274,10 @@ class OffsetStore:
         """The group's member count; None when no metadata was seen."""
         return self._members.get((cluster, group))
 
+    def member_counts(self, cluster: str) -> list[tuple[str, int]]:
+        """(group, members) of every group of the cluster whose metadata was seen, in name order."""
+        return sorted((g, n) for (c, g), n in self._members.items() if c == cluster)
+
     def set_share_group(self, cluster: str, group: str, present: bool) -> None:
         """A share group appeared (or was deleted): listed as not judged, it commits no offsets to judge."""
         groups = self._share_groups.setdefault(cluster, set())
