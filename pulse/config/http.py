@@ -32,3 +32,6 @@ class HttpConfig(Section):
     listen: HostPort = "127.0.0.1:9308"
     basic_auth: BasicAuthConfig | None = None
     tls: HttpTlsConfig | None = None
+    allow_unauthenticated_writes: bool = False
+    """Accept requests that change state (Burrow's DELETE of a group, POST /v3/admin/loglevel) without
+    `basic_auth`; off by default, so a listener without a login serves reads only (403 for anything else)."""

@@ -55,3 +55,13 @@ def unauthorized() -> Response:
     """The 401 every listener answers without the login; it names the config key, never the login."""
     challenge = (("WWW-Authenticate", f'Basic realm="{REALM}", charset="UTF-8"'),)
     return Response(401, b"401 Unauthorized: this listener needs the login of http.basic_auth\n", headers=challenge)
+
+
+def unauthenticated_write(method: str) -> Response:
+    """The 403 a listener without a login answers to a request that could change state (Burrow's DELETE of a group,
+    its log level POST): it names the two keys that allow it."""
+    text = (
+        f"403 Forbidden: {method} can change state and this listener has no login; set http.basic_auth, or "
+        "http.allow_unauthenticated_writes: true to accept it without one\n"
+    )
+    return Response(403, text.encode())

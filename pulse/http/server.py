@@ -1,10 +1,12 @@
 """The one HTTP server of every kafka-pulse listener (`collect`, `canary`, `lag`, `run`): a thread per connection,
-the TLS handshake on that thread (one silent client never holds up accept()), one deadline for a client to speak,
-and a cap on open connections. It only serves: login check and routing are `HttpApp`'s, rendering the routes'.
+the TLS handshake on that thread (one silent client never holds up accept()), one deadline for the whole request
+however slowly it drips in, a cap on open connections answered with 503, and 400 for a malformed request. It only
+serves: login check and routing are `HttpApp`'s, rendering the routes'.
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import socket
 import ssl
@@ -12,7 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -20,31 +22,40 @@ from prometheus_client import CollectorRegistry
 
 from pulse.config import HttpConfig, split_host_port
 from pulse.errors import ConfigError
-from pulse.http.auth import BasicAuth, is_authorized, unauthorized
+from pulse.http.auth import BasicAuth, is_authorized, unauthenticated_write, unauthorized
 from pulse.http.exposition import metrics_routes
 from pulse.http.health import health_routes
+from pulse.http.limits import (
+    BUSY_CONNECTIONS,
+    BUSY_TIMEOUT_S,
+    MAX_BODY_BYTES,
+    MAX_CONNECTIONS,
+    REQUEST_TIMEOUT_S,
+    DeadlineStream,
+    head_problem,
+)
 from pulse.http.router import Handler, Request, Response, Route, Router
 from pulse.http.tls import ServerTls
 
 _LOG = logging.getLogger(__name__)
-REQUEST_TIMEOUT_S = 30.0
-"""A client that neither completes its TLS handshake nor sends its request within this is dropped."""
-MAX_CONNECTIONS = 64
-"""Connections served at once (each holds a thread); past it new connections are closed at once."""
-MAX_BODY_BYTES = 1 << 16
-"""Request bodies are small JSON documents (Burrow's log level); a larger one is refused with 413."""
+SAFE_METHODS = frozenset({"GET", "HEAD"})
+"""Methods that change nothing; any other needs `http.basic_auth` or `http.allow_unauthenticated_writes`."""
 
 
 class HttpApp:
-    """The listener's behaviour without sockets: login check, then the router; a failing route answers 500."""
+    """The listener's behaviour without sockets: login check, then the refusal of unauthenticated writes, then the
+    router; a failing route answers 500."""
 
-    def __init__(self, router: Router, login: BasicAuth | None = None) -> None:
+    def __init__(self, router: Router, login: BasicAuth | None = None, allow_unauthenticated_writes: bool = False):
         self.router = router
         self.login = login
+        self.allow_unauthenticated_writes = allow_unauthenticated_writes
 
     def handle(self, request: Request) -> Response:
         if self.login is not None and not is_authorized(request.headers.get("authorization", ""), self.login):
             return unauthorized()
+        if self.login is None and request.method not in SAFE_METHODS and not self.allow_unauthenticated_writes:
+            return unauthenticated_write(request.method)
         try:
             return self.router.handle(request)
         except Exception:  # a failing route answers 500 and the listener goes on
@@ -56,11 +67,50 @@ class _Handler(BaseHTTPRequestHandler):
     """Turns one HTTP exchange into a `Request` for the app and writes its `Response` back."""
 
     server: _Listener
-    timeout = REQUEST_TIMEOUT_S  # a client that connects and says nothing gives its thread back
+    raw_requestline: bytes
     server_version = "kafka-pulse"
+    # Before the request line is read, so a 400 or 408 can be answered at any point.
+    command = ""
+    requestline = ""
+    request_version = "HTTP/1.0"
+    answered = False
+
+    def __init__(self, request: Any, client_address: Any, server: _Listener, deadline: float) -> None:
+        self.deadline = deadline
+        super().__init__(request, client_address, server)
+
+    def setup(self) -> None:
+        self.connection = self.request
+        self.stream = DeadlineStream(self.connection, self.deadline)
+        self.rfile = io.BufferedReader(self.stream)
+        self.wfile = self.stream  # type: ignore[assignment]  # writes go through the same deadline
 
     def version_string(self) -> str:
         return self.server_version  # no Python version in `Server:`
+
+    def handle_one_request(self) -> None:
+        super().handle_one_request()  # a read past the deadline ends it (TimeoutError, caught there)
+        if self.stream.expired and self.stream.received and not self.answered:
+            self.send_error(408, f"the request was not complete within {self.server.request_timeout_s:g} s")
+
+    def parse_request(self) -> bool:
+        """The stdlib's checks (request line, header line length and count), then ours on the header section."""
+        if not self.raw_requestline.strip():
+            self.send_error(400, "empty request line")
+            return False
+        if not super().parse_request():
+            return False
+        if self.request_version == "HTTP/0.9":
+            self.send_error(400, "the request line names no HTTP version (METHOD /path HTTP/1.1)")
+            return False
+        problem = head_problem(self.headers)
+        if problem is not None:
+            self.send_error(*problem)
+            return False
+        return True
+
+    def answer(self, request: Request) -> Response:
+        return self.server.app.handle(request)
 
     def _dispatch(self) -> None:
         body = self._read_body()
@@ -76,23 +126,17 @@ class _Handler(BaseHTTPRequestHandler):
             listener=self.server.address,
             tls=self.server.context is not None,
         )
-        self._send(self.server.app.handle(request))
+        self._send(self.answer(request))
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _dispatch
 
     def _read_body(self) -> bytes | None:
-        """The request body; None when a 400 or 413 was answered instead."""
-        declared = self.headers.get("Content-Length")
-        if declared is None:
-            return b""
-        length = int(declared) if declared.strip().isdigit() else -1
-        if length < 0:
-            self.send_error(400, f"Content-Length {declared!r} is not a byte count")
-        elif length > MAX_BODY_BYTES:
+        """The request body (Content-Length was checked by `head_problem`); None when 413 was answered instead."""
+        length = int(self.headers.get("Content-Length", "0"))
+        if length > MAX_BODY_BYTES:
             self.send_error(413, f"bodies are limited to {MAX_BODY_BYTES} bytes")
-        else:
-            return self.rfile.read(length)
-        return None
+            return None
+        return self.rfile.read(length)
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """Errors the server itself answers (bad request line or headers, unsupported method) as plain text."""
@@ -103,6 +147,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(Response(code, f"{code} {short}{': ' + message if message else ''}\n".encode()))
 
     def _send(self, response: Response) -> None:
+        self.answered = True
+        self.stream.deadline = time.monotonic() + self.server.request_timeout_s  # the answer's own time
         self.send_response(response.status)
         self.send_header("Content-Type", response.content_type)
         self.send_header("Content-Length", str(len(response.body)))
@@ -118,48 +164,79 @@ class _Handler(BaseHTTPRequestHandler):
         _LOG.debug("%s " + format, self.address_string(), *args)
 
 
-class _Listener(ThreadingHTTPServer):
-    """stdlib's threading server with the TLS handshake moved from accept() to the connection's thread, and a cap
-    on connections served at once."""
+class _BusyHandler(_Handler):
+    """For a connection past the cap: reads the request as any other, answers 503 whatever it asks."""
 
-    daemon_threads = True
+    def answer(self, request: Request) -> Response:
+        text = f"503 Service Unavailable: {self.server.max_connections} connections are open, the most this listener"
+        return Response(503, f"{text} serves at once; retry later\n".encode(), headers=(("Retry-After", "1"),))
+
+
+class _Listener(HTTPServer):
+    """stdlib's HTTP server with a thread per connection, the TLS handshake moved from accept() to that thread, and
+    a cap on connections served at once."""
+
+    request_queue_size = 128  # the kernel's accept backlog (stdlib's 5 drops a burst of scrapes' connections)
 
     def __init__(
-        self, address: tuple[str, int], app: HttpApp, context: ssl.SSLContext | None, max_connections: int
+        self,
+        address: tuple[str, int],
+        app: HttpApp,
+        context: ssl.SSLContext | None,
+        max_connections: int,
+        request_timeout_s: float,
     ) -> None:
         self.app = app
         self.context = context
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        self.max_connections = max_connections
+        self.request_timeout_s = request_timeout_s
         self._slots = threading.BoundedSemaphore(max_connections)
-        self._max_connections = max_connections
+        self._busy_slots = threading.BoundedSemaphore(BUSY_CONNECTIONS)
         self._warned_at = -60.0
-        super().__init__(address, _Handler)
+        super().__init__(address, _Handler)  # type: ignore[arg-type]  # `_handle` builds handlers, with a deadline
         host, port = self.server_address[:2]
         self.address = f"{host!s}:{port}"
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
-            if time.monotonic() - self._warned_at >= 60:
-                self._warned_at = time.monotonic()
-                _LOG.warning("HTTP %s: %d connections open, closing new ones", self.address, self._max_connections)
+        """Runs on the accept thread: takes a slot (or a busy one) and hands the connection to a thread of its own."""
+        slots: threading.BoundedSemaphore | None = None
+        for candidate in (self._slots, self._busy_slots):
+            if candidate.acquire(blocking=False):
+                slots = candidate
+                break
+        busy = slots is not self._slots
+        if busy and time.monotonic() - self._warned_at >= 60:
+            self._warned_at = time.monotonic()
+            _LOG.warning("HTTP %s: %d connections open, answering new ones 503", self.address, self.max_connections)
+        if slots is None:
             self.shutdown_request(request)
             return
+        thread = threading.Thread(target=self._serve, args=(request, client_address, slots, busy), daemon=True)
         try:
-            super().process_request(request, client_address)
+            thread.start()
         except BaseException:
-            self._slots.release()
+            slots.release()
+            self.shutdown_request(request)
             raise
 
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
+    def _serve(self, request: Any, client_address: Any, slots: threading.BoundedSemaphore, busy: bool) -> None:
         try:
-            super().process_request_thread(request, client_address)
+            self._handle(request, client_address, busy)
+        except Exception:
+            self.handle_error(request, client_address)
         finally:
-            self._slots.release()
+            self.shutdown_request(request)
+            slots.release()
 
-    def finish_request(self, request: Any, client_address: Any) -> None:
-        request.settimeout(REQUEST_TIMEOUT_S)
+    def _handle(self, request: socket.socket, client_address: Any, busy: bool) -> None:
+        """The handshake and the request under one deadline (the handshake's timeout is its total, Python 3.5+)."""
+        timeout_s = BUSY_TIMEOUT_S if busy else self.request_timeout_s
+        deadline = time.monotonic() + timeout_s
+        request.settimeout(timeout_s)
+        handler = _BusyHandler if busy else _Handler
         if self.context is None:
-            super().finish_request(request, client_address)
+            handler(request, client_address, self, deadline)
             return
         try:
             tls_socket = self.context.wrap_socket(request, server_side=True)
@@ -167,14 +244,14 @@ class _Listener(ThreadingHTTPServer):
             _LOG.debug("TLS handshake with %s failed: %s", client_address, exc)
             return
         try:
-            super().finish_request(tls_socket, client_address)
+            handler(tls_socket, client_address, self, deadline)
         finally:
             tls_socket.close()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client gone mid-answer (a scraper's timeout) is routine; anything else is logged with its traceback."""
+        """A client gone mid-answer or a socket error is routine; anything else is logged with its traceback."""
         _LOG.log(
-            logging.DEBUG if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError) else logging.ERROR,
+            logging.DEBUG if isinstance(sys.exc_info()[1], OSError) else logging.ERROR,
             "HTTP request from %s failed",
             client_address,
             exc_info=True,
@@ -192,6 +269,7 @@ class HttpServer:
         tls: ServerTls | None = None,
         where: str = "http.listen",
         max_connections: int = MAX_CONNECTIONS,
+        request_timeout_s: float = REQUEST_TIMEOUT_S,
     ) -> None:
         """`where` is the config key of the address, for the error when it cannot be bound."""
         self.app = app
@@ -200,6 +278,7 @@ class HttpServer:
         self._requested_port = port
         self._where = where
         self._max_connections = max_connections
+        self._request_timeout_s = request_timeout_s
         self._listener: _Listener | None = None
         self._thread: threading.Thread | None = None
 
@@ -220,7 +299,8 @@ class HttpServer:
         host, port = split_host_port(listen or config.listen)
         table = metrics_routes(registry) if registry is not None else []
         table += health_routes(ready or _always)
-        app = HttpApp(Router([*table, *routes], fallback), BasicAuth.from_config(config.basic_auth))
+        login = BasicAuth.from_config(config.basic_auth)
+        app = HttpApp(Router([*table, *routes], fallback), login, config.allow_unauthenticated_writes)
         return cls(app, host, port, ServerTls.from_config(config.tls), where)
 
     @property
@@ -241,7 +321,8 @@ class HttpServer:
         """Bind and serve; ConfigError when the certificate cannot be loaded or the address not bound."""
         context = self.tls.context() if self.tls is not None else None
         try:
-            self._listener = _Listener((self.host, self._requested_port), self.app, context, self._max_connections)
+            address = (self.host, self._requested_port)
+            self._listener = _Listener(address, self.app, context, self._max_connections, self._request_timeout_s)
         except OSError as exc:
             where = f"{self.host}:{self._requested_port}"
             raise ConfigError(f"{self._where}: cannot listen on {where}: {exc.strerror or exc}") from exc

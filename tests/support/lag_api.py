@@ -18,8 +18,10 @@ def serve_lag_api(
     tls: ServerTls | None = None,
     login: BasicAuth | None = None,
     logger: logging.Logger | None = None,
+    allow_unauthenticated_writes: bool = False,
 ) -> HttpServer:
-    """Started on 127.0.0.1 and a port of the kernel's choice; the caller stops it."""
+    """Started on 127.0.0.1 and a port of the kernel's choice; the caller stops it. Without `login`, DELETE and
+    POST answer 403 unless `allow_unauthenticated_writes`, as `http:` configures a listener."""
     routes = [*(metrics_routes(registry) if registry is not None else []), *health_routes(lambda: service.ready)]
     router = Router([*routes, *BurrowApi(service, logger).routes()], invalid_request)
-    return HttpServer(HttpApp(router, login), "127.0.0.1", 0, tls).start()
+    return HttpServer(HttpApp(router, login, allow_unauthenticated_writes), "127.0.0.1", 0, tls).start()

@@ -169,13 +169,15 @@ def test_a_bad_request_gets_400_in_plain_text(serve: list[HttpServer], data: byt
     assert httpx.get(f"http://127.0.0.1:{port}/metrics").status_code == 200
 
 
-def test_past_the_connection_cap_new_connections_are_closed(serve: list[HttpServer]) -> None:
+def test_past_the_connection_cap_new_connections_get_503(serve: list[HttpServer]) -> None:
+    """It used to close them without a word: a scraper saw a reset, not why."""
     server = HttpServer(HttpApp(Router([Route("GET", "/", lambda r: Response(200))])), max_connections=2)
     serve.append(server.start())
     silent = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(2)]
     try:
-        with pytest.raises(httpx.HTTPError):
-            httpx.get(f"{server.url}/", timeout=5)
+        busy = httpx.get(f"{server.url}/", timeout=10)
+        assert busy.status_code == 503 and busy.headers["retry-after"] == "1"
+        assert busy.text.startswith("503 Service Unavailable: 2 connections are open")
     finally:
         for client in silent:
             client.close()
