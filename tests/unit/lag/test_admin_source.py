@@ -108,3 +108,16 @@ def test_the_cluster_is_unknown_until_group_offsets_were_read() -> None:
     reader.health.mark_ok("c")
     status = service.group_status("c", "g")
     assert status.status is Status.UNKNOWN and "no group-offsets read yet" in status.reason
+
+
+def test_member_counts_and_owners_follow_the_polls() -> None:
+    """DescribeConsumerGroups answers classic and consumer-protocol groups alike: members and owners while the group
+    has members, 0 members and no owners once they left."""
+    reader, service, clock = reader_with_service()
+    owners = {("t", 0): ("/10.0.0.1", "app")}
+    run(reader, service, clock, 100, GroupSnapshot("g", True, {("t", 0): 50}, owners, members=2))
+    assert service.store.members("c", "g") == 2
+    assert [(s.owner, s.client_id) for s in service.store.slots("c", "g")] == [("/10.0.0.1", "app")]
+    run(reader, service, clock, 110, GroupSnapshot("g", False, {("t", 0): 50}, {}, members=0))
+    assert service.store.members("c", "g") == 0
+    assert [(s.owner, s.client_id) for s in service.store.slots("c", "g")] == [("", "")]
