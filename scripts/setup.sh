@@ -13,15 +13,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${missing[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
-  # The packages' own services must not start on 0.0.0.0: kafka-pulse starts its own on loopback.
+  # On a systemd host the packages' postinst scripts may start their services (prometheus on :9090, zookeeper on
+  # :2181...) as for any install; setup neither prevents that (no policy-rc.d) nor undoes it.
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-# Packaged daemons (zookeeper, prometheus...) may have been started by postinst on a systemd host; we use our own.
-for svc in zookeeper prometheus prometheus-alertmanager prometheus-pushgateway burrow; do
-  if command -v systemctl >/dev/null && systemctl is-active --quiet "$svc" 2>/dev/null; then
-    systemctl stop "$svc" || true
-  fi
-done
+# Host services are left alone: setup never stops, masks or reconfigures one (a host's own Prometheus or ZooKeeper
+# keeps running). The tests and the demo start the binaries themselves on free loopback ports with their own data
+# directories, so they never need the packaged units or their ports.
 
 PYTHON=${PYTHON:-python3}
 # Skipped when this checkout is already installed (editable) and every requirement of pyproject.toml, the dev and test
