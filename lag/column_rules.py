@@ -197,7 +197,7 @@ def _newest_column(mask: Bools) -> tuple[Bools, I64]:
     return found, index
 
 
-def _count_at_most(values: I64, history: I64, x: I64, width: int) -> I64:
+def count_at_most(values: I64, history: I64, x: I64, width: int) -> I64:
     """How many of the first `width` columns of `values[history]` are <= x, for histories that never go down: a
     bisection over all look-ups at once (log2(width) gathers instead of `width` comparisons each)."""
     count = np.zeros(len(x), dtype=np.int64)
@@ -238,7 +238,7 @@ def _waiting_since(c: WindowColumns, rows: I64) -> I64:
     # sorted: the newest sample <= the offset is the last of those counted (padding repeats the oldest sample,
     # so it is counted exactly when the oldest real one is)
     fast = np.flatnonzero(sorted_)
-    counted = _count_at_most(c.hwm_offsets, history[fast], last_offset[fast], width)
+    counted = count_at_most(c.hwm_offsets, history[fast], last_offset[fast], width)
     found = np.zeros(len(rows), dtype=np.bool_)
     found[fast] = counted > width - real[fast]
     index[fast] = counted - 1
@@ -271,7 +271,7 @@ def _fresh_lags(c: WindowColumns, rows: I64) -> I64:
         found = np.ones(len(h), dtype=np.bool_)
         fast = np.flatnonzero(c.hwm_times_sorted[h])
         # sorted times: i = how many of samples 0..m-2 are <= t (always a pair when oldest <= t < newest)
-        pair[fast] = _count_at_most(c.hwm_times_ms, h[fast], t[fast], width - 1)
+        pair[fast] = count_at_most(c.hwm_times_ms, h[fast], t[fast], width - 1)
         slow = np.flatnonzero(~c.hwm_times_sorted[h])
         if len(slow):
             found[slow], pair[slow] = _newest_pair(c, h[slow], t[slow])

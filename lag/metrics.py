@@ -7,17 +7,25 @@ and ingestion counts.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from typing import Literal
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from lag.metrics_text import FAMILIES, Family, Template, render
+from lag.scrape import scrape_rows
 from lag.service import LagService
+from pulse.http.exposition import Encoder, RenderedFamilies, encode_families
+
+_MARK = re.compile("\0([0-9])\0")
 
 
 class LagCollector(Collector):
-    """Register with a `CollectorRegistry`; nothing is module-level."""
+    """Register with a `CollectorRegistry`; nothing is module-level. The group and partition families are written
+    as text from the evaluator's arrays (`RenderedFamilies`, served by pulse.http's exposition); the service's own
+    families stay client_python objects."""
 
     def __init__(self, service: LagService, granularity: Literal["partition", "group"] = "partition") -> None:
         self.service = service
@@ -25,69 +33,14 @@ class LagCollector(Collector):
         """`group` leaves out the per-partition families: at 200k partitions they are most of a scrape's series."""
 
     def collect(self) -> Iterator[Metric]:
-        g, gp = ["cluster", "consumer_group"], ["cluster", "consumer_group", "topic", "partition"]
-        burrow_total = GaugeMetricFamily("burrow_kafka_consumer_lag_total", "Sum of partition lags.", labels=g)
-        burrow_status = GaugeMetricFamily(
-            "burrow_kafka_consumer_status", "Group status: 0 NOTFOUND 1 OK 2 WARN 3 ERR (-1 unknown).", labels=g
-        )
-        part_status = GaugeMetricFamily(
-            "burrow_kafka_topic_partition_status", "Partition status: 1 OK 2 WARN 4 STOP 5 STALL 6 REWIND.", labels=gp
-        )
-        part_lag = GaugeMetricFamily("burrow_kafka_consumer_partition_lag", "Current lag in records.", labels=gp)
-        part_offset = GaugeMetricFamily("burrow_kafka_consumer_current_offset", "Last committed offset.", labels=gp)
-        kle = ["cluster_name", "group", "topic", "partition"]
-        lag = GaugeMetricFamily("kafka_consumergroup_group_lag", "Lag in records.", labels=kle)
-        lag_s = GaugeMetricFamily("kafka_consumergroup_group_lag_seconds", "Lag in seconds (interpolated).", labels=kle)
-        max_lag = GaugeMetricFamily(
-            "kafka_consumergroup_group_max_lag", "Largest partition lag.", labels=["cluster_name", "group"]
-        )
-        max_lag_s = GaugeMetricFamily(
-            "kafka_consumergroup_group_max_lag_seconds", "Largest lag in seconds.", labels=["cluster_name", "group"]
-        )
-        sum_lag = GaugeMetricFamily(
-            "kafka_consumergroup_group_sum_lag", "Sum of lags.", labels=["cluster_name", "group"]
-        )
-        ours = ["cluster", "consumer_group", "topic", "partition"]
-        exact = GaugeMetricFamily(
-            "kafka_pulse_lag_exact_seconds", "Age of the record at the committed offset.", labels=ours
-        )
-        max_exact = GaugeMetricFamily(
-            "kafka_pulse_lag_max_exact_seconds", "Largest exact partition lag of the group.", labels=g
-        )
-        beyond = GaugeMetricFamily(
-            "kafka_pulse_lag_beyond_page_cache",
-            "1 when the partition's lag reaches older data than its leader's page cache holds.",
-            labels=ours,
-        )
-        statuses = self.service.all_statuses()
-        for status in statuses:
-            c, grp = status.cluster, status.group
-            burrow_total.add_metric([c, grp], status.totallag)
-            burrow_status.add_metric([c, grp], int(status.status))
-            max_lag.add_metric([c, grp], status.maxlag.current_lag if status.maxlag else 0)
-            sum_lag.add_metric([c, grp], status.totallag)
-            if status.lag_seconds is not None:
-                max_lag_s.add_metric([c, grp], status.lag_seconds)
-            for p in status.partitions if self.granularity == "partition" else ():
-                labels = [c, grp, p.topic, str(p.partition)]
-                part_lag.add_metric(labels, p.current_lag)
-                lag.add_metric(labels, p.current_lag)
-                if p.lag_seconds is not None:
-                    lag_s.add_metric(labels, p.lag_seconds)
-                if p.complete == 1.0:  # Burrow sets these only for complete windows
-                    part_status.add_metric(labels, int(p.status))
-                if p.end is not None:
-                    part_offset.add_metric(labels, p.end.offset)
-                if p.exact_lag_seconds is not None:
-                    exact.add_metric(labels, p.exact_lag_seconds)
-                if p.beyond_page_cache is not None:
-                    beyond.add_metric(labels, 1.0 if p.beyond_page_cache else 0.0)
-            if status.exact_lag_seconds is not None:
-                max_exact.add_metric([c, grp], status.exact_lag_seconds)
-        yield from (burrow_total, burrow_status, part_status, part_lag, part_offset)
-        yield from (lag, lag_s, max_lag, max_lag_s, sum_lag)
-        yield from (exact, max_exact, beyond)
+        yield RenderedFamilies(self.render)
         yield from self._service_families()
+
+    def render(self, encoder: Encoder) -> bytes:
+        """The group and partition families in `encoder`'s format: evaluated under the lock, written after it."""
+        rows = scrape_rows(self.service, self.service.clock_ms())
+        templates = [template(encoder, f) for f in FAMILIES]
+        return render(rows, templates, self.granularity).encode()
 
     def _service_families(self) -> Iterator[Metric]:
         """Per cluster: is it judged (fresh), page-cache windows, records read; per result: commits ingested."""
@@ -124,3 +77,19 @@ class LagCollector(Collector):
             for result, n in sorted(svc.store.ingested.items(), key=lambda item: item[0].value):
                 commits.add_metric([result.value], n)
         yield from (up, windows, records, commits)
+
+
+def template(encoder: Encoder, family: Family) -> Template:
+    """Cut from the encoder's rendering of the family with one sample whose label values are markers."""
+    metric = GaugeMetricFamily(family.name, family.documentation, labels=family.labels)
+    metric.add_metric([f"\0{i}\0" for i in range(len(family.labels))], 0.0)
+    *header, line = encode_families(encoder, [metric]).decode().splitlines(keepends=True)
+    if not line.endswith(" 0.0\n"):
+        raise ValueError(f"{family.name}: unexpected sample line {line!r}")
+    pieces = _MARK.split(line[: -len("0.0\n")])
+    order = [int(i) for i in pieces[1::2]]
+    texts = pieces[0::2]
+    roles = [0, 1, 3, 2] if family.per_partition else [0, 1]  # labels sorted by name: partition before topic
+    if order != roles:
+        raise ValueError(f"{family.name}: labels in order {order}, expected {roles}")
+    return Template("".join(header), *texts)

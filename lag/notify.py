@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal, Protocol
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from lag.service import LagService
 from lag.status import GroupStatus, Status
@@ -175,6 +179,10 @@ class LagNotifier:
         self.interval_s = interval_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.failures = 0
+        """Cycles that raised (logged; the next cycle resends every open alert)."""
+        self.last_success_s: float | None = None
+        """Unix time the last cycle completed, alerts handed to the sender."""
 
     @classmethod
     def from_config(
@@ -214,6 +222,31 @@ class LagNotifier:
             now = datetime.fromtimestamp(self.service.clock_ms() / 1000, tz=UTC)
             self.sender.send(self.incidents.reconcile(self.book.firing(), now))
         except Exception as exc:  # the sink spools; anything else must not stop the loop (next cycle resends all)
-            _LOG.warning("lag notifier: cycle failed: %s: %s", type(exc).__name__, exc)
+            self.failures += 1
+            _LOG.error("lag notifier: cycle failed: %s: %s; retried next cycle", type(exc).__name__, exc)
             return []
+        self.last_success_s = time.time()
         return transitions
+
+    def is_alive(self) -> bool:
+        """Whether its thread runs (False before `start` and after `stop`)."""
+        return self._thread is not None and self._thread.is_alive()
+
+
+class LagNotifierCollector(Collector):
+    """The notifier's own health on the process's registry."""
+
+    def __init__(self, notifier: LagNotifier) -> None:
+        self.notifier = notifier
+
+    def collect(self) -> Iterator[Metric]:
+        n = self.notifier
+        yield CounterMetricFamily(
+            "kafka_pulse_lag_notifier_failures", "Notifier cycles that failed; the next cycle resends all.", n.failures
+        )
+        if n.last_success_s is not None:
+            yield GaugeMetricFamily(
+                "kafka_pulse_lag_notifier_last_success_timestamp_seconds",
+                "Unix time of the notifier's last completed cycle.",
+                n.last_success_s,
+            )

@@ -19,7 +19,7 @@ from lag.burrow_json import Json, client_profile_json, cluster_module_json, cons
 from lag.evaluation_log import EvaluationLog, configure_evaluation_log
 from lag.member_metrics import GroupMembersCollector
 from lag.metrics import LagCollector
-from lag.notify import AlertSender, LagNotifier
+from lag.notify import AlertSender, LagNotifier, LagNotifierCollector
 from lag.record_times import ExactLagFetcher
 from lag.service import LagService, SourceHealth, wall_clock_ms
 from lag.source import KafkaLagSource
@@ -91,6 +91,7 @@ class LagRunner:
             self.notifier = LagNotifier.from_config(
                 self.service, config.alerting, threshold, lag.notify.interval_s, sender, api_url
             )
+            self.registry.register(LagNotifierCollector(self.notifier))
             self.service.notifier_info["alertmanager"] = {
                 "class-name": "alertmanager",
                 "url": config.alerting.alertmanager_url,

@@ -88,6 +88,10 @@ class SourceHealth:
         self._last_ok_ms[(cluster, feed)] = now
         self._errors.pop((cluster, feed), None)
 
+    def last_ok_ms(self, cluster: str, feed: str = HWM_FEED) -> int | None:
+        """When `feed` of `cluster` was last read (ms), None before the first read: the reader's own health."""
+        return self._last_ok_ms.get((cluster, feed))
+
     def mark_error(self, cluster: str, error: str, feed: str = HWM_FEED) -> None:
         self._errors[(cluster, feed)] = error
 

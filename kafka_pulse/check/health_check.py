@@ -24,6 +24,7 @@ from kafka_pulse.check.facts import (
 )
 from kafka_pulse.check.kafka_probes import answering_servers, probe_brokers, read_lag, read_metadata, read_quorum
 from kafka_pulse.check.round_trip import round_trip
+from kafka_pulse.check.self_check import judge_self, read_self_health
 from kafka_pulse.check.slo_budgets import read_slo_budgets, stale_after_s
 from kafka_pulse.check.verdict import (
     Section,
@@ -35,6 +36,7 @@ from kafka_pulse.check.verdict import (
     judge_slo,
 )
 from pulse.config import ClusterConfig, PulseConfig
+from pulse.self_health import ComponentHealth
 
 METADATA_SHARE = 0.5
 """Of the budget, what the first metadata answer may take before the check gives up on the cluster."""
@@ -54,6 +56,9 @@ def run_check(
 ) -> tuple[Section, ...]:
     """Every section of the report for `cluster`, returned by the deadline whatever the cluster does."""
     slo_task: Task[SloFacts | NotAvailable] = Task("SLO results", partial(read_slo_budgets, config, deadline))
+    self_task: Task[list[ComponentHealth] | NotAvailable] = Task(
+        "self-health", partial(read_self_health, config.http, deadline)
+    )
     configured = {b.broker_id for b in cluster.jmx.brokers} if cluster.jmx is not None else set()
     answering = answering_servers(cluster, deadline)
     meta = read_metadata(cluster, configured, deadline.earlier(deadline.share(METADATA_SHARE)))
@@ -62,6 +67,7 @@ def run_check(
         reason = f"{meta.reason}; yet {', '.join(answering())} answered ApiVersions (overloaded cluster or check host?)"
         meta = ProbeFailed(FailureKind.ERROR, reason)
     slo = judge_slo(slo_task.wait(deadline), now(), stale_after_s(config))
+    own = judge_self(self_task.wait(deadline), now())
     if isinstance(meta, ProbeFailed):
         unasked = ProbeFailed(FailureKind.ERROR, "not asked: no broker answered the metadata request")
         return (
@@ -71,6 +77,7 @@ def run_check(
             judge_round_trip(meta, ()),
             judge_lag(ProbeFailed(meta.kind, "not read: no broker answered the metadata request")),
             slo,
+            own,
         )
     facts = meta.facts
     probes = probe_brokers(cluster, facts.brokers, deadline.share(PROBE_SHARE, cap_s=PROBE_CAP_S), deadline)
@@ -98,4 +105,5 @@ def run_check(
         judge_round_trip(trips, facts.brokers, unhealthy),
         judge_lag(lag),
         slo,
+        own,
     )

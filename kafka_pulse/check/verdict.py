@@ -61,7 +61,7 @@ class Section:
     """One question of the check and its answer."""
 
     name: str
-    """`brokers`, `controller`, `partitions`, `round_trip`, `lag` or `slo`."""
+    """`brokers`, `controller`, `partitions`, `round_trip`, `lag`, `slo` or `self`."""
     status: Status
     summary: str
     """One line for the table."""

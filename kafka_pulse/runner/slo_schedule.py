@@ -4,7 +4,8 @@ gauges on the process's /metrics, and hand the alert states to Alertmanager thro
 
 Spark starts on the first evaluation (never when no SLO is configured) and is stopped with the schedule when this
 process created it. A failed evaluation is logged and counted; its SLOs' open alerts are held, never resolved, as
-slo/alerting.py does for an unknown state.
+slo/alerting.py does for an unknown state. No failure of a cycle (evaluation, publishing, alert delivery) ends the
+schedule: it is logged, counted in `kafka_pulse_slo_schedule_failures_total` and the next cycle runs as planned.
 """
 
 from __future__ import annotations
@@ -63,13 +64,20 @@ class SloSchedule:
         self.latest: list[SloResult] = []
         self._gauges = CollectorRegistry()
         self.runs: dict[str, int] = {"ok": 0, "failed": 0}
+        self.failures = 0
+        """Cycles that did not complete (evaluation, publishing or delivery failed); each was retried next cycle."""
         self.last_success_s: float | None = None
+        """Unix time the last cycle completed, alerts handed to the sink included."""
         self.last_duration_s: float | None = None
         self.last_error: str | None = None
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="slo-schedule", daemon=True)
         self._thread.start()
+
+    def is_alive(self) -> bool:
+        """Whether its thread runs (False before `start` and after `stop`)."""
+        return self._thread is not None and self._thread.is_alive()
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -78,7 +86,20 @@ class SloSchedule:
             self._stop.wait(max(0.0, self.settings.schedule_s - (time.monotonic() - started)))
 
     def run_once(self, at: datetime) -> bool:
-        """One evaluation at `at` and everything that follows from it; False when it failed (logged)."""
+        """One evaluation at `at` and everything that follows from it; False when any of it failed (logged and
+        counted); never raises, so the schedule's thread outlives any one cycle."""
+        try:
+            if self._cycle(at):
+                self.last_success_s = time.time()
+                return True
+        except Exception as exc:
+            self.last_error = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+            _LOG.error("SLO schedule: the cycle at %s failed: %s; retried next cycle", at.isoformat(), self.last_error)
+            _LOG.debug("SLO schedule cycle failure", exc_info=True)
+        self.failures += 1
+        return False
+
+    def _cycle(self, at: datetime) -> bool:
         from slo import job, output
         from slo.results import alert_states
 
@@ -102,7 +123,6 @@ class SloSchedule:
         self.latest = results
         self._gauges = output.gauges(results)
         self.runs["ok"] += 1
-        self.last_success_s = time.time()
         self.last_error = None
         self._publish(results)
         if self.delivery is not None:
@@ -183,10 +203,15 @@ class SloScheduleCollector(Collector):
         for result, count in sorted(s.runs.items()):
             runs.add_metric([result], count)
         yield runs
+        yield CounterMetricFamily(
+            "kafka_pulse_slo_schedule_failures",
+            "Schedule cycles that failed (evaluation, publishing or alert delivery); the next cycle runs anyway.",
+            s.failures,
+        )
         if s.last_success_s is not None:
             yield GaugeMetricFamily(
                 "kafka_pulse_slo_schedule_last_success_timestamp_seconds",
-                "Unix time of the last evaluation that succeeded.",
+                "Unix time of the last cycle that completed (evaluation, publishing, alerts handed to the sink).",
                 s.last_success_s,
             )
         if s.last_duration_s is not None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from kafka_pulse.clusters import resolve_cluster
 from kafka_pulse.runner.assembly import Assembly, add_alert_sink, add_canary, add_collectors, add_lag, add_status
+from kafka_pulse.runner.heartbeat import add_self_health
 from kafka_pulse.runner.slo_schedule import SloSchedule, SloScheduleCollector
 from pulse.alerts import AlertSink
 from pulse.config import ClusterConfig, PulseConfig
@@ -61,6 +62,7 @@ class Suite:
             self.off["collectors"] = "collectors.enabled is false"
         self._canary(dev_home, state_dir)
         self._slo_schedule(slos)
+        self.self_health = add_self_health(self.assembly, config, self.sink)
         add_status(self.assembly, config, self.clusters, self.off)  # last: it reads the parts above
 
     @property

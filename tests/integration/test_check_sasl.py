@@ -22,7 +22,7 @@ def test_check_speaks_sasl_ssl(kafka_sasl: KafkaHandle) -> None:
     statuses = {s.name: s.status for s in sections}
     assert statuses == {
         "brokers": Status.OK, "controller": Status.OK, "partitions": Status.OK, "round_trip": Status.OK,
-        "lag": Status.INFO, "slo": Status.INFO,
+        "lag": Status.INFO, "slo": Status.INFO, "self": Status.INFO,
     }, [s.reasons for s in sections]  # fmt: skip
 
 

@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from lag.metrics import LagCollector
 from lag.service import LagService
 from pulse.config import LagConfig
+from pulse.http.exposition import encode
 
 NOW = 1_700_000_000_000
 PER_PARTITION = (
@@ -28,7 +29,7 @@ def scrape(granularity: Literal["partition", "group"]) -> str:
                 store.add_commit("local", "g", "t", partition, 10 + i, NOW - 30_000 + i * 10_000, NOW)
     registry = CollectorRegistry()
     registry.register(LagCollector(service, granularity))
-    return generate_latest(registry).decode()
+    return encode(registry, generate_latest).decode()
 
 
 @pytest.mark.parametrize("granularity", ["partition", "group"])

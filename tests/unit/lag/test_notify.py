@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 
-from lag.notify import ALERTNAME, IncidentBook, LagNotifier
+from lag.notify import ALERTNAME, IncidentBook, LagNotifier, LagNotifierCollector
 from lag.service import LagService
 from lag.status import GroupStatus, PartitionVerdict, Status
 from pulse.alerts import Alert, Incidents
@@ -145,3 +146,32 @@ def test_the_notifier_resolves_through_incidents() -> None:
     assert [t.kind for t in notifier.run_once()] == ["close"]
     resolved = sender.batches[-1][0]
     assert resolved.ends_at == datetime.fromtimestamp(now[0] / 1000, tz=UTC)
+
+
+class FailingSender:
+    """A sink that fails like one whose spool raised before any POST (the failure the notifier must outlive)."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.batches: list[list[Alert]] = []
+
+    def send(self, alerts: Any) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise OSError(30, "Read-only file system")
+        self.batches.append(list(alerts))
+
+
+def test_a_failing_cycle_is_counted_and_the_next_one_delivers() -> None:
+    registry = CollectorRegistry()
+    sender = FailingSender(failures=2)
+    notifier = LagNotifier(LagService(LagConfig()), IncidentBook(Status.ERR), Incidents(30), sender, 30)
+    registry.register(LagNotifierCollector(notifier))
+    notifier.run_once()
+    notifier.run_once()
+    assert registry.get_sample_value("kafka_pulse_lag_notifier_failures_total") == 2
+    assert registry.get_sample_value("kafka_pulse_lag_notifier_last_success_timestamp_seconds") is None
+
+    notifier.run_once()
+    assert sender.batches == [[]]  # the third cycle went out
+    assert registry.get_sample_value("kafka_pulse_lag_notifier_last_success_timestamp_seconds") is not None

@@ -1,0 +1,256 @@
+"""The lag evaluator's group and partition families as exposition text, written straight from the arrays of
+`scrape.py` (pure: strings from numpy arrays). An object per sample, as client_python's families need, costs more
+than the evaluation itself at a million group-partitions; here a sample line is three joined strings.
+
+The caller gives each family's `Template`, cut from client_python's own rendering of a one-sample family in the
+negotiated format, so headers, label names and their order are that encoder's; label values are escaped and sample
+values printed exactly as it does (`floatToGoString`: `1.0`, `1.5e+06`, `+Inf`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lag.column_timelag import F64
+from lag.columns import I64
+from lag.scrape import ClusterRows
+
+GROUP = ("cluster", "consumer_group")
+PARTITION = ("cluster", "consumer_group", "topic", "partition")
+KLE_GROUP = ("cluster_name", "group")
+KLE_PARTITION = ("cluster_name", "group", "topic", "partition")
+_SMALL = 1 << 16
+_EXACT = 2**53
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """One family: its name, HELP text and labels (cluster, group[, topic, partition] in that role order), and which
+    rows it has with which value (`None` as mask: every row)."""
+
+    name: str
+    documentation: str
+    labels: tuple[str, ...]
+    rows: Callable[[ClusterRows], tuple[I64 | F64, NDArray[np.bool_] | None]]
+
+    @property
+    def per_partition(self) -> bool:
+        return len(self.labels) == 4
+
+
+def _known(values: F64) -> tuple[F64, NDArray[np.bool_]]:
+    return values, ~np.isnan(values)
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family("burrow_kafka_consumer_lag_total", "Sum of partition lags.", GROUP, lambda r: (r.totallag, None)),
+    Family(
+        "burrow_kafka_consumer_status",
+        "Group status: 0 NOTFOUND 1 OK 2 WARN 3 ERR (-1 unknown).",
+        GROUP,
+        lambda r: (r.status, None),
+    ),
+    Family(
+        "burrow_kafka_topic_partition_status",
+        "Partition status: 1 OK 2 WARN 4 STOP 5 STALL 6 REWIND.",
+        PARTITION,
+        lambda r: (r.part_status, r.full),  # Burrow sets it only for complete windows
+    ),
+    Family(
+        "burrow_kafka_consumer_partition_lag", "Current lag in records.", PARTITION, lambda r: (r.current_lag, None)
+    ),
+    Family(
+        "burrow_kafka_consumer_current_offset",
+        "Last committed offset.",
+        PARTITION,
+        lambda r: (r.last_offset, r.has_commit),
+    ),
+    Family("kafka_consumergroup_group_lag", "Lag in records.", KLE_PARTITION, lambda r: (r.current_lag, None)),
+    Family(
+        "kafka_consumergroup_group_lag_seconds",
+        "Lag in seconds (interpolated).",
+        KLE_PARTITION,
+        lambda r: _known(r.part_lag_seconds),
+    ),
+    Family("kafka_consumergroup_group_max_lag", "Largest partition lag.", KLE_GROUP, lambda r: (r.maxlag, None)),
+    Family(
+        "kafka_consumergroup_group_max_lag_seconds",
+        "Largest lag in seconds.",
+        KLE_GROUP,
+        lambda r: _known(r.lag_seconds),
+    ),
+    Family("kafka_consumergroup_group_sum_lag", "Sum of lags.", KLE_GROUP, lambda r: (r.totallag, None)),
+    Family(
+        "kafka_pulse_lag_exact_seconds",
+        "Age of the record at the committed offset.",
+        PARTITION,
+        lambda r: _known(r.part_exact_seconds),
+    ),
+    Family(
+        "kafka_pulse_lag_max_exact_seconds",
+        "Largest exact partition lag of the group.",
+        GROUP,
+        lambda r: _known(r.exact_seconds),
+    ),
+    Family(
+        "kafka_pulse_lag_beyond_page_cache",
+        "1 when the partition's lag reaches older data than its leader's page cache holds.",
+        PARTITION,
+        lambda r: _known(r.beyond_page_cache),
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """A family's text in one format: `header` (HELP and TYPE lines), then per sample `head` + cluster + `middle` +
+    group + `after_group` [+ partition + `after_partition` + topic + `after_topic`] + value + newline."""
+
+    header: str
+    head: str
+    middle: str
+    after_group: str
+    after_partition: str = ""
+    after_topic: str = ""
+
+
+def escape(value: str) -> str:
+    """A label value as both text formats write it."""
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+
+
+def render(
+    rows: Sequence[ClusterRows], templates: Sequence[Template], granularity: Literal["partition", "group"]
+) -> str:
+    """`FAMILIES` in order (`templates` alike), per-partition ones without samples unless `granularity` is partition."""
+    out: list[str] = []
+    tails: dict[tuple[str, ...], list[NDArray[np.object_]]] = {}
+    for family, t in zip(FAMILIES, templates, strict=True):
+        out.append(t.header)
+        if family.per_partition and granularity != "partition":
+            continue
+        key = (t.after_group, t.after_partition, t.after_topic) if family.per_partition else (t.after_group,)
+        if key not in tails:
+            tails[key] = [_partition_tails(r, t) if family.per_partition else _group_tails(r, t) for r in rows]
+        for r, cluster_tails in zip(rows, tails[key], strict=True):
+            values, mask = family.rows(r)
+            if mask is not None:
+                values, cluster_tails = values[mask], cluster_tails[mask]
+            texts = _texts(values)
+            out.append(_lines(t.head + escape(r.cluster) + t.middle, cluster_tails.tolist(), texts))
+    return "".join(out)
+
+
+def _group_tails(r: ClusterRows, t: Template) -> NDArray[np.object_]:
+    return np.array([escape(name) + t.after_group for name in r.names], dtype=object)
+
+
+def _partition_tails(r: ClusterRows, t: Template) -> NDArray[np.object_]:
+    """Group name and topic-partition labels of every partition row: the group's text repeated over its partitions,
+    plus the text of each distinct topic-partition, written once."""
+    if not len(r.partitions):
+        return np.zeros(0, dtype=object)
+    groups = np.array([escape(name) + t.after_group for name in r.names], dtype=object)
+    keys = r.topic_ids * (int(r.partitions.max()) + 1) + r.partitions
+    distinct, inverse = np.unique(keys, return_inverse=True)
+    width = int(r.partitions.max()) + 1
+    topics = {tid: escape(name) for tid, name in r.topic_names.items()}
+    texts = np.array(
+        [
+            f"{p}{t.after_partition}{topics[tid]}{t.after_topic}"
+            for tid, p in (divmod(k, width) for k in distinct.tolist())
+        ],
+        dtype=object,
+    )
+    tails: NDArray[np.object_] = np.repeat(groups, np.diff(r.starts)) + texts[inverse.reshape(-1)]
+    return tails
+
+
+def _lines(head: str, tails: list[str], values: list[str]) -> str:
+    parts = [head] * (3 * len(tails))
+    parts[1::3] = tails
+    parts[2::3] = values
+    return "".join(parts)
+
+
+# -- sample values, as client_python's floatToGoString prints float(value) -------------------------------------------
+
+
+def go_float(value: float) -> str:
+    """floatToGoString: Python's repr, but Go's exponent form from 1e6 on (`1.5e+06`) and `+Inf`/`-Inf`/`NaN`."""
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if math.isnan(value):
+        return "NaN"
+    s = repr(value)
+    dot = s.find(".")
+    if value > 0 and dot > 6:
+        mantissa = f"{s[0]}.{s[1:dot]}{s[dot + 1 :]}".rstrip("0.")
+        return f"{mantissa}e+{dot - 1:02d}"
+    return s
+
+
+@cache
+def _small_ints() -> NDArray[np.object_]:
+    return np.array([f"{i}.0\n" for i in range(_SMALL)], dtype=object)
+
+
+def _texts(values: I64 | F64) -> list[str]:
+    if values.dtype == np.float64:
+        return float_texts(values.astype(np.float64, copy=False))
+    return int_texts(values.astype(np.int64, copy=False))
+
+
+def _bulk(pattern: str, columns: Sequence[I64 | F64]) -> list[str]:
+    """`pattern % row` for every row of the columns, formatted in one call (each ends with a newline)."""
+    n = len(columns[0])
+    if not n:
+        return []
+    args = np.stack(columns, axis=1).ravel().tolist() if len(columns) > 1 else columns[0].tolist()
+    return ((pattern + "\0") * n % tuple(args)).split("\0")[:-1]
+
+
+def int_texts(values: I64) -> list[str]:
+    """Each integer as `floatToGoString(float(value))` plus a newline."""
+    out = np.empty(len(values), dtype=object)
+    small = (values >= 0) & (values < _SMALL)
+    out[small] = _small_ints()[values[small]]
+    plain = ~small & (values > -(10**15)) & (values < 10**6)  # repr of the float: the integer and ".0"
+    out[plain] = _bulk("%d.0\n", [values[plain]])
+    big = (values >= 10**6) & (values < _EXACT)  # Go's exponent form: 1234000 -> 1.234e+06
+    if big.any():
+        v = values[big]
+        digits = np.searchsorted(10 ** np.arange(19, dtype=np.int64), v, side="right")
+        zeros = np.zeros(len(v), dtype=np.int64)
+        for k in range(1, 17):
+            zeros += v % 10**k == 0
+        kept = digits - zeros
+        q = v // 10**zeros
+        one = kept == 1
+        texts = np.empty(len(v), dtype=object)
+        texts[one] = _bulk("%de+%02d\n", [q[one], digits[one] - 1])
+        many = ~one
+        scale = 10 ** (kept[many] - 1)
+        texts[many] = _bulk("%d.%0*de+%02d\n", [q[many] // scale, kept[many] - 1, q[many] % scale, digits[many] - 1])
+        out[big] = texts
+    rest = ~(small | plain | big)
+    out[rest] = [go_float(float(v)) + "\n" for v in values[rest].tolist()]
+    texts_list: list[str] = out.tolist()
+    return texts_list
+
+
+def float_texts(values: F64) -> list[str]:
+    """Each float as `floatToGoString` plus a newline."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = _bulk("%r\n", [values])
+    odd = ~np.isfinite(values) | (values >= 1e6)
+    out[odd] = [go_float(v) + "\n" for v in values[odd].tolist()]
+    texts: list[str] = out.tolist()
+    return texts

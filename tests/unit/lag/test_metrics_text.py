@@ -1,0 +1,231 @@
+"""The lag families written from the evaluator's arrays (lag/metrics.py, lag/metrics_text.py, lag/scrape.py) are
+byte for byte what client_python printed for the objects of every `GroupStatus` (the oracle in tests/support), on a
+store with thousands of groups: every status, NOTFOUND (expired) and UNKNOWN (cluster down) groups, placeholders,
+time lags from sorted and unsorted HWM histories, exact time lags, page-cache flags, offsets past 1e6 and 2**53,
+label values that need escaping; in both text formats and OpenMetrics, per partition and per group."""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Literal
+
+import numpy as np
+import pytest
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.utils import floatToGoString
+
+from lag.column_timelag import time_lags
+from lag.columns import gather_histories, partition_index
+from lag.metrics import LagCollector
+from lag.metrics_text import float_texts, int_texts
+from lag.pagecache import PageCacheEstimate
+from lag.rules import Rule
+from lag.service import LagService
+from lag.status import MODES, Mode
+from lag.timelag import RecordTimes, time_lag_seconds
+from pulse.config import LagConfig
+from pulse.http.exposition import encode, encode_families
+from tests.support.lag_metrics_oracle import ObjectLagCollector
+
+NOW = 1_700_000_000_000
+ACCEPT = (
+    "",  # text 0.0.4
+    "application/openmetrics-text; version=1.0.0",
+    "text/plain; version=1.0.0; escaping=allow-utf-8",
+)
+CLUSTERS = ("prod", 'we"ird\\cl\nuster', "down")
+BASES = (0, 5, 999_000, 10**6, 12_340_000, 10**15, 2**53 - 50, 2**53 + 7, 10**17)
+
+
+class DownCluster:
+    """The `down` cluster's source is stale: its groups are UNKNOWN."""
+
+    def unavailable_reason(self, cluster: str, now_ms: int) -> str | None:
+        return "no HWM refresh for 99 s" if cluster == "down" else None
+
+
+def group_name(rng: random.Random, i: int) -> str:
+    odd = ('"', "\\", "\n", "é", "组", " ", "%", "{}", ",")
+    return f"g{i:05d}" + ("".join(rng.sample(odd, 2)) if i % 7 == 0 else "")
+
+
+def build(mode: Mode, seed: int = 15) -> LagService:
+    """A store of about 3,000 groups over three clusters, the same for the same seed."""
+    rng = random.Random(seed)
+    config = LagConfig(mode=mode, intervals=5, min_distance_s=0, expire_group_s=3600, hwm_history=12)
+    service = LagService(config, health=DownCluster(), clock_ms=lambda: NOW)
+    store = service.store
+    service.record_times = RecordTimes(100_000)
+    for cluster in CLUSTERS:
+        topics = [f"topic-{t:03d}" + ('"é' if t % 11 == 0 else "") for t in range(40)]
+        sizes = {topic: rng.randint(1, 8) for topic in topics}
+        leaders = {}
+        for topic, n in sizes.items():
+            for p in range(n):
+                base, samples = rng.choice(BASES), rng.choice((1, 1, 2, 5, 12))
+                offset, t_ms = base, NOW - 600_000
+                for _ in range(samples):
+                    store.add_hwm(cluster, topic, p, offset, t_ms)
+                    offset += rng.choice((0, 0, 3, 40, 1000, 123_457)) * (-1 if rng.random() < 0.05 else 1)
+                    t_ms += rng.choice((0, 10_000, 30_000))
+                leaders[(topic, p)] = rng.randint(1, 3)
+        service.page_cache[cluster] = PageCacheEstimate({1: 30.0, 2: math.inf}, leaders)  # broker 3: unknown
+        for g in range(700):
+            group = group_name(rng, g)
+            old = g % 50 == 0  # expired by scrape time
+            for topic in rng.sample(topics, rng.choice((1, 1, 2, 3))):
+                for p in range(sizes[topic]):
+                    if rng.random() < 0.15:
+                        continue  # a placeholder: the group never committed here
+                    hwm = store.hwms.latest(cluster, topic, p) or 0
+                    kinds = ("catching", "stalled", "caught", "rewind", "ahead", "stopped", "falling", "falling")
+                    behaviour = rng.choice(kinds)
+                    count = rng.randint(1, 7)
+                    t_ms = NOW - (3_650_000 if old else 300_000)
+                    offset = max(0, hwm - rng.choice((0, 7, 5000, 2_000_000)))
+                    for i in range(count):
+                        if behaviour == "falling":  # the log end runs away faster than the group commits: WARN
+                            store.add_hwm(cluster, topic, p, hwm + 1000 * (i + 1), t_ms)
+                        o = {
+                            "catching": offset + 3 * i,
+                            "stalled": offset,
+                            "caught": hwm,
+                            "rewind": offset + 5 - 9 * i,
+                            "ahead": hwm + 2,
+                            "stopped": offset + i,
+                            "falling": offset + i,
+                        }[behaviour]
+                        store.add_commit(cluster, group, topic, p, max(o, 0), t_ms, NOW - 60_000)
+                        t_ms += rng.choice((10_000, 60_000)) if behaviour != "stopped" else 1000
+                    if rng.random() < 0.5:
+                        service.record_times.put((cluster, topic, p, max(o, 0)), NOW - rng.randint(0, 90_000))
+    return service
+
+
+def oracle(service: LagService, granularity: Literal["partition", "group"], accept: str) -> bytes:
+    encoder, _ = choose_encoder(accept)
+    return encode_families(encoder, list(ObjectLagCollector(service, granularity).collect()))
+
+
+CASES = [
+    *((mode, "partition", ACCEPT[0]) for mode in MODES),
+    ("enhanced", "group", ACCEPT[0]),
+    *(("enhanced", "partition", accept) for accept in ACCEPT[1:]),
+]
+
+
+@pytest.mark.parametrize(("mode", "granularity", "accept"), CASES)
+def test_written_families_equal_client_pythons_rendering_of_the_objects(
+    mode: Mode, granularity: Literal["partition", "group"], accept: str
+) -> None:
+    want = oracle(build(mode), granularity, accept)
+    encoder, _ = choose_encoder(accept)
+    got = LagCollector(build(mode), granularity).render(encoder)
+    assert got == want
+    lines = want.decode().splitlines()
+    samples = [line for line in lines if not line.startswith("#")]
+    assert len(samples) > (20_000 if granularity == "partition" else 9_000)
+    escaped = ('\\"', "\\\\", "\\n", "组", 'cluster="we\\"ird\\\\cl\\nuster"')
+    big = ("e+06", "e+15", "e+16") if granularity == "partition" else ()  # offsets past 1e6, 1e15, 2**53
+    for needle in (*escaped, 'burrow_kafka_consumer_status{cluster="down"', *big):
+        assert any(needle in line for line in samples), needle
+    for value in ("-1.0", "0.0", "1.0", "2.0", "3.0"):  # UNKNOWN, NOTFOUND, OK, WARN, ERR groups
+        assert any(line.startswith("burrow_kafka_consumer_status{") and line.endswith(" " + value) for line in samples)
+    if granularity == "partition":
+        for family in ("kafka_pulse_lag_beyond_page_cache{", "kafka_pulse_lag_exact_seconds{"):
+            assert sum(line.startswith(family) for line in samples) > 1000, family
+        statuses = {
+            line.rsplit(" ", 1)[1] for line in samples if line.startswith("burrow_kafka_topic_partition_status")
+        }
+        assert {"1.0", "2.0", "4.0", "5.0", "6.0"} <= statuses
+
+
+@pytest.mark.parametrize("accept", ACCEPT[:2])
+def test_a_whole_scrape_is_what_client_python_printed(accept: str) -> None:
+    """Through pulse.http's `encode`: the written families sit where the objects were, the service's own families
+    (counters included) follow as client_python renders them, OpenMetrics ends with one `# EOF`."""
+    encoder, _ = choose_encoder(accept)
+    new, old = CollectorRegistry(), CollectorRegistry()
+    new.register(LagCollector(build("enhanced")))
+    service = build("enhanced")
+    old.register(ObjectLagCollector(service))
+
+    class ServiceFamilies:
+        def collect(self):  # type: ignore[no-untyped-def]
+            return LagCollector(service)._service_families()
+
+    old.register(ServiceFamilies())
+    assert encode(new, encoder) == encoder(old)
+
+
+INTS = [
+    0,
+    1,
+    9,
+    65_535,
+    65_536,
+    999_999,
+    10**6,
+    1_000_001,
+    1_234_000,
+    1_200_000_000,
+    10**15,
+    10**15 + 1,
+    2**53 - 1,
+    2**53,
+    2**53 + 1,
+    10**16,
+    10**17 + 3,
+    2**63 - 1,
+    -1,
+    -65_537,
+    -(10**15) + 1,
+    -(10**15),
+    -(2**63),
+]
+FLOATS = [
+    0.0,
+    1.5,
+    1e-7,
+    123.456,
+    999_999.9,
+    1e6,
+    1_234_567.891,
+    1e15,
+    1e16,
+    1e22,
+    math.inf,
+    -math.inf,
+    math.nan,
+    -2.5,
+    5e-324,
+]
+
+
+def test_values_print_as_float_to_go_string() -> None:
+    rng = np.random.default_rng(1)
+    ints = np.array(INTS + rng.integers(-(2**62), 2**62, 2000).tolist() + rng.integers(0, 10**8, 2000).tolist())
+    assert int_texts(ints) == [floatToGoString(v) + "\n" for v in ints.tolist()]  # type: ignore[no-untyped-call]
+    floats = np.array(FLOATS + (rng.random(2000) * 10.0 ** rng.integers(-3, 12, 2000)).tolist())
+    assert float_texts(floats) == [floatToGoString(v) + "\n" for v in floats.tolist()]  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_columnar_time_lags_are_the_scalar_ones(seed: int) -> None:
+    service = build("enhanced", seed)
+    store = service.store
+    for cluster in CLUSTERS:
+        ids = store.group_ids(cluster)
+        index = partition_index(store, list(ids.values()))
+        verdicts = service.evaluator.evaluate_groups(cluster, list(ids.values()), NOW)
+        has_commit = verdicts.rules != Rule.NO_COMMIT
+        newest = [store.commits.newest(s) for s in index.slots.tolist()]
+        last = np.array([n[0] if n else 0 for n in newest], dtype=np.int64)
+        histories, history = gather_histories(store, index.hwm_rows)
+        got = time_lags(last, has_commit, histories, history, NOW)
+        for r, row in enumerate(index.hwm_rows.tolist()):
+            hwm_offsets, hwm_times = store.hwms.history_of_row(row) if row >= 0 else ([], [])
+            want = time_lag_seconds(int(last[r]), hwm_offsets, hwm_times, NOW) if has_commit[r] else None
+            assert (math.isnan(got[r]) and want is None) or got[r] == want, (r, got[r], want)
