@@ -1,4 +1,4 @@
-"""Kafka's own perf tools (`kafka-tools`) as real JVM clients with JMX on loopback: the producer and consumer the
+"""Kafka's own perf tools (`kafka-tools`) as real JVM clients with JMX on loopback: the producer and consumers the
 client-side collectors scrape in tests and demos. Started as child processes, stopped by PID.
 
 Client settings (bootstrap servers, client id, security) go in a properties file in the tool's own directory,

@@ -312,7 +312,11 @@ class KafkaLagSource:
                 elif isinstance(record, OffsetTombstone):
                     store.clear_partition(c, record.group, record.topic, record.partition)
                 elif isinstance(record, GroupTombstone | ConsumerGroupTombstone):
-                    store.delete_group(c, record.group)
+                    # The group's metadata is gone, not its commits: a protocol upgrade or downgrade writes this
+                    # tombstone and keeps every offset, and a deleted group's offset tombstones come first (and
+                    # delete it in the store once none is left).
+                    store.clear_owners(c, record.group)
+                    store.set_members(c, record.group, 0 if record.group in store.group_ids(c) else None)
                     self.members.forget(record.group)
                     changed.discard(record.group)
                 elif isinstance(record, GroupMetadata) and record.protocol_type == "consumer":

@@ -265,9 +265,11 @@ class OffsetStore:
         """(topic, partition) -> (owner, client id) of a group id; empty when unknown."""
         return self._owners.get(gid, {})
 
-    def set_members(self, cluster: str, group: str, count: int) -> None:
-        """The group's member count as its metadata says now (classic or consumer protocol)."""
-        if self.accepts_group(group):
+    def set_members(self, cluster: str, group: str, count: int | None) -> None:
+        """The group's member count as its metadata says now (classic or consumer protocol); None forgets it."""
+        if count is None:
+            self._members.pop((cluster, group), None)
+        elif self.accepts_group(group):
             self._members[(cluster, group)] = count
 
     def members(self, cluster: str, group: str) -> int | None:

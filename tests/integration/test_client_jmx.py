@@ -20,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from collectors.mapping import Family
 from collectors.service import CollectorService
+from devstack.perf_clients import PerfClient, start_consumer, start_producer
 from devstack.runtime import DEFAULT_VERSION, KafkaRuntime, ensure_tools
 from devstack.services import poll
 from devstack.topology import Security
@@ -29,7 +30,6 @@ from pulse.paths import cache_dir
 from pulse.ports import free_ports, is_listening
 from tests.fixtures.kafka import KafkaHandle, _start
 from tests.fixtures.logs import register_log
-from tests.support.clients import PerfClient, start_consumer, start_producer
 from tests.support.mirrormaker import MirrorMaker, MirrorSpec
 
 pytestmark = pytest.mark.integration

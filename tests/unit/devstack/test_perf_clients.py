@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.clients import client_jvm_flags, consumer_args, producer_args, render_properties
+from devstack.perf_clients import client_jvm_flags, consumer_args, producer_args, render_properties
 
 CONFIG = Path("/w/c.properties")
 

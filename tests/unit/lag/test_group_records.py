@@ -236,3 +236,33 @@ def test_source_ingest_of_captured_bytes_gives_owners_members_and_share_groups()
     assert store.members("c", "g-new") == 0 and store.members("c", "g-old") == 0
     assert {s.owner for s in store.slots("c", "g-new")} == {""}
     assert source.decoded.get("UnknownRecord", 0) == 0 and source.decoded.get("Undecodable", 0) == 0
+
+
+UPGRADE = json.loads((Path(__file__).parent / "kafka_4_3_group_upgrade.json").read_text())
+
+
+def test_captured_protocol_upgrade_keeps_the_groups_commits_and_deletion_removes_them() -> None:
+    """An online upgrade (a consumer-protocol member joins a classic group) writes a GroupMetadata tombstone but
+    keeps the offsets: the window must survive it, and the owner move to the new member. DeleteGroups writes the
+    offset tombstone first, then the group's: the group is gone, members included."""
+    records: list[tuple[bytes | None, bytes | None]] = [
+        (bytes.fromhex(k), bytes.fromhex(v) if v else None) for _, _, k, v in UPGRADE["records"]
+    ]
+    kinds = [type(decode_record(k, v)).__name__ for k, v in records]
+    health = SourceHealth(stale_after_s=30, recovery_s=0)
+    service = LagService(LagConfig(intervals=3), health)
+    source = KafkaLagSource("c", {}, service, health)
+    source._topic_names = {bytes.fromhex(k): v for k, v in UPGRADE["topic_ids"].items()}
+    with service.locked() as store:
+        store.add_hwm("c", "m1", 0, 10, service.clock_ms())
+    store = service.store
+    tombstone = kinds.index("GroupTombstone")
+    source.ingest(records[: tombstone + 1])
+    assert store.commits.read(next(store.slots("c", "g-mig")).slot)[0] == [1]  # the classic commit survives
+    second_commit = kinds.index("OffsetCommit", tombstone)
+    source.ingest(records[tombstone + 1 : second_commit + 1])
+    slot = next(store.slots("c", "g-mig"))
+    assert store.commits.read(slot.slot)[0] == [1, 2]
+    assert (slot.owner, slot.client_id) == ("/127.0.0.1", "new") and store.members("c", "g-mig") == 1
+    source.ingest(records[second_commit + 1 :])  # new leaves; DeleteGroups
+    assert store.groups("c") == [] and store.members("c", "g-mig") is None
