@@ -1,8 +1,9 @@
-"""The README's demo around `kafka-pulse run` (scripts/demo.sh calls it after `dev up`): Alertmanager taking the
-alerts and Prometheus scraping the one /metrics (each when its Debian package is installed), a config for the dev
-cluster with an SLO on the canary's produce counters as Prometheus holds them, `run` itself, and a "where to look"
-summary. On SIGTERM or Ctrl-C everything it started is stopped, `run`'s whole process group included (Spark's JVM
-lives there).
+"""The README's demo around `kafka-pulse run` (scripts/demo.sh calls it after `dev up`): real traffic from Kafka's
+own client tools (a steady producer and three consumer groups: one keeping up, one too slow, one that stops;
+devstack/traffic.py), Alertmanager taking the alerts and Prometheus scraping the one /metrics (each when its Debian
+package is installed), a config for the dev cluster with an SLO on the canary's produce counters as Prometheus holds
+them, `run` itself, and a "where to look" summary that starts with the status page. On SIGTERM or Ctrl-C everything
+it started is stopped, `run`'s whole process group included (Spark's JVM lives there).
 
 Run as `python -m kafka_pulse.runner.demo`; the state lives in `<state dir>/demo` (`KAFKA_PULSE_HOME` moves it).
 """
@@ -23,15 +24,19 @@ from typing import Any
 
 import httpx
 import yaml
+from rich.console import Console
 
+from devstack import traffic as demo_traffic
 from devstack.alertmanager import Alertmanager
 from devstack.cluster import DevCluster
 from devstack.prometheus import Prometheus, ScrapeTarget
+from devstack.runtime import ensure_runtime, ensure_tools
 from devstack.services import LocalService
+from devstack.traffic import DemoTraffic
 from kafka_pulse.cli.dev import dev_home
 from pulse.errors import PulseError
 from pulse.lifecycle import configure_logging
-from pulse.paths import state_dir
+from pulse.paths import cache_dir, state_dir
 from pulse.ports import free_ports
 from pulse.process import ManagedProcess
 
@@ -48,6 +53,7 @@ receivers:
 """
 
 
+SLO_SCHEDULE_S = 15
 ATTEMPTS = "sum(increase(kafka_pulse_canary_produce_attempts_total[1m]))"
 ERRORS = "(sum(increase(kafka_pulse_canary_produce_errors_total[1m])) or vector(0))"
 """The canary's produce counters per minute, as Prometheus scrapes them from `run`: the demo SLO's events."""
@@ -59,8 +65,13 @@ def demo_config(
     """kafka-pulse's config for the demo (pure): everything on; with Prometheus, an SLO on the canary's produce
     availability read back from it and evaluated every minute; with Alertmanager, SLO and lag alerts go there."""
     config: dict[str, Any] = {"http": {"listen": listen}}
+    # Short lag windows: 5 commits (10 s at the traffic's 2 s auto-commit) and a 25 s STOP warm-up instead of 100 s,
+    # so the demo's groups reach OK, WARN/ERR and STOP within a minute.
+    config["lag"] = {"intervals": 5, "offset_refresh_s": 5}
     if prometheus_url is not None:
-        config["slo"] = {"schedule_s": 60, "results_dir": str(results_dir)}
+        # Every 15 s: the first minute with scraped counters is evaluated within seconds of closing, not up to a
+        # minute (plus Spark's start) later, when the first evaluation at start found nothing yet.
+        config["slo"] = {"schedule_s": SLO_SCHEDULE_S, "results_dir": str(results_dir)}
         config["slos"] = [
             {
                 "name": "canary-produce-availability",
@@ -74,7 +85,7 @@ def demo_config(
         ]
     if alertmanager_url is not None:
         config["alerting"] = {"enabled": True, "alertmanager_url": alertmanager_url}
-        config["lag"] = {"notify": {"enabled": True}}
+        config["lag"]["notify"] = {"enabled": True}
     return config
 
 
@@ -98,7 +109,10 @@ class Demo:
         """Set by SIGTERM or Ctrl-C; the start stops waiting for `run` when it is."""
         self.services: list[LocalService] = []
         self.run: ManagedProcess | None = None
+        self.traffic: DemoTraffic | None = None
         self.urls: dict[str, str] = {}
+        self.console = Console(stderr=True)
+        """Progress of the long steps (a first jar download, the clients' JVMs) on stderr; results go to stdout."""
 
     @property
     def config_path(self) -> Path:
@@ -107,6 +121,7 @@ class Demo:
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         cluster = DevCluster.load(dev_home())
+        self._start_traffic(cluster)
         (port,) = free_ports(1)
         listen = f"127.0.0.1:{port}"
         alertmanager = self._side("prometheus-alertmanager", lambda: Alertmanager(
@@ -132,6 +147,7 @@ class Demo:
             [sys.executable, "-m", "kafka_pulse.cli.main", "run", "--config", str(config_path)],
             self.workdir / "run.log",
         ).start()
+        self.urls["status page"] = f"http://{listen}/"
         self.urls["metrics"] = f"http://{listen}/metrics"
         self.urls["lag API"] = f"http://{listen}/v3/kafka"
         ready = f"serving {self.urls['metrics']}"
@@ -142,8 +158,21 @@ class Demo:
             self.urls["Prometheus"] = prometheus.url
         if alertmanager is not None:
             self.urls["Alertmanager"] = alertmanager.url
-        self.urls["logs"] = f"{self.workdir} (run.log, prometheus/, alertmanager/); Kafka: {cluster.home}"
+        self.urls["logs"] = f"{self.workdir} (run.log, traffic/, prometheus/, alertmanager/); Kafka: {cluster.home}"
         self._write_pids(cluster)
+
+    def _start_traffic(self, cluster: DevCluster) -> None:
+        """The producer and the three consumer groups; the client tools' jars are gathered on first use."""
+        version = cluster.spec.kafka_version
+        with self.console.status(f"gathering Kafka {version}'s client tools from Maven Central (once)..."):
+            tools = ensure_tools(version, cache_dir())
+            broker = ensure_runtime(version, cache_dir())
+        self.traffic = DemoTraffic(
+            broker, tools, self.workdir / "traffic", cluster.spec.bootstrap_servers, min(3, len(cluster.spec.nodes))
+        )
+        with self.console.status("starting a producer and three consumer groups (Kafka's perf tools)..."):
+            self.traffic.start()
+        self.console.print(f"demo: traffic on topic {demo_traffic.TOPIC!r}: groups {', '.join(demo_traffic.GROUPS)}")
 
     def _side(self, program: str, make: Any) -> Any:
         """Start a Debian-packaged service if its program is installed; the demo goes on without it otherwise."""
@@ -157,6 +186,7 @@ class Demo:
     def _write_pids(self, cluster: DevCluster) -> None:
         """Every process the demo owns, for an operator (or a test) to check that nothing outlives it."""
         pids = {"run": self.run.pid if self.run else None, **{s.name: s.pid for s in self.services}}
+        pids |= self.traffic.pids if self.traffic else {}
         pids |= {f"kafka-{node}": pid for node, pid in cluster.pids.items()}
         (self.workdir / "pids.json").write_text(json.dumps(pids, indent=2))
 
@@ -176,6 +206,8 @@ class Demo:
             self.run = None
         while self.services:
             self.services.pop().stop()
+        if self.traffic is not None:
+            self.traffic.stop()
 
 
 def _answers(url: str) -> bool:
@@ -213,7 +245,7 @@ def main() -> None:
         print(f"demo: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         code = 1
     finally:
-        print("demo: stopping kafka-pulse run, Prometheus and Alertmanager", flush=True)
+        print("demo: stopping kafka-pulse run, Prometheus, Alertmanager and the traffic", flush=True)
         demo.stop()
     sys.exit(code)
 
