@@ -1,6 +1,7 @@
 """Every command that listens (`collect`, `canary`, `lag`, `run` with lag on and off) serves the same HTTP stack:
 the same /metrics formats (client_python's content negotiation and gzip), the same login, the same health
-endpoints, the same answers to bad requests, and neither an idle TLS client nor a silent one stalls a scrape.
+endpoints, the same answers to hostile requests (malformed, dripped past the deadline, past the connection cap),
+and neither an idle TLS client nor a silent one stalls a scrape.
 Each command runs as a real process on the session's cluster, behind `http.basic_auth` over `http.tls`; the next
 divergence between listeners fails here.
 """
@@ -8,8 +9,10 @@ divergence between listeners fails here.
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import os
+import select
 import signal
 import socket
 import ssl
@@ -30,6 +33,7 @@ from prometheus_client.exposition import choose_encoder
 from devstack.services import poll
 from devstack.tls import create_pem_files
 from kafka_pulse.clusters import dev_cluster_config
+from pulse.http import MAX_CONNECTIONS
 from pulse.ports import free_ports, wait_until
 from tests.fixtures.kafka import KafkaHandle
 from tests.fixtures.logs import register_log
@@ -215,21 +219,110 @@ def test_an_idle_tls_client_and_a_silent_one_do_not_stall_a_scrape(listener: Lis
         silent.close()
 
 
+def tls_exchange(listener: Listener, data: bytes) -> bytes:
+    """`data` sent over a TLS connection of its own; all that comes back until the server closes."""
+    with listener.context().wrap_socket(
+        socket.create_connection(("127.0.0.1", listener.port), timeout=60), server_hostname="localhost"
+    ) as client:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError, ssl.SSLEOFError):
+            client.sendall(data)
+        return read_all(client)
+
+
+def read_all(client: socket.socket) -> bytes:
+    chunks: list[bytes] = []
+    with contextlib.suppress(ConnectionResetError, ssl.SSLEOFError):  # an answer, then the reset of unread bytes
+        while chunk := client.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def head(*lines: str) -> bytes:
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
 @pytest.mark.parametrize(
-    "request_bytes",
+    ("request_bytes", "status", "says"),
     [
-        pytest.param(b"GET /metrics HTTP/x.y\r\n\r\n", id="bad-version"),
-        pytest.param(b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: ten\r\n\r\n", id="bad-content-length"),
+        pytest.param(b"GET /metrics HTTP/x.y\r\n\r\n", 400, "Bad request version", id="bad-version"),
+        pytest.param(b"GET /metrics\r\n\r\n", 400, "names no HTTP version", id="http09"),
+        pytest.param(b"\r\n", 400, "empty request line", id="empty-line"),
+        pytest.param(head("GET /metrics HTTP/1.1", "Content-Length: abc"), 400, "not a byte count", id="length-abc"),
+        pytest.param(head("POST /x HTTP/1.1", "Content-Length: \xb2"), 400, "not a byte count", id="length-digit"),
+        pytest.param(head("POST /x HTTP/1.1", "Content-Length: -1"), 400, "not a byte count", id="length-negative"),
+        pytest.param(head("GET /metrics HTTP/1.1", "no colon"), 400, "malformed header line", id="header-no-colon"),
+        pytest.param(head("GET /metrics HTTP/1.1", "X: a", " folded"), 400, "folded line", id="header-folded"),
+        pytest.param(head("GET /metrics HTTP/1.1", "X: " + "a" * 70_000), 431, "Line too long", id="header-long"),
+        pytest.param(head("POST /x HTTP/1.1", "Transfer-Encoding: chunked"), 501, "Content-Length", id="chunked"),
+        pytest.param(head("PROPFIND /metrics HTTP/1.1"), 501, "Unsupported method", id="method-unknown"),
     ],
 )
-def test_a_bad_request_gets_400(listener: Listener, request_bytes: bytes) -> None:
-    with listener.context().wrap_socket(
-        socket.create_connection(("127.0.0.1", listener.port), timeout=10), server_hostname="localhost"
-    ) as client:
-        client.sendall(request_bytes)
-        answer = b"".join(iter(lambda: client.recv(65536), b""))
-    assert answer.startswith(b"HTTP/1.0 400 "), answer[:200]
+def test_a_hostile_request_gets_a_plain_answer(
+    listener: Listener, request_bytes: bytes, status: int, says: str
+) -> None:
+    """Answered before the login is checked, in plain text, with no traceback in the log (checked at teardown);
+    `Content-Length: abc` once got no answer and a traceback."""
+    answer = tls_exchange(listener, request_bytes)
+    assert answer.startswith(f"HTTP/1.0 {status} ".encode()), answer[:200]
     assert b"\r\nServer: kafka-pulse\r\n" in answer  # no Python version
+    assert b"Content-Type: text/plain; charset=utf-8" in answer and says.encode() in answer
+
+
+def test_a_request_dripped_past_the_deadline_gets_408(listener: Listener) -> None:
+    """A byte every 5 s: a socket timeout restarted with each byte and kept the thread for ever; the 30 s
+    deadline for the whole request answers 408 and closes while the client is still dripping."""
+    with listener.context().wrap_socket(
+        socket.create_connection(("127.0.0.1", listener.port), timeout=60), server_hostname="localhost"
+    ) as client:
+        client.sendall(b"GET /metrics HTTP/1.1\r\nX-Slow: ")
+        answer = b""
+        for _ in range(24):  # up to 120 s of dripping, four deadlines
+            readable, _, _ = select.select([client], [], [], 5.0)
+            if readable or client.pending():
+                answer = read_all(client)
+                break
+            try:
+                client.sendall(b"a")
+            except (BrokenPipeError, ConnectionResetError, ssl.SSLEOFError):
+                answer = read_all(client)
+                break
+    assert answer.startswith(b"HTTP/1.0 408 "), answer[:200]
+    assert b"the request was not complete within 30 s" in answer
+
+
+def test_past_the_connection_cap_a_client_gets_503_and_service_resumes(listener: Listener) -> None:
+    """64 connections that never start their TLS handshake hold every slot: the next client is answered 503 (it
+    was closed without a word), and scrapes are served again once they go."""
+    idle = [socket.create_connection(("127.0.0.1", listener.port), timeout=30) for _ in range(MAX_CONNECTIONS)]
+    try:
+        busy = scrape(listener)
+        assert busy.status_code == 503 and busy.headers["retry-after"] == "1"
+        assert busy.text.startswith(f"503 Service Unavailable: {MAX_CONNECTIONS} connections are open")
+    finally:
+        for client in idle:
+            client.close()
+    assert wait_until(lambda: _scrapes(listener), 30), "no scrape answered after the idle clients left"
+    assert "connections open, answering new ones 503" in listener.log()
+
+
+def _scrapes(listener: Listener) -> bool:
+    try:
+        return scrape(listener).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def test_writes_with_the_login_reach_the_routes(listener: Listener) -> None:
+    """The login is what allows a write: with it, Burrow's DELETE answers as Burrow does; elsewhere a POST reaches
+    the router (405), not the refusal of unauthenticated writes."""
+    with listener.client(auth=(USER, PASSWORD)) as http:
+        if listener.serves_burrow:
+            deleted = http.delete(f"{listener.url}/v3/kafka/{listener.cluster}/consumer/no-such-group")
+            assert (deleted.status_code, deleted.json()["message"]) == (200, "consumer group removed")
+            level = http.post(f"{listener.url}/v3/admin/loglevel", content=b'{"level": "info"}')
+            assert level.json()["message"] == "set log level"
+        else:
+            assert http.post(f"{listener.url}/metrics", content=b"{}").status_code == 405
 
 
 def test_each_listener_serves_its_components_families(listener: Listener) -> None:
