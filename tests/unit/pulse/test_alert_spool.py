@@ -1,0 +1,68 @@
+"""pulse/alert_spool.py under a failing disk: a write that fails (ENOSPC at the write, injected by opening the spool
+file on /dev/full) leaves the file, its entry count and the directory as they were (no half line, no .tmp)."""
+
+from __future__ import annotations
+
+import errno
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from pulse.alert_spool import LOCK_FILE, SPOOL_FILE
+from pulse.alerts import Alert, AlertSpool
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def alert(slo: str) -> Alert:
+    return Alert(labels={"alertname": "KafkaSLOBurnRate", "slo": slo})
+
+
+def test_enospc_at_the_write_is_cut_back_and_the_entry_count_stays_true(tmp_path: Path) -> None:
+    full = [False]
+
+    def opener(path: str, flags: int, mode: int) -> int:
+        writing = flags & (os.O_WRONLY | os.O_RDWR)
+        if full[0] and writing and path.endswith((SPOOL_FILE, ".tmp")):
+            return os.open("/dev/full", os.O_RDWR)  # every write fails with ENOSPC, as on a full disk
+        return os.open(path, flags, mode)
+
+    spool = AlertSpool(tmp_path, max_bytes=1 << 20, opener=opener)
+    with spool.locked():
+        spool.append([alert("kept")], T0)
+        before = (tmp_path / SPOOL_FILE).read_bytes()
+        full[0] = True
+        with pytest.raises(OSError) as appended:
+            spool.append([alert("lost")], T0)
+        with pytest.raises(OSError) as rewritten:
+            spool.replace([alert("lost")], T0)
+        full[0] = False
+
+        assert appended.value.errno == rewritten.value.errno == errno.ENOSPC
+        assert spool.entries == 1
+        assert (tmp_path / SPOOL_FILE).read_bytes() == before
+        assert [a.labels["slo"] for a in spool.read().alerts] == ["kept"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [SPOOL_FILE, LOCK_FILE]
+
+
+def test_a_failed_rewrite_keeps_the_old_file_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    spool = AlertSpool(tmp_path, max_bytes=1 << 20)
+    with spool.locked():
+        spool.append([alert("a"), alert("b")], T0)
+        (tmp_path / "alerts.tmp").mkdir()  # the temp file cannot be created: the rewrite fails before the rename
+        with pytest.raises(OSError):
+            spool.replace([alert("b")], T0)
+        (tmp_path / "alerts.tmp").rmdir()
+        assert spool.entries == 2
+        assert [a.labels["slo"] for a in spool.read().alerts] == ["a", "b"]
+
+
+def test_a_removed_directory_is_re_created_at_the_next_write(tmp_path: Path) -> None:
+    directory = tmp_path / "spool"
+    spool = AlertSpool(directory, max_bytes=1 << 20)
+    directory.rmdir()
+    with spool.locked():
+        spool.append([alert("a")], T0)
+    assert [a.labels["slo"] for a in spool.read().alerts] == ["a"]
