@@ -19,7 +19,7 @@ import httpx
 import pyarrow.dataset as ds
 import pytest
 import yaml
-from confluent_kafka import Consumer, ShareConsumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, ShareConsumer, TopicPartition
 from prometheus_client import CollectorRegistry, generate_latest
 
 from kafka_pulse.check.deadline import Deadline
@@ -206,4 +206,73 @@ def test_share_groups_are_listed_not_judged(kafka: KafkaHandle, tmp_path: Path) 
         assert runner.sources[0].decoded.get("UnknownRecord", 0) == 0
     finally:
         share.close()
+        runner.stop()
+
+
+def try_commit(consumer: Consumer, topic: str, offset: int) -> bool:
+    """Commit if this member may (during a rebalance the coordinator refuses a member that lost the partition)."""
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+    except KafkaException:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("ingestion", ["consumer_offsets", "admin"])
+def test_a_group_upgraded_to_the_consumer_protocol_keeps_its_history(
+    kafka: KafkaHandle, tmp_path: Path, ingestion: str
+) -> None:
+    """A rolling upgrade: a classic member commits, a `group.protocol=consumer` member joins (Kafka converts the
+    group, writing a GroupMetadata tombstone and keeping the offsets), the classic member leaves. The group's window
+    keeps the commits from before the upgrade, its owner becomes the new member, and it ends OK."""
+    topic = kafka.create_topic("lag-upgrade", partitions=1)
+    produce(kafka, topic, 20, "seed")
+    prefix = f"np-upgrade-{uuid.uuid4().hex[:6]}"
+    group = f"{prefix}-g"
+    settings = {
+        "clusters": [{"name": CLUSTER, "bootstrap_servers": kafka.bootstrap_servers.split(",")}],
+        "lag": {
+            "intervals": 30, "offset_refresh_s": 1, "stale_after_s": 10, "recovery_s": 0, "ingestion": ingestion,
+            "group_allow": f"^{prefix}-", "evaluation_log": {"enabled": False},
+        },
+    }  # fmt: skip
+    config = parse_config(yaml.safe_dump(settings), "pulse.yaml", {})
+    runner = LagRunner(config, config.clusters, state=tmp_path / "state", registry=CollectorRegistry())
+    classic = kafka.consumer(group, **{"client.id": "classic-member"})
+    join({"classic": classic}, topic)
+    members: dict[str, Consumer] = {"classic": classic}
+    hwm, upgraded_at_ms = 20, 0
+    runner.start()
+    try:
+        store = runner.service.store
+        deadline = time.monotonic() + 120
+        rnd = 0
+        while True:
+            produce(kafka, topic, 10, f"u{rnd}")
+            hwm += 10
+            for c in members.values():
+                c.poll(0.1)
+                if c.assignment():
+                    try_commit(c, topic, hwm)
+            if rnd == 5:
+                upgraded_at_ms = runner.service.clock_ms()
+                members["new"] = member(kafka, group, "consumer")
+                members["new"].subscribe([topic])
+            elif rnd == 8:
+                members.pop("classic").close()
+            rnd += 1
+            time.sleep(1.0)
+            status = runner.service.group_status(CLUSTER, group)
+            owner = status.partitions[0].client_id if status.partitions else ""
+            if rnd > 12 and owner == f"{group}-client" and status.status is Status.OK:
+                break
+            assert time.monotonic() < deadline, (status.status, owner, status.reason)
+        with runner.service.locked():
+            slot = next(store.slots(CLUSTER, group))
+            timestamps = store.commits.read(slot.slot)[1]
+            assert min(timestamps) < upgraded_at_ms, "the commits from before the upgrade were dropped"
+            assert store.members(CLUSTER, group) == 1
+    finally:
+        for c in members.values():
+            c.close()
         runner.stop()
