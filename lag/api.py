@@ -7,6 +7,10 @@ Every Burrow route, so tools written for Burrow work unchanged: `/burrow/admin`,
 `/v3/config`, `/v3/config/{storage,evaluator,cluster,consumer,notifier}[/{name}]` and GET/POST
 `/v3/admin/loglevel`. Messages, status codes and error bodies are those Debian Burrow 1.2.1 answers with (read from
 the running binary); a request no route takes gets Burrow's "invalid request type" (`invalid_request`).
+
+Unlike Burrow, the two routes that change state (the DELETEs and the log level POST) are not open to anyone who
+reaches the port: pulse.http's `HttpApp` refuses every request but GET with 403 before routing, unless the listener
+has `http.basic_auth` or `http.allow_unauthenticated_writes: true` (docs/security.md).
 """
 
 from __future__ import annotations
