@@ -4,7 +4,8 @@ Evaluate: one aggregation per run. Rows are rolled up into hours counted back fr
 whole-hour window (1h ... 3d, a rolling 30d) is a prefix sum of one small array per SLO; windows that are not whole
 hours (5m, 30m) and the calendar period are exact conditional sums in the same pass. Timeslice SLOs are first
 bucketed per minute (one good or bad slice per minute with events). Backtest: minute buckets, then per SLO
-instance (`applyInPandas`) cumulative sums give every window at every step as a difference, with no join.
+instance (`applyInPandas`) cumulative sums give every window at every step as a difference, with no join. Report:
+the same minute buckets, dense per instance, for slo/report.py.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from slo.evaluation import (
 )
 from slo.model import Slo
 from slo.policy import HOUR_S, MINUTE_S, FloatArray, WindowSums
+from slo.report import InstanceMinutes
 from slo.results import BacktestResult, Interval, SloResult
 from slo.sources import REASONS, SourceUnreadable, instance_labels, scored_rows
 
@@ -268,3 +270,40 @@ def _backtest_results(slos: Sequence[Slo], out: pd.DataFrame) -> list[BacktestRe
             results.append(BacktestResult(slo.name, dict(slo.labels), ()))
     order = {slo.name: i for i, slo in enumerate(slos)}
     return sorted(results, key=lambda r: (order[r.name], sorted(r.labels.items())))
+
+
+# --- report ---------------------------------------------------------------------------------------------------
+
+
+def minute_series(spark: SparkSession, slos: Sequence[Slo], start: datetime, end: datetime) -> list[InstanceMinutes]:
+    """Every SLO instance's events per minute over [start, end) (whole minutes), dense, for slo/report.py; one
+    empty series for an SLO without any row. Budget units as in `evaluate` (timeslices become minutes)."""
+    prepare(spark)
+    start, end = floor_minute(start), floor_minute(end)
+    rows = _budget_units(scored_rows(spark, slos, start, end, _names(slos)), slos)
+    minute = (F.floor(F.col("ts") / MINUTE_S) * MINUTE_S).cast("long").alias("ts")
+    with _reading(slos):
+        frame: pd.DataFrame = (
+            rows.where(F.col("ok"))
+            .groupBy("slo", "instance", minute)
+            .agg(F.sum("good").alias("good"), F.sum("total").alias("total"))
+            .toPandas()
+        )
+    first = int(start.timestamp())
+    size = max(0, (int(end.timestamp()) - first) // MINUTE_S)
+    found: list[InstanceMinutes] = []
+    seen: set[int] = set()
+    for (index, instance), group in frame.groupby(["slo", "instance"], sort=True):
+        slo = slos[int(index)]
+        seen.add(int(index))
+        inside = group[(group["ts"] >= first) & (group["ts"] < first + size * MINUTE_S)]
+        at = ((inside["ts"].to_numpy(dtype=np.int64) - first) // MINUTE_S).astype(np.int64)
+        labels = {**slo.labels, **instance_labels(slo, str(instance))}
+        good = _bins(at, inside["good"].fillna(0).to_numpy(dtype=float), size)
+        total = _bins(at, inside["total"].fillna(0).to_numpy(dtype=float), size)
+        found.append(InstanceMinutes(slo.name, labels, first, good, total))
+    for index, slo in enumerate(slos):
+        if index not in seen:
+            found.append(InstanceMinutes(slo.name, dict(slo.labels), first, np.zeros(size), np.zeros(size)))
+    order = {slo.name: i for i, slo in enumerate(slos)}
+    return sorted(found, key=lambda s: (order[s.name], sorted(s.labels.items())))

@@ -1,4 +1,4 @@
-"""`kafka-pulse slo evaluate|backtest`: load and validate the SLO spec, then (and only then) start Spark and run
+"""`kafka-pulse slo evaluate|backtest|report`: load and validate the SLO spec, then (and only then) start Spark and run
 the burn-rate job; `slo rules`: the equivalent Prometheus rules and their promtool tests (slo/rules.py), no Spark.
 """
 
@@ -122,6 +122,64 @@ def backtest(config_path: Path | None, from_time: str, to_time: str, step: str, 
         for interval in r.alerts:
             until = iso(interval.end) or "still firing"
             click.echo(f"  {interval.severity:6} {iso(interval.start)} -> {until}")
+
+
+# --- slo report ---
+
+
+@slo.command()
+@config_option
+@click.option("--from", "from_time", required=True, help="Start of the report (ISO 8601); whole minutes.")
+@click.option("--to", "to_time", required=True, help="End of the report, exclusive (ISO 8601, or `now`).")
+@click.option("--period", type=click.Choice(["month", "week"]), default="month", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["html", "markdown", "json"]), default="markdown", show_default=True)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write slo-report.html|md|json here (default: print it).",
+)
+def report(config_path: Path | None, from_time: str, to_time: str, period: str, fmt: str, out_dir: Path | None) -> None:
+    """Compliance, budget consumed, incidents, worst hours and a burn-down per SLO and calendar period."""
+    from slo.evaluation import floor_minute
+
+    start, end = floor_minute(parse_time(from_time, "--from")), floor_minute(parse_time(to_time, "--to"))
+    if end <= start:
+        raise click.BadParameter("is not after --from (whole minutes)", param_hint="--to")
+    slos, settings = _load(config_path)
+    from slo import job
+    from slo.report import PERIOD_UNITS, report_json, slo_report
+    from slo.report_render import to_html, to_markdown
+    from slo.session import spark_session
+
+    spark = spark_session(settings.spark_master)
+    series = job.minute_series(spark, slos, start, end)
+    # Alerts as the burn-rate job would have raised them at every minute of the report.
+    fired = {
+        (r.name, tuple(sorted(r.labels.items()))): r.alerts
+        for r in job.backtest(spark, slos, start, end, timedelta(minutes=1))
+    }
+    by_name = {s.name: s for s in slos}
+    reports = [
+        slo_report(
+            by_name[s.name], s, fired.get((s.name, tuple(sorted(s.labels.items()))), ()), PERIOD_UNITS[period],
+            start, end,
+        )
+        for s in series
+    ]  # fmt: skip
+    if fmt == "json":
+        text, suffix = json.dumps(report_json(reports, start, end, period), indent=2) + "\n", "json"
+    elif fmt == "html":
+        text, suffix = to_html(reports, start, end), "html"
+    else:
+        text, suffix = to_markdown(reports, start, end) + "\n", "md"
+    if out_dir is None:
+        click.echo(text, nl=False)
+        return
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"slo-report.{suffix}"
+    path.write_text(text, encoding="utf-8")
+    click.echo(str(path))
 
 
 # --- slo rules ---
