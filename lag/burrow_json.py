@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lag.status import CommitPoint, GroupStatus, Mode, PartitionVerdict, Status
+from pulse.redact import redact_url
 
 Json = dict[str, Any]
 
@@ -182,6 +183,19 @@ def consumer_module_json(
         "start-latest": False,
     }
     return out
+
+
+def alertmanager_notifier_json(url: str, threshold: int, interval_s: float, send_interval_s: float) -> Json:
+    """`/v3/config/notifier/alertmanager`: our notifier in the shape of Burrow's http notifier; the URL is shown
+    without its `user:password@` (anyone who can read the API could otherwise log in to Alertmanager)."""
+    return {
+        "class-name": "alertmanager",
+        "url": redact_url(url),
+        "threshold": threshold,
+        "interval": interval_s,
+        "send-interval": send_interval_s,
+        "send-close": True,
+    }
 
 
 def main_config_json(address: str, tls: bool, level: str) -> Json:

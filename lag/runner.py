@@ -15,7 +15,13 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from lag.api import BurrowApi
-from lag.burrow_json import Json, client_profile_json, cluster_module_json, consumer_module_json
+from lag.burrow_json import (
+    Json,
+    alertmanager_notifier_json,
+    client_profile_json,
+    cluster_module_json,
+    consumer_module_json,
+)
 from lag.evaluation_log import EvaluationLog, configure_evaluation_log
 from lag.member_metrics import GroupMembersCollector
 from lag.metrics import LagCollector
@@ -92,14 +98,12 @@ class LagRunner:
                 self.service, config.alerting, threshold, lag.notify.interval_s, sender, api_url
             )
             self.registry.register(LagNotifierCollector(self.notifier))
-            self.service.notifier_info["alertmanager"] = {
-                "class-name": "alertmanager",
-                "url": config.alerting.alertmanager_url,
-                "threshold": int(threshold),
-                "interval": lag.notify.interval_s,
-                "send-interval": config.alerting.resend_interval_s,
-                "send-close": True,
-            }
+            self.service.notifier_info["alertmanager"] = alertmanager_notifier_json(
+                config.alerting.alertmanager_url or "",
+                int(threshold),
+                lag.notify.interval_s,
+                config.alerting.resend_interval_s,
+            )
 
     def start(self) -> None:
         starting = [threading.Thread(target=s.start, name=f"lag-start-{s.cluster}") for s in self.sources]

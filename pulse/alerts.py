@@ -42,8 +42,9 @@ from pydantic import (
 )
 
 from pulse.alert_spool import CorruptLine, Spool, SpoolContents, Trimmed
-from pulse.config import AlertingConfig
+from pulse.config import AlertingConfig, HttpClientConfig
 from pulse.errors import ConfigError
+from pulse.http.client import outbound_client
 from pulse.names import LABEL_NAME
 from pulse.private_files import Opener
 
@@ -357,8 +358,10 @@ class AlertSink:
         transport: httpx.BaseTransport | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         opener: Opener = os.open,
+        login: HttpClientConfig | None = None,
     ) -> None:
-        """`opener` opens the spool's files (`os.open`); fault tests pass one that fails like a full disk."""
+        """`opener` opens the spool's files (`os.open`); fault tests pass one that fails like a full disk. `login`:
+        Alertmanager's basic auth or bearer token and CA file (else a `user:password@` in `url` logs in)."""
         self.url = url.rstrip("/")
         self.spool = AlertSpool(spool_dir, max_spool_bytes, opener)
         self._lock = threading.Lock()
@@ -367,7 +370,7 @@ class AlertSink:
         self.stats = SinkStats()
         self._monotonic = monotonic
         self._retry_at: float | None = None
-        self._client = httpx.Client(timeout=httpx.Timeout(timeout_s), trust_env=False, transport=transport)
+        self._client = outbound_client(login, timeout_s, transport=transport)
         with self._spool_access() as usable:
             if usable:
                 self._read_spool()
@@ -384,6 +387,7 @@ class AlertSink:
             max_spool_bytes=config.spool_max_bytes,
             timeout_s=config.timeout_s,
             retry_after_s=config.retry_after_s,
+            login=config,
         )
 
     def send(self, alerts: Sequence[Alert]) -> SendResult:

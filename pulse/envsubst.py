@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from pulse.errors import ConfigError
+from pulse.redact import redact_text
 
 Loc = tuple[str | int, ...]
 """Where a value sits in the tree: mapping keys and list indexes from the root, as pydantic's `loc`."""
@@ -227,25 +228,26 @@ def describe_error(error: ErrorDetails, root: type[BaseModel]) -> tuple[Loc, str
 
     Errors of type `pulse` carry `ctx={"reason": ..., "at": loc}` where `at` extends the path below the
     validated field (pydantic stops at the field, e.g. at `clusters` for a duplicate `clusters[1].name`).
-    Input values are echoed to help find the bad line, except under a key containing "password".
+    Input values are echoed to help find the bad line, except under a key containing "password"; every reason goes
+    through pulse/redact.py, as validators may quote a URL with its `user:password@`.
     """
     # Union members are tagged `~name` (a discriminator's tag); the tag is no key of the file, so it is dropped.
     loc: Loc = tuple(part for part in error["loc"] if not (isinstance(part, str) and part.startswith("~")))
     ctx = error.get("ctx", {})
     kind = error["type"]
     if kind == "pulse":
-        return (*loc, *ctx["at"]), str(ctx["reason"])
+        return (*loc, *ctx["at"]), redact_text(str(ctx["reason"]))
     if kind == "value_error":
-        return loc, str(ctx["error"])
+        return loc, redact_text(str(ctx["error"]))
     if kind == "missing":
         return loc, "required key is missing"
     if kind == "extra_forbidden":
         return loc[:-1], _unknown_key(root, loc[:-1], loc[-1])
     reason = error["msg"]
     value = error["input"]
-    secret = any(isinstance(part, str) and "password" in part for part in loc)
+    secret = any(isinstance(part, str) and ("password" in part or "token" in part) for part in loc)
     if not secret and isinstance(value, str | int | float | bool) and len(repr(value)) <= 80:
-        reason += f" (got {value!r})"
+        reason += f" (got {redact_text(repr(value))})"
     return loc, reason
 
 

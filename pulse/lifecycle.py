@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pulse.redact import RedactingFormatter
+
 _LOG = logging.getLogger(__name__)
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -63,8 +65,10 @@ class Parts:
 
 
 def configure_logging(level: int = logging.WARNING) -> None:
-    """Logs to stderr, one line each with time, level and logger."""
-    logging.basicConfig(level=level, format=LOG_FORMAT)
+    """Logs to stderr, one line each with time, level and logger, secrets redacted (pulse/redact.py)."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(RedactingFormatter(LOG_FORMAT))
+    logging.basicConfig(level=level, handlers=[handler])
 
 
 def run_until_signal(service: Service, started: Callable[[], None] = lambda: None) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+from pulse.config import HttpClientConfig
 from slo.policy import format_duration, threshold
 
 
@@ -31,6 +32,8 @@ class PrometheusSource:
 
     url: str
     timeout_s: float
+    login: HttpClientConfig | None = None
+    """Basic auth or bearer token and CA file for `url` (the source's own keys)."""
 
 
 Source = EventsSource | PrometheusSource

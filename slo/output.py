@@ -5,14 +5,17 @@ for Grafana (names in docs/metrics.md, "SLO engine").
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
 from prometheus_client import CollectorRegistry, Gauge, push_to_gateway
 
+from pulse.config import HttpClientConfig
 from pulse.errors import PulseError
+from pulse.http.client import outbound_client, split_userinfo
 from pulse.names import (
     SLO_ALERT_FIRING_GAUGE,
     SLO_BUDGET_REMAINING_GAUGE,
@@ -22,6 +25,7 @@ from pulse.names import (
     SloResultColumn,
     slo_results_file,
 )
+from pulse.redact import redact_text, redact_url
 from slo.policy import REPORTED_WINDOWS_S, format_duration
 from slo.results import SloResult
 
@@ -120,9 +124,27 @@ def gauges(results: Sequence[SloResult]) -> CollectorRegistry:
     return registry
 
 
-def push_gauges(results: Sequence[SloResult], url: str, timeout_s: float = 10.0) -> None:
-    """Replace the `kafka-pulse-slo` group on the Pushgateway with these results (PUT semantics)."""
-    try:
-        push_to_gateway(url, job=SLO_PUSH_JOB, registry=gauges(results), timeout=timeout_s)
-    except OSError as exc:
-        raise PushFailed(f"Pushgateway at {url}: {exc}") from exc
+def push_gauges(
+    results: Sequence[SloResult], url: str, timeout_s: float = 10.0, login: HttpClientConfig | None = None
+) -> None:
+    """Replace the `kafka-pulse-slo` group on the Pushgateway with these results (PUT semantics), through the one
+    outbound client (`login`: `slo.pushgateway_client`; a `user:password@` in `url` also logs in)."""
+    plain_url, _ = split_userinfo(url)
+    with outbound_client(login, timeout_s, base_url=url) as client:
+
+        def handler(
+            target: str, method: str, timeout: float | None, headers: list[tuple[str, str]], data: bytes
+        ) -> Callable[[], None]:
+            def send() -> None:
+                path = target.removeprefix(plain_url)
+                response = client.request(method, path, headers=headers, content=data, timeout=timeout)
+                if response.status_code >= 400:
+                    raise PushFailed(f"Pushgateway at {redact_url(url)}: HTTP {response.status_code}: "
+                                     f"{response.text.strip()[:200]}")  # fmt: skip
+
+            return send
+
+        try:
+            push_to_gateway(plain_url, job=SLO_PUSH_JOB, registry=gauges(results), timeout=timeout_s, handler=handler)
+        except (OSError, httpx.HTTPError) as exc:
+            raise PushFailed(f"Pushgateway at {redact_url(url)}: {redact_text(str(exc))}") from exc

@@ -20,6 +20,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pulse.errors import PulseError
+from pulse.http.client import outbound_client
+from pulse.redact import redact_text, redact_url
 from slo.model import EventsSource, PrometheusSource, Slo
 
 REASONS = ("null_time", "bad_value", "good_exceeds_total")
@@ -208,14 +210,15 @@ def fetch_minutes(source: PrometheusSource, query: str, lo: datetime, hi: dateti
     step = 60
     start = int(lo.timestamp()) + step
     end = int(hi.timestamp())
-    with httpx.Client(base_url=source.url, timeout=source.timeout_s) as client:
+    with outbound_client(source.login, source.timeout_s, base_url=source.url) as client:
         while start <= end:
             chunk_end = min(end, start + step * (_MAX_POINTS - 1))
             params: dict[str, Any] = {"query": query, "start": start, "end": chunk_end, "step": step}
             try:
                 response = client.get("/api/v1/query_range", params=params)
             except httpx.HTTPError as exc:
-                raise SourceUnreadable(f"{where}: Prometheus at {source.url} unreachable: {exc}") from exc
+                shown = redact_url(source.url)
+                raise SourceUnreadable(f"{where}: Prometheus at {shown} unreachable: {redact_text(str(exc))}") from exc
             body = response.json() if response.headers.get("content-type", "").startswith("application/json") else {}
             if response.status_code != 200 or body.get("status") != "success":
                 reason = body.get("error") or response.text.strip()[:200]

@@ -24,6 +24,7 @@ from pulse.config import (
     BurnWindowSpec,
     CalendarWindowSpec,
     EventsSourceSpec,
+    HttpClientConfig,
     PulseConfig,
     SloSpec,
     TimesliceSpec,
@@ -224,7 +225,13 @@ def to_model(spec: SloSpec, base_dir: Path | None) -> model.Slo:
             path = base_dir / path
         source = model.EventsSource(spec.source.type, path, spec.source.filter)
     else:
-        source = model.PrometheusSource(spec.source.url, spec.source.timeout_s)
+        src = spec.source
+        login = None
+        if src.basic_auth is not None or src.bearer_token is not None or src.ca_file is not None:
+            login = HttpClientConfig.model_construct(  # already validated with the source
+                basic_auth=src.basic_auth, bearer_token=src.bearer_token, ca_file=src.ca_file
+            )
+        source = model.PrometheusSource(src.url, src.timeout_s, login)
     target = None
     if isinstance(spec.budgeting, TimesliceSpec):
         target = Fraction(spec.budgeting.slice_target) / 100

@@ -13,7 +13,7 @@ from typing import Any
 
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import FailureKind, NotAvailable, ProbeFailed, SloBudget, SloFacts
-from pulse.config import PulseConfig
+from pulse.config import HttpClientConfig, PulseConfig
 from pulse.names import (
     SLO_ALERT_FIRING_GAUGE,
     SLO_BUDGET_REMAINING_GAUGE,
@@ -40,7 +40,7 @@ def read_slo_budgets(config: PulseConfig, deadline: Deadline) -> SloFacts | NotA
     if config.slo.results_dir is not None:
         return read_parquet(config.slo.results_dir)
     if config.slo.pushgateway_url is not None:
-        return read_pushgateway(config.slo.pushgateway_url, deadline)
+        return read_pushgateway(config.slo.pushgateway_url, deadline, config.slo.pushgateway_client)
     return NotAvailable(
         "neither slo.results_dir nor slo.pushgateway_url is set, so the SLO job's results cannot be found"
     )
@@ -79,17 +79,23 @@ def _utc(value: Any) -> datetime | None:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def read_pushgateway(url: str, deadline: Deadline) -> SloFacts | NotAvailable | ProbeFailed:
-    """The gauges of job `kafka-pulse-slo` from the Pushgateway's own /metrics."""
+def read_pushgateway(
+    url: str, deadline: Deadline, login: HttpClientConfig | None = None
+) -> SloFacts | NotAvailable | ProbeFailed:
+    """The gauges of job `kafka-pulse-slo` from the Pushgateway's own /metrics; `url` is shown without its login."""
     import httpx
 
+    from pulse.http.client import outbound_client
+    from pulse.redact import redact_text, redact_url
+
+    shown = redact_url(url)
     try:
-        with httpx.Client(timeout=deadline.share(0.5, cap_s=2.0), trust_env=False) as client:
-            response = client.get(f"{url}/metrics")
+        with outbound_client(login, deadline.share(0.5, cap_s=2.0), base_url=url) as client:
+            response = client.get("/metrics")
             response.raise_for_status()
     except httpx.HTTPError as exc:
-        return ProbeFailed(FailureKind.ERROR, f"Pushgateway {url}: {type(exc).__name__}: {exc}")
-    return pushgateway_budgets(response.text, f"pushgateway:{url}")
+        return ProbeFailed(FailureKind.ERROR, f"Pushgateway {shown}: {type(exc).__name__}: {redact_text(str(exc))}")
+    return pushgateway_budgets(response.text, f"pushgateway:{shown}")
 
 
 def pushgateway_budgets(text: str, source: str) -> SloFacts | NotAvailable:

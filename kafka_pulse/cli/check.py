@@ -18,6 +18,7 @@ from kafka_pulse.check.verdict import Report, Section, Status
 from kafka_pulse.cli.options import config_option
 from pulse.errors import PulseError
 from pulse.lifecycle import configure_logging
+from pulse.redact import redact_text
 
 EXIT_RESERVE_S = 0.4
 """Of `--timeout`, what is kept back for rendering the report and leaving the process (client teardown is left to
@@ -92,7 +93,8 @@ def check(
     except BudgetSpent as exc:
         sections = (Section("budget", Status.UNKNOWN, "nothing checked", (str(exc),)),)
     except PulseError as exc:  # nothing to check: UNKNOWN, as Nagios plugins answer bad arguments
-        sections = (Section("config", Status.UNKNOWN, "nothing checked", (f"{type(exc).__name__}: {exc}",)),)
+        why = redact_text(f"{type(exc).__name__}: {exc}")
+        sections = (Section("config", Status.UNKNOWN, "nothing checked", (why,)),)
     report = Report(
         cluster=cluster_label,
         bootstrap_servers=servers,

@@ -73,7 +73,7 @@ def evaluate(
     if results_dir is not None:
         output.write_results(results, results_dir)
     if pushgateway_url is not None:
-        output.push_gauges(results, pushgateway_url)
+        output.push_gauges(results, pushgateway_url, login=settings.pushgateway_client)
     if as_json:
         click.echo(json.dumps({"slos": [r.to_json() for r in results]}, indent=2))
         return

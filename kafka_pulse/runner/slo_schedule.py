@@ -139,7 +139,7 @@ class SloSchedule:
                 _LOG.error("SLO results not written to %s: %s", self.settings.results_dir, exc)
         if self.settings.pushgateway_url is not None:
             try:
-                output.push_gauges(results, self.settings.pushgateway_url)
+                output.push_gauges(results, self.settings.pushgateway_url, login=self.settings.pushgateway_client)
             except output.PushFailed as exc:
                 _LOG.warning("SLO gauges not pushed: %s", exc)
 

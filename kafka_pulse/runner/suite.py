@@ -25,6 +25,7 @@ from pulse.alerts import AlertSink
 from pulse.config import ClusterConfig, PulseConfig
 from pulse.errors import ConfigError
 from pulse.lifecycle import Part
+from pulse.redact import redact_url
 
 _LOG = logging.getLogger(__name__)
 
@@ -130,7 +131,7 @@ class Suite:
         on = [f"{p.name}: {p.description}" for p in self.assembly.described()]
         off = [f"{name}: off ({why})" for name, why in sorted(self.off.items())]
         alerting = self.config.alerting
-        alerts = f"alerting: {alerting.alertmanager_url}" if alerting.enabled else "alerting: off"
+        alerts = f"alerting: {redact_url(alerting.alertmanager_url or '')}" if alerting.enabled else "alerting: off"
         login = " (basic auth)" if self.config.http.basic_auth is not None else ""
         urls = f"status page {self.url}/{login}; metrics {self.metrics_url}{login}"
         if self.lag_api_url is not None:

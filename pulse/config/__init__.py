@@ -28,6 +28,7 @@ from pulse.config.lag import (
     PageCacheConfig,
 )
 from pulse.config.load import check_section, load_config, parse_config
+from pulse.config.outbound import HttpClientConfig
 from pulse.config.root import PulseConfig
 from pulse.config.slo import (
     AlertPolicySpec,
@@ -60,6 +61,7 @@ __all__ = [
     "ExactTimeLagConfig",
     "ExistingFile",
     "HostPort",
+    "HttpClientConfig",
     "HttpConfig",
     "HttpTlsConfig",
     "HttpUrl",

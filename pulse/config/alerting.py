@@ -5,13 +5,15 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from pulse.config.types import ConfigRelativeDir, HttpUrl, PositiveSeconds, Seconds, Section
+from pulse.config.outbound import HttpClientConfig
+from pulse.config.types import ConfigRelativeDir, HttpUrl, PositiveSeconds, Seconds
 from pulse.envsubst import config_problem
 from pulse.names import LABEL_NAME, LABEL_PLACEHOLDER
 
 
-class AlertingConfig(Section):
-    """Where alerts go (Alertmanager v2 API) and how they survive its absence; off by default (it needs a URL)."""
+class AlertingConfig(HttpClientConfig):
+    """Where alerts go (Alertmanager v2 API) and how they survive its absence; off by default (it needs a URL).
+    `basic_auth`, `bearer_token` and `ca_file` are the login and CA for Alertmanager (pulse/config/outbound.py)."""
 
     enabled: bool = False
     alertmanager_url: HttpUrl | None = None

@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
+from pulse.config.outbound import HttpClientConfig
 from pulse.config.types import ExistingFile, HttpUrl, PositiveSeconds, Section, http_url
 from pulse.names import LABEL_NAME, SLO_NAME
 
@@ -29,6 +30,8 @@ class SloConfig(Section):
     """Each evaluation also writes `evaluation-<time>.parquet` here (relative to the working directory)."""
     pushgateway_url: HttpUrl | None = None
     """Each evaluation also pushes its budget gauges (job `kafka-pulse-slo`) to this Pushgateway, for Grafana."""
+    pushgateway_client: HttpClientConfig = HttpClientConfig()
+    """Login (`basic_auth` or `bearer_token`) and `ca_file` for `pushgateway_url`."""
 
 
 Duration = Annotated[str, Field(min_length=1)]
@@ -44,8 +47,9 @@ class EventsSourceSpec(Section):
     """Spark SQL condition on the rows, e.g. `cluster = 'prod'`."""
 
 
-class PrometheusSourceSpec(Section):
-    """A counter pair in Prometheus; `good` and `total` are then PromQL (events in the minute before each step)."""
+class PrometheusSourceSpec(HttpClientConfig):
+    """A counter pair in Prometheus; `good` and `total` are then PromQL (events in the minute before each step).
+    `basic_auth`, `bearer_token` and `ca_file` are the login and CA for `url`."""
 
     type: Literal["prometheus"]
     url: Annotated[str, http_url("http://127.0.0.1:9090")]

@@ -12,6 +12,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, Va
 
 from pulse.envsubst import config_problem
 from pulse.names import NAME, TOPIC_NAME
+from pulse.redact import redact_url
 
 
 class Section(BaseModel):
@@ -25,6 +26,9 @@ class Section(BaseModel):
 def split_host_port(text: str) -> tuple[str, int]:
     """Split `host:port` (or `[v6addr]:port`) into its parts; ValueError says what is wrong and how to write it."""
     value = text.strip()
+    if "@" in value:  # `user:password@host:port`: the login would be echoed with the address
+        shown = f"***@{value.rpartition('@')[2]}"
+        raise ValueError(f"{shown!r} is not host:port: a login does not belong in the address (use security.sasl)")
     if value.startswith("["):
         host, sep, port = value[1:].partition("]:")
     else:
@@ -81,7 +85,7 @@ def http_url(example: str) -> AfterValidator:
     def check(url: str) -> str:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"{url!r} is not an http(s) URL, e.g. {example}")
+            raise ValueError(f"{redact_url(url)!r} is not an http(s) URL, e.g. {example}")
         return url.rstrip("/")
 
     return AfterValidator(check)
