@@ -128,9 +128,6 @@ class LagConfig(Section):
     metrics_per_member: bool = False
     """Also export each member's lag on /metrics (`kafka_pulse_lag_member_*`, by client id and host): which member
     owns the worst partitions. Off by default: it costs one more evaluation per scrape and a series per member."""
-    metrics_per_member: bool = False
-    """Also export each member's lag on /metrics (`kafka_pulse_lag_member_*`, by client id and host): which member
-    owns the worst partitions. Off by default: it costs one more evaluation per scrape and a series per member."""
 
     @model_validator(mode="after")
     def _stale_after_a_refresh(self) -> Self:
