@@ -31,6 +31,7 @@ from lag.service import LagService, SourceHealth, wall_clock_ms
 from lag.source import KafkaLagSource
 from lag.status import Status
 from pulse.config import ClusterConfig, PulseConfig
+from pulse.kafka_log import KafkaLogCollector, KafkaLogLimiter
 from pulse.paths import state_dir
 from pulse.profile import client_config
 
@@ -61,9 +62,11 @@ class LagRunner:
         self.service = LagService(lag, self.health, clock_ms)
         self.service.ready = False
         self.sources: list[KafkaLagSource] = []
+        self.kafka_log = KafkaLogLimiter()
+        """librdkafka's lines and errors of every lag client, one a minute per cluster and kind (pulse/kafka_log.py)."""
         self.fetchers: list[ExactLagFetcher] = []
         for cluster in clusters:
-            kafka = {**client_config(cluster), "client.id": CLIENT_ID}
+            kafka = {**client_config(cluster), "client.id": CLIENT_ID, **self.kafka_log.settings(cluster.name)}
             ingestion = lag.ingestion_for(cluster.name)
             self.sources.append(
                 KafkaLagSource(cluster.name, kafka, self.service, self.health, ingestion, lag.page_cache)
@@ -85,6 +88,7 @@ class LagRunner:
             )
         self.registry = registry if registry is not None else CollectorRegistry()
         self.registry.register(LagCollector(self.service, lag.metrics_granularity))
+        self.registry.register(KafkaLogCollector(self.kafka_log))
         self.registry.register(GroupMembersCollector(self.service, lag.metrics_per_member))
         self.evaluation_log: EvaluationLog | None = configure_evaluation_log(
             lag.evaluation_log, self.service, self.registry, state if state is not None else state_dir()

@@ -136,6 +136,7 @@ class KafkaLagSource:
         """One ListOffsets(latest) round for every partition of every non-internal topic; False when it failed."""
         if self._admin is None:
             raise RuntimeError(f"lag source {self.cluster}: poll_hwms() before start()")
+        self._admin.poll(0)  # serves librdkafka's log lines and errors (pulse/kafka_log.py), queued until polled
         try:
             metadata = self._admin.list_topics(timeout=5)
             listed = {n: t for n, t in metadata.topics.items() if not n.startswith("__") and t.error is None}
@@ -228,6 +229,7 @@ class KafkaLagSource:
         consumer = Consumer(config)
         try:
             while not self._stop.is_set():
+                consumer.poll(0)  # serves librdkafka's log lines while no partition is assigned yet
                 try:
                     md = consumer.list_topics(OFFSETS_TOPIC, timeout=5).topics.get(OFFSETS_TOPIC)
                 except KafkaException as exc:
