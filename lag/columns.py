@@ -24,6 +24,9 @@ from lag.rules import Window
 from lag.store import OffsetStore
 
 I64 = NDArray[np.int64]
+_FEW_GROUPS = 16
+"""Up to this many groups (a status request), `partition_index` follows their run chains rather than scanning the
+store's run arrays, whose length grows with every group."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,15 +84,26 @@ def partition_index(store: OffsetStore, gids: Sequence[int]) -> PartitionIndex:
     if len(gid_arr) == 0 or len(run_group_buf) == 0:
         empty = np.zeros(0, dtype=np.int64)
         return PartitionIndex(gid_arr, np.zeros(len(gid_arr) + 1, dtype=np.int64), empty, empty, empty, empty)
-    run_group = np.array(run_group_buf, dtype=np.int64)
-    position = np.full(max(int(run_group.max()), int(gid_arr.max())) + 1, -1, dtype=np.int64)
-    position[gid_arr] = np.arange(len(gid_arr))
-    live = run_group >= 0
-    runs = np.flatnonzero(live & (position[np.where(live, run_group, 0)] >= 0))
-    run_pos = position[run_group[runs]]
-    run_topic = np.array(run_topic_buf, dtype=np.int64)[runs]
-    run_base = np.array(run_base_buf, dtype=np.int64)[runs]
-    run_parts = np.array(run_parts_buf, dtype=np.int64)[runs]
+    if len(gid_arr) <= _FEW_GROUPS:  # a status request: walk the groups' runs instead of every run of the store
+        chains = [(i, r) for i, gid in enumerate(gids) for r in store.group_runs(gid)]
+        run_pos = np.array([i for i, _ in chains], dtype=np.int64)
+        runs_list = [r for _, r in chains]
+        run_topic = np.array([run_topic_buf[r] for r in runs_list], dtype=np.int64)
+        run_base = np.array([run_base_buf[r] for r in runs_list], dtype=np.int64)
+        run_parts = np.array([run_parts_buf[r] for r in runs_list], dtype=np.int64)
+    else:
+        run_group = np.array(run_group_buf, dtype=np.int64)
+        position = np.full(max(int(run_group.max()), int(gid_arr.max())) + 1, -1, dtype=np.int64)
+        position[gid_arr] = np.arange(len(gid_arr))
+        live = run_group >= 0
+        runs = np.flatnonzero(live & (position[np.where(live, run_group, 0)] >= 0))
+        run_pos = position[run_group[runs]]
+        run_topic = np.array(run_topic_buf, dtype=np.int64)[runs]
+        run_base = np.array(run_base_buf, dtype=np.int64)[runs]
+        run_parts = np.array(run_parts_buf, dtype=np.int64)[runs]
+    if not len(run_pos):
+        empty = np.zeros(0, dtype=np.int64)
+        return PartitionIndex(gid_arr, np.zeros(len(gid_arr) + 1, dtype=np.int64), empty, empty, empty, empty)
     # order: group position, then topic name
     topic_ids = np.unique(run_topic)
     names = [store.hwms.topic_name(int(t)) for t in topic_ids]

@@ -15,6 +15,7 @@ partitions count in partition_count.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -23,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lag.column_rules import decide
-from lag.columns import I64, PartitionIndex, gather, gather_histories, partition_index
+from lag.columns import I64, HwmHistories, PartitionIndex, gather, gather_histories, partition_index
 from lag.rules import RULE_SETS, RULE_STATUS, Rule, RuleParams, Window, explain
 from lag.status import CommitPoint, GroupStatus, PartitionVerdict, Status, not_found
 from lag.store import OffsetStore, PartitionSlot
@@ -71,6 +72,9 @@ class GroupVerdicts:
     """Per group: index of the maxlag partition; -1 for a group without partitions."""
     group_worst: I64
     """Per group: index of the first partition with the worst status; -1 for a group without partitions."""
+    histories: HwmHistories | None = None
+    """The distinct HWM histories of the partitions (`history[i]` is partition i's), for time lags."""
+    history: I64 | None = None
 
 
 class Evaluator:
@@ -125,7 +129,8 @@ class Evaluator:
             decided = decide(block, now_ms, self.params)
             rules[lo:hi], current_lag[lo:hi], complete[lo:hi] = decided.rules, decided.current_lag, decided.complete
         status = _STATUS_OF_RULE[rules]
-        return _roll_up(cluster, now_ms, index, rules, status, current_lag, complete)
+        verdicts = _roll_up(cluster, now_ms, index, rules, status, current_lag, complete)
+        return dataclasses.replace(verdicts, histories=histories, history=history)
 
     def group_status(self, verdicts: GroupVerdicts, group: int) -> GroupStatus:
         """The objects of the `group`-th group of a columnar result: verdicts with reasons and time lags."""

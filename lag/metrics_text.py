@@ -126,58 +126,83 @@ def escape(value: str) -> str:
     return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
 
 
+def escape_all(values: list[str]) -> list[str]:
+    """`escape` of each; one scan of them all when none needs it (group names rarely do)."""
+    joined = "".join(values)
+    if "\\" not in joined and "\n" not in joined and '"' not in joined:
+        return values
+    return [escape(v) for v in values]
+
+
 def render(
     rows: Sequence[ClusterRows], templates: Sequence[Template], granularity: Literal["partition", "group"]
 ) -> str:
     """`FAMILIES` in order (`templates` alike), per-partition ones without samples unless `granularity` is partition."""
-    out: list[str] = []
+    pieces: list[tuple[str, list[str], list[str]] | str] = []
+    names = [escape_all(r.names) for r in rows]
     tails: dict[tuple[str, ...], list[NDArray[np.object_]]] = {}
     for family, t in zip(FAMILIES, templates, strict=True):
-        out.append(t.header)
+        pieces.append(t.header)
         if family.per_partition and granularity != "partition":
             continue
         key = (t.after_group, t.after_partition, t.after_topic) if family.per_partition else (t.after_group,)
         if key not in tails:
-            tails[key] = [_partition_tails(r, t) if family.per_partition else _group_tails(r, t) for r in rows]
+            tails[key] = [
+                _partition_tails(r, n, t) if family.per_partition else _group_tails(n, t)
+                for r, n in zip(rows, names, strict=True)
+            ]
         for r, cluster_tails in zip(rows, tails[key], strict=True):
             values, mask = family.rows(r)
             if mask is not None:
                 values, cluster_tails = values[mask], cluster_tails[mask]
-            texts = _texts(values)
-            out.append(_lines(t.head + escape(r.cluster) + t.middle, cluster_tails.tolist(), texts))
+            pieces.append((t.head + escape(r.cluster) + t.middle, cluster_tails.tolist(), _texts(values)))
+    # one list of every piece, allocated once, joined once: no copy of a family's text on its own
+    out: list[str] = [""] * sum(1 if isinstance(p, str) else 3 * len(p[1]) for p in pieces)
+    at = 0
+    for piece in pieces:
+        if isinstance(piece, str):
+            out[at] = piece
+            at += 1
+        else:
+            head, line_tails, line_values = piece
+            end = at + 3 * len(line_tails)
+            out[at:end:3] = [head] * len(line_tails)
+            out[at + 1 : end : 3] = line_tails
+            out[at + 2 : end : 3] = line_values
+            at = end
     return "".join(out)
 
 
-def _group_tails(r: ClusterRows, t: Template) -> NDArray[np.object_]:
-    return np.array([escape(name) + t.after_group for name in r.names], dtype=object)
+def _group_tails(names: list[str], t: Template) -> NDArray[np.object_]:
+    tails = np.empty(len(names), dtype=object)
+    tails[:] = [name + t.after_group for name in names]
+    return tails
 
 
-def _partition_tails(r: ClusterRows, t: Template) -> NDArray[np.object_]:
+def _partition_tails(r: ClusterRows, names: list[str], t: Template) -> NDArray[np.object_]:
     """Group name and topic-partition labels of every partition row: the group's text repeated over its partitions,
     plus the text of each distinct topic-partition, written once."""
     if not len(r.partitions):
         return np.zeros(0, dtype=object)
-    groups = np.array([escape(name) + t.after_group for name in r.names], dtype=object)
-    keys = r.topic_ids * (int(r.partitions.max()) + 1) + r.partitions
-    distinct, inverse = np.unique(keys, return_inverse=True)
     width = int(r.partitions.max()) + 1
+    keys = r.topic_ids * width + r.partitions
+    if int(keys.max()) < 4 * len(keys):  # dense enough for a table: no sort
+        seen = np.zeros(int(keys.max()) + 1, dtype=np.bool_)
+        seen[keys] = True
+        distinct = np.flatnonzero(seen)
+        slot = np.zeros(len(seen), dtype=np.int64)
+        slot[distinct] = np.arange(len(distinct))
+        inverse = slot[keys]
+    else:
+        distinct, inverse = np.unique(keys, return_inverse=True)
     topics = {tid: escape(name) for tid, name in r.topic_names.items()}
-    texts = np.array(
-        [
-            f"{p}{t.after_partition}{topics[tid]}{t.after_topic}"
-            for tid, p in (divmod(k, width) for k in distinct.tolist())
-        ],
-        dtype=object,
-    )
-    tails: NDArray[np.object_] = np.repeat(groups, np.diff(r.starts)) + texts[inverse.reshape(-1)]
+    texts = np.empty(len(distinct), dtype=object)
+    texts[:] = [
+        f"{p}{t.after_partition}{topics[tid]}{t.after_topic}"
+        for tid, p in (divmod(k, width) for k in distinct.tolist())
+    ]
+    tails: NDArray[np.object_] = np.repeat(_group_tails(names, t), np.diff(r.starts)) + texts[inverse.reshape(-1)]
     return tails
-
-
-def _lines(head: str, tails: list[str], values: list[str]) -> str:
-    parts = [head] * (3 * len(tails))
-    parts[1::3] = tails
-    parts[2::3] = values
-    return "".join(parts)
 
 
 # -- sample values, as client_python's floatToGoString prints float(value) -------------------------------------------

@@ -94,7 +94,10 @@ def _cluster_rows(service: LagService, cluster: str, now_ms: int) -> ClusterRows
     all_offsets, _times, _lags, all_head, _count = store.commits.buffers()
     n = store.commits.intervals
     last_offset = all_offsets[index.slots * n + (all_head[index.slots].astype(np.int64) - 1) % n]
-    histories, history = gather_histories(store, index.hwm_rows)
+    if v.histories is not None and v.history is not None:
+        histories, history = v.histories, v.history
+    else:
+        histories, history = gather_histories(store, index.hwm_rows)
     part_lag_s = time_lags(last_offset, has_commit, histories, history, now_ms)
     part_exact = _exact_seconds(service.record_times, cluster, index.topic_ids, index.partitions, last_offset,
                                 v.current_lag, has_commit, now_ms, store.hwms.topic_name)  # fmt: skip
