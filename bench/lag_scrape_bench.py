@@ -1,0 +1,224 @@
+"""Lag /metrics and Burrow status at scale: CPU of one full scrape of the lag families (written from the evaluator's
+arrays, and the object path they replaced, side by side), and the latency of per-group status requests while
+commits are being ingested, on synthetic group-partitions stored through the service's `OffsetStore`.
+
+Run: python bench/lag_scrape_bench.py [--groups 100000] [--partitions 10] [--topics 1000] [--intervals 10]
+                                      [--hwm-samples 1] [--mode burrow] [--scrapes 3] [--no-objects]
+                                      [--statuses 2000] [--batches 10000,1000] [--ingest-rate 0]
+
+Workload: as bench/lag_bench.py (group i reads topic i mod topics; every group-partition gets `--intervals`
+commits 60 s apart; a quarter of the groups each catch up, stall, are caught up and rewind). Figures printed:
+1. scrape, per `metrics_granularity` (partition, group): CPU and wall seconds of `LagCollector.render` in the
+   text format (`scrape_rows` under the lock, then the text), the best of `--scrapes`; the split between the two;
+   bytes and sample lines; and the gzip that `pulse.http` adds when the scraper accepts it (level 9, as
+   client_python);
+2. the object path (`LagService.all_statuses` into client_python families, tests/support/lag_metrics_oracle.py),
+   once, and whether its text is byte-identical;
+3. status: `--statuses` requests for random groups through the Burrow route table (`GET .../consumer/{group}/status`,
+   JSON included), each timed: idle, then while a thread decodes and stores `__consumer_offsets` records in each
+   of `--batches` records per lock, as `KafkaLagSource.ingest` does with a poll's records (`--ingest-rate`
+   records/s, 0 = as fast as it can); p50/p99/max and the ingestion rate reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import random
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+from lag_bench import COMMIT_EVERY_MS, START_MS, Took, load, offset_record, timed
+from prometheus_client import generate_latest
+
+from lag.api import BurrowApi
+from lag.decoder import OffsetCommit, decode_record
+from lag.metrics import LagCollector
+from lag.scrape import scrape_rows
+from lag.service import LagService
+from pulse.config import LagConfig
+from pulse.http import Request
+from pulse.http.exposition import encode_families
+
+CLUSTER = "bench"
+TARGET_SCRAPE_CPU_S = {"partition": 1.0, "group": 0.3}
+TARGET_STATUS_P99_MS = 10.0
+
+
+def fill(service: LagService, groups: int, parts: int, topics: int, intervals: int, samples: int) -> int:
+    """The workload of bench/lag_bench.py; returns the end of the windows (ms)."""
+    store = service.store
+    hwm = 1_000_000
+    end_ms = START_MS + intervals * COMMIT_EVERY_MS
+    topic_names = [f"topic-{t:05d}" for t in range(topics)]
+    for topic in topic_names:
+        for p in range(parts):
+            for s in range(samples):
+                store.add_hwm(CLUSTER, topic, p, hwm - 20 * (samples - 1 - s), end_ms - (samples - 1 - s) * 10_000)
+    add = store.add_commit
+    for i in range(intervals):
+        ts = START_MS + i * COMMIT_EVERY_MS
+        behaviours = (hwm - 100 + 10 * i, hwm - 100, hwm, hwm - 100 + 10 * i - (50 if i == intervals - 1 else 0))
+        for g in range(groups):
+            group, topic, offset = f"group-{g:07d}", topic_names[g % topics], behaviours[g % 4]
+            for p in range(parts):
+                add(CLUSTER, group, topic, p, offset, ts, end_ms)
+    return end_ms
+
+
+def scrape(collector: LagCollector, scrapes: int) -> tuple[Took, Took, bytes]:
+    """Best of `scrapes` full renders (by CPU), and the evaluation part of that render."""
+    best: tuple[Took, Took, bytes] | None = None
+    for _ in range(scrapes):
+        with timed() as took:
+            text = collector.render(generate_latest)
+        with timed() as rows_took:
+            scrape_rows(collector.service, collector.service.clock_ms())
+        if best is None or took.cpu_s < best[0].cpu_s:
+            best = (took, rows_took, text)
+    assert best is not None
+    return best
+
+
+def ingest(
+    service: LagService,
+    stop: threading.Event,
+    batch: int,
+    rate: float,
+    groups: int,
+    parts: int,
+    topics: int,
+    start_ms: int,
+    counted: list[int],
+) -> None:
+    """Decode and store commits to existing group-partitions, a batch per lock, until `stop`."""
+    records = [
+        offset_record(f"group-{g:07d}", f"topic-{g % topics:05d}", p, 1_000_000 - 5, start_ms)
+        for g in range(min(groups, max(1, batch // parts) * 4))
+        for p in range(parts)
+    ]
+    done, began, ts = 0, time.perf_counter(), start_ms
+    while not stop.is_set():
+        chunk = [records[(done + i) % len(records)] for i in range(batch)]
+        with service.locked() as store:
+            for key, value in chunk:
+                record = decode_record(key, value)
+                if isinstance(record, OffsetCommit):
+                    store.add_commit(CLUSTER, record.group, record.topic, record.partition, record.offset, ts, ts)
+        done += batch
+        ts += 1000
+        if rate > 0:
+            ahead = done / rate - (time.perf_counter() - began)
+            if ahead > 0:
+                time.sleep(ahead)
+    counted.append(done)
+
+
+def statuses(api: BurrowApi, args: argparse.Namespace, batch: int, now_ms: int) -> tuple[list[float], float]:
+    """Seconds per status request for random groups, with a thread ingesting `batch` records per lock (0: none);
+    and the records/s it ingested meanwhile."""
+    service = api.service
+    route = next(r for r in api.routes() if r.pattern.endswith("/status"))
+    rng = random.Random(15)
+    stop, counted = threading.Event(), list[int]()
+    feeder = threading.Thread(
+        target=ingest,
+        args=(service, stop, batch, args.ingest_rate, args.groups, args.partitions, args.topics, now_ms, counted),
+    )
+    if batch:
+        feeder.start()
+    latencies = []
+    began = time.perf_counter()
+    for _ in range(args.statuses):
+        group = f"group-{rng.randrange(args.groups):07d}"
+        path = f"/v3/kafka/{CLUSTER}/consumer/{group}/status"
+        request = Request("GET", path, params={"cluster": CLUSTER, "group": group})
+        t0 = time.perf_counter()
+        response = route.handler(request)
+        latencies.append(time.perf_counter() - t0)
+        if response.status != 200:
+            raise SystemExit(f"{group}: status {response.status}")
+    elapsed = time.perf_counter() - began
+    stop.set()
+    if batch:
+        feeder.join()
+    return latencies, (counted[0] / elapsed if counted else 0.0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--groups", type=int, default=100_000)
+    parser.add_argument("--partitions", type=int, default=10)
+    parser.add_argument("--topics", type=int, default=1000)
+    parser.add_argument("--intervals", type=int, default=10)
+    parser.add_argument("--hwm-samples", type=int, default=1)
+    parser.add_argument("--mode", default="burrow")
+    parser.add_argument("--scrapes", type=int, default=3)
+    parser.add_argument("--no-objects", action="store_true", help="skip the object path (7-12 s at 1M)")
+    parser.add_argument("--statuses", type=int, default=2000)
+    parser.add_argument(
+        "--batches", default="10000,1000", help="records per lock while ingesting (10,000: the Kafka source's poll)"
+    )
+    parser.add_argument("--ingest-rate", type=float, default=0.0)
+    args = parser.parse_args()
+    args.batches = [int(b) for b in args.batches.split(",") if b]
+    config = LagConfig(mode=args.mode, intervals=args.intervals, min_distance_s=1, hwm_history=max(args.hwm_samples, 2))
+    now = [0]
+    service = LagService(config, clock_ms=lambda: now[0])
+    print(f"load average before: {load()}")
+    end_ms = fill(service, args.groups, args.partitions, args.topics, args.intervals, args.hwm_samples)
+    now[0] = end_ms + 1000
+    gp = args.groups * args.partitions
+    print(
+        f"workload: {args.groups:,} groups x {args.partitions} partitions = {gp:,} group-partitions, "
+        f"{args.topics:,} topics, intervals={args.intervals}, {args.hwm_samples} HWM sample(s), mode {args.mode}"
+    )
+
+    texts: dict[str, bytes] = {}
+    cpu: dict[str, float] = {}
+    for granularity in ("partition", "group"):
+        collector = LagCollector(service, granularity)
+        took, rows_took, text = scrape(collector, args.scrapes)
+        texts[granularity], cpu[granularity] = text, took.cpu_s
+        lines = text.count(b"\n") - 2 * text.count(b"# TYPE")
+        with timed() as gz_took:
+            gz = gzip.compress(text)
+        print(f"scrape, metrics_granularity {granularity} (best of {args.scrapes}, load {load()}):")
+        print(
+            f"  render:      {took.cpu_s:8.2f} s CPU, {took.wall_s:.2f} s wall   target <= "
+            f"{TARGET_SCRAPE_CPU_S[granularity]} s CPU"
+        )
+        print(f"    of which evaluation and arrays (scrape_rows): {rows_took.cpu_s:.2f} s CPU")
+        print(f"  output:      {len(text):,} B, {lines:,} samples; gzip {len(gz):,} B in {gz_took.cpu_s:.2f} s CPU")
+
+    if not args.no_objects:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the oracle lives under tests/
+        from tests.support.lag_metrics_oracle import ObjectLagCollector
+
+        with timed() as took:
+            old = encode_families(generate_latest, list(ObjectLagCollector(service, "partition").collect()))
+        same = "identical" if old == texts["partition"] else "DIFFERENT"
+        print(
+            f"object path (all_statuses + client_python), partition: {took.cpu_s:.2f} s CPU, {took.wall_s:.2f} s "
+            f"wall; its text and the render's: {same}; CPU ratio render/objects {cpu['partition'] / took.cpu_s:.3f}"
+        )
+
+    api = BurrowApi(service)
+    for batch in [0, *args.batches]:
+        latencies, rate = statuses(api, args, batch, now[0])
+        ms = np.array(latencies) * 1000
+        what = f"while ingesting in batches of {batch:,} records" if batch else "idle"
+        print(f"status, {what} ({args.statuses:,} requests, load {load()}):")
+        print(
+            f"  p50 {np.percentile(ms, 50):.2f} ms, p99 {np.percentile(ms, 99):.2f} ms, max {ms.max():.2f} ms   "
+            f"target p99 <= {TARGET_STATUS_P99_MS} ms"
+            + (f"; ingested meanwhile {rate:,.0f} records/s" if batch else "")
+        )
+    print(f"load average after: {load()}")
+
+
+if __name__ == "__main__":
+    main()
