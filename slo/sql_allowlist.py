@@ -17,7 +17,7 @@ _OPERATORS: tuple[type[exp.Expression], ...] = (
     # arithmetic and string concatenation
     exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv, exp.Neg, exp.DPipe,
     # conditionals and null handling
-    exp.Case, exp.If, exp.Coalesce, exp.Nullif, exp.Nvl2,
+    exp.Case, exp.If, exp.Coalesce, exp.Nullif, exp.Nvl2, exp.Nanvl,
     # casts
     exp.Cast, exp.TryCast,
 )  # fmt: skip
@@ -41,7 +41,7 @@ _FUNCTIONS: tuple[type[exp.Expression], ...] = (
 )  # fmt: skip
 """Spark built-ins sqlglot knows by name, by the family an SLI uses them for."""
 
-_PLAIN_NAMES = frozenset({"isnull", "isnotnull", "timestamp_seconds", "timestamp_millis", "nanvl", "bigint"})
+_PLAIN_NAMES = frozenset({"isnull", "isnotnull", "timestamp_seconds", "timestamp_millis", "bigint"})
 """Spark built-ins sqlglot parses as an unknown (`Anonymous`) call; any other unknown call is refused."""
 
 

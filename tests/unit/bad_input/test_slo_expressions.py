@@ -78,6 +78,8 @@ ACCEPTED = [
     "hour(time) BETWEEN 9 AND 17 AND dayofweek(time) IN (2, 3, 4, 5, 6)",
     "date_trunc('HOUR', time) < current_timestamp() AND unix_timestamp(time) > 0",
     "greatest(latency_ms, 0) < least(200, 300) AND round(latency_ms, 1) < 100",
+    "nanvl(ratio, 0) < 1 AND lpad(code, 3, '0') = rpad(code, 3, '0') AND element_at(tags, 'az') = 'a'",
+    "date_format(time, 'H') = '9' OR timestamp_millis(ts_ms) < current_timestamp() OR size(split(s, ',')) > 1",
 ]
 
 
