@@ -79,6 +79,8 @@ def up(
     console = Console(stderr=True)
     started = time.monotonic()
     cluster = DevCluster.plan(home, int(brokers), kafka_version, Security(security), JmxSecurity(jmx_security))
+    with console.status(f"gathering Kafka {kafka_version}'s jars from Maven Central (once per version)..."):
+        ensure_runtime(kafka_version, cache_dir())  # cluster.up finds them cached
     with console.status(f"starting {brokers} Kafka {kafka_version} node(s)..."):
         cluster.up(cache_dir(), timeout_s)
     console.print(f"ready in {time.monotonic() - started:.1f} s")
@@ -97,9 +99,11 @@ def up(
 )
 def fetch(config_path: Path | None, versions: tuple[str, ...]) -> None:
     """Gather the Kafka broker and client-tools jars from Maven Central into the cache ahead of time."""
+    console = Console(stderr=True)
     for version in versions:
-        runtime = ensure_runtime(version, cache_dir())
-        tools = ensure_tools(version, cache_dir())
+        with console.status(f"gathering Kafka {version}'s jars from Maven Central (once per version)..."):
+            runtime = ensure_runtime(version, cache_dir())
+            tools = ensure_tools(version, cache_dir())
         click.echo(f"Kafka {version}: {runtime.libs} (tools: {tools.libs})")
 
 
