@@ -114,3 +114,23 @@ def test_the_html_report_is_one_file_that_opens_without_console_errors(
         assert loaded == []
     finally:
         driver.quit()
+
+
+def test_each_group_by_instance_gets_its_own_figures_and_incidents(tmp_path: Path, spark: SparkSession) -> None:
+    # Three days per topic at 10 a minute; topic a has the 20 bad minutes, topic b none. The page's interval lands
+    # on a's report only (the backtest and the minute buckets are matched by their labels).
+    times = minutes(datetime(2023, 2, 9, tzinfo=UTC), 3 * 1440)
+    ok_a = [0 if BAD <= t < BAD + timedelta(minutes=20) else 10 for t in times]
+    topics = ["a"] * len(times) + ["b"] * len(times)
+    write_rows(tmp_path / "events", times + times, ok=ok_a + [10] * len(times), n=[10] * 2 * len(times), topic=topics)
+    spec: dict[str, Any] = {"name": "by-topic", "good": "ok", "total": "n", "group_by": ["topic"], "objective": 99.9}
+    spec |= {"source": {"type": "events", "path": "events"}, "labels": {"team": "kafka"}}
+    path = tmp_path / "pulse.yaml"
+    path.write_text(yaml.safe_dump({"slos": [spec]}))
+    a, b = report(path, "--format", "json")["slos"]
+    assert (a["labels"], b["labels"]) == ({"team": "kafka", "topic": "a"}, {"team": "kafka", "topic": "b"})
+    (month_a,), (month_b,) = a["periods"], b["periods"]
+    assert month_a["total"] == month_b["total"] == 3 * 14400
+    assert month_a["budget_consumed"] == pytest.approx(200 / 43.2) and month_a["met"] is False
+    assert [i["severity"] for i in month_a["incidents"]] == ["page", "ticket"]
+    assert month_b["budget_consumed"] == 0 and month_b["incidents"] == []
