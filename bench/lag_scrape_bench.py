@@ -10,8 +10,7 @@ Workload: as bench/lag_bench.py (group i reads topic i mod topics; every group-p
 commits 60 s apart; a quarter of the groups each catch up, stall, are caught up and rewind). Figures printed:
 1. scrape, per `metrics_granularity` (partition, group): CPU and wall seconds of `LagCollector.render` in the
    text format (`scrape_rows` under the lock, then the text), the best of `--scrapes`; the split between the two;
-   bytes and sample lines; and the gzip that `pulse.http` adds when the scraper accepts it (level 9, as
-   client_python);
+   bytes and sample lines; and the gzip that `pulse.http` adds when the scraper accepts it (`GZIP_LEVEL`);
 2. the object path (`LagService.all_statuses` into client_python families, tests/support/lag_metrics_oracle.py),
    once, and whether its text is byte-identical;
 3. status: `--statuses` requests for random groups through the Burrow route table (`GET .../consumer/{group}/status`,
@@ -41,7 +40,7 @@ from lag.scrape import scrape_rows
 from lag.service import LagService
 from pulse.config import LagConfig
 from pulse.http import Request
-from pulse.http.exposition import encode_families
+from pulse.http.exposition import GZIP_LEVEL, encode_families
 
 CLUSTER = "bench"
 TARGET_SCRAPE_CPU_S = {"partition": 1.0, "group": 0.3}
@@ -185,14 +184,17 @@ def main() -> None:
         texts[granularity], cpu[granularity] = text, took.cpu_s
         lines = text.count(b"\n") - 2 * text.count(b"# TYPE")
         with timed() as gz_took:
-            gz = gzip.compress(text)
+            gz = gzip.compress(text, GZIP_LEVEL)
         print(f"scrape, metrics_granularity {granularity} (best of {args.scrapes}, load {load()}):")
         print(
             f"  render:      {took.cpu_s:8.2f} s CPU, {took.wall_s:.2f} s wall   target <= "
             f"{TARGET_SCRAPE_CPU_S[granularity]} s CPU"
         )
         print(f"    of which evaluation and arrays (scrape_rows): {rows_took.cpu_s:.2f} s CPU")
-        print(f"  output:      {len(text):,} B, {lines:,} samples; gzip {len(gz):,} B in {gz_took.cpu_s:.2f} s CPU")
+        print(
+            f"  output:      {len(text):,} B, {lines:,} samples; "
+            f"gzip level {GZIP_LEVEL}: {len(gz):,} B in {gz_took.cpu_s:.2f} s CPU"
+        )
 
     if not args.no_objects:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the oracle lives under tests/

@@ -116,7 +116,7 @@ def _cluster_rows(service: LagService, cluster: str, now_ms: int) -> ClusterRows
         exact_seconds=_group_max(part_exact, starts, sizes) if enriched else np.full(len(names), np.nan),
         starts=starts,
         topic_ids=index.topic_ids,
-        topic_names={t: store.hwms.topic_name(t) for t in np.unique(index.topic_ids).tolist()},
+        topic_names={t: store.hwms.topic_name(t) for t in np.flatnonzero(np.bincount(index.topic_ids)).tolist()},
         partitions=index.partitions,
         current_lag=v.current_lag,
         part_status=v.status,

@@ -16,6 +16,9 @@ from prometheus_client.registry import Collector
 
 from pulse.http.router import Request, Response, Route
 
+GZIP_LEVEL = 1
+"""Not client_python's 9: a scrape of a million lag series is 550 MB of text, which level 9 takes 9 s of CPU to
+compress and level 1 about 1 s, for a body 1.5x as large (docs/benchmarks.md, lag scrape)."""
 Encoder = Callable[[Collector], bytes]
 """client_python's renderer of one format (`generate_latest` or its OpenMetrics twin), as `choose_encoder` gives."""
 
@@ -62,7 +65,7 @@ def metrics_response(registry: CollectorRegistry, request: Request) -> Response:
     names = request.query.get("name[]")
     output = encode(registry.restricted_registry(names) if names else registry, encoder)
     if gzip_accepted(request.headers.get("accept-encoding", "")):
-        return Response(200, gzip.compress(output), content_type, (("Content-Encoding", "gzip"),))
+        return Response(200, gzip.compress(output, GZIP_LEVEL), content_type, (("Content-Encoding", "gzip"),))
     return Response(200, output, content_type)
 
 
