@@ -130,21 +130,22 @@ def push_gauges(
     """Replace the `kafka-pulse-slo` group on the Pushgateway with these results (PUT semantics), through the one
     outbound client (`login`: `slo.pushgateway_client`; a `user:password@` in `url` also logs in)."""
     plain_url, _ = split_userinfo(url)
+    shown = redact_url(url)
     with outbound_client(login, timeout_s, base_url=url) as client:
-
+        # prometheus_client calls a handler with these keywords, and runs what it returns.
         def handler(
-            target: str, method: str, timeout: float | None, headers: list[tuple[str, str]], data: bytes
+            url: str, method: str, timeout: float | None, headers: list[tuple[str, str]], data: bytes
         ) -> Callable[[], None]:
             def send() -> None:
-                path = target.removeprefix(plain_url)
+                path = url.removeprefix(plain_url)
                 response = client.request(method, path, headers=headers, content=data, timeout=timeout)
                 if response.status_code >= 400:
-                    raise PushFailed(f"Pushgateway at {redact_url(url)}: HTTP {response.status_code}: "
-                                     f"{response.text.strip()[:200]}")  # fmt: skip
+                    text = response.text.strip()[:200]
+                    raise PushFailed(f"Pushgateway at {shown}: HTTP {response.status_code}: {text}")
 
             return send
 
         try:
             push_to_gateway(plain_url, job=SLO_PUSH_JOB, registry=gauges(results), timeout=timeout_s, handler=handler)
         except (OSError, httpx.HTTPError) as exc:
-            raise PushFailed(f"Pushgateway at {redact_url(url)}: {redact_text(str(exc))}") from exc
+            raise PushFailed(f"Pushgateway at {shown}: {redact_text(str(exc))}") from exc

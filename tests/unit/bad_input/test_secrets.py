@@ -209,3 +209,18 @@ def test_the_alert_sink_sends_alertings_login(tmp_path: Path) -> None:
             sink.send([Alert(labels={"alertname": "KafkaPulseTest"})])
         posted = [r for r in receiver.requests if r.path == "/api/v2/alerts"]
         assert posted and posted[0].headers.get("Authorization") == f"Bearer {TOKEN}"
+
+
+def test_the_pushgateway_push_logs_in_and_never_names_the_login() -> None:
+    from slo.output import PushFailed, push_gauges
+
+    with HttpReceiver() as receiver:
+        push_gauges([], f"http://pg:{SECRET}@127.0.0.1:{receiver.port}")
+        (put,) = [r for r in receiver.requests if r.method == "PUT"]
+        assert put.path == "/metrics/job/kafka-pulse-slo"
+        assert put.headers.get("Authorization") == "Basic cGc6UExBTlRFRC1zM2NyM3Q="
+    (dead,) = free_ports(1)
+    with pytest.raises(PushFailed) as refused:
+        push_gauges([], f"http://pg:{SECRET}@127.0.0.1:{dead}", timeout_s=2)
+    assert f"Pushgateway at http://***@127.0.0.1:{dead}: " in str(refused.value)
+    assert SECRET not in str(refused.value)
