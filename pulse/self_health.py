@@ -7,6 +7,7 @@ success is); `check` reads the same families back from the running process (kafk
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
+_LOG = logging.getLogger(__name__)
 STALE_INTERVALS = 3
 """A component whose last successful cycle is older than this many of its intervals is stale."""
 LAST_SUCCESS_GAUGE = "kafka_pulse_component_last_success_timestamp_seconds"
@@ -84,6 +86,7 @@ def _read(watched: Watched) -> float | None:
     try:
         return watched.last_success_s()
     except Exception:  # a component's own state must never break a scrape; unknown reads as "no success"
+        _LOG.debug("self-health: cannot read %s's last success", watched.component, exc_info=True)
         return None
 
 

@@ -202,7 +202,7 @@ def _collectors(service: Any) -> Callable[[], float | None]:
     """The least recent cluster-state scrape that succeeded (every cluster must be read for a fresh verdict)."""
 
     def last() -> float | None:
-        results = [scraper.result() for scraper in service.states.values()]
+        results = [scraper.result for scraper in service.states.values()]  # a property
         if not results or any(r is None or r.last_success_s is None for r in results):
             return None
         return float(min(r.last_success_s for r in results))

@@ -13,6 +13,7 @@ import signal
 import ssl
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ import httpx
 import pytest
 import yaml
 
-from devstack.services import poll
+from devstack.services import ServiceTimeout, poll
 from devstack.tls import create_pem_files
 from kafka_pulse.clusters import dev_cluster_config
 from pulse.ports import free_ports, is_listening, wait_until
@@ -131,6 +132,32 @@ def test_one_metrics_endpoint_serves_all_three_components(running: Running) -> N
     assert f"lag API {running.url}/v3/kafka (basic auth)" in log
     assert PASSWORD not in log
     assert PASSWORD not in Path(f"/proc/{running.proc.pid}/cmdline").read_bytes().decode(errors="replace")
+
+
+def test_every_component_reports_a_fresh_last_success_on_metrics(running: Running) -> None:
+    """Self-health (pulse/self_health.py) reads each component's own state: on a healthy cluster every one has
+    succeeded recently and none is stale."""
+    from pulse.self_health import parse_self_health
+
+    seen: list[str] = []
+
+    def fresh(response: httpx.Response) -> bool:
+        components = {c.component: c for c in parse_self_health(response.text)}
+        now = time.time()
+        seen[:] = [f"{c.component}: {c.last_success_s} at {now}" for c in components.values()]
+        return components.keys() == {"collectors", "canary", "lag_reader"} and all(
+            c.last_success_s is not None and not c.is_stale(now) for c in components.values()
+        )
+
+    try:
+        poll(
+            lambda: running.client.get(running.url + "/metrics", auth=(USER, PASSWORD)),
+            fresh,
+            120,
+            "a fresh last success for collectors, canary and lag_reader",
+        )
+    except ServiceTimeout as exc:
+        raise AssertionError(seen) from exc
 
 
 def test_sigterm_stops_everything_and_exits_0(running: Running) -> None:
