@@ -197,3 +197,24 @@ def test_a_started_log_compacts_the_dates_an_earlier_run_left(tmp_path: Path) ->
     finally:
         log.stop()
     assert len(parts(tmp_path / "date=2026-11-20")) == 1 and rows(tmp_path) == list(range(40))
+
+
+def test_a_malformed_manifest_skips_its_folder_and_the_pass_compacts_the_others(tmp_path: Path) -> None:
+    """A manifest holding `[]` raised out of `recover` and ended every pass before any folder was compacted."""
+    log = new_log(tmp_path).start()
+    try:
+        write(log, "2026-11-19", range(0, 30), files=3)
+        write(log, "2026-11-20", range(30, 60), files=3)
+    finally:
+        log.stop()
+    bad = tmp_path / "date=2026-11-19"
+    (bad / MANIFEST).write_text("[]")
+    before = parts(bad)
+    merger = compactor(tmp_path)
+
+    assert merger.compact_closed_dates(datetime(2026, 11, 21, 0, 20, tzinfo=UTC)) == 3  # the 20th's three files
+
+    assert parts(bad) == before and (bad / MANIFEST).exists()  # left as it is, for a human to look at
+    assert len(parts(tmp_path / "date=2026-11-20")) == 1
+    assert rows(tmp_path) == list(range(60))
+    assert merger.stats().compaction_errors == 1
