@@ -53,8 +53,10 @@ class Run:
 def run(kafka_sasl: KafkaHandle, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     home = tmp_path_factory.mktemp("secrets-run")
     (port, alert_port) = free_ports(2)
-    cluster = dev_cluster_config(kafka_sasl.cluster).model_dump(mode="json")
-    sasl_password = cluster["security"]["sasl"]["password"]
+    model = dev_cluster_config(kafka_sasl.cluster)
+    assert model.security.sasl is not None
+    sasl_password = model.security.sasl.password.get_secret_value()
+    cluster = model.model_dump(mode="json")  # the password dumps masked; the env var below gives the real one
     cluster["security"]["sasl"]["password"] = "${PULSE_TEST_SASL_PASSWORD}"
     config = {
         "clusters": [cluster],
@@ -127,6 +129,10 @@ def test_no_surface_of_run_shows_a_planted_secret(run: Run) -> None:
     ]
     with httpx.Client(auth=(USER, HTTP_PASSWORD), timeout=10, trust_env=False) as http:
         bodies = {route: http.get(f"{run.url}{route}") for route in routes}
+    # The SCRAM login worked: lag reads the cluster (so the password was used, and still never shown).
+    with httpx.Client(auth=(USER, HTTP_PASSWORD), timeout=10, trust_env=False) as http:
+        up = f'kafka_pulse_lag_source_up{{cluster="{run.cluster}"}} 1.0'
+        assert wait_until(lambda: up in http.get(f"{run.url}/metrics").text, 90), run.log()[-3000:]
     notifier = bodies["/v3/config/notifier/alertmanager"].json()["module"]
     assert notifier["url"] == f"http://***@127.0.0.1:{run.alert_port}", notifier
     for route, answer in bodies.items():
