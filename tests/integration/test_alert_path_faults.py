@@ -2,7 +2,8 @@
 PagerDuty stand-in: while Alertmanager is down, the spool directory is removed, made read-only (`chattr +i` on
 the directory and its files: root ignores permission bits, not the immutable flag) and filled (a real 64 KiB
 tmpfs filled to the last byte: ENOSPC at the write). The lag notifier's thread runs through all of it; afterwards
-every open incident reaches PagerDuty, including one opened while nothing could be spooled.
+every open incident reaches PagerDuty, including one opened while nothing could be spooled, and the SLO schedule
+(on the same sink) is still running.
 
 The notifier is the real one (lag/notify.py) on a LagService fed by hand (a group's commits stopped while its
 topic grew), so no Kafka is needed for what is tested here: the sink, its spool and the notifier's loop.
@@ -23,12 +24,14 @@ from typing import Any
 import pytest
 
 from devstack.alertmanager import Alertmanager
+from kafka_pulse.runner.slo_schedule import SloSchedule
 from lag.notify import IncidentBook, LagNotifier
 from lag.service import LagService
 from lag.status import Status
 from pulse.alerts import AlertSink, Incidents
-from pulse.config import LagConfig
+from pulse.config import LagConfig, SloConfig
 from pulse.ports import wait_until
+from slo.alerting import SloAlertDelivery
 from tests.support.receiver import PAGERDUTY_PATH, HttpReceiver, ReceivedRequest
 
 pytestmark = pytest.mark.integration
@@ -46,6 +49,10 @@ def small_tmpfs(mountpoint: Path, size: str = "64k") -> Iterator[Path]:
     finally:
         subprocess.run(["chattr", "-R", "-i", str(mountpoint)], check=False, capture_output=True)
         subprocess.run(["umount", str(mountpoint)], check=True)
+
+
+def no_spark() -> Any:
+    raise RuntimeError("no Spark in this test")
 
 
 def immutable(*paths: Path, on: bool) -> None:
@@ -100,8 +107,13 @@ def test_spool_removed_read_only_and_full_while_alertmanager_is_down_loses_no_op
         sink = AlertSink(example_alertmanager.url, spool_dir, max_spool_bytes=1 << 20, timeout_s=2, retry_after_s=1)
         book = IncidentBook(Status.ERR)
         notifier = LagNotifier(service, book, Incidents(resend_interval_s=CYCLE_S), sink, CYCLE_S)
+        # The SLO schedule on the same sink: with no Spark here each evaluation fails, and each failed cycle still
+        # hands the sink its held alerts - the call that used to raise out of the schedule and end its thread.
+        delivery = SloAlertDelivery(sink, Incidents(resend_interval_s=CYCLE_S))
+        schedule = SloSchedule([], SloConfig(schedule_s=CYCLE_S), no_spark, owns_session=False, delivery=delivery)
         mark = http_receiver.mark()
         notifier.start()
+        schedule.start()
         try:
             paged(http_receiver, first, mark)  # the path works before the faults
 
@@ -131,7 +143,8 @@ def test_spool_removed_read_only_and_full_while_alertmanager_is_down_loses_no_op
                 assert not list(spool_dir.glob("*.tmp"))
                 (disk / "filler").unlink()
                 mark = http_receiver.mark()
-                assert notifier.is_alive()
+                assert notifier.is_alive() and schedule.is_alive()
+                cycles = schedule.runs["failed"]
 
             # Alertmanager is back: every open incident is delivered, the one opened during the faults included.
             paged(http_receiver, second, mark)
@@ -141,7 +154,10 @@ def test_spool_removed_read_only_and_full_while_alertmanager_is_down_loses_no_op
             last = notifier.last_success_s
             assert wait_until(lambda: (notifier.last_success_s or 0) > (last or 0), 30, interval_s=0.1)
             assert notifier.is_alive() and notifier.failures == 0
+            assert wait_until(lambda: schedule.runs["failed"] > cycles, 30, interval_s=0.1)  # still scheduling
+            assert schedule.is_alive() and schedule.last_error is not None and "no Spark" in schedule.last_error
             assert sink.stats.dropped["spool_error"] > 0  # counted, as docs/alerting.md says
         finally:
+            schedule.stop()
             notifier.stop()
             sink.close()
