@@ -4,13 +4,15 @@ commits are being ingested, on synthetic group-partitions stored through the ser
 
 Run: python bench/lag_scrape_bench.py [--groups 100000] [--partitions 10] [--topics 1000] [--intervals 10]
                                       [--hwm-samples 1] [--mode burrow] [--scrapes 3] [--no-objects]
-                                      [--statuses 2000] [--batches 10000,1000] [--ingest-rate 0]
+                                      [--statuses 2000] [--statuses-only] [--batches 10000,1000]
+                                      [--ingest-rate 0]
 
 Workload: as bench/lag_bench.py (group i reads topic i mod topics; every group-partition gets `--intervals`
 commits 60 s apart; a quarter of the groups each catch up, stall, are caught up and rewind). Figures printed:
 1. scrape, per `metrics_granularity` (partition, group): CPU and wall seconds of `LagCollector.render` in the
    text format (`scrape_rows` under the lock, then the text), the best of `--scrapes`; the split between the two;
-   bytes and sample lines; and the gzip that `pulse.http` adds when the scraper accepts it (`GZIP_LEVEL`);
+   bytes and sample lines; and the gzip that `pulse.http` adds when the scraper accepts it (`GZIP_LEVEL`), beside
+   client_python's level 9;
 2. the object path (`LagService.all_statuses` into client_python families, tests/support/lag_metrics_oracle.py),
    once, and whether its text is byte-identical;
 3. status: `--statuses` requests for random groups through the Burrow route table (`GET .../consumer/{group}/status`,
@@ -116,9 +118,11 @@ def ingest(
     counted.append(done)
 
 
-def statuses(api: BurrowApi, args: argparse.Namespace, batch: int, now_ms: int) -> tuple[list[float], float]:
-    """Seconds per status request for random groups, with a thread ingesting `batch` records per lock (0: none);
-    and the records/s it ingested meanwhile."""
+def statuses(
+    api: BurrowApi, args: argparse.Namespace, batch: int, now_ms: int
+) -> tuple[list[float], list[float], float]:
+    """Wall and CPU seconds (this thread's) per status request for random groups, with a thread ingesting `batch`
+    records per lock (0: none); and the records/s it ingested meanwhile."""
     service = api.service
     route = next(r for r in api.routes() if r.pattern.endswith("/status"))
     rng = random.Random(15)
@@ -129,22 +133,23 @@ def statuses(api: BurrowApi, args: argparse.Namespace, batch: int, now_ms: int) 
     )
     if batch:
         feeder.start()
-    latencies = []
+    latencies, cpu = list[float](), list[float]()
     began = time.perf_counter()
     for _ in range(args.statuses):
         group = f"group-{rng.randrange(args.groups):07d}"
         path = f"/v3/kafka/{CLUSTER}/consumer/{group}/status"
         request = Request("GET", path, params={"cluster": CLUSTER, "group": group})
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         response = route.handler(request)
         latencies.append(time.perf_counter() - t0)
+        cpu.append(time.thread_time() - c0)
         if response.status != 200:
             raise SystemExit(f"{group}: status {response.status}")
     elapsed = time.perf_counter() - began
     stop.set()
     if batch:
         feeder.join()
-    return latencies, (counted[0] / elapsed if counted else 0.0)
+    return latencies, cpu, (counted[0] / elapsed if counted else 0.0)
 
 
 def main() -> None:
@@ -158,6 +163,7 @@ def main() -> None:
     parser.add_argument("--scrapes", type=int, default=3)
     parser.add_argument("--no-objects", action="store_true", help="skip the object path (7-12 s at 1M)")
     parser.add_argument("--statuses", type=int, default=2000)
+    parser.add_argument("--statuses-only", action="store_true", help="skip the scrapes")
     parser.add_argument(
         "--batches", default="10000,1000", help="records per lock while ingesting (10,000: the Kafka source's poll)"
     )
@@ -178,25 +184,25 @@ def main() -> None:
 
     texts: dict[str, bytes] = {}
     cpu: dict[str, float] = {}
-    for granularity in ("partition", "group"):
+    for granularity in () if args.statuses_only else ("partition", "group"):
         collector = LagCollector(service, granularity)
         took, rows_took, text = scrape(collector, args.scrapes)
         texts[granularity], cpu[granularity] = text, took.cpu_s
         lines = text.count(b"\n") - 2 * text.count(b"# TYPE")
-        with timed() as gz_took:
-            gz = gzip.compress(text, GZIP_LEVEL)
+        zipped = []
+        for level in sorted({GZIP_LEVEL, 9}):  # ours, and client_python's
+            with timed() as gz_took:
+                size = len(gzip.compress(text, level))
+            zipped.append(f"level {level}: {size:,} B in {gz_took.cpu_s:.2f} s CPU")
         print(f"scrape, metrics_granularity {granularity} (best of {args.scrapes}, load {load()}):")
         print(
             f"  render:      {took.cpu_s:8.2f} s CPU, {took.wall_s:.2f} s wall   target <= "
             f"{TARGET_SCRAPE_CPU_S[granularity]} s CPU"
         )
         print(f"    of which evaluation and arrays (scrape_rows): {rows_took.cpu_s:.2f} s CPU")
-        print(
-            f"  output:      {len(text):,} B, {lines:,} samples; "
-            f"gzip level {GZIP_LEVEL}: {len(gz):,} B in {gz_took.cpu_s:.2f} s CPU"
-        )
+        print(f"  output:      {len(text):,} B, {lines:,} samples; gzip {', '.join(zipped)}")
 
-    if not args.no_objects:
+    if not (args.no_objects or args.statuses_only):
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the oracle lives under tests/
         from tests.support.lag_metrics_oracle import ObjectLagCollector
 
@@ -210,8 +216,8 @@ def main() -> None:
 
     api = BurrowApi(service)
     for batch in [0, *args.batches]:
-        latencies, rate = statuses(api, args, batch, now[0])
-        ms = np.array(latencies) * 1000
+        latencies, cpu_s, rate = statuses(api, args, batch, now[0])
+        ms, cpu_ms = np.array(latencies) * 1000, np.array(cpu_s) * 1000
         what = f"while ingesting in batches of {batch:,} records" if batch else "idle"
         print(f"status, {what} ({args.statuses:,} requests, load {load()}):")
         print(
@@ -219,6 +225,8 @@ def main() -> None:
             f"target p99 <= {TARGET_STATUS_P99_MS} ms"
             + (f"; ingested meanwhile {rate:,.0f} records/s" if batch else "")
         )
+        p50, p99 = np.percentile(cpu_ms, 50), np.percentile(cpu_ms, 99)
+        print(f"  CPU of the requesting thread: p50 {p50:.2f} ms, p99 {p99:.2f} ms")
     print(f"load average after: {load()}")
 
 
