@@ -60,6 +60,11 @@ class KafkaLogLimiter:
             _LOG.log(level, "cluster %s: librdkafka %s: %s%s", cluster, kind, text, more)
         return logged
 
+    def snapshot(self) -> dict[tuple[str, str, str], int]:
+        """A copy of `counts`, for the collector."""
+        with self._lock:
+            return dict(self.counts)
+
 
 class _ClusterLog:
     """Stands in for a `logging.Logger` in librdkafka's `logger` setting, which calls only `log()`."""
@@ -97,8 +102,6 @@ class KafkaLogCollector(Collector):
             "per kind is logged).",
             labels=["cluster", "kind", "outcome"],
         )
-        with self.limiter._lock:
-            counts = sorted(self.limiter.counts.items())
-        for (cluster, kind, outcome), count in counts:
+        for (cluster, kind, outcome), count in sorted(self.limiter.snapshot().items()):
             family.add_metric([cluster, kind, outcome], count)
         yield family

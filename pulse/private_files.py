@@ -7,7 +7,9 @@ chosen by whoever created it (docs/security.md).
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,12 +39,16 @@ def make_private_dir(path: Path) -> None:
 
 def open_private(path: Path, flags: int, opener: Opener = os.open) -> int:
     """A file descriptor for `path` opened with `flags` plus O_NOFOLLOW and O_CLOEXEC; a file it creates is 0600
-    (also under a permissive umask: the mode is set on the descriptor)."""
-    fd = opener(str(path), flags | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
-    if flags & os.O_CREAT:
-        try:
+    (also under a permissive umask: the mode is set on the descriptor). Only a regular file is accepted: a FIFO or
+    device planted at the path is refused with OSError (opened O_NONBLOCK, so a FIFO cannot hang the open)."""
+    fd = opener(str(path), flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, FILE_MODE)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+        if flags & os.O_CREAT:
             os.fchmod(fd, FILE_MODE)
-        except OSError:
-            os.close(fd)
-            raise
+    except OSError:
+        os.close(fd)
+        raise
     return fd

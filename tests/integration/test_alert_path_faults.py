@@ -140,6 +140,7 @@ def test_spool_removed_read_only_and_full_while_alertmanager_is_down_loses_no_op
                 errors = sink.stats.spool_errors
                 assert wait_until(lambda: sink.stats.spool_errors > errors + 1, 30, interval_s=0.1)
                 assert (spool_dir / "alerts.jsonl").stat().st_size == size  # no half entry left behind
+                assert sink.spool.entries == len((spool_dir / "alerts.jsonl").read_bytes().splitlines())
                 assert not list(spool_dir.glob("*.tmp"))
                 (disk / "filler").unlink()
                 mark = http_receiver.mark()

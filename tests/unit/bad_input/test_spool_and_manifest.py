@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -92,11 +93,16 @@ def _directory(spool: Path, victim: Path) -> None:
     spool.mkdir()
 
 
+def _fifo(spool: Path, victim: Path) -> None:
+    os.mkfifo(spool)  # opening it to read would wait for a writer for ever
+
+
 @pytest.mark.parametrize(
     "case",
     [
         pytest.param(PathCase(_symlink_to_victim, "Too many levels of symbolic links"), id="symlink"),
-        pytest.param(PathCase(_directory, "Is a directory"), id="directory"),
+        pytest.param(PathCase(_directory, "not a regular file"), id="directory"),
+        pytest.param(PathCase(_fifo, "not a regular file"), id="fifo"),
     ],
 )
 def test_a_spool_path_that_is_not_a_file_is_never_followed_and_delivery_goes_live(

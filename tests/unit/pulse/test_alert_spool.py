@@ -1,5 +1,5 @@
-"""pulse/alert_spool.py under a failing disk: a write that fails (ENOSPC at the write, injected by opening the spool
-file on /dev/full) leaves the file, its entry count and the directory as they were (no half line, no .tmp)."""
+"""pulse/alert_spool.py under a failing disk: a write that fails (ENOSPC injected, a temp file that cannot be made,
+a directory gone) leaves the file, its entry count and the directory true (no half line, no .tmp)."""
 
 from __future__ import annotations
 
@@ -20,13 +20,15 @@ def alert(slo: str) -> Alert:
     return Alert(labels={"alertname": "KafkaSLOBurnRate", "slo": slo})
 
 
-def test_enospc_at_the_write_is_cut_back_and_the_entry_count_stays_true(tmp_path: Path) -> None:
+def test_enospc_leaves_the_file_its_entry_count_and_no_temp_file(tmp_path: Path) -> None:
+    """ENOSPC injected where the spool opens a file to write (a real full disk at the write itself is
+    tests/integration/test_alert_path_faults.py's 64 KiB tmpfs)."""
     full = [False]
 
     def opener(path: str, flags: int, mode: int) -> int:
         writing = flags & (os.O_WRONLY | os.O_RDWR)
         if full[0] and writing and path.endswith((SPOOL_FILE, ".tmp")):
-            return os.open("/dev/full", os.O_RDWR)  # every write fails with ENOSPC, as on a full disk
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
         return os.open(path, flags, mode)
 
     spool = AlertSpool(tmp_path, max_bytes=1 << 20, opener=opener)
