@@ -100,7 +100,7 @@ class StatusBoard:
             self._stop.wait(max(0.5, self.refresh_s - (time.monotonic() - started)))
 
     def refresh(self) -> None:
-        """One round: every cluster's check (in parallel, each within CHECK_TIMEOUT_S) and the SLO history."""
+        """One round: every cluster's check, in parallel, each within CHECK_TIMEOUT_S."""
         results: dict[int, Report] = {}
         threads = [
             threading.Thread(target=self._check_one, args=(i, c, results), name=f"status-check-{c.name}", daemon=True)
@@ -110,7 +110,6 @@ class StatusBoard:
             thread.start()
         for thread in threads:
             thread.join(timeout=CHECK_TIMEOUT_S + 2)
-        self._record_slo_history()
         with self._lock:
             self._reports = [results[i] for i in sorted(results)]
         self.refreshes += 1
@@ -131,13 +130,15 @@ class StatusBoard:
         )
 
     def _record_slo_history(self) -> None:
+        """Each new evaluation of the schedule becomes a point, the moment the document is read after it."""
         schedule = self.sources.slo
         if schedule is None:
             return
-        for r in list(schedule.latest):
-            points = self._history.setdefault(slo_key(r.name, r.labels), deque(maxlen=HISTORY_POINTS))
-            if not points or points[-1].at != r.at:
-                points.append(SloPoint(r.at, r.budget_remaining))
+        with self._lock:
+            for r in list(schedule.latest):
+                points = self._history.setdefault(slo_key(r.name, r.labels), deque(maxlen=HISTORY_POINTS))
+                if not points or points[-1].at != r.at:
+                    points.append(SloPoint(r.at, r.budget_remaining))
 
     # --- reading --------------------------------------------------------------------------------------------------
 
@@ -187,6 +188,7 @@ class StatusBoard:
         schedule = self.sources.slo
         if schedule is None:
             return None
+        self._record_slo_history()
         with self._lock:
             history = {k: list(v) for k, v in self._history.items()}
         return SloView(

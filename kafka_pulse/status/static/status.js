@@ -3,7 +3,7 @@
 "use strict";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
-const state = { doc: null, sortKey: "status", sortDir: -1, selected: null, timer: null };
+const state = { doc: null, sortKey: "status", sortDir: -1, selected: null, selectedGroup: null, timer: null };
 const SEVERITY = { UNKNOWN: 1, NOTFOUND: 0, OK: 2, WARN: 3, ERR: 4, STOP: 5, STALL: 6, REWIND: 7 };
 
 function el(tag, attrs, ...children) {
@@ -37,6 +37,12 @@ function secs(seconds) {
   if (seconds < 120) return seconds.toFixed(1) + " s";
   if (seconds < 7200) return (seconds / 60).toFixed(1) + " min";
   return (seconds / 3600).toFixed(1) + " h";
+}
+
+function here(path) {
+  // Resolved against the origin, never the page's URL: a page opened with user:pass@ before its host would lend its
+  // credentials to a relative one, and fetch() refuses URLs that carry credentials.
+  return new URL(path, window.location.origin).href;
 }
 
 function badge(status) {
@@ -190,22 +196,29 @@ function renderGroups(doc) {
   section.dataset.groups = String(doc.groups.length);
 }
 
-async function showGroup(group) {
+function showGroup(group) {
   state.selected = group.lag_url;
-  const detail = document.getElementById("group-detail");
+  state.selectedGroup = group;
   document.getElementById("group-detail-title").textContent = `${group.group} on ${group.cluster}: partitions`;
-  detail.hidden = false;
+  document.getElementById("group-detail").hidden = false;
+  loadDetail(group);
+  if (state.doc) renderGroups(state.doc);
+}
+
+// The open group's partitions, from the Burrow route; fetched on click and again at every poll while open.
+async function loadDetail(group) {
   const tbody = document.querySelector("#group-partitions tbody");
   try {
-    const response = await fetch(group.lag_url, { cache: "no-store" });
+    const response = await fetch(here(group.lag_url), { cache: "no-store" });
     const body = await response.json();
+    if (state.selected !== group.lag_url) return; // another group was opened meanwhile
     const parts = body.status && body.status.partitions ? body.status.partitions : [];
     fill(
       tbody,
       parts.map((p) =>
         el(
           "tr",
-          { class: "row-" + (p.status === "OK" ? "OK" : p.status === "WARN" ? "WARN" : "ERR") },
+          { class: "row-" + (p.status === "OK" ? "OK" : p.status === "WARN" ? "WARN" : "ERR"), "data-partition": p.partition },
           el("td", {}, p.topic),
           el("td", {}, p.partition),
           el("td", {}, badge(p.status)),
@@ -220,7 +233,6 @@ async function showGroup(group) {
   } catch (err) {
     fill(tbody, [el("tr", {}, el("td", { colspan: 7, class: "down" }, "could not read " + group.lag_url + ": " + err))]);
   }
-  if (state.doc) renderGroups(state.doc);
 }
 
 function burndown(points) {
@@ -249,7 +261,8 @@ function burndown(points) {
   const y = (v) => 6 + ((high - v) / (high - low)) * (height - pad - 6);
   chart.append(svg("line", { class: "zero", x1: pad, y1: y(0), x2: width - 6, y2: y(0) }));
   const path = known.map((p, i) => `${i ? "L" : "M"}${x(times[i]).toFixed(1)},${y(p.budget_remaining).toFixed(1)}`).join(" ");
-  chart.append(svg("path", { class: "line", d: known.length > 1 ? path : path + ` h2` }));
+  if (known.length > 1) chart.append(svg("path", { class: "line", d: path }));
+  known.forEach((p, i) => chart.append(svg("circle", { class: "point", cx: x(times[i]).toFixed(1), cy: y(p.budget_remaining).toFixed(1), r: 2.5 })));
   for (const [value, label] of [[high, pct(high, 0)], [0, "0 %"]]) {
     const text = svg("text", { x: 2, y: y(value) + 3 });
     text.textContent = label;
@@ -301,13 +314,14 @@ function render(doc) {
   renderBrokers(doc);
   renderGroups(doc);
   renderSlos(doc);
+  if (state.selectedGroup) loadDetail(state.selectedGroup);
   document.body.dataset.generatedAt = doc.generated_at;
 }
 
 async function poll() {
   const error = document.getElementById("error");
   try {
-    const response = await fetch("/api/status", { cache: "no-store" });
+    const response = await fetch(here("/api/status"), { cache: "no-store" });
     if (!response.ok) throw new Error(`HTTP ${response.status}`);
     render(await response.json());
     error.hidden = true;

@@ -3,6 +3,7 @@ that raises is UNKNOWN with its error (never OK), and reading the document runs 
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 
 from kafka_pulse.check.deadline import Deadline
@@ -48,3 +49,20 @@ def test_a_failing_check_is_unknown_with_its_error() -> None:
     assert doc["status"] == "UNKNOWN"
     (section,) = doc["clusters"][0]["checks"]
     assert section["reasons"] == ["RuntimeError: librdkafka exploded"]
+
+
+def test_each_new_evaluation_becomes_a_burn_down_point() -> None:
+    from datetime import timedelta
+
+    from kafka_pulse.runner.slo_schedule import SloSchedule
+    from pulse.config import SloConfig
+    from tests.unit.kafka_pulse.status.test_document import slo
+
+    schedule = SloSchedule([], SloConfig(), session=lambda: None)  # type: ignore[arg-type,return-value]
+    board = StatusBoard(dataclasses.replace(sources(), slo=schedule), clock=lambda: AT)
+    schedule.latest = [slo(0.9)]
+    board.document()
+    board.document()  # the same evaluation read twice is one point
+    schedule.latest = [dataclasses.replace(slo(0.8), at=AT + timedelta(minutes=1))]
+    (doc,) = board.document()["slos"]
+    assert [p["budget_remaining"] for p in doc["history"]] == [0.9, 0.8]
