@@ -124,6 +124,8 @@ def read_tree(text: str, source: str) -> dict[Any, Any]:
         raise ConfigError(f"{source}: {where}{kind}: {exc.problem}{context}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source}: YAML syntax error: {exc}") from None
+    except (ValueError, TypeError, OverflowError) as exc:  # a constructor's own check: `2024-13-45`, `!!int abc`
+        raise ConfigError(f"{source}: a value cannot be read: {exc} (quote it to keep it a string)") from None
     except (RecursionError, MemoryError) as exc:  # bounded above; kept as a config error should a bound be missed
         raise ConfigError(f"{source}: the YAML is too large or too deeply nested ({type(exc).__name__})") from None
     if tree is None:

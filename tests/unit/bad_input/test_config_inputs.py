@@ -9,6 +9,7 @@ component starts.
 from __future__ import annotations
 
 import base64
+import json
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +83,14 @@ CASES = [
     ),
     pytest.param(Case("\tclusters: []\n", "YAML syntax error"), id="tab"),
     pytest.param(Case("- a\n- b\n", "the top level must be a mapping"), id="list-at-top"),
+    pytest.param(
+        Case("slo:\n  spark_master: 2024-13-45\n", "a value cannot be read: month must be in 1..12"),
+        id="impossible-date",
+    ),
+    pytest.param(
+        Case("lag:\n  intervals: !!int ten\n", "a value cannot be read: invalid literal for int()"),
+        id="bad-explicit-tag",
+    ),
 ]
 
 
@@ -112,7 +121,7 @@ def test_check_answers_unknown_with_exit_3(case: Case, tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["check", "--config", str(path), "--json"])
     assert result.exit_code == 3, result.output
     assert '"status": "UNKNOWN"' in result.output
-    assert_refused(result, path, case.message.replace("'", "\\'"))
+    assert_refused(result, path, json.dumps(case.message)[1:-1])  # as the JSON report escapes it
 
 
 def test_basic_auth_header_without_a_colon_never_logs_in() -> None:
