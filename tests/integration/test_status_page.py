@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -34,6 +35,7 @@ from canary.events import ProbeResult
 from canary.sli_log import date_of, table_of
 from devstack.cluster import DevCluster
 from devstack.runtime import DEFAULT_VERSION
+from devstack.services import poll
 from devstack.tls import create_pem_files
 from devstack.topology import FAST_FENCING, Security
 from kafka_pulse.clusters import dev_cluster_config
@@ -367,3 +369,56 @@ def test_lagging_group_turns_err_with_the_rule(page: Page) -> None:
     await_dom(page, lambda: len(page.driver.find_elements(By.CSS_SELECTOR, err)) == 3 or None, "3 partitions in error")
     screenshot(page, "status-lagging-group", "#groups-section")
     assert console_problems(page) == []
+
+
+def test_lag_serves_the_page_without_canary_or_slos(status_kafka: KafkaHandle, tmp_path: Path) -> None:
+    """`kafka-pulse lag` carries the page too: the check's verdict and the groups, the canary and SLO parts null
+    with the reason, and the Burrow API linked."""
+    (port,) = free_ports(1)
+    config = {
+        "clusters": [dev_cluster_config(status_kafka.cluster).model_dump(mode="json")],
+        "lag": {"offset_refresh_s": 1},
+        "http": {"listen": f"127.0.0.1:{port}"},
+    }
+    path = tmp_path / "pulse.yaml"
+    path.write_text(yaml.safe_dump(config))
+    log_path = tmp_path / "lag.log"
+    register_log("kafka-pulse lag (status page)", log_path)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "KAFKA_PULSE_HOME": str(tmp_path)}
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kafka_pulse.cli.main", "lag", "--config", str(path)],
+            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env,
+        )  # fmt: skip
+    try:
+        assert wait_until(lambda: proc.poll() is not None or is_listening(port), 120), "lag never listened"
+        base = f"http://127.0.0.1:{port}"
+        topic = status_kafka.create_topic("status-lag-cmd")
+        consumer = status_kafka.consumer("lag-cmd")
+        try:
+
+            def committed_and_listed() -> dict[str, Any]:
+                commit_offsets(consumer, [TopicPartition(topic, 0, 0)])  # until a HWM round has seen the topic
+                answer: dict[str, Any] = httpx.get(base + "/api/status", timeout=10).json()
+                return answer
+
+            doc = poll(
+                committed_and_listed,
+                lambda d: d["checked_at"] is not None and "lag-cmd" in [g["group"] for g in d["groups"]],
+                PAGE_DEADLINE_S,
+                "a checked document listing the group lag-cmd",
+                interval_s=1.0,
+            )
+        finally:
+            consumer.close()
+        assert doc["status"] in ("OK", "WARN", "CRIT") and [c["cluster"] for c in doc["clusters"]] == ["dev"]
+        assert (doc["slos"], doc["azs"]) == (None, [])
+        assert doc["off"] == {"canary": "not run by `kafka-pulse lag`", "slo": "not run by `kafka-pulse lag`"}
+        assert doc["links"]["burrow_api"] == "/v3/kafka"
+        assert all(b["canary"] is None for b in doc["brokers"]) and len(doc["brokers"]) == 3
+        page = httpx.get(base + "/", timeout=10)
+        assert page.status_code == 200 and "/static/status.js" in page.text
+        assert f"status page on {base}/" in log_path.read_text()
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=60) == 0, log_path.read_text()[-3000:]
