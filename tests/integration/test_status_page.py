@@ -368,6 +368,19 @@ def test_lagging_group_turns_err_with_the_rule(page: Page) -> None:
     err = "#group-partitions tbody tr.row-ERR"
     await_dom(page, lambda: len(page.driver.find_elements(By.CSS_SELECTOR, err)) == 3 or None, "3 partitions in error")
     screenshot(page, "status-lagging-group", "#groups-section")
+    # sorting: the largest lag first, then reversed by a second click
+    box.clear()
+    box.send_keys(" ")  # an input event; blank filters nothing
+    await_dom(page, lambda: len(page.driver.find_elements(By.CSS_SELECTOR, rows)) >= 3 or None, "every group again")
+    header = page.driver.find_element(By.CSS_SELECTOR, '#groups th[data-key="totallag"]')
+
+    def order() -> list[str]:
+        return [r.get_attribute("data-group") or "" for r in page.driver.find_elements(By.CSS_SELECTOR, rows)]
+
+    header.click()
+    assert order()[0] == "falls-behind", order()
+    header.click()
+    assert order()[-1] == "falls-behind", order()
     assert console_problems(page) == []
 
 
