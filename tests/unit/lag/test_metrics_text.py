@@ -51,8 +51,8 @@ def group_name(rng: random.Random, i: int) -> str:
     return f"g{i:05d}" + ("".join(rng.sample(odd, 2)) if i % 7 == 0 else "")
 
 
-def build(mode: Mode, seed: int = 15) -> LagService:
-    """A store of about 3,000 groups over three clusters, the same for the same seed."""
+def build(mode: Mode, seed: int = 15, groups: int = 700) -> LagService:
+    """A store of `groups` groups in each of three clusters, the same for the same arguments."""
     rng = random.Random(seed)
     config = LagConfig(mode=mode, intervals=5, min_distance_s=0, expire_group_s=3600, hwm_history=12)
     service = LagService(config, health=DownCluster(), clock_ms=lambda: NOW)
@@ -72,7 +72,7 @@ def build(mode: Mode, seed: int = 15) -> LagService:
                     t_ms += rng.choice((0, 10_000, 30_000))
                 leaders[(topic, p)] = rng.randint(1, 3)
         service.page_cache[cluster] = PageCacheEstimate({1: 30.0, 2: math.inf}, leaders)  # broker 3: unknown
-        for g in range(700):
+        for g in range(groups):
             group = group_name(rng, g)
             old = g % 50 == 0  # expired by scrape time
             for topic in rng.sample(topics, rng.choice((1, 1, 2, 3))):
@@ -148,8 +148,8 @@ def test_a_whole_scrape_is_what_client_python_printed(accept: str) -> None:
     (counters included) follow as client_python renders them, OpenMetrics ends with one `# EOF`."""
     encoder, _ = choose_encoder(accept)
     new, old = CollectorRegistry(), CollectorRegistry()
-    new.register(LagCollector(build("enhanced")))
-    service = build("enhanced")
+    new.register(LagCollector(build("enhanced", groups=100)))
+    service = build("enhanced", groups=100)
     old.register(ObjectLagCollector(service))
 
     class ServiceFamilies:
@@ -214,7 +214,7 @@ def test_values_print_as_float_to_go_string() -> None:
 
 @pytest.mark.parametrize("seed", range(3))
 def test_columnar_time_lags_are_the_scalar_ones(seed: int) -> None:
-    service = build("enhanced", seed)
+    service = build("enhanced", seed, groups=200)
     store = service.store
     for cluster in CLUSTERS:
         ids = store.group_ids(cluster)
