@@ -91,6 +91,7 @@ def test_healthy_cluster_is_ok_and_exits_0(check_home: tuple[Path, KafkaHandle])
     statuses = {c["name"]: c["status"] for c in report["checks"]}
     assert statuses == {
         "brokers": "OK", "controller": "OK", "partitions": "OK", "round_trip": "OK", "lag": "INFO", "slo": "INFO",
+        "self": "INFO",
     }  # fmt: skip
     assert section(report, "brokers")["details"]["registered"] == [1, 2, 3]
     assert section(report, "controller")["details"]["leader"] in (1, 2, 3)
