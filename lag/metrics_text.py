@@ -141,6 +141,9 @@ def render(
     pieces: list[tuple[str, list[str], list[str]] | str] = []
     names = [escape_all(r.names) for r in rows]
     tails: dict[tuple[str, ...], list[NDArray[np.object_]]] = {}
+    lists: dict[tuple[tuple[str, ...], int], list[str]] = {}
+    texts: dict[int, list[str]] = {}
+    """By `id` of a value array of `rows` (alive until the end): its texts."""
     for family, t in zip(FAMILIES, templates, strict=True):
         pieces.append(t.header)
         if family.per_partition and granularity != "partition":
@@ -151,11 +154,17 @@ def render(
                 _partition_tails(r, n, t) if family.per_partition else _group_tails(n, t)
                 for r, n in zip(rows, names, strict=True)
             ]
-        for r, cluster_tails in zip(rows, tails[key], strict=True):
+        for i, (r, cluster_tails) in enumerate(zip(rows, tails[key], strict=True)):
             values, mask = family.rows(r)
-            if mask is not None:
-                values, cluster_tails = values[mask], cluster_tails[mask]
-            pieces.append((t.head + escape(r.cluster) + t.middle, cluster_tails.tolist(), _texts(values)))
+            if mask is None:  # every row: the lists are shared by the families that print the same array
+                if (key, i) not in lists:
+                    lists[key, i] = cluster_tails.tolist()
+                if id(values) not in texts:
+                    texts[id(values)] = _texts(values)
+                line_tails, line_values = lists[key, i], texts[id(values)]
+            else:
+                line_tails, line_values = cluster_tails[mask].tolist(), _texts(values[mask])
+            pieces.append((t.head + escape(r.cluster) + t.middle, line_tails, line_values))
     # one list of every piece, allocated once, joined once: no copy of a family's text on its own
     out: list[str] = [""] * sum(1 if isinstance(p, str) else 3 * len(p[1]) for p in pieces)
     at = 0
