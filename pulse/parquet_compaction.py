@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from pulse.private_files import LOCK as LOCK_FLAGS
 from pulse.private_files import READ, WRITE_NEW, open_private
 
 _LOG = logging.getLogger(__name__)
@@ -81,16 +82,19 @@ class Compacted:
 @contextmanager
 def folder_lock(folder: Path) -> Iterator[bool]:
     """Yields True while this process holds the folder's compaction lock; False when another one does."""
-    with open(folder / LOCK, "a+b") as handle:
+    fd = open_private(folder / LOCK, LOCK_FLAGS)  # 0600, never through a symlink
+    try:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             yield False
             return
         try:
             yield True
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def chunks(files: Sequence[tuple[str, int]], target_bytes: int) -> list[list[str]]:

@@ -87,3 +87,17 @@ def test_an_existing_directory_keeps_the_mode_its_owner_chose(tmp_path: Path) ->
     os.chmod(chosen, 0o750)
     make_private_dir(chosen / "mine")
     assert (mode(chosen), mode(chosen / "mine")) == (0o750, 0o700)
+
+
+def test_the_compaction_lock_is_0600_and_never_a_symlink(tmp_path: Path) -> None:
+    from pulse.parquet_compaction import LOCK, folder_lock
+
+    with folder_lock(tmp_path) as mine:
+        assert mine
+    assert mode(tmp_path / LOCK) == 0o600
+
+    (tmp_path / LOCK).unlink()
+    (tmp_path / LOCK).symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(OSError, match="Too many levels of symbolic links"), folder_lock(tmp_path):
+        pass
+    assert not (tmp_path / "elsewhere").exists()
