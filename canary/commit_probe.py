@@ -23,12 +23,14 @@ class CommitResult:
 
 
 class CommitProbe:
-    """Commits offset n, n+1, ... of partition 0 of the monitor topic for `group`; the group has no members."""
+    """Commits partition 0's high watermark of the monitor topic for `group` (a group with no members), so the lag
+    evaluator sees kafka-pulse's own probe group caught up instead of a consumer that never keeps up."""
 
     def __init__(self, cluster: ClusterConfig, topic: str, group: str, timeout_s: float) -> None:
         self._topic = topic
         self.group = group
         self._offset = 0
+        self._timeout_s = timeout_s
         self._consumer = Consumer(
             {
                 **client_config(cluster),
@@ -41,8 +43,8 @@ class CommitProbe:
         )
 
     def commit_once(self) -> CommitResult:
+        self._offset = self._high_watermark() or self._offset + 1
         started = time.monotonic()
-        self._offset += 1
         try:
             self._consumer.commit(offsets=[TopicPartition(self._topic, 0, self._offset)], asynchronous=False)
         except KafkaException as exc:
@@ -50,6 +52,17 @@ class CommitProbe:
             name = str(error.name()) if isinstance(error, KafkaError) else type(exc).__name__
             return CommitResult(False, time.monotonic() - started, name)
         return CommitResult(True, time.monotonic() - started)
+
+    def _high_watermark(self) -> int:
+        """Partition 0's end offset; 0 when it cannot be read (the next offset in sequence is committed then): the
+        commit probe times the coordinator, and a slow ListOffsets is not its failure."""
+        try:
+            _low, high = self._consumer.get_watermark_offsets(
+                TopicPartition(self._topic, 0), timeout=self._timeout_s, cached=False
+            )
+        except KafkaException:
+            return 0
+        return int(high)
 
     def close(self) -> None:
         self._consumer.close()
