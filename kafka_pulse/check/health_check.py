@@ -51,13 +51,22 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+SelfReader = Callable[[], list[ComponentHealth] | NotAvailable | ProbeFailed]
+"""How the `self` section learns the components' health: from a running `run`'s /metrics (the CLI), or in-process
+(the status page inside `run`, which must not scrape itself through its own login and TLS)."""
+
+
 def run_check(
-    config: PulseConfig, cluster: ClusterConfig, deadline: Deadline, now: Callable[[], datetime] = _utc_now
+    config: PulseConfig,
+    cluster: ClusterConfig,
+    deadline: Deadline,
+    now: Callable[[], datetime] = _utc_now,
+    read_self: SelfReader | None = None,
 ) -> tuple[Section, ...]:
     """Every section of the report for `cluster`, returned by the deadline whatever the cluster does."""
     slo_task: Task[SloFacts | NotAvailable] = Task("SLO results", partial(read_slo_budgets, config, deadline))
-    self_task: Task[list[ComponentHealth] | NotAvailable] = Task(
-        "self-health", partial(read_self_health, config.http, deadline)
+    self_task: Task[list[ComponentHealth] | NotAvailable | ProbeFailed] = Task(
+        "self-health", read_self or partial(read_self_health, config.http, deadline)
     )
     configured = {b.broker_id for b in cluster.jmx.brokers} if cluster.jmx is not None else set()
     answering = answering_servers(cluster, deadline)

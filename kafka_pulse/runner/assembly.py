@@ -14,6 +14,7 @@ from pulse.alerts import AlertSink, AlertSinkCollector
 from pulse.config import ClusterConfig, HttpConfig, PulseConfig
 from pulse.http import Handler, HttpServer, Route
 from pulse.lifecycle import Part, Parts
+from pulse.self_health import SelfHealth
 
 
 class Assembly:
@@ -101,11 +102,16 @@ def add_lag(
 
 
 def add_status(
-    assembly: Assembly, config: PulseConfig, clusters: Sequence[ClusterConfig], off: dict[str, str] | None = None
+    assembly: Assembly,
+    config: PulseConfig,
+    clusters: Sequence[ClusterConfig],
+    off: dict[str, str] | None = None,
+    self_health: SelfHealth | None = None,
 ) -> None:
     """The status page (`/`, its assets, `/api/status`) over the parts added so far, which it reads in-process;
-    added last, so its board starts once they run. `off` names the components not running here, and why."""
-    from kafka_pulse.status.board import StatusBoard, StatusSources
+    added last, so its board starts once they run. `off` names the components not running here, and why;
+    `self_health` (in `run`) answers the check's `self` section without a request to our own listener."""
+    from kafka_pulse.status.board import StatusBoard, StatusSources, in_process_check
     from kafka_pulse.status.routes import load_assets, status_routes
 
     services: dict[str, Any] = {p.name: p.service for p in assembly.parts.parts}
@@ -118,6 +124,6 @@ def add_status(
         slo=services.get("slo"),
         off=dict(off or {}),
     )
-    board = StatusBoard(sources)
+    board = StatusBoard(sources) if self_health is None else StatusBoard(sources, check=in_process_check(self_health))
     assembly.mount(status_routes(board.document, load_assets()))
     assembly.add([Part("status", board, f"page at / (JSON at /api/status), refreshed every {board.refresh_s:g} s")])

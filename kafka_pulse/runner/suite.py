@@ -64,7 +64,7 @@ class Suite:
         self._canary(dev_home, state_dir)
         self._slo_schedule(slos)
         self.self_health = add_self_health(self.assembly, config, self.sink)
-        add_status(self.assembly, config, self.clusters, self.off)  # last: it reads the parts above
+        add_status(self.assembly, config, self.clusters, self.off, self.self_health)  # last: reads the above
 
     @property
     def parts(self) -> list[Part]:

@@ -15,10 +15,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from kafka_pulse.check.deadline import Deadline
+from kafka_pulse.check.facts import NotAvailable
 from kafka_pulse.check.verdict import Report, Section, Status
 from kafka_pulse.status.document import CanaryReading, SloPoint, SloView, StatusInputs, slo_key, status_document
 from kafka_pulse.status.quantiles import bucket_delta
 from pulse.config import ClusterConfig, PulseConfig
+from pulse.self_health import ComponentHealth, SelfHealth
 
 if TYPE_CHECKING:
     from canary.service import CanaryService
@@ -42,6 +44,21 @@ def _run_check(config: PulseConfig, cluster: ClusterConfig, deadline: Deadline) 
     from kafka_pulse.check.health_check import run_check
 
     return run_check(config, cluster, deadline)
+
+
+def in_process_check(health: SelfHealth) -> CheckRunner:
+    """The check with its `self` section read from this process's own components, not through its listener."""
+
+    def check(config: PulseConfig, cluster: ClusterConfig, deadline: Deadline) -> tuple[Section, ...]:
+        from kafka_pulse.check.health_check import run_check
+
+        def read_self() -> list[ComponentHealth] | NotAvailable:
+            components = health.snapshot()
+            return components or NotAvailable("no component of this process reports its health")
+
+        return run_check(config, cluster, deadline, read_self=read_self)
+
+    return check
 
 
 @dataclass
