@@ -21,8 +21,9 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from canary.ledger import Ledger
 from canary.payload import MalformedProbe, decode
-from canary.producer import NO_AUTO_CREATE, LibrdkafkaLog
+from canary.producer import NO_AUTO_CREATE
 from pulse.config import CanaryConfig, ClusterConfig
+from pulse.kafka_log import DebugLog
 from pulse.profile import client_config
 
 _LOG = logging.getLogger(__name__)
@@ -80,7 +81,7 @@ class ProbeConsumer:
             "auto.offset.reset": "error",
             "isolation.level": "read_uncommitted",
             "fetch.wait.max.ms": 100,
-            "logger": LibrdkafkaLog("canary.librdkafka.consumer"),
+            "logger": DebugLog("canary.librdkafka.consumer"),
             **NO_AUTO_CREATE,
         }
         if client_rack is not None:

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Self
+from typing import Any, Self
 
 from confluent_kafka.admin import AdminClient
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -33,6 +33,7 @@ from canary.tracker import Tracker
 from canary.view import ClusterView, PartitionLeader
 from pulse.config import CanaryConfig, ClusterConfig, PulseConfig
 from pulse.errors import ConfigError, KafkaUnavailable
+from pulse.kafka_log import DebugLog
 from pulse.profile import client_config
 
 _LOG = logging.getLogger(__name__)
@@ -289,8 +290,9 @@ class MirrorCanary:
 
     def start(self) -> Self:
         """Create the clients and start both loops; nothing before this connects to Kafka."""
-        self._source_admin = AdminClient({**client_config(self.source), "log_level": 3})
-        self._target_admin = AdminClient({**client_config(self.target), "log_level": 3})
+        quiet: dict[str, Any] = {"logger": DebugLog("canary.librdkafka.mirror")}  # errors come back as exceptions
+        self._source_admin = AdminClient({**client_config(self.source), **quiet})
+        self._target_admin = AdminClient({**client_config(self.target), **quiet})
         self._topics = TopicManager(self._source_admin, self._reassigner, self._config)
         target_config = self._config.model_copy(update={"topic": self.mirrored_topic})
         self._producer = ProbeProducer(self.source, self._config, self.producer_id, self.ledger, self.view)

@@ -21,20 +21,10 @@ from canary.ledger import Ledger
 from canary.payload import Probe, encode
 from canary.view import ClusterView
 from pulse.config import CanaryConfig, ClusterConfig
+from pulse.kafka_log import DebugLog
 from pulse.profile import client_config
 
 _LOG = logging.getLogger(__name__)
-
-
-class LibrdkafkaLog:
-    """Takes librdkafka's log lines (a `logger` setting calls only `log()`) to Python logging at DEBUG: a broker
-    down makes every client log each reconnect, and that is the canary's normal working condition."""
-
-    def __init__(self, name: str) -> None:
-        self._log = logging.getLogger(name)
-
-    def log(self, level: int, msg: str, *args: object) -> None:
-        self._log.debug(msg, *args)
 
 
 NO_AUTO_CREATE = {"allow.auto.create.topics": False}
@@ -65,7 +55,7 @@ def producer_settings(cluster: ClusterConfig, config: CanaryConfig, producer_id:
         # (or a connection closed by a timeout) probed again within an interval, at one connect per interval to
         # a dead broker.
         "reconnect.backoff.max.ms": max(100, min(10_000, int(config.interval_s * 1000))),
-        "logger": LibrdkafkaLog("canary.librdkafka.producer"),
+        "logger": DebugLog("canary.librdkafka.producer"),  # a broker down is the canary's normal work
         **NO_AUTO_CREATE,
     }
 

@@ -7,7 +7,6 @@ both compose it with an HTTP listener.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,18 +21,11 @@ from collectors.mapping import BrokerIdentity
 from collectors.scrapers import BrokerScraper, PeriodicScraper
 from collectors.transport import open_transport
 from pulse.config import ClusterConfig, CollectorsConfig
+from pulse.kafka_log import DebugLog
 from pulse.lifecycle import Part
 from pulse.profile import client_config
 
-_LOG = logging.getLogger(__name__)
 ADMIN_TIMEOUT_S = 10.0
-
-
-class _Quiet:
-    """librdkafka's `logger`: its reconnect chatter about a dead broker goes to DEBUG, the state is in /metrics."""
-
-    def log(self, level: int, msg: str, *args: object) -> None:
-        _LOG.debug(msg, *args)
 
 
 def topic_selection(config: CollectorsConfig) -> TopicSelection:
@@ -94,7 +86,11 @@ class CollectorService:
         return identity
 
     def _state_scraper(self, cluster: ClusterConfig) -> PeriodicScraper[ClusterHealth]:
-        settings: dict[str, Any] = {**client_config(cluster), "client.id": "kafka-pulse-collect", "logger": _Quiet()}
+        settings: dict[str, Any] = {
+            **client_config(cluster),
+            "client.id": "kafka-pulse-collect",
+            "logger": DebugLog(__name__),
+        }
         admin = AdminClient(settings)
         self._admins.append(admin)
         expected = {b.broker_id for b in cluster.jmx.brokers} if cluster.jmx is not None else set()

@@ -66,6 +66,17 @@ class KafkaLogLimiter:
             return dict(self.counts)
 
 
+class DebugLog:
+    """librdkafka's `logger` for clients whose state is reported elsewhere (a verdict, /metrics): every line goes to
+    Python logging at DEBUG under `name`, since a broker down makes each client log every reconnect."""
+
+    def __init__(self, name: str) -> None:
+        self._log = logging.getLogger(name)
+
+    def log(self, level: int, msg: str, *args: object) -> None:
+        self._log.debug(msg, *args)
+
+
 class _ClusterLog:
     """Stands in for a `logging.Logger` in librdkafka's `logger` setting, which calls only `log()`."""
 

@@ -4,7 +4,6 @@ Every component builds its producers, consumers and admin clients from `client_c
 SASL behave the same everywhere; `check_connection` is what `kafka-pulse check` and component start-up call.
 """
 
-import logging
 import re
 import time
 from collections.abc import Sequence
@@ -16,19 +15,12 @@ from confluent_kafka.admin import AdminClient
 
 from pulse.config import ClusterConfig
 from pulse.errors import AuthenticationFailed, KafkaUnavailable
+from pulse.kafka_log import DebugLog
 
-_LOG = logging.getLogger(__name__)
 _ATTEMPT_TIMING = re.compile(r" \(after \d+ms in state \w+\)")
 """librdkafka's per-attempt suffix; removed so repeated attempts of one failure read as one reason."""
 _ATTEMPT_S = 0.5
 """Length of one metadata attempt in `check_connection`; bounds how late an authentication failure is seen."""
-
-
-class _DebugLogger:
-    """Stands in for a `logging.Logger` in librdkafka's `logger` setting, which only ever calls `log()`."""
-
-    def log(self, level: int, msg: str, *args: object) -> None:
-        _LOG.debug(msg, *args)
 
 
 @dataclass(frozen=True)
@@ -129,7 +121,7 @@ def check_connection(cluster: ClusterConfig, timeout_s: float = 10) -> ClusterSu
         # librdkafka reports failures through error_cb, served by poll(). Its log lines repeat them every
         # reconnect (about 20 a second against a closed port), so they go to logging at DEBUG, not stderr.
         "error_cb": errors.append,
-        "logger": _DebugLogger(),
+        "logger": DebugLog(__name__),
     }
     admin = AdminClient(settings)
     deadline = time.monotonic() + timeout_s

@@ -8,7 +8,6 @@ at the deadline.
 
 from __future__ import annotations
 
-import logging
 import ssl
 import threading
 import time
@@ -37,20 +36,13 @@ from kafka_pulse.check.facts import (
 )
 from kafka_pulse.check.lag_summary import group_lag
 from pulse.config import ClusterConfig, split_host_port
+from pulse.kafka_log import DebugLog
 from pulse.profile import client_config, kafka_python_config
 
-_LOG = logging.getLogger(__name__)
 CLIENT_ID = "kafka-pulse-check"
 MAX_GROUPS = 200
 """Consumer groups whose offsets one check reads at most (the rest are named as not read)."""
 _LATEST = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # untyped in confluent_kafka
-
-
-class QuietLog:
-    """librdkafka's `logger`: reconnect chatter about a dead broker goes to DEBUG; the verdict says it better."""
-
-    def log(self, level: int, msg: str, *args: object) -> None:
-        _LOG.debug(msg, *args)
 
 
 def admin_settings(cluster: ClusterConfig, servers: Iterable[str]) -> dict[str, Any]:
@@ -58,7 +50,7 @@ def admin_settings(cluster: ClusterConfig, servers: Iterable[str]) -> dict[str, 
         **client_config(cluster),
         "bootstrap.servers": ",".join(servers),
         "client.id": CLIENT_ID,
-        "logger": QuietLog(),
+        "logger": DebugLog(__name__),  # reconnect chatter about a dead broker: the verdict says it better
         "allow.auto.create.topics": False,
     }
 

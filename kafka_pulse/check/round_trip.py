@@ -23,9 +23,10 @@ from canary.topic import KafkaPythonReassigner, TopicManager, read_layout
 from collectors.cluster_state import PartitionState
 from kafka_pulse.check.deadline import Deadline, close_later
 from kafka_pulse.check.facts import FailureKind, PartitionTrip, ProbeFailed, RoundTripFacts
-from kafka_pulse.check.kafka_probes import CLIENT_ID, QuietLog, admin_settings
+from kafka_pulse.check.kafka_probes import CLIENT_ID, admin_settings
 from pulse.config import CanaryConfig, ClusterConfig
 from pulse.errors import KafkaUnavailable
+from pulse.kafka_log import DebugLog
 from pulse.profile import client_config
 
 _TIMEOUTS = frozenset({"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT"})
@@ -68,7 +69,7 @@ def _trips(
 ) -> tuple[PartitionTrip, ...]:
     producer_id = f"{CLIENT_ID}-{uuid.uuid4().hex}"
     produce_s = deadline.share(PRODUCE_SHARE)
-    common = {**client_config(cluster), "bootstrap.servers": ",".join(servers), "logger": QuietLog()}
+    common = {**client_config(cluster), "bootstrap.servers": ",".join(servers), "logger": DebugLog(__name__)}
     producer = Producer(
         {
             **common,

@@ -7,7 +7,7 @@ import logging
 import pytest
 from prometheus_client import CollectorRegistry
 
-from pulse.kafka_log import KafkaLogCollector, KafkaLogLimiter, log_kind
+from pulse.kafka_log import DebugLog, KafkaLogCollector, KafkaLogLimiter, log_kind
 
 REFUSED = (
     "FAIL [thrd:127.0.0.1:9/bootstrap]: 127.0.0.1:9/bootstrap: Connect to ipv4#127.0.0.1:9 failed: Connection refused"
@@ -71,3 +71,12 @@ def test_errors_are_limited_by_their_name() -> None:
     for _ in range(5):
         callback(Error())
     assert limiter.counts == {("prod", "_TRANSPORT", "logged"): 1, ("prod", "_TRANSPORT", "suppressed"): 4}
+
+
+def test_quiet_clients_log_at_debug_only(caplog: pytest.LogCaptureFixture) -> None:
+    """Clients whose state is reported elsewhere (canary, collectors, check) put librdkafka's lines at DEBUG."""
+    caplog.set_level(logging.DEBUG, logger="canary.librdkafka.producer")
+    DebugLog("canary.librdkafka.producer").log(logging.ERROR, "FAIL [thrd:%s]: Connection refused", "127.0.0.1:9")
+    [record] = caplog.records
+    assert (record.name, record.levelno) == ("canary.librdkafka.producer", logging.DEBUG)
+    assert record.getMessage() == "FAIL [thrd:127.0.0.1:9]: Connection refused"
