@@ -298,8 +298,13 @@ def test_a_broker_gone_for_good_is_planned_around_and_taken_back(faulty_kafka: K
         await_healthy(canary, BROKERS)
         topic = canary.config.topic
 
-        def placement() -> tuple[dict[int, tuple[int, ...]], dict[int, int]]:
-            layout = read_layout(admin, topic, 5.0)
+        def placement() -> tuple[dict[int, tuple[int, ...]], dict[int, int]] | None:
+            """The topic's replicas and who leads what; None while metadata times out (a loaded host, a dead
+            broker's connections), so the poll asks again instead of failing."""
+            try:
+                layout = read_layout(admin, topic, 5.0)
+            except KafkaUnavailable:
+                return None
             return (dict(layout.replicas) if layout is not None else {}), canary.view.partitions_led()
 
         cluster.kill(victim)
@@ -307,7 +312,9 @@ def test_a_broker_gone_for_good_is_planned_around_and_taken_back(faulty_kafka: K
             poll(
                 placement,
                 lambda seen: (
-                    all(victim not in r for r in seen[0].values())
+                    seen is not None
+                    and bool(seen[0])
+                    and all(victim not in r for r in seen[0].values())
                     and all(seen[1].get(b, 0) >= 1 for b in BROKERS - {victim})
                 ),
                 90,
@@ -317,7 +324,12 @@ def test_a_broker_gone_for_good_is_planned_around_and_taken_back(faulty_kafka: K
             cluster.restart(victim, cache_dir())
         poll(
             placement,
-            lambda seen: all(len(r) == 3 for r in seen[0].values()) and all(seen[1].get(b, 0) >= 1 for b in BROKERS),
+            lambda seen: (
+                seen is not None
+                and bool(seen[0])
+                and all(len(r) == 3 for r in seen[0].values())
+                and all(seen[1].get(b, 0) >= 1 for b in BROKERS)
+            ),
             120,
             f"broker {victim} back in every replica list and leading a partition",
         )

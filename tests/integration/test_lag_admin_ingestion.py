@@ -84,8 +84,9 @@ def test_admin_ingestion_classifies_like_consumer_offsets(kafka: KafkaHandle) ->
             if done and rnd > 5:
                 break
             assert time.monotonic() < deadline, {f"{m}/{g}": sorted(s.name for s in v) for (m, g), v in seen.items()}
-        for mode in MODES:  # the caught-up group was never judged otherwise, in either mode
-            assert seen[(mode, "ad-ok")] <= {Status.OK}, (mode, seen[(mode, "ad-ok")])
+        for mode in MODES:  # the caught-up group was never judged otherwise, in either mode; UNKNOWN is no
+            # judgement (a loaded CI host read the __consumer_offsets backlog after the first samples)
+            assert seen[(mode, "ad-ok")] - {Status.UNKNOWN} <= {Status.OK}, (mode, seen[(mode, "ad-ok")])
         admin = services["admin"]
         assert admin.group_status(CLUSTER, "ad-stall").partitions[0].owner != ""  # members come from Describe
         assert "ad-stop" in admin.store.groups(CLUSTER)
