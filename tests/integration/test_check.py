@@ -129,6 +129,7 @@ def test_sigstopped_broker_gets_a_verdict_within_5_s(check_home: tuple[Path, Kaf
     assert any("broker 2" in reason for reason in brokers["reasons"])
 
 
+@pytest.mark.flaky(reruns=1)  # one retry: each failed once in a full run on a loaded host, never alone
 def test_killed_broker_is_crit_and_named(check_home: tuple[Path, KafkaHandle]) -> None:
     """kill -9 broker 3: CRIT naming it, first while it is still registered (its port refuses connections) and
     again once the controller has fenced it (it is gone from the metadata but still holds replicas)."""
