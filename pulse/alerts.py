@@ -442,7 +442,17 @@ class AlertSink:
         Alertmanager does not take is lost, counted as `spool_error`."""
         pending, superseded = supersede(alerts)
         self.stats.superseded += superseded
-        delivered = dropped = 0
+        delivered, dropped = self._post_in_batches(pending)
+        lost = len(pending) - delivered
+        if lost:
+            _LOG.error("alertmanager %s and the alert spool both failed: %d alerts lost", self.url, lost)
+            self.stats.dropped["spool_error"] += lost
+        return SendResult(delivered, self.spool.entries, dropped + lost)
+
+    def _post_in_batches(self, pending: Sequence[Alert]) -> tuple[int, int]:
+        """Post `pending` in order, batch by batch, until Alertmanager fails: (alerts it took or refused, refused);
+        a refused batch is counted as dropped, since sending it again would be refused again."""
+        delivered = rejected = 0
         while delivered < len(pending):
             batch = pending[delivered : delivered + self.batch_size]
             outcome = self._post(batch)
@@ -450,13 +460,9 @@ class AlertSink:
                 break
             if outcome == "rejected":
                 self.stats.dropped["rejected"] += len(batch)
-                dropped += len(batch)
+                rejected += len(batch)
             delivered += len(batch)
-        lost = len(pending) - delivered
-        if lost:
-            _LOG.error("alertmanager %s and the alert spool both failed: %d alerts lost", self.url, lost)
-            self.stats.dropped["spool_error"] += lost
-        return SendResult(delivered, self.spool.entries, dropped + lost)
+        return delivered, rejected
 
     def _spool_error(self, what: str, exc: OSError) -> None:
         """Count a failed spool operation; log the first of a streak (the spool is tried again every call)."""
@@ -476,16 +482,8 @@ class AlertSink:
         dropped = self._report_corrupt(held.corrupt)
         pending, superseded = supersede(held.alerts + list(new))
         self.stats.superseded += superseded
-        delivered = 0
-        while delivered < len(pending):
-            batch = pending[delivered : delivered + self.batch_size]
-            outcome = self._post(batch)
-            if outcome == "failed":
-                break
-            if outcome == "rejected":
-                self.stats.dropped["rejected"] += len(batch)
-                dropped += len(batch)
-            delivered += len(batch)
+        delivered, rejected = self._post_in_batches(pending)
+        dropped += rejected
         rest = pending[delivered:]
         fresh = {id(a) for a in new}
         new_in_rest = sum(1 for a in rest if id(a) in fresh)
