@@ -294,7 +294,7 @@ class ParquetLog(Generic[R]):
         """Write to a dot-file first and rename it, so a reader (pyarrow, Spark) never sees half a file; folders
         0700 and files 0600, opened without following symlinks (pulse/private_files.py)."""
         path = self.directory / folder
-        make_private_dir(path)
+        make_private_dir(path, top=self.directory)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         name = f"part-{stamp}-{self.writer_id}-{next(self._seq)}.parquet"
         tmp = path / f".{name}.tmp"

@@ -14,8 +14,9 @@ import pyarrow as pa
 import pytest
 
 from pulse.alert_spool import LOCK_FILE, SPOOL_FILE
-from pulse.alerts import Alert, AlertSpool
+from pulse.alerts import Alert, AlertSink, AlertSpool
 from pulse.parquet_log import ParquetLog
+from pulse.ports import free_ports
 from pulse.private_files import make_private_dir, open_private
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -81,7 +82,7 @@ def test_a_symlink_at_a_private_path_is_refused_and_its_target_untouched(tmp_pat
     assert victim.read_text() == "keep"
 
 
-def test_an_existing_directory_keeps_the_mode_its_owner_chose(tmp_path: Path) -> None:
+def test_directories_above_ours_keep_the_mode_their_owner_chose(tmp_path: Path) -> None:
     chosen = tmp_path / "shared"
     chosen.mkdir(mode=0o750)
     os.chmod(chosen, 0o750)
@@ -89,15 +90,63 @@ def test_an_existing_directory_keeps_the_mode_its_owner_chose(tmp_path: Path) ->
     assert (mode(chosen), mode(chosen / "mine")) == (0o750, 0o700)
 
 
-def test_the_compaction_lock_is_0600_and_never_a_symlink(tmp_path: Path) -> None:
-    from pulse.parquet_compaction import LOCK, folder_lock
+def test_an_existing_loose_spool_directory_of_ours_is_tightened_to_0700(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    directory = tmp_path / "alert-spool"
+    directory.mkdir()
+    os.chmod(directory, 0o755)
+    AlertSpool(directory, max_bytes=1 << 20).append([Alert(labels={"alertname": "A"})], T0)
+    assert mode(directory) == 0o700
+    assert f"{directory} was mode 0755: tightened to 0700" in caplog.text
 
-    with folder_lock(tmp_path) as mine:
-        assert mine
-    assert mode(tmp_path / LOCK) == 0o600
 
-    (tmp_path / LOCK).unlink()
-    (tmp_path / LOCK).symlink_to(tmp_path / "elsewhere")
-    with pytest.raises(OSError, match="Too many levels of symbolic links"), folder_lock(tmp_path):
-        pass
-    assert not (tmp_path / "elsewhere").exists()
+def test_a_parquet_logs_existing_root_and_date_folder_are_tightened(tmp_path: Path) -> None:
+    root, folder = tmp_path / "sli", tmp_path / "sli" / "groups" / "date=2026-03-01"
+    folder.mkdir(parents=True)
+    for loose in (root, root / "groups", folder):
+        os.chmod(loose, 0o775)
+    log: ParquetLog[dict[str, Any]] = ParquetLog(
+        root,
+        table_of=lambda rows: pa.Table.from_pylist(list(rows)),
+        folder_of=lambda _: "groups/date=2026-03-01",
+        compact_after_s=None,
+    )
+    log.start()
+    log.offer({"n": 1})
+    assert log.flush()
+    log.stop()
+    assert (mode(tmp_path), mode(root), mode(root / "groups"), mode(folder)) == (mode(tmp_path), 0o700, 0o700, 0o700)
+
+
+def foreign_loose_dir(tmp_path: Path) -> Path:
+    """A 0755 directory owned by another user: made with chown as root, else /tmp (root's, 1777)."""
+    if os.geteuid() != 0:
+        return Path("/tmp")
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    os.chmod(foreign, 0o755)
+    os.chown(foreign, 65534, 65534)
+    return foreign
+
+
+def test_a_loose_directory_owned_by_someone_else_is_refused_naming_it_its_mode_and_owner(tmp_path: Path) -> None:
+    foreign = foreign_loose_dir(tmp_path)
+    before = os.stat(foreign)
+    with pytest.raises(PermissionError) as raised:
+        make_private_dir(foreign)
+    message = str(raised.value)
+    assert str(foreign) in message
+    assert f"mode {stat.S_IMODE(before.st_mode):04o} and owned by uid {before.st_uid}" in message
+    assert "chmod it 0700" in message
+    assert os.stat(foreign).st_mode == before.st_mode  # untouched
+
+
+def test_a_sink_whose_spool_directory_is_foreign_and_loose_posts_live_and_counts_it(tmp_path: Path) -> None:
+    foreign = foreign_loose_dir(tmp_path)
+    assert foreign != Path("/tmp"), "needs root to make a foreign directory it could write into"
+    down = f"http://127.0.0.1:{free_ports(1)[0]}"  # nothing listens: the alert cannot go live either
+    with AlertSink(down, foreign, timeout_s=1) as sink:
+        result = sink.send([Alert(labels={"alertname": "A"})])
+    assert (result.delivered, sink.stats.spool_errors, sink.stats.dropped["spool_error"]) == (0, 2, 1)
+    assert not (foreign / SPOOL_FILE).exists()
