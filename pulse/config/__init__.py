@@ -15,7 +15,7 @@ from pulse.config.clusters import (
     SecurityConfig,
     TlsConfig,
 )
-from pulse.config.collectors import CollectorsConfig, JmxClientConfig
+from pulse.config.collectors import CollectorsConfig, JmxClientConfig, ShardConfig
 from pulse.config.dashboards import DashboardsConfig
 from pulse.config.http import BasicAuthConfig, HttpConfig, HttpTlsConfig
 from pulse.config.lag import (
@@ -82,6 +82,7 @@ __all__ = [
     "Regex",
     "SaslConfig",
     "SecurityConfig",
+    "ShardConfig",
     "SliLogConfig",
     "SloConfig",
     "SloEntry",

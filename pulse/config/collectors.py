@@ -29,6 +29,24 @@ class JmxClientConfig(JmxEndpoint):
         return self
 
 
+class ShardConfig(Section):
+    """This process's share of the collectors' work when `count` `collect` processes split the brokers between
+    them (collectors/shard.py: rendezvous hashing, each broker scraped by exactly one shard)."""
+
+    index: int = Field(ge=0)
+    """This process's shard, 0 to `count` - 1; every shard of a fleet runs with the same `count`."""
+    count: int = Field(ge=1)
+    """How many `collect` processes share the brokers; 1 (the default) scrapes everything."""
+
+    @model_validator(mode="after")
+    def _index_below_count(self) -> Self:
+        if self.index >= self.count:
+            raise config_problem(
+                f"{self.index} is not a shard of {self.count}: shards are numbered 0 to {self.count - 1}", ("index",)
+            )
+        return self
+
+
 class CollectorsConfig(Section):
     """JMX and Admin API collectors (collectors/)."""
 
@@ -46,3 +64,5 @@ class CollectorsConfig(Section):
         default_factory=list
     )
     """JVM clients to scrape over JMX (producer, consumer and MirrorMaker 2 metrics), with the same transport."""
+    shard: ShardConfig = ShardConfig(index=0, count=1)
+    """Split brokers, client targets and cluster state over `count` processes; the default is one process for all."""
