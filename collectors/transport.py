@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from collectors.catalogue import BeanQuery, Reading
+from collectors.jmx_tls import Endpoint, NameMismatch, TlsVerifier
 from pulse.config import JmxBrokerConfig, JmxConfig
 from pulse.errors import ConfigError, PulseError
 
@@ -234,6 +235,7 @@ class JpypeTransport:
         self.timeout_s = timeout_s
         self._truststore = truststore
         self._truststore_password = truststore_password
+        self._tls = TlsVerifier(truststore, truststore_password, timeout_s)
         self._connector: Any = None
         self._connection: Any = None
         # One worker per broker: a read stuck on a paused broker blocks only this broker's next scrape.
@@ -278,7 +280,11 @@ class JpypeTransport:
             if self._truststore_password is not None:
                 System.setProperty("javax.net.ssl.trustStorePassword", self._truststore_password)
             factory = jpype.JClass("javax.rmi.ssl.SslRMIClientSocketFactory")()
-            env.put("com.sun.jndi.rmi.factory.socket", factory)
+            # Java checks the chain only; the stub is used once its endpoints' certificates named their hosts.
+            stub = self._tls.verified_stub(Endpoint(self.broker.host, self.broker.port), factory)
+            self._connector = jpype.JClass("javax.management.remote.rmi.RMIConnector")(stub, env)
+            self._connector.connect(env)
+            return self._connector.getMBeanServerConnection()
         self._connector = JMXConnectorFactory.connect(JMXServiceURL(service_url(self.broker)), env)
         return self._connector.getMBeanServerConnection()
 
@@ -296,6 +302,12 @@ class JpypeTransport:
             raise JmxUnreachable(
                 f"broker {self.broker.broker_id} JMX at {self._where()}: {self._describe(exc)}"
             ) from exc
+        except NameMismatch as exc:
+            self._connection = None
+            raise JmxUnreachable(
+                f"broker {self.broker.broker_id} JMX at {self._where()}: {exc}; refused (host name verification): "
+                "set jmx.brokers[].host to a name the certificate holds, or reissue the certificate"
+            ) from None
 
     def _describe(self, exc: Any) -> str:
         """Name the likely fix for a login or TLS failure; Java's own messages never carry the password."""

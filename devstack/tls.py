@@ -11,6 +11,7 @@ import datetime as dt
 import ipaddress
 import os
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from devstack.topology import TlsFiles
 
 VALIDITY = dt.timedelta(days=365)
+LOOPBACK = ("localhost", "127.0.0.1")
+"""The names the dev certificates hold by default."""
 
 
 def _name(common_name: str) -> x509.Name:
@@ -75,21 +78,19 @@ def _new_ca(now: dt.datetime) -> tuple[ec.EllipticCurvePrivateKey, x509.Certific
 
 
 def _issue_server_cert(
-    ca_key: ec.EllipticCurvePrivateKey, ca_cert: x509.Certificate, now: dt.datetime
+    ca_key: ec.EllipticCurvePrivateKey, ca_cert: x509.Certificate, now: dt.datetime, names: Sequence[str] = LOOPBACK
 ) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
     key = ec.generate_private_key(ec.SECP256R1())
     cert = (
         x509.CertificateBuilder()
-        .subject_name(_name("localhost"))
+        .subject_name(_name(names[0]))
         .issuer_name(ca_cert.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now)
         .not_valid_after(now + VALIDITY)
         .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.IPv4Address("127.0.0.1"))]
-            ),
+            x509.SubjectAlternativeName([_san(name) for name in names]),
             critical=False,
         )
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
@@ -98,16 +99,24 @@ def _issue_server_cert(
     return key, cert
 
 
+def _san(name: str) -> x509.GeneralName:
+    try:
+        return x509.IPAddress(ipaddress.ip_address(name))
+    except ValueError:
+        return x509.DNSName(name)
+
+
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)  # tolerate small clock skew
 
 
-def create_tls_files(directory: Path) -> TlsFiles:
-    """Generate a CA and a loopback broker certificate under `directory`."""
+def create_tls_files(directory: Path, names: Sequence[str] = LOOPBACK) -> TlsFiles:
+    """Generate a CA and a broker certificate for `names` (DNS names or IP addresses) under `directory`; tests
+    pass other names to see a client refuse a certificate that does not name its host."""
     directory.mkdir(parents=True, exist_ok=True)
     now = _now()
     ca_key, ca_cert = _new_ca(now)
-    broker_key, broker_cert = _issue_server_cert(ca_key, ca_cert, now)
+    broker_key, broker_cert = _issue_server_cert(ca_key, ca_cert, now, names)
     ca_file = directory / "ca.pem"
     ca_file.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
     password = secrets.token_urlsafe(18)
