@@ -30,6 +30,7 @@ from lag.burrow_json import (
     main_config_json,
     storage_module_json,
 )
+from lag.neighbours import with_noisy_neighbours
 from lag.service import LagService
 from lag.status import CommitPoint, Status
 from lag.window import NO_LAG
@@ -162,6 +163,7 @@ class BurrowApi:
         svc = self.service
         with svc.locked():
             status = svc.group_status(request.params["cluster"], request.params["group"], svc.clock_ms())
+            status = with_noisy_neighbours(svc, status)
         body = group_status_json(status, svc.settings.mode, show_all=show_all)
         if status.status is Status.NOTFOUND:
             body["complete"] = 1  # what Burrow's NOTFOUND status carries

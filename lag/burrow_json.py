@@ -4,7 +4,7 @@ Field names are Burrow's (`core/protocol/evaluator.go`, `storage.go`, `httpserve
 `current_lag` in statuses but `current-lag` in the consumer detail, `observedAt` only from Burrow 1.3.3 on (so not
 in burrow-1.2 mode; we have no separate observation time and report the commit timestamp). Our extensions are
 extra keys (`reason`, `lag_seconds`; `exact_lag_seconds`, `beyond_page_cache` and `page_cache_window_s` when those
-features are on) that Burrow clients ignore.
+features are on; `noisy_neighbour` when one is diagnosed) that Burrow clients ignore.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from lag.noisy_neighbour import NoisyNeighbour
 from lag.status import CommitPoint, GroupStatus, Mode, PartitionVerdict, Status
 from pulse.redact import redact_url
 
@@ -73,10 +74,27 @@ def group_status_json(s: GroupStatus, mode: Mode, show_all: bool = True) -> Json
         "totallag": s.totallag,
     }
     if mode == "enhanced":
-        out["reason"] = s.reason
+        out["reason"] = "; ".join(r for r in (s.reason, *(n.describe() for n in s.noisy_neighbours)) if r)
         out["lag_seconds"] = s.lag_seconds
     _add_extensions(out, s.exact_lag_seconds, s.beyond_page_cache)
+    if s.noisy_neighbours:
+        out["noisy_neighbour"] = [noisy_neighbour_json(n) for n in s.noisy_neighbours]
     return out
+
+
+def noisy_neighbour_json(n: NoisyNeighbour) -> Json:
+    """One diagnosis in a group's status (every mode, only when there is one; docs/burrow-compat.md)."""
+    return {
+        "broker": n.broker,
+        "topic": n.topic,
+        "partitions": list(n.partitions),
+        "lag_seconds": n.lag_seconds,
+        "page_cache_window_s": n.window_s,
+        "produce_latency_ms": n.produce_latency_ms,
+        "broker_slow": n.broker_slow,
+        "broker_reason": n.broker_reason,
+        "why": n.describe(),
+    }
 
 
 def envelope(message: str, url: str, host: str, error: bool = False, **payload: Any) -> Json:

@@ -25,11 +25,13 @@ from lag.burrow_json import (
 from lag.evaluation_log import EvaluationLog, configure_evaluation_log
 from lag.member_metrics import GroupMembersCollector
 from lag.metrics import LagCollector
+from lag.neighbours import NoisyNeighbourCollector
 from lag.notify import AlertSender, LagNotifier, LagNotifierCollector
 from lag.record_times import ExactLagFetcher
 from lag.service import LagService, SourceHealth, wall_clock_ms
 from lag.source import KafkaLagSource
 from lag.status import Status
+from pulse.broker_health import BrokerHealthBoard
 from pulse.config import ClusterConfig, PulseConfig
 from pulse.kafka_log import KafkaLogCollector, KafkaLogLimiter
 from pulse.paths import state_dir
@@ -53,13 +55,16 @@ class LagRunner:
         clock_ms: Callable[[], int] = wall_clock_ms,
         state: Path | None = None,
         registry: CollectorRegistry | None = None,
+        broker_health: BrokerHealthBoard | None = None,
     ) -> None:
         """`api_url` is where the listener serving `api.routes()` answers (incidents link to it); `registry`
         receives lag's families (a new one by default); `state` holds what is written by default (the evaluation
-        log's `<state>/sli/lag`; default `pulse.paths.state_dir()`)."""
+        log's `<state>/sli/lag`; default `pulse.paths.state_dir()`); `broker_health` is the slow-broker detector's
+        board when one runs in the same process (the noisy-neighbour diagnosis reads it; none without)."""
         lag = config.lag
         self.health = SourceHealth(lag.effective_stale_after_s(), lag.effective_recovery_s(), clock_ms)
         self.service = LagService(lag, self.health, clock_ms)
+        self.service.broker_health = broker_health
         self.service.ready = False
         self.sources: list[KafkaLagSource] = []
         self.kafka_log = KafkaLogLimiter()
@@ -90,6 +95,7 @@ class LagRunner:
         self.registry.register(LagCollector(self.service, lag.metrics_granularity))
         self.registry.register(KafkaLogCollector(self.kafka_log))
         self.registry.register(GroupMembersCollector(self.service, lag.metrics_per_member))
+        self.registry.register(NoisyNeighbourCollector(self.service))
         self.evaluation_log: EvaluationLog | None = configure_evaluation_log(
             lag.evaluation_log, self.service, self.registry, state if state is not None else state_dir()
         )  # the SLO engine's `lag` source (docs/sli-log.md)

@@ -20,6 +20,7 @@ from lag.rules import RuleParams
 from lag.status import GroupStatus, PartitionVerdict
 from lag.store import OffsetStore
 from lag.timelag import RecordTimes, exact_lag_seconds
+from pulse.broker_health import BrokerHealthBoard
 from pulse.config import LagConfig
 
 HWM_FEED = "hwm"
@@ -154,6 +155,8 @@ class LagService:
         """Page-cache hint on: per cluster, refreshed by the source after each HWM round."""
         self.decoded: dict[str, Counter[str]] = {}
         """Per cluster, `__consumer_offsets` records read by decoded kind (a source's own counter)."""
+        self.broker_health: BrokerHealthBoard | None = None
+        """The slow-broker detector's board when one runs in this process (`run`): the noisy-neighbour diagnosis."""
 
     @contextmanager
     def locked(self) -> Iterator[OffsetStore]:

@@ -12,6 +12,7 @@ import enum
 from dataclasses import dataclass
 from typing import get_args
 
+from lag.noisy_neighbour import NoisyNeighbour
 from pulse.config import LagMode
 
 Mode = LagMode
@@ -101,6 +102,8 @@ class GroupStatus:
     """Largest exact partition time lag, when any is known."""
     beyond_page_cache: bool | None = None
     """Some partition reads older data than its leader's page cache holds; None when unknown for all."""
+    noisy_neighbours: tuple[NoisyNeighbour, ...] = ()
+    """Brokers whose produce latency is up while this group reads their partitions from disk (lag/neighbours.py)."""
 
 
 def not_found(cluster: str, group: str, reason: str = "group not found") -> GroupStatus:

@@ -23,6 +23,7 @@ from kafka_pulse.check.facts import (
     SloFacts,
 )
 from kafka_pulse.check.kafka_probes import answering_servers, probe_brokers, read_lag, read_metadata, read_quorum
+from kafka_pulse.check.noisy_neighbours import NoisyNeighbourFacts, add_noisy_neighbours, read_noisy_neighbours
 from kafka_pulse.check.round_trip import round_trip
 from kafka_pulse.check.self_check import judge_self, read_self_health
 from kafka_pulse.check.slo_budgets import read_slo_budgets, stale_after_s
@@ -62,11 +63,16 @@ def run_check(
     deadline: Deadline,
     now: Callable[[], datetime] = _utc_now,
     read_self: SelfReader | None = None,
+    read_neighbours: Callable[[], NoisyNeighbourFacts] | None = None,
 ) -> tuple[Section, ...]:
-    """Every section of the report for `cluster`, returned by the deadline whatever the cluster does."""
+    """Every section of the report for `cluster`, returned by the deadline whatever the cluster does.
+    `read_neighbours` gives the noisy neighbours a run names (default: the /metrics of the run on http.listen)."""
     slo_task: Task[SloFacts | NotAvailable] = Task("SLO results", partial(read_slo_budgets, config, deadline))
     self_task: Task[list[ComponentHealth] | NotAvailable | ProbeFailed] = Task(
         "self-health", read_self or partial(read_self_health, config.http, deadline)
+    )
+    neighbours_task: Task[NoisyNeighbourFacts] = Task(
+        "noisy neighbours", read_neighbours or partial(read_noisy_neighbours, config.http, cluster.name, deadline)
     )
     configured = {b.broker_id for b in cluster.jmx.brokers} if cluster.jmx is not None else set()
     answering = answering_servers(cluster, deadline)
@@ -84,7 +90,10 @@ def run_check(
             judge_controller(unasked),
             judge_partitions(meta),
             judge_round_trip(meta, ()),
-            judge_lag(ProbeFailed(meta.kind, "not read: no broker answered the metadata request")),
+            add_noisy_neighbours(
+                judge_lag(ProbeFailed(meta.kind, "not read: no broker answered the metadata request")),
+                neighbours_task.wait(deadline),
+            ),
             slo,
             own,
         )
@@ -112,7 +121,7 @@ def run_check(
         judge_controller(quorum),
         judge_partitions(facts),
         judge_round_trip(trips, facts.brokers, unhealthy),
-        judge_lag(lag),
+        add_noisy_neighbours(judge_lag(lag), neighbours_task.wait(deadline)),
         slo,
         own,
     )

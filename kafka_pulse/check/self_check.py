@@ -22,10 +22,29 @@ SHARE, CAP_S = 0.2, 1.0
 
 def read_self_health(http: HttpConfig, deadline: Deadline) -> list[ComponentHealth] | NotAvailable | ProbeFailed:
     """The components of the `run` listening on `http.listen`, with its login and TLS."""
+    text = read_run_metrics(http, deadline)
+    if not isinstance(text, str):
+        return text
+    url = _metrics_url(http)
+    try:
+        components = parse_self_health(text)
+    except ValueError as exc:
+        return ProbeFailed(FailureKind.ERROR, f"{url}: not Prometheus text ({exc})"[:300])
+    if not components:
+        return NotAvailable(f"{url} is not a kafka-pulse run with self-health (an older version, or another command)")
+    return components
+
+
+def _metrics_url(http: HttpConfig) -> str:
+    return f"{'https' if http.tls is not None else 'http'}://{http.listen}/metrics"
+
+
+def read_run_metrics(http: HttpConfig, deadline: Deadline) -> str | NotAvailable | ProbeFailed:
+    """The /metrics text of the `run` listening on `http.listen`, with its login and TLS (the `self` section and
+    the noisy-neighbour lines read it)."""
     import httpx
 
-    scheme = "https" if http.tls is not None else "http"
-    url = f"{scheme}://{http.listen}/metrics"
+    url = _metrics_url(http)
     auth = None
     if http.basic_auth is not None:
         auth = httpx.BasicAuth(http.basic_auth.username, http.basic_auth.password.get_secret_value())
@@ -42,13 +61,7 @@ def read_self_health(http: HttpConfig, deadline: Deadline) -> list[ComponentHeal
         return ProbeFailed(FailureKind.ERROR, f"{url}: {type(exc).__name__}")
     if response.status_code != 200:
         return ProbeFailed(FailureKind.REFUSED, f"{url}: HTTP {response.status_code}")
-    try:
-        components = parse_self_health(response.text)
-    except ValueError as exc:
-        return ProbeFailed(FailureKind.ERROR, f"{url}: not Prometheus text ({exc})"[:300])
-    if not components:
-        return NotAvailable(f"{url} is not a kafka-pulse run with self-health (an older version, or another command)")
-    return components
+    return response.text
 
 
 def judge_self(facts: Sequence[ComponentHealth] | NotAvailable | ProbeFailed, now: datetime) -> Section:

@@ -11,6 +11,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from pulse.alerts import AlertSink, AlertSinkCollector
+from pulse.broker_health import BrokerHealthBoard
 from pulse.config import ClusterConfig, HttpConfig, PulseConfig
 from pulse.http import Handler, HttpServer, Route
 from pulse.lifecycle import Part, Parts
@@ -29,6 +30,8 @@ class Assembly:
         )
         self.parts = Parts([Part("http", self.listener, "listener")])
         self.login = http.basic_auth is not None
+        self.broker_health = BrokerHealthBoard()
+        """One slow-broker board per process: the collectors' detector publishes to it, lag's diagnosis reads it."""
 
     @property
     def url(self) -> str:
@@ -95,7 +98,10 @@ def add_lag(
     from lag.api import invalid_request
     from lag.runner import LagRunner
 
-    runner = LagRunner(config, clusters, sink, assembly.url, state=state, registry=assembly.registry)
+    runner = LagRunner(
+        config, clusters, sink, assembly.url, state=state, registry=assembly.registry,
+        broker_health=assembly.broker_health,
+    )  # fmt: skip
     assembly.mount(runner.api.routes(), invalid_request)
     rules = f"{config.lag.mode} rules" + (", incidents to Alertmanager" if runner.notifier is not None else "")
     assembly.add([Part("lag", runner, rules)])

@@ -25,6 +25,7 @@ from kafka_pulse.check.facts import (
     VoterState,
 )
 from kafka_pulse.check.kafka_probes import quorum_facts
+from kafka_pulse.check.noisy_neighbours import add_noisy_neighbours
 from kafka_pulse.check.render import SCHEMA, print_report, report_json
 from kafka_pulse.check.slo_budgets import pushgateway_budgets, read_parquet
 from kafka_pulse.check.verdict import (
@@ -109,7 +110,7 @@ def test_every_detail_key_the_verdicts_write_is_documented() -> None:
         judge_controller(QuorumFacts("kraft", 1, 2, (VoterState(1, 0, 0.0),))),
         judge_partitions(meta()),
         judge_round_trip(trips(trip(0, 1), trip(1, 2), trip(2, 3)), (1, 2, 3)),
-        judge_lag(LagFacts(1, (GroupLag("g", "Stable", 3, 3, "t-0", 1),))),
+        add_noisy_neighbours(judge_lag(LagFacts(1, (GroupLag("g", "Stable", 3, 3, "t-0", 1),))), []),
         judge_slo(slo_facts(SloBudget("s", {}, 0.5)), AT + timedelta(seconds=30), 180),
     ]
     documented = documented_details()
