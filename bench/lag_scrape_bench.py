@@ -4,7 +4,7 @@ commits are being ingested, on synthetic group-partitions stored through the ser
 
 Run: python bench/lag_scrape_bench.py [--groups 100000] [--partitions 10] [--topics 1000] [--intervals 10]
                                       [--hwm-samples 1] [--mode burrow] [--scrapes 3] [--no-objects]
-                                      [--statuses 2000] [--statuses-only] [--batches 10000,1000]
+                                      [--statuses 2000] [--statuses-only] [--batches 10000]
                                       [--ingest-rate 0]
 
 Workload: as bench/lag_bench.py (group i reads topic i mod topics; every group-partition gets `--intervals`
@@ -16,9 +16,9 @@ commits 60 s apart; a quarter of the groups each catch up, stall, are caught up 
 2. the object path (`LagService.all_statuses` into client_python families, tests/support/lag_metrics_oracle.py),
    once, and whether its text is byte-identical;
 3. status: `--statuses` requests for random groups through the Burrow route table (`GET .../consumer/{group}/status`,
-   JSON included), each timed: idle, then while a thread decodes and stores `__consumer_offsets` records in each
-   of `--batches` records per lock, as `KafkaLagSource.ingest` does with a poll's records (`--ingest-rate`
-   records/s, 0 = as fast as it can); p50/p99/max and the ingestion rate reached.
+   JSON included), each timed: idle, then while a thread hands `__consumer_offsets` records to
+   `KafkaLagSource.ingest` in polls of `--batches` records (`--ingest-rate` records/s, 0 = as fast as it can);
+   p50/p99/max and the ingestion rate reached.
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ from lag_bench import COMMIT_EVERY_MS, START_MS, Took, load, offset_record, time
 from prometheus_client import generate_latest
 
 from lag.api import BurrowApi
-from lag.decoder import OffsetCommit, decode_record
 from lag.metrics import LagCollector
 from lag.scrape import scrape_rows
-from lag.service import LagService
+from lag.service import LagService, SourceHealth
+from lag.source import INGEST_CHUNK, KafkaLagSource
 from pulse.config import LagConfig
 from pulse.http import Request
 from pulse.http.exposition import GZIP_LEVEL, encode_families
@@ -85,7 +85,7 @@ def scrape(collector: LagCollector, scrapes: int) -> tuple[Took, Took, bytes]:
 
 
 def ingest(
-    service: LagService,
+    source: KafkaLagSource,
     stop: threading.Event,
     batch: int,
     rate: float,
@@ -95,22 +95,17 @@ def ingest(
     start_ms: int,
     counted: list[int],
 ) -> None:
-    """Decode and store commits to existing group-partitions, a batch per lock, until `stop`."""
+    """Commits to existing group-partitions through `KafkaLagSource.ingest`, a poll of `batch` records at a time
+    (it decodes outside the service lock and applies `INGEST_CHUNK` records per hold), until `stop`."""
     records = [
         offset_record(f"group-{g:07d}", f"topic-{g % topics:05d}", p, 1_000_000 - 5, start_ms)
         for g in range(min(groups, max(1, batch // parts) * 4))
         for p in range(parts)
     ]
-    done, began, ts = 0, time.perf_counter(), start_ms
+    done, began = 0, time.perf_counter()
     while not stop.is_set():
-        chunk = [records[(done + i) % len(records)] for i in range(batch)]
-        with service.locked() as store:
-            for key, value in chunk:
-                record = decode_record(key, value)
-                if isinstance(record, OffsetCommit):
-                    store.add_commit(CLUSTER, record.group, record.topic, record.partition, record.offset, ts, ts)
+        source.ingest([records[(done + i) % len(records)] for i in range(batch)])
         done += batch
-        ts += 1000
         if rate > 0:
             ahead = done / rate - (time.perf_counter() - began)
             if ahead > 0:
@@ -124,12 +119,13 @@ def statuses(
     """Wall and CPU seconds (this thread's) per status request for random groups, with a thread ingesting `batch`
     records per lock (0: none); and the records/s it ingested meanwhile."""
     service = api.service
+    source = KafkaLagSource(CLUSTER, {}, service, SourceHealth(60, 0, service.clock_ms))
     route = next(r for r in api.routes() if r.pattern.endswith("/status"))
     rng = random.Random(15)
     stop, counted = threading.Event(), list[int]()
     feeder = threading.Thread(
         target=ingest,
-        args=(service, stop, batch, args.ingest_rate, args.groups, args.partitions, args.topics, now_ms, counted),
+        args=(source, stop, batch, args.ingest_rate, args.groups, args.partitions, args.topics, now_ms, counted),
     )
     if batch:
         feeder.start()
@@ -165,7 +161,7 @@ def main() -> None:
     parser.add_argument("--statuses", type=int, default=2000)
     parser.add_argument("--statuses-only", action="store_true", help="skip the scrapes")
     parser.add_argument(
-        "--batches", default="10000,1000", help="records per lock while ingesting (10,000: the Kafka source's poll)"
+        "--batches", default="10000", help="records per poll while ingesting (10,000: the Kafka source's poll)"
     )
     parser.add_argument("--ingest-rate", type=float, default=0.0)
     args = parser.parse_args()
@@ -218,7 +214,7 @@ def main() -> None:
     for batch in [0, *args.batches]:
         latencies, cpu_s, rate = statuses(api, args, batch, now[0])
         ms, cpu_ms = np.array(latencies) * 1000, np.array(cpu_s) * 1000
-        what = f"while ingesting in batches of {batch:,} records" if batch else "idle"
+        what = f"while ingesting polls of {batch:,} records, {INGEST_CHUNK:,} per lock" if batch else "idle"
         print(f"status, {what} ({args.statuses:,} requests, load {load()}):")
         print(
             f"  p50 {np.percentile(ms, 50):.2f} ms, p99 {np.percentile(ms, 99):.2f} ms, max {ms.max():.2f} ms   "

@@ -18,7 +18,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicCol
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from lag.admin_source import GROUP_OFFSETS_FEED, AdminOffsetsReader
-from lag.decoder import GroupMetadata, GroupTombstone, OffsetCommit, OffsetTombstone, decode_record
+from lag.decoder import GroupMetadata, GroupTombstone, OffsetCommit, OffsetTombstone, Record, decode_record
 from lag.group_records import (
     ConsumerGroupAssignment,
     ConsumerGroupAssignmentTombstone,
@@ -42,6 +42,9 @@ _RENEW_AFTER_FAILURES = 3
 """Consecutive failed HWM rounds after which the admin client is replaced."""
 _LATEST = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # untyped in confluent_kafka
 _EARLIEST = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
+INGEST_CHUNK = 1000
+"""Records applied per hold of the service lock: about 4 ms of work, so a status request waits no longer
+(docs/benchmarks.md, status while ingesting)."""
 _MEMBER_RECORDS = (
     ConsumerGroupMember,
     ConsumerGroupMemberLeft,
@@ -298,43 +301,49 @@ class KafkaLagSource:
         return not late
 
     def ingest(self, records: list[tuple[bytes | None, bytes | None]]) -> None:
-        """Decode and apply a batch of `__consumer_offsets` records."""
+        """Decode a batch of `__consumer_offsets` records, then apply it `INGEST_CHUNK` records per hold of the
+        service lock, so a status request or scrape waits for at most one chunk, not a whole poll."""
+        decoded = [decode_record(key, value) for key, value in records]  # pure: no lock needed
+        for at in range(0, len(decoded), INGEST_CHUNK):
+            with self.service.locked() as store:
+                self._apply(store, decoded[at : at + INGEST_CHUNK])
+
+    def _apply(self, store: OffsetStore, records: list[Record]) -> None:
+        """Apply decoded records in order (under the lock); member records' owners once at the end."""
         now = self.service.clock_ms()
         c = self.cluster
         changed: set[str] = set()
-        with self.service.locked() as store:
-            for key, value in records:
-                record = decode_record(key, value)
-                kind = type(record).__name__
-                self.decoded[kind] = self.decoded.get(kind, 0) + 1
-                if isinstance(record, OffsetCommit):
-                    store.add_commit(
-                        c, record.group, record.topic, record.partition, record.offset, record.commit_timestamp_ms, now
-                    )
-                elif isinstance(record, OffsetTombstone):
-                    store.clear_partition(c, record.group, record.topic, record.partition)
-                elif isinstance(record, GroupTombstone | ConsumerGroupTombstone):
-                    # The group's metadata is gone, not its commits: a protocol upgrade or downgrade writes this
-                    # tombstone and keeps every offset, and a deleted group's offset tombstones come first (and
-                    # delete it in the store once none is left).
+        for record in records:
+            kind = type(record).__name__
+            self.decoded[kind] = self.decoded.get(kind, 0) + 1
+            if isinstance(record, OffsetCommit):
+                store.add_commit(
+                    c, record.group, record.topic, record.partition, record.offset, record.commit_timestamp_ms, now
+                )
+            elif isinstance(record, OffsetTombstone):
+                store.clear_partition(c, record.group, record.topic, record.partition)
+            elif isinstance(record, GroupTombstone | ConsumerGroupTombstone):
+                # The group's metadata is gone, not its commits: a protocol upgrade or downgrade writes this
+                # tombstone and keeps every offset, and a deleted group's offset tombstones come first (and
+                # delete it in the store once none is left).
+                store.clear_owners(c, record.group)
+                store.set_members(c, record.group, 0 if record.group in store.group_ids(c) else None)
+                self.members.forget(record.group)
+                changed.discard(record.group)
+            elif isinstance(record, GroupMetadata) and record.protocol_type == "consumer":
+                store.set_members(c, record.group, len(record.members))
+                if not record.members:
                     store.clear_owners(c, record.group)
-                    store.set_members(c, record.group, 0 if record.group in store.group_ids(c) else None)
-                    self.members.forget(record.group)
-                    changed.discard(record.group)
-                elif isinstance(record, GroupMetadata) and record.protocol_type == "consumer":
-                    store.set_members(c, record.group, len(record.members))
-                    if not record.members:
-                        store.clear_owners(c, record.group)
-                    for m in record.members:
-                        for topic, partitions in m.assignment:
-                            for p in partitions:
-                                store.set_owner(c, record.group, topic, p, m.client_host, m.client_id)
-                elif isinstance(record, _MEMBER_RECORDS):
-                    changed.add(self.members.apply(record))
-                elif isinstance(record, ShareGroupMetadata | ShareGroupTombstone):
-                    store.set_share_group(c, record.group, isinstance(record, ShareGroupMetadata))
-            for group in changed:
-                self._apply_members(store, group)
+                for m in record.members:
+                    for topic, partitions in m.assignment:
+                        for p in partitions:
+                            store.set_owner(c, record.group, topic, p, m.client_host, m.client_id)
+            elif isinstance(record, _MEMBER_RECORDS):
+                changed.add(self.members.apply(record))
+            elif isinstance(record, ShareGroupMetadata | ShareGroupTombstone):
+                store.set_share_group(c, record.group, isinstance(record, ShareGroupMetadata))
+        for group in changed:
+            self._apply_members(store, group)
 
     def _apply_members(self, store: OffsetStore, group: str) -> None:
         """A consumer-protocol group's owners and member count, from its members' records (under the lock)."""
