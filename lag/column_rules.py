@@ -84,11 +84,21 @@ def _burrow(c: WindowColumns, s: _Settler, now_ms: int, current_lag: I64, p: Rul
     s.settle(Rule.STOP, _is_stopped(c, now_ms) & ~_is_recent_lag_zero(c, p.intervals))
     rows = np.flatnonzero(s.open & _has_rewind(c.offsets))
     s.settle_rows(Rule.REWIND_UNRECOVERED, rows, ~_is_rewind_recovered(c.offsets[rows]))
-    lag_never_zero = _is_lag_always_not_zero(c.lags, p.allowed_lag)
-    s.settle(Rule.STALL, lag_never_zero & _is_stalled(c.offsets))
-    s.settle(Rule.WARN, lag_never_zero & _is_lag_not_decreasing(c.lags))
-    s.settle(Rule.LAG_DECREASED, lag_never_zero)
+    rows = np.flatnonzero(s.open)  # the rest only on the rows still open (caught-up groups are most of a fleet)
+    offsets, lags = c.offsets[rows], c.lags[rows]
+    lag_never_zero = _is_lag_always_not_zero(lags, p.allowed_lag)
+    stalled = lag_never_zero & _is_stalled(offsets)
+    s.settle_rows(Rule.STALL, rows, stalled)
+    s.settle_rows(Rule.WARN, rows, lag_never_zero & ~stalled & _is_lag_not_decreasing(lags))
+    s.settle(Rule.LAG_DECREASED, s.open & _scatter(lag_never_zero, rows, len(s.open)))
     s.settle(Rule.LAG_ZERO, s.open)
+
+
+def _scatter(values: Bools, rows: I64, size: int) -> Bools:
+    """A predicate computed on `rows`, as a mask over all `size` rows (False elsewhere)."""
+    out = np.zeros(size, dtype=np.bool_)
+    out[rows] = values
+    return out
 
 
 def _burrow12(c: WindowColumns, s: _Settler, now_ms: int, current_lag: I64, p: RuleParams) -> None:

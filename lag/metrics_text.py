@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lag.column_timelag import F64
-from lag.columns import I64
+from lag.columns import I64, unique_ints
 from lag.scrape import ClusterRows
 
 GROUP = ("cluster", "consumer_group")
@@ -194,23 +194,14 @@ def _partition_tails(r: ClusterRows, names: list[str], t: Template) -> NDArray[n
     if not len(r.partitions):
         return np.zeros(0, dtype=object)
     width = int(r.partitions.max()) + 1
-    keys = r.topic_ids * width + r.partitions
-    if int(keys.max()) < 4 * len(keys):  # dense enough for a table: no sort
-        seen = np.zeros(int(keys.max()) + 1, dtype=np.bool_)
-        seen[keys] = True
-        distinct = np.flatnonzero(seen)
-        slot = np.zeros(len(seen), dtype=np.int64)
-        slot[distinct] = np.arange(len(distinct))
-        inverse = slot[keys]
-    else:
-        distinct, inverse = np.unique(keys, return_inverse=True)
+    distinct, inverse = unique_ints(r.topic_ids * width + r.partitions)
     topics = {tid: escape(name) for tid, name in r.topic_names.items()}
     texts = np.empty(len(distinct), dtype=object)
     texts[:] = [
         f"{p}{t.after_partition}{topics[tid]}{t.after_topic}"
         for tid, p in (divmod(k, width) for k in distinct.tolist())
     ]
-    tails: NDArray[np.object_] = np.repeat(_group_tails(names, t), np.diff(r.starts)) + texts[inverse.reshape(-1)]
+    tails: NDArray[np.object_] = np.repeat(_group_tails(names, t), np.diff(r.starts)) + texts[inverse]
     return tails
 
 
@@ -263,8 +254,11 @@ def int_texts(values: I64) -> list[str]:
         v = values[big]
         digits = np.searchsorted(10 ** np.arange(19, dtype=np.int64), v, side="right")
         zeros = np.zeros(len(v), dtype=np.int64)
-        for k in range(1, 17):
-            zeros += v % 10**k == 0
+        for k in range(1, 17):  # k trailing zeros imply k - 1: stop at the first k none has
+            has = v % 10**k == 0
+            if not has.any():
+                break
+            zeros += has
         kept = digits - zeros
         q = v // 10**zeros
         one = kept == 1

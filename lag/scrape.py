@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lag.column_timelag import F64, time_lags
-from lag.columns import I64, gather_histories
+from lag.columns import I64, gather_histories, unique_ints
 from lag.pagecache import PageCacheEstimate
 from lag.rules import Rule
 from lag.service import LagService
@@ -73,13 +73,17 @@ def _cluster_rows(service: LagService, cluster: str, now_ms: int) -> ClusterRows
     live = [] if why is not None else [name for name in names if name not in expired]
     v = evaluator.evaluate_groups(cluster, [ids[name] for name in live], now_ms)
     index = v.index
-    position = {name: i for i, name in enumerate(live)}
     # per group, in name order: live groups take their row of the columnar result
-    which = np.array([position.get(name, -1) for name in names], dtype=np.int64)
+    if len(live) == len(names):  # nothing expired, cluster judged: row i is group i
+        which = np.arange(len(names), dtype=np.int64)
+    else:
+        position = {name: i for i, name in enumerate(live)}
+        which = np.array([position.get(name, -1) for name in names], dtype=np.int64)
     judged = which >= 0
     at = np.where(judged, which, 0)
     status = np.full(len(names), int(Status.UNKNOWN), dtype=np.int64)
-    status[[i for i, name in enumerate(names) if name in expired]] = int(Status.NOTFOUND)
+    if expired:
+        status[[i for i, name in enumerate(names) if name in expired]] = int(Status.NOTFOUND)
     totallag = np.zeros(len(names), dtype=np.int64)
     maxlag = np.zeros(len(names), dtype=np.int64)
     sizes = np.zeros(len(names), dtype=np.int64)
@@ -175,23 +179,23 @@ def _beyond(
     if estimate is None or not len(topic_ids):
         return out
     keys = topic_ids * (int(partitions.max()) + 1) + partitions
-    distinct, inverse = np.unique(keys, return_inverse=True)
+    distinct, inverse = unique_ints(keys)
     windows = np.array(
         [
             _window(estimate, topic_name(int(topic_ids[i])), int(partitions[i]))
             for i in _first_rows(inverse, len(distinct))
         ],
         dtype=np.float64,
-    )[inverse.reshape(-1)]
+    )[inverse]
     lag = np.where(np.isnan(exact), lag_seconds, exact)
     known = has_commit & ~np.isnan(lag) & ~np.isnan(windows)
     out[known] = np.where(lag[known] > windows[known], 1.0, 0.0)
     return out
 
 
-def _first_rows(inverse: NDArray[np.intp], distinct: int) -> list[int]:
+def _first_rows(inverse: I64, distinct: int) -> list[int]:
     first = np.full(distinct, -1, dtype=np.int64)
-    first[inverse.reshape(-1)[::-1]] = np.arange(len(inverse))[::-1]
+    first[inverse[::-1]] = np.arange(len(inverse))[::-1]
     return [int(i) for i in first.tolist()]
 
 
