@@ -1,6 +1,6 @@
 """One full JMX scrape of one broker: jmxquery, jpype and the jmx_exporter 1.0.1 agent, side by side.
 
-Run: python bench/jmx_bench.py [--runs 15] [--warmup 3] [--brokers 3] [--topics 10]
+Run: python bench/jmx_bench.py [--runs 15] [--warmup 3] [--brokers 3] [--topics 10] [--cycles 20] [--cycle-s 2]
 
 Starts its own dev cluster with `io.prometheus.jmx:jmx_prometheus_javaagent:1.0.1` (Maven Central, copied into the
 cache by Maven) attached to node 1 with Strimzi's Kafka rules (bench/jmx_exporter_kafka_rules.yaml), creates some
@@ -10,6 +10,11 @@ topics with traffic, then scrapes node 1 in rounds, the three ways in rotating o
   collector reads by default (broker-wide beans, no per-topic ones). jpype is measured in its steady state on one
   kept connection; its first connect (in-process JVM start, then connect + first scrape) is reported apart.
 - jmx_exporter: `GET /metrics` from the agent inside the broker.
+
+Then the collector as `collect` runs it (`--cycles`, 0 to skip): a `CollectorService` (jpype) over every broker
+of the cluster, one scrape cycle every `--cycle-s`: this process's CPU per cycle (every broker's scrape thread, the
+cluster-state read, the in-process JVM) and per broker, the cluster-state read alone, and the CPU of rendering
+/metrics per broker: the figures a capacity model needs for how many brokers one `collectors.shard` can take.
 
 Wall time is the scrape's. CPU is counted where the work happens: this process (all its threads, the in-process JVM
 included) plus its reaped children (the JVM jmxquery forks per call, via RUSAGE_CHILDREN), and the broker JVM,
@@ -32,14 +37,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from prometheus_client import CollectorRegistry, generate_latest
 
 from collectors.catalogue import scrape_plan
 from collectors.mapping import BrokerIdentity, map_readings
-from collectors.service import topic_selection
+from collectors.scrapers import PeriodicScraper, ScrapeResult
+from collectors.service import CollectorService, topic_selection
 from collectors.transport import JmxqueryTransport, JpypeTransport, ensure_jvm
 from devstack.cluster import DevCluster
 from devstack.runtime import DEFAULT_VERSION, DEPENDENCY_PLUGIN
@@ -144,6 +152,14 @@ def main() -> None:
         help="run the broker with C2 as in production (the dev cluster stops at C1 for a fast start)",
     )
     parser.add_argument("--profile", type=Path, help="after the rounds, cProfile jpype's read in this thread")
+    parser.add_argument("--cycles", type=int, default=20, help="collector cycles measured after the rounds (0: none)")
+    parser.add_argument("--cycle-s", type=float, default=2.0, help="the collector's scrape_interval_s for them")
+    parser.add_argument(
+        "--fan-out",
+        type=int,
+        default=1,
+        help="list each broker's JMX endpoint this many times (ids b*1000+k) so one collector holds more scrapers",
+    )
     args = parser.parse_args()
 
     agent = fetch_agent(cache_dir())
@@ -153,6 +169,8 @@ def main() -> None:
     try:
         add_traffic(cluster, args.topics)
         run(cluster, agent_port, args)
+        if args.cycles > 0:
+            run_collector(cluster, args.cycles, args.cycle_s, args.fan_out)
     finally:
         cluster.down()
         shutil.rmtree(home, ignore_errors=True)
@@ -255,6 +273,85 @@ def run(cluster: DevCluster, agent_port: int, args: argparse.Namespace) -> None:
         print(f"{name} / jmx_exporter wall time: {ratio:.2f}x ({verdict} the {TARGET_RATIO:g}x target)")
     if args.profile:
         pstats.Stats(str(args.profile)).sort_stats("tottime").print_stats(15)
+
+
+def rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def later_than(mark: float) -> Callable[[ScrapeResult[Any]], bool]:
+    return lambda result: result.finished_s > mark
+
+
+def run_collector(cluster: DevCluster, cycles: int, cycle_s: float, fan_out: int) -> None:
+    """`collect`'s own cost per scrape cycle: a CollectorService over every broker, as `collect` builds it; with
+    `fan_out` > 1 each broker is listed again under extra ids, each copy its own connection and full scrape."""
+    config = dev_cluster_config(cluster)
+    assert config.jmx is not None
+    copies = [
+        b.model_copy(update={"broker_id": b.broker_id * 1000 + k} if k else {})
+        for b in config.jmx.brokers
+        for k in range(fan_out)
+    ]
+    config = config.model_copy(update={"jmx": config.jmx.model_copy(update={"brokers": copies})})
+    registry = CollectorRegistry()
+    rss0 = rss_mib()
+    service = CollectorService([config], CollectorsConfig(transport="jpype", scrape_interval_s=cycle_s))
+    service.register(registry)
+    service.start()
+    try:
+        scrapers: list[PeriodicScraper[Any]] = [*service.brokers.values(), *service.admin_scrapers()]
+        for scraper in scrapers:
+            scraper.wait_for(lambda r: r.ok, 60)
+
+        def next_cycle() -> None:
+            """Block (this thread idles) until every scraper has published one more result."""
+            marks = [scraper.result.finished_s for scraper in scrapers if scraper.result is not None]
+            for scraper, mark in zip(scrapers, marks, strict=True):
+                scraper.wait_for(later_than(mark), cycle_s * 10)
+
+        next_cycle()  # warm-up cycle
+        cpu0, wall0 = own_cpu_s(), time.perf_counter()
+        for _ in range(cycles):
+            next_cycle()
+        cycle_cpu = (own_cpu_s() - cpu0) / cycles
+        wall = (time.perf_counter() - wall0) / cycles
+        failed = sum(not s.result.ok for s in scrapers if s.result is not None)
+        rss = rss_mib() - rss0
+        # The cluster-state read alone (already inside each cycle), here on this thread.
+        (state,) = service.states.values()
+        cpu0 = own_cpu_s()
+        for _ in range(5):
+            state.scrape_once()
+        state_cpu = (own_cpu_s() - cpu0) / 5
+        cpu0 = own_cpu_s()
+        size = 0
+        for _ in range(10):
+            size = len(generate_latest(registry))
+        render_cpu = (own_cpu_s() - cpu0) / 10
+    finally:
+        service.stop()
+    brokers = len(service.brokers)
+    per_broker = (cycle_cpu - state_cpu) / brokers
+    print()
+    load = os.getloadavg()[0]
+    print(f"collector (jpype, {brokers} brokers, one cycle every {cycle_s:g} s, {cycles} cycles, "
+          f"wall {wall:.2f} s/cycle, {failed} failed scrapes at the end; load average {load:.2f})")  # fmt: skip
+    print("| figure | CPU (ms) |")
+    print("|---|---|")
+    print(f"| one cycle, whole process ({brokers} brokers + cluster state) | {cycle_cpu * 1000:.1f} |")
+    print(f"| cluster-state read ({len(state.result.value.balance) if state.result and state.result.value else 0} "
+          f"brokers) | {state_cpu * 1000:.1f} |")  # fmt: skip
+    print(f"| per broker per cycle (cycle - cluster state) / brokers | {per_broker * 1000:.1f} |")
+    print(f"| /metrics render, whole ({size / 1024:.0f} KiB) | {render_cpu * 1000:.1f} |")
+    print(f"| /metrics render per broker | {render_cpu / brokers * 1000:.1f} |")
+    print(f"RSS added by the service (connections, scrapers, families): {rss:.1f} MiB, {rss / brokers:.2f} MiB per "
+          f"broker; process RSS {rss_mib():.0f} MiB (the in-process JVM included)")  # fmt: skip
+    every = 15.0
+    print(f"one core at a scrape every {every:g} s: about {every / (per_broker + render_cpu / brokers):.0f} brokers")
 
 
 if __name__ == "__main__":

@@ -223,6 +223,16 @@ def fetch_snapshot(admin: AdminClient, cluster: str, timeout_s: float) -> Cluste
     return ClusterSnapshot(brokers, controller, partitions)
 
 
+def fetch_racks(admin: AdminClient, cluster: str, timeout_s: float) -> dict[int, str | None]:
+    """Live brokers and their racks in one describe_cluster call: what a shard that leaves the cluster's state to
+    another shard still needs to label its brokers' samples, at a cost that does not grow with partitions."""
+    try:
+        described = admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s)
+    except KafkaException as exc:
+        raise KafkaUnavailable(f"cluster {cluster!r}: cannot read its brokers: {exc.args[0]}") from exc
+    return {node.id: node.rack for node in described.nodes}
+
+
 def _min_isr(admin: AdminClient, topics: list[str], timeout_s: float) -> dict[str, int]:
     if not topics:
         return {}

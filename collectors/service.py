@@ -15,10 +15,12 @@ from prometheus_client import CollectorRegistry
 
 from collectors.catalogue import TopicSelection, scrape_plan
 from collectors.clients import client_scraper
-from collectors.cluster_state import ClusterHealth, assess, fetch_snapshot
+from collectors.cluster_state import ClusterHealth, assess, fetch_racks, fetch_snapshot
 from collectors.collector import CLIENT_HEALTH, ClusterStateCollector, JmxCollector
 from collectors.mapping import BrokerIdentity
 from collectors.scrapers import BrokerScraper, PeriodicScraper
+from collectors.shard import Shard, plan_shard
+from collectors.shard_metrics import ShardCollector
 from collectors.transport import open_transport
 from pulse.config import ClusterConfig, CollectorsConfig
 from pulse.kafka_log import DebugLog
@@ -51,15 +53,27 @@ class CollectorService:
         self.clients: dict[str, BrokerScraper] = {}
         """Client targets (`collectors.clients`) by name."""
         self.states: dict[str, PeriodicScraper[ClusterHealth]] = {}
+        self.rack_reads: dict[str, PeriodicScraper[dict[int, str | None]]] = {}
+        """Clusters whose state another shard exports but some of whose brokers this shard scrapes: racks only."""
         self._admins: list[AdminClient] = []
+        configured = {c.name: [b.broker_id for b in c.jmx.brokers] if c.jmx is not None else [] for c in self.clusters}
+        self.shard_plan = plan_shard(
+            Shard(config.shard.index, config.shard.count), configured, [c.name for c in config.clients]
+        )
+        """What this shard scrapes (collectors/shard.py); with the default single shard, everything."""
 
     def start(self) -> None:
+        owned = set(self.shard_plan.brokers)
         for cluster in self.clusters:
-            self.states[cluster.name] = self._state_scraper(cluster)
             jmx = cluster.jmx
+            mine = [b for b in jmx.brokers if (cluster.name, b.broker_id) in owned] if jmx is not None else []
+            if cluster.name in self.shard_plan.cluster_states:
+                self.states[cluster.name] = self._state_scraper(cluster)
+            elif mine:
+                self.rack_reads[cluster.name] = self._rack_reader(cluster)
             if jmx is None:
                 continue
-            for broker in jmx.brokers:
+            for broker in mine:
                 transport = open_transport(self.config.transport, broker, jmx)
                 self.brokers[(cluster.name, broker.broker_id)] = BrokerScraper(
                     self._identity(cluster.name, broker.broker_id),
@@ -69,15 +83,21 @@ class CollectorService:
                     self.config.scrape_interval_s,
                 )
         for index, client in enumerate(self.config.clients):
+            if client.name not in self.shard_plan.clients:
+                continue
             self.clients[client.name] = client_scraper(
                 client, self.config.transport, self.selection, self.config.scrape_interval_s, index
             )
         # Cluster state first: its first result brings the racks the JMX samples are labelled with.
-        for state in self.states.values():
+        for state in self.admin_scrapers():
             state.scrape_once()
             state.start()
         for scraper in (*self.brokers.values(), *self.clients.values()):
             scraper.start()
+
+    def admin_scrapers(self) -> list[PeriodicScraper[Any]]:
+        """Every Admin API read this shard runs: the cluster states it exports and the rack reads for the rest."""
+        return [*self.states.values(), *self.rack_reads.values()]
 
     def _identity(self, cluster: str, broker: int) -> Callable[[], BrokerIdentity]:
         def identity() -> BrokerIdentity:
@@ -85,7 +105,7 @@ class CollectorService:
 
         return identity
 
-    def _state_scraper(self, cluster: ClusterConfig) -> PeriodicScraper[ClusterHealth]:
+    def _admin(self, cluster: ClusterConfig) -> AdminClient:
         settings: dict[str, Any] = {
             **client_config(cluster),
             "client.id": "kafka-pulse-collect",
@@ -93,6 +113,21 @@ class CollectorService:
         }
         admin = AdminClient(settings)
         self._admins.append(admin)
+        return admin
+
+    def _rack_reader(self, cluster: ClusterConfig) -> PeriodicScraper[dict[int, str | None]]:
+        admin = self._admin(cluster)
+
+        def scrape() -> dict[int, str | None]:
+            racks = fetch_racks(admin, cluster.name, min(ADMIN_TIMEOUT_S, self.config.scrape_interval_s * 2))
+            for broker, rack in racks.items():
+                self.racks[(cluster.name, broker)] = rack
+            return racks
+
+        return PeriodicScraper(f"cluster {cluster.name} racks", scrape, self.config.scrape_interval_s)
+
+    def _state_scraper(self, cluster: ClusterConfig) -> PeriodicScraper[ClusterHealth]:
+        admin = self._admin(cluster)
         expected = {b.broker_id for b in cluster.jmx.brokers} if cluster.jmx is not None else set()
 
         def scrape() -> ClusterHealth:
@@ -108,11 +143,12 @@ class CollectorService:
         registry.register(JmxCollector(self.brokers))
         registry.register(JmxCollector(self.clients, CLIENT_HEALTH))
         registry.register(ClusterStateCollector(self.states))
+        registry.register(ShardCollector(self.shard_plan))
 
     def stop(self) -> None:
         for scraper in (*self.brokers.values(), *self.clients.values()):
             scraper.stop()
-        for state in self.states.values():
+        for state in self.admin_scrapers():
             state.stop()
 
 
@@ -125,5 +161,11 @@ def build_collectors(
     service.register(registry)
     jmx = sum(len(c.jmx.brokers) for c in clusters if c.jmx is not None)
     what = f"{jmx} JMX brokers over {config.transport}" if jmx else "Admin API only (no jmx.brokers)"
+    plan = service.shard_plan
+    if not plan.shard.is_whole:
+        what = (
+            f"shard {plan.shard.index} of {plan.shard.count}: {len(plan.brokers)} of {what}, "
+            f"cluster state of {len(plan.cluster_states)} of {len(clusters)} clusters"
+        )
     clients = f", {len(config.clients)} client targets" if config.clients else ""
     return [Part("collectors", service, f"{what}{clients}, every {config.scrape_interval_s:g} s")]

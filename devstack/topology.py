@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import TypeVar
 
 RACKS = ("az-a", "az-b", "az-c")
 SCRAM_MECHANISM = "SCRAM-SHA-512"
@@ -19,6 +20,17 @@ FAST_FENCING = (("broker.heartbeat.interval.ms", "500"), ("broker.session.timeou
 dead broker in its ISR stall; the fence drops it from the ISRs and moves its leaderships. The canary's fault
 tests are about who gets charged for that stall, not how long it lasts, so they shorten it. Not the dev
 default: on a loaded 2-core machine a healthy broker could miss 4 s of heartbeats and be fenced."""
+
+
+def enforcing_authorizer(admin_user: str) -> tuple[tuple[str, str], ...]:
+    """`ClusterSpec.broker_overrides` for a SASL_SSL cluster that enforces ACLs (KRaft's StandardAuthorizer): no
+    ACL means no access, except for the super users: the SCRAM admin login and `User:ANONYMOUS`, the principal of
+    the PLAINTEXT controller and inter-broker listeners (loopback only) the brokers and the dev tooling use."""
+    return (
+        ("authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"),
+        ("allow.everyone.if.no.acl.found", "false"),
+        ("super.users", f"User:ANONYMOUS;User:{admin_user}"),
+    )
 
 
 class Security(StrEnum):
@@ -268,3 +280,94 @@ def jvm_flags(
         *logging,
         *extra,
     ]
+
+
+# ---- data shape: topics, partitions and committing groups a dev cluster is filled with --------------------------
+
+_T = TypeVar("_T")
+
+FD_LIMIT_SHARE = 0.75
+"""Part of the open-files limit a broker's partitions may take: each replica keeps its active segment open, and
+the rest is left for sockets, jars and the metadata log."""
+
+
+@dataclass(frozen=True)
+class DataShape:
+    """What `dev up` creates after the brokers start: `topics` topics of `partitions_per_topic` partitions at the
+    cluster's replication factor, and `groups` consumer groups, group i committing offsets on topic i mod topics."""
+
+    topics: int = 0
+    partitions_per_topic: int = 1
+    groups: int = 0
+
+    @property
+    def partitions(self) -> int:
+        return self.topics * self.partitions_per_topic
+
+    @property
+    def is_empty(self) -> bool:
+        return self.topics == 0 and self.groups == 0
+
+    def topic_names(self) -> list[str]:
+        width = max(4, len(str(self.topics - 1)))
+        return [f"shape-{t:0{width}d}" for t in range(self.topics)]
+
+    def group_topics(self) -> list[tuple[str, str]]:
+        """(group, the topic it commits on): the groups spread evenly over the topics."""
+        names = self.topic_names()
+        width = max(4, len(str(self.groups - 1)))
+        return [(f"shape-group-{g:0{width}d}", names[g % len(names)]) for g in range(self.groups)]
+
+    def replicas_per_broker(self, brokers: int) -> int:
+        """Partition replicas each broker hosts (replication min(3, brokers), spread evenly)."""
+        return -(-self.partitions * min(3, brokers) // brokers)
+
+    def heap_mb(self, brokers: int) -> int:
+        """Broker heap: the dev default (512 MB) up to 1,000 replicas a broker, then 0.1 MB more per replica
+        (partition objects, their log and index handles and about ten metrics beans each)."""
+        return max(512, 412 + self.replicas_per_broker(brokers) // 10)
+
+
+PROFILES = {"small": DataShape(), "large": DataShape(topics=1000, partitions_per_topic=10, groups=1000)}
+"""Named shapes for `dev up --profile`; `large` is the 10,000-partition, 1,000-group cluster of bench/."""
+
+
+def data_shape(
+    profile: str | None, topics: int | None, partitions_per_topic: int | None, groups: int | None
+) -> DataShape:
+    """The shape `dev up` options ask for: a profile, overridden option by option; ValueError naming the option."""
+    if profile is not None and profile not in PROFILES:
+        raise ValueError(f"--profile must be one of {', '.join(PROFILES)}, not {profile!r}")
+    base = PROFILES[profile or "small"]
+    shape = DataShape(
+        topics=base.topics if topics is None else topics,
+        partitions_per_topic=base.partitions_per_topic if partitions_per_topic is None else partitions_per_topic,
+        groups=base.groups if groups is None else groups,
+    )
+    for option, value, low in (
+        ("--topics", shape.topics, 0),
+        ("--partitions-per-topic", shape.partitions_per_topic, 1),
+        ("--groups", shape.groups, 0),
+    ):
+        if value < low:
+            raise ValueError(f"{option} must be at least {low}, not {value}")
+    if shape.groups and not shape.topics:
+        raise ValueError(f"--groups {shape.groups} needs topics to commit on: give --topics too")
+    return shape
+
+
+def check_fits(shape: DataShape, brokers: int, open_files_limit: int) -> None:
+    """ValueError when a broker could not open every replica's segment under the open-files limit (`ulimit -n`)."""
+    per_broker = shape.replicas_per_broker(brokers)
+    allowed = int(open_files_limit * FD_LIMIT_SHARE)
+    if per_broker > allowed:
+        raise ValueError(
+            f"--topics {shape.topics} x --partitions-per-topic {shape.partitions_per_topic} puts {per_broker:,} "
+            f"replicas on each of {brokers} broker(s), more than {allowed:,} ({FD_LIMIT_SHARE:.0%} of the "
+            f"open-files limit {open_files_limit:,}); raise `ulimit -n` or ask for fewer partitions"
+        )
+
+
+def batched(items: Sequence[_T], size: int) -> list[Sequence[_T]]:
+    """`items` in runs of at most `size`: topics are created a batch at a time so the controller keeps up."""
+    return [items[i : i + size] for i in range(0, len(items), size)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import resource
 import time
 from pathlib import Path
 
@@ -12,9 +13,10 @@ from rich.table import Table
 
 from devstack import require_dev_extra
 from devstack.cluster import DevCluster
+from devstack.populate import fill
 from devstack.runtime import DEFAULT_VERSION, LEGACY_VERSION, ensure_runtime, ensure_tools
 from devstack.stutter import StutterPlan, sigterm_as_interrupt, stutter_node
-from devstack.topology import JmxSecurity, Security
+from devstack.topology import PROFILES, JmxSecurity, Security, check_fits, data_shape
 from kafka_pulse.cli.options import config_option
 from pulse.errors import ClusterError, ConfigError
 from pulse.paths import cache_dir, state_dir
@@ -64,10 +66,31 @@ def dev() -> None:
     help="JMX login (auth), and over TLS (auth+tls); the login is in jmx-credentials.json (0600), never on argv.",
 )
 @click.option("--timeout", "timeout_s", type=float, default=120.0, show_default=True)
+@click.option(
+    "--profile", type=click.Choice(list(PROFILES)), help="A named data shape; `large`: 1,000 topics x 10, 1,000 groups."
+)
+@click.option("--topics", type=int, help="Topics to create after start-up (batches of 50) [profile's, else 0].")
+@click.option("--partitions-per-topic", type=int, help="Partitions of each of those topics [profile's, else 1].")
+@click.option("--groups", type=int, help="Consumer groups committing offsets on those topics [profile's, else 0].")
 def up(
-    config_path: Path | None, brokers: str, kafka_version: str, security: str, jmx_security: str, timeout_s: float
+    config_path: Path | None,
+    brokers: str,
+    kafka_version: str,
+    security: str,
+    jmx_security: str,
+    timeout_s: float,
+    profile: str | None,
+    topics: int | None,
+    partitions_per_topic: int | None,
+    groups: int | None,
 ) -> None:
-    """Gather jars (once per version), format storage, start the nodes and wait until every broker is RUNNING."""
+    """Gather jars (once per version), format storage, start the nodes and wait until every broker is RUNNING; then
+    create the data shape asked for (topics, records, committing groups), with broker heaps sized for it."""
+    try:
+        shape = data_shape(profile, topics, partitions_per_topic, groups)
+        check_fits(shape, int(brokers), resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
     home = dev_home()
     if (home / "state.json").exists():
         existing = DevCluster.load(home)
@@ -79,11 +102,16 @@ def up(
         existing.down()  # stale state from a crashed run
     console = Console(stderr=True)
     started = time.monotonic()
-    cluster = DevCluster.plan(home, int(brokers), kafka_version, Security(security), JmxSecurity(jmx_security))
+    heap = shape.heap_mb(int(brokers))
+    jvm = {n: [f"-Xms{heap // 2}m", f"-Xmx{heap}m"] for n in range(1, int(brokers) + 1)} if heap > 512 else None
+    cluster = DevCluster.plan(home, int(brokers), kafka_version, Security(security), JmxSecurity(jmx_security), jvm)
     with console.status(f"gathering Kafka {kafka_version}'s jars from Maven Central (once per version)..."):
         ensure_runtime(kafka_version, cache_dir())  # cluster.up finds them cached
     with console.status(f"starting {brokers} Kafka {kafka_version} node(s)..."):
         cluster.up(cache_dir(), timeout_s)
+    if not shape.is_empty:
+        with console.status(f"creating {shape.topics:,} topics, {shape.partitions:,} partitions...") as shown:
+            fill(cluster.spec.internal_bootstrap, shape, cluster.spec.replication_factor, progress=shown.update)
     console.print(f"ready in {time.monotonic() - started:.1f} s")
     _render(cluster, Console())
 

@@ -199,10 +199,11 @@ def _thread_check(what: str, loop: Any) -> Check:
 
 
 def _collectors(service: Any) -> Callable[[], float | None]:
-    """The least recent cluster-state scrape that succeeded (every cluster must be read for a fresh verdict)."""
+    """The least recent Admin API read that succeeded (every cluster this shard reads must be read for a fresh
+    verdict: its state, or only its racks when another shard exports the state)."""
 
     def last() -> float | None:
-        results = [scraper.result for scraper in service.states.values()]  # a property
+        results = [scraper.result for scraper in service.admin_scrapers()]  # a property
         if not results or any(r is None or r.last_success_s is None for r in results):
             return None
         return float(min(r.last_success_s for r in results))

@@ -1,0 +1,607 @@
+"""A large real cluster on this machine: 3 brokers, 10,000 partitions over 1,000 topics (replication 3) and 1,000
+committing consumer groups (`kafka-pulse dev up --profile large`'s shape), and every component measured on it
+beside Kafka's own tools and Debian's Burrow 1.2.1.
+
+Run: python bench/large_cluster_bench.py --phase main   [--topics 1000 --partitions-per-topic 10 --groups 1000]
+     python bench/large_cluster_bench.py --phase burrow [same shape options]
+
+`main` (Kafka 4.x): the canary on the empty cluster first (probe latency p50/p99 from its histograms, the topic
+planner's reconcile time), then the shape is created (timed), then: Kafka's `kafka-consumer-groups --describe
+--all-groups` and `kafka-topics --describe --under-replicated-partitions` (wall and CPU of the JVM); the cluster-state
+read of `collect` in this process (`fetch_snapshot` + `assess`), and `kafka-pulse collect` as a child process
+(/metrics scrape time, bytes, series); `kafka-pulse lag` (time until every group's every partition is served, CPU
+per commit while every group commits every few seconds, /metrics scrape time, bytes, series); `kafka-pulse check`
+(wall); the canary again on the large cluster. `burrow` (Kafka 3.9, which Burrow 1.2.1 can read): Burrow and
+`kafka-pulse lag` (burrow-1.2 rules) started together on the same filled cluster: time until each serves every
+group with all its partitions, then CPU and RSS of each over the same committing interval.
+CPU is utime + stime from /proc/PID/stat (children: getrusage), RSS from /proc/PID/status. The host is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+from confluent_kafka.admin import AdminClient
+from prometheus_client.parser import text_string_to_metric_families
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the Burrow and ZooKeeper launchers live in tests/
+
+from canary.topic import TopicManager
+from collectors.cluster_state import assess, fetch_snapshot
+from devstack.cluster import DevCluster
+from devstack.populate import commit_groups, fill
+from devstack.runtime import DEFAULT_VERSION, LEGACY_VERSION, ensure_tools
+from devstack.topology import DataShape, Security
+from pulse.config import CanaryConfig
+from pulse.paths import cache_dir
+from pulse.ports import free_ports, wait_until
+
+REPO = Path(__file__).resolve().parents[1]
+CLUSTER = "local"
+TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+RECORDS = 10
+
+
+def say(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')} load {os.getloadavg()[0]:.1f}] {text}", flush=True)
+
+
+def cpu_seconds(pid: int) -> float:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) * TICK_S
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_tool(argv: list[str], env: dict[str, str]) -> tuple[float, float, int, str]:
+    """Wall, CPU (of the child), exit code and the output's line count of one command."""
+    cpu0, wall0 = children_cpu(), time.monotonic()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900, cwd=REPO)
+    wall, cpu = time.monotonic() - wall0, children_cpu() - cpu0
+    if done.returncode != 0:
+        say(f"{argv[-3:]} exited {done.returncode}: {done.stderr[-1500:]}")
+    return wall, cpu, done.returncode, str(len(done.stdout.splitlines()))
+
+
+class Child:
+    """A `kafka-pulse` command as a child process with its own config and log."""
+
+    def __init__(self, home: Path, name: str, config: dict[str, Any], *args: str) -> None:
+        self.name = name
+        path = home / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(config))
+        self.log_path = home / f"{name}.log"
+        self._log = open(self.log_path, "wb")  # noqa: SIM115  # open for the child's lifetime
+        argv = [sys.executable, "-m", "kafka_pulse.cli.main", name, "--config", str(path), *args]
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, cwd=REPO, env=env_for(home))
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+
+def env_for(home: Path) -> dict[str, str]:
+    env = {**os.environ, "KAFKA_PULSE_HOME": str(home), "PYTHONPATH": str(REPO)}
+    env.pop("KAFKA_PULSE_CONFIG", None)
+    return env
+
+
+def scrape(http: httpx.Client, url: str, runs: int = 3) -> dict[str, float]:
+    """Median wall of `runs` GETs of /metrics, its bytes and series (sample lines)."""
+    walls = []
+    text = ""
+    for _ in range(runs):
+        t0 = time.monotonic()
+        text = http.get(f"{url}/metrics").text
+        walls.append(time.monotonic() - t0)
+    series = sum(1 for line in text.splitlines() if line and not line.startswith("#"))
+    return {"scrape_s": sorted(walls)[len(walls) // 2], "bytes": len(text.encode()), "series": series}
+
+
+def quantiles(text: str, family: str, qs: tuple[float, ...] = (0.5, 0.99)) -> dict[str, float]:
+    """Quantiles of a histogram summed over every label set, interpolated within buckets like histogram_quantile."""
+    buckets: dict[float, float] = {}
+    for fam in text_string_to_metric_families(text):
+        if fam.name != family:
+            continue
+        for sample in fam.samples:
+            if sample.name.endswith("_bucket"):
+                le = float(sample.labels["le"])
+                buckets[le] = buckets.get(le, 0.0) + sample.value
+    bounds = sorted(buckets)
+    if not bounds or buckets[bounds[-1]] == 0:
+        return {f"p{int(q * 100)}": float("nan") for q in qs}
+    total = buckets[bounds[-1]]
+    out: dict[str, float] = {"count": total}
+    for q in qs:
+        rank, low, below = q * total, 0.0, 0.0
+        for le in bounds:
+            if buckets[le] >= rank:
+                upper = le if le != float("inf") else low
+                inside = buckets[le] - below
+                out[f"p{int(q * 100)}"] = low + (upper - low) * ((rank - below) / inside if inside else 1.0)
+                break
+            low, below = le, buckets[le]
+    return out
+
+
+def canary_round(home: Path, cluster: DevCluster, seconds: float, tag: str) -> dict[str, Any]:
+    """The canary for `seconds` (probe latencies from its own histograms), then the topic planner timed here."""
+    port = free_ports(1)[0]
+    config = {
+        "clusters": [cluster_entry(cluster)],
+        "canary": {
+            "listen": f"127.0.0.1:{port}",
+            "interval_s": 0.25,
+            "topic": f"__pulse_canary_{tag}",
+            "sli_log": {"enabled": False},
+        },
+    }
+    child = Child(home, "canary", config)
+    http = httpx.Client(timeout=60, trust_env=False)
+    url = f"http://127.0.0.1:{port}"
+    try:
+
+        def answering() -> bool:
+            try:
+                return "kafka_pulse_canary_e2e_latency_seconds_bucket" in http.get(f"{url}/metrics").text
+            except httpx.HTTPError:
+                return False
+
+        assert wait_until(answering, 180, 1.0), child.log_path.read_text()[-2000:]
+        before = http.get(f"{url}/metrics").text
+        cpu0 = cpu_seconds(child.pid)
+        time.sleep(seconds)  # the canary probes at its own interval; this is the measured stretch
+        cpu = cpu_seconds(child.pid) - cpu0
+        after = http.get(f"{url}/metrics").text
+    finally:
+        child.stop()
+    e2e = delta_quantiles(before, after, "kafka_pulse_canary_e2e_latency_seconds")
+    produce = delta_quantiles(before, after, "kafka_pulse_canary_produce_latency_seconds")
+    admin = AdminClient({"bootstrap.servers": cluster.spec.bootstrap_servers, "log_level": 0})
+    manager = TopicManager(admin, NoReassign(), CanaryConfig(topic=f"__pulse_canary_{tag}"), timeout_s=60)
+    planner = []
+    for _ in range(5):
+        w0, c0 = time.monotonic(), time.process_time()
+        report = manager.reconcile(time.monotonic())
+        planner.append((time.monotonic() - w0, time.process_time() - c0, report.error))
+    return {"e2e": e2e, "produce": produce, "canary_cpu_s": cpu, "seconds": seconds, "planner": planner}
+
+
+class NoReassign:
+    """The planner is timed on a topic already in place; a reassignment here would be a finding, not a cost."""
+
+    def reassign(self, topic: str, assignment: Any, bootstrap: Any = ()) -> None:
+        raise AssertionError(f"the planner asked to reassign {topic}: {dict(assignment)}")
+
+
+def delta_quantiles(before: str, after: str, family: str) -> dict[str, float]:
+    """Quantiles of the observations made between two scrapes (bucket counts subtracted)."""
+
+    def counts(text: str) -> dict[tuple[Any, ...], float]:
+        out = {}
+        for fam in text_string_to_metric_families(text):
+            if fam.name == family:
+                for s in fam.samples:
+                    if s.name.endswith("_bucket"):
+                        out[tuple(sorted(s.labels.items()))] = s.value
+        return out
+
+    b, a = counts(before), counts(after)
+    lines = []
+    for key, value in a.items():
+        labels = ",".join(f'{k}="{v}"' for k, v in key)
+        lines.append(f"{family}_bucket{{{labels}}} {value - b.get(key, 0.0)}")
+    return quantiles(f"# TYPE {family} histogram\n" + "\n".join(lines) + "\n", family)
+
+
+def cluster_entry(cluster: DevCluster) -> dict[str, Any]:
+    brokers = [{"broker_id": n.node_id, "port": n.jmx_port} for n in cluster.spec.nodes]
+    return {"name": CLUSTER, "bootstrap_servers": cluster.spec.bootstrap_servers, "jmx": {"brokers": brokers}}
+
+
+class Committer:
+    """Every group commits every partition of its topic once a round, rounds `every_s` apart, in a thread."""
+
+    def __init__(self, bootstrap: str, shape: DataShape, every_s: float) -> None:
+        self.admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+        self.shape = shape
+        self.every_s = every_s
+        self.commits = 0
+        self.rounds = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            flip = self.rounds % 2  # offsets alternate between two values below the end: every commit is a record
+
+            def offset(group: int, _partition: int, flip: int = flip) -> int:
+                return max(0, RECORDS - 1 - group % 4 - flip)
+
+            self.commits += commit_groups(self.admin, self.shape, offset)
+            self.rounds += 1
+            self._stop.wait(max(0.0, self.every_s - (time.monotonic() - started)))
+
+    @contextmanager
+    def running(self) -> Iterator[Committer]:
+        self._thread.start()
+        try:
+            yield self
+        finally:
+            self._stop.set()
+            self._thread.join(timeout=300)
+
+
+def all_served(http: httpx.Client, url: str, shape: DataShape, pending: set[str]) -> Callable[[], bool]:
+    """True once every group's /lag lists all its partitions; only groups still pending are asked again."""
+
+    def check() -> bool:
+        try:
+            listed = set(http.get(f"{url}/v3/kafka/{CLUSTER}/consumer").json().get("consumers") or [])
+        except (httpx.HTTPError, ValueError):
+            return False
+        for group in sorted(pending & listed):
+            try:
+                body = http.get(f"{url}/v3/kafka/{CLUSTER}/consumer/{group}/lag").json()
+            except (httpx.HTTPError, ValueError):
+                return False
+            parts = (body.get("status") or {}).get("partitions") or []
+            if len([p for p in parts if p.get("end")]) >= shape.partitions_per_topic:
+                pending.discard(group)
+        return not pending
+
+    return check
+
+
+def lag_config(
+    cluster: DevCluster, port: int, mode: str = "enhanced", granularity: str = "partition"
+) -> dict[str, Any]:
+    lag = {"mode": mode, "listen": f"127.0.0.1:{port}", "group_deny": "^(console-consumer-|__pulse)"}
+    return {
+        "clusters": [{"name": CLUSTER, "bootstrap_servers": cluster.spec.bootstrap_servers}],
+        "lag": lag | {"metrics_granularity": granularity},
+    }
+
+
+def start_cluster(home: Path, version: str, shape: DataShape) -> DevCluster:
+    heap = shape.heap_mb(3)
+    jvm = {n: [f"-Xms{heap // 2}m", f"-Xmx{heap}m"] for n in (1, 2, 3)}
+    cluster = DevCluster.plan(home / "dev", 3, version, Security.PLAINTEXT, extra_jvm_flags=jvm)
+    cluster.up(cache_dir(), timeout_s=300)
+    say(f"Kafka {version}: 3 brokers up, heap {heap} MB each")
+    return cluster
+
+
+def fill_timed(cluster: DevCluster, shape: DataShape) -> dict[str, float]:
+    t0, c0 = time.monotonic(), time.process_time()
+    fill(
+        cluster.spec.bootstrap_servers,
+        shape,
+        3,
+        RECORDS,
+        progress=lambda m: None if "0/" in m and "00/" not in m else say(m),
+    )
+    took = {"fill_wall_s": time.monotonic() - t0, "fill_harness_cpu_s": time.process_time() - c0}
+    say(
+        f"shape created: {shape.topics} topics, {shape.partitions} partitions, {shape.groups} groups "
+        f"in {took['fill_wall_s']:.0f} s"
+    )
+    return took
+
+
+def phase_main(home: Path, shape: DataShape, args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {"kafka_version": DEFAULT_VERSION}
+    cluster = start_cluster(home, DEFAULT_VERSION, shape)
+    env = env_for(home)
+    http = httpx.Client(timeout=300, trust_env=False)
+    try:
+        out["canary_small"] = canary_round(home, cluster, args.canary_seconds, "small")
+        say(f"canary on the empty cluster: {out['canary_small']}")
+        out["fill"] = fill_timed(cluster, shape)
+        brokers = {
+            n.node_id: {"rss_mb": rss_mb(pid)} for n, pid in ((n, cluster.pids[n.node_id]) for n in cluster.spec.nodes)
+        }
+        out["broker_rss_after_fill"] = brokers
+        tools = ensure_tools(DEFAULT_VERSION, cache_dir())
+        bootstrap = cluster.spec.bootstrap_servers
+        base = ["java", "-cp", tools.classpath]
+        groups_cmd = [*base, "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
+                      bootstrap, "--describe", "--all-groups"]  # fmt: skip
+        topics_cmd = [*base, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap, "--describe",
+                      "--under-replicated-partitions"]  # fmt: skip
+        out["kafka_consumer_groups"] = [run_tool(groups_cmd, env) for _ in range(2)]
+        say(f"kafka-consumer-groups --describe --all-groups: {out['kafka_consumer_groups']}")
+        out["kafka_topics_urp"] = [run_tool(topics_cmd, env) for _ in range(3)]
+        say(f"kafka-topics --describe --under-replicated-partitions: {out['kafka_topics_urp']}")
+
+        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+        state = []
+        for _ in range(3):
+            w0, c0 = time.monotonic(), time.process_time()
+            snapshot = fetch_snapshot(admin, CLUSTER, 120)
+            health = assess(snapshot, [1, 2, 3])
+            state.append((time.monotonic() - w0, time.process_time() - c0, len(snapshot.partitions)))
+        out["cluster_state_read"] = state
+        say(f"cluster state read (fetch_snapshot + assess): {state}; health {type(health).__name__}")
+
+        port = free_ports(1)[0]
+        collect = Child(
+            home, "collect", {"clusters": [cluster_entry(cluster)], "http": {"listen": f"127.0.0.1:{port}"}}
+        )
+        curl = f"http://127.0.0.1:{port}"
+        try:
+
+            def has_state() -> bool:
+                try:
+                    return f'kafka_pulse_cluster_partitions{{cluster="{CLUSTER}"}}' in http.get(f"{curl}/metrics").text
+                except httpx.HTTPError:
+                    return False
+
+            assert wait_until(has_state, 300, 1.0), collect.log_path.read_text()[-3000:]
+            cpu0 = cpu_seconds(collect.pid)
+            time.sleep(args.steady_seconds)  # collect's own 15 s cycles run in this stretch
+            out["collect_cpu_per_s"] = (cpu_seconds(collect.pid) - cpu0) / args.steady_seconds
+            out["collect_scrape"] = scrape(http, curl)
+            out["collect_rss_mb"] = rss_mb(collect.pid)
+            text = http.get(f"{curl}/metrics").text
+            out["collect_cluster_lines"] = [
+                line for line in text.splitlines() if line.startswith("kafka_pulse_cluster_partitions")
+            ]
+        finally:
+            collect.stop()
+        say(
+            f"collect: {out['collect_scrape']}, CPU {out['collect_cpu_per_s']:.3f} cores, "
+            f"RSS {out['collect_rss_mb']:.0f} MB"
+        )
+
+        out["lag"] = lag_round(home, cluster, shape, http, args, "enhanced")
+        say(f"lag: {out['lag']}")
+
+        checks = []
+        for _ in range(3):
+            wall, cpu, code, _ = run_tool([sys.executable, "-m", "kafka_pulse.cli.main", "check", "--json"], env)
+            checks.append((wall, cpu, code))
+        out["check"] = checks
+        say(f"check: {checks}")
+
+        out["canary_large"] = canary_round(home, cluster, args.canary_seconds, "large")
+        say(f"canary on the large cluster: {out['canary_large']}")
+        out["broker_rss_end"] = {n.node_id: rss_mb(cluster.pids[n.node_id]) for n in cluster.spec.nodes}
+        out["broker_cpu_total_s"] = {n.node_id: cpu_seconds(cluster.pids[n.node_id]) for n in cluster.spec.nodes}
+    finally:
+        cluster.down()
+    return out
+
+
+def lag_round(
+    home: Path, cluster: DevCluster, shape: DataShape, http: httpx.Client, args: argparse.Namespace, mode: str
+) -> dict[str, Any]:
+    """`kafka-pulse lag` from cold: backlog time, then CPU per commit under commit rounds, then scrapes."""
+    port = free_ports(1)[0]
+    child = Child(home, "lag", lag_config(cluster, port, mode))
+    url = f"http://127.0.0.1:{port}"
+    out: dict[str, Any] = {}
+    try:
+        pending = {g for g, _ in shape.group_topics()}
+        assert wait_until(all_served(http, url, shape, pending), 1800, 2.0), f"{len(pending)} groups not served"
+        out["backlog_s"] = time.monotonic() - child.started
+        out["backlog_cpu_s"] = cpu_seconds(child.pid)
+        c0 = cpu_seconds(child.pid)
+        time.sleep(args.steady_seconds)
+        idle = (cpu_seconds(child.pid) - c0) / args.steady_seconds
+        committer = Committer(cluster.spec.bootstrap_servers, shape, args.commit_every)
+        c0, w0 = cpu_seconds(child.pid), time.monotonic()
+        with committer.running():
+            time.sleep(args.steady_seconds)
+        wall = time.monotonic() - w0
+        loaded = cpu_seconds(child.pid) - c0
+        out |= {
+            "idle_cores": idle,
+            "loaded_cores": loaded / wall,
+            "commits": committer.commits,
+            "commits_per_s": committer.commits / wall,
+            "us_per_commit": loaded / max(1, committer.commits) * 1e6,
+            "us_per_commit_net": (loaded - idle * wall) / max(1, committer.commits) * 1e6,
+            "rss_mb": rss_mb(child.pid),
+            "scrape": scrape(http, url),
+        }
+    finally:
+        child.stop()
+    return out
+
+
+def phase_burrow(home: Path, shape: DataShape, args: argparse.Namespace) -> dict[str, Any]:
+    from tests.support.burrow import Burrow, BurrowOptions
+    from tests.support.zookeeper import ZooKeeper
+
+    out: dict[str, Any] = {"kafka_version": LEGACY_VERSION}
+    cluster = start_cluster(home, LEGACY_VERSION, shape)
+    zookeeper = ZooKeeper(home / "zookeeper")
+    http = httpx.Client(timeout=300, trust_env=False)
+    burrow: Any = None
+    ours: Child | None = None
+    try:
+        zookeeper.start()
+        out["fill"] = fill_timed(cluster, shape)
+        options = BurrowOptions(
+            zookeeper_root_path="/burrow-large", expire_cache_s=10, group_blacklist="^(console-consumer-|__pulse)"
+        )
+        port = free_ports(1)[0]
+        t0 = time.monotonic()
+        burrow = Burrow(
+            home / "burrow", [zookeeper.address], cluster.spec.bootstrap_servers.split(","), CLUSTER, options
+        ).start()
+        ours = Child(home, "lag", lag_config(cluster, port, "burrow-1.2"))
+        urls = {"burrow-1.2.1": burrow.url, "kafka-pulse lag": f"http://127.0.0.1:{port}"}
+        pids = {"burrow-1.2.1": burrow.pid, "kafka-pulse lag": ours.pid}
+        pending = {name: {g for g, _ in shape.group_topics()} for name in urls}
+        checks = {name: all_served(http, urls[name], shape, pending[name]) for name in urls}
+        served: dict[str, dict[str, float]] = {}
+
+        def both() -> bool:
+            for name, check in checks.items():
+                if name not in served and check():
+                    served[name] = {
+                        "s": time.monotonic() - t0,
+                        "cpu_s": cpu_seconds(pids[name]),
+                        "rss_mb": rss_mb(pids[name]),
+                    }
+                    say(f"{name} serves every group: {served[name]}")
+            return len(served) == len(checks)
+
+        assert wait_until(both, 1800, 2.0), f"not every group served: {[len(p) for p in pending.values()]}"
+        out["first_served"] = served
+        committer = Committer(cluster.spec.bootstrap_servers, shape, args.commit_every)
+        c0 = {n: cpu_seconds(p) for n, p in pids.items()}
+        w0 = time.monotonic()
+        with committer.running():
+            time.sleep(args.steady_seconds)
+        wall = time.monotonic() - w0
+        out["steady"] = {
+            name: {
+                "cores": (cpu_seconds(pid) - c0[name]) / wall,
+                "us_per_commit": (cpu_seconds(pid) - c0[name]) / max(1, committer.commits) * 1e6,
+                "rss_mb": rss_mb(pid),
+            }
+            for name, pid in pids.items()
+        }
+        out["commits_per_s"] = committer.commits / wall
+        say(f"steady: {out['steady']} at {out['commits_per_s']:.0f} commits/s")
+    finally:
+        if ours is not None:
+            ours.stop()
+        if burrow is not None:
+            burrow.stop()
+        zookeeper.stop()
+        cluster.down()
+    return out
+
+
+def family_counts(text: str) -> dict[str, int]:
+    """Sample lines per metric name (histogram buckets counted under their family's name)."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name = line.split("{", 1)[0].split(" ", 1)[0]
+            for suffix in ("_bucket", "_count", "_sum"):
+                name = name.removesuffix(suffix)
+            out[name] = out.get(name, 0) + 1
+    return out
+
+
+def phase_series(home: Path, shape: DataShape, args: argparse.Namespace) -> dict[str, Any]:
+    """Series per broker, topic, partition and group: `collect` with each `topic_metrics` setting and `lag` with
+    each `metrics_granularity`, on one filled cluster; the differences divided by what was added."""
+    out: dict[str, Any] = {"kafka_version": DEFAULT_VERSION, "shape": str(shape)}
+    cluster = start_cluster(home, DEFAULT_VERSION, shape)
+    http = httpx.Client(timeout=300, trust_env=False)
+    try:
+        out["fill"] = fill_timed(cluster, shape)
+        for setting in ("off", "topic", "partition"):
+            port = free_ports(1)[0]
+            config = {
+                "clusters": [cluster_entry(cluster)],
+                "http": {"listen": f"127.0.0.1:{port}"},
+                "collectors": {"topic_metrics": setting},
+            }
+            child = Child(home, "collect", config)
+            url = f"http://127.0.0.1:{port}"
+            try:
+
+                def scraped(url: str = url) -> bool:
+                    try:
+                        text = http.get(f"{url}/metrics").text
+                    except httpx.HTTPError:
+                        return False
+                    return "kafka_pulse_cluster_partitions{" in text and "kafka_server_" in text
+
+                assert wait_until(scraped, 300, 2.0), child.log_path.read_text()[-3000:]
+                time.sleep(20)  # a second JMX round, so every broker's beans are in
+                text = http.get(f"{url}/metrics").text
+            finally:
+                child.stop()
+            out[f"collect_{setting}"] = {"series": sum(family_counts(text).values()), "bytes": len(text.encode())}
+            out[f"collect_{setting}_families"] = family_counts(text)
+            say(f"collect topic_metrics={setting}: {out[f'collect_{setting}']}")
+        for granularity in ("partition", "group"):
+            port = free_ports(1)[0]
+            config = lag_config(cluster, port, granularity=granularity)
+            child = Child(home, "lag", config)
+            url = f"http://127.0.0.1:{port}"
+            try:
+                pending = {g for g, _ in shape.group_topics()}
+                assert wait_until(all_served(http, url, shape, pending), 600, 2.0), f"{len(pending)} not served"
+                text = http.get(f"{url}/metrics").text
+            finally:
+                child.stop()
+            out[f"lag_{granularity}"] = {"series": sum(family_counts(text).values()), "bytes": len(text.encode())}
+            out[f"lag_{granularity}_families"] = family_counts(text)
+            say(f"lag metrics_granularity={granularity}: {out[f'lag_{granularity}']}")
+    finally:
+        cluster.down()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--phase", choices=("main", "burrow", "series"), required=True)
+    parser.add_argument("--topics", type=int, default=1000)
+    parser.add_argument("--partitions-per-topic", type=int, default=10)
+    parser.add_argument("--groups", type=int, default=1000)
+    parser.add_argument("--canary-seconds", type=float, default=60.0)
+    parser.add_argument("--steady-seconds", type=float, default=60.0)
+    parser.add_argument("--commit-every", type=float, default=5.0, help="Seconds between commit rounds.")
+    parser.add_argument("--json-out", type=Path)
+    args = parser.parse_args()
+    shape = DataShape(args.topics, args.partitions_per_topic, args.groups)
+    say(f"shape {shape}, phase {args.phase}")
+    with tempfile.TemporaryDirectory(prefix="large-cluster-bench-") as tmp:
+        phase = {"main": phase_main, "burrow": phase_burrow, "series": phase_series}[args.phase]
+        result = phase(Path(tmp), shape, args)
+    text = json.dumps(result, indent=1, default=str)
+    print(text)
+    if args.json_out:
+        args.json_out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
