@@ -147,14 +147,16 @@ def start_producer(
     record_size: int = 100,
     settings: Mapping[str, str] | None = None,
     jmx_port: int | None = None,
+    records: int | None = None,
 ) -> PerfClient:
     """ProducerPerformance at about `throughput` records/s for about `duration_s`, then it exits by itself.
-    `settings` are extra producer properties (security, acks, ...); returns once its JMX port listens."""
+    `settings` are extra producer properties (security, acks, ...); returns once its JMX port listens. `records`
+    replaces throughput x duration (needed with `throughput=-1`, as fast as it can)."""
     name = f"producer-perf-{client_id}"
     config = _write_config(
         workdir, name, {"bootstrap.servers": bootstrap_servers, "client.id": client_id, **(settings or {})}
     )
-    records = max(1, int(throughput * duration_s))
+    records = records if records is not None else max(1, int(throughput * duration_s))
     args = producer_args(runtime.version, topic, records, throughput, record_size, config)
     return _launch(name, runtime, PRODUCER_MAIN, args, workdir, client_id, jmx_port)
 

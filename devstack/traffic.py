@@ -58,6 +58,17 @@ def quota_command(runtime: KafkaRuntime, bootstrap_servers: str, client_id: str,
     ]  # fmt: skip
 
 
+def set_consumer_quota(
+    runtime: KafkaRuntime, bootstrap_servers: str, client_id: str, bytes_per_s: int, who: str
+) -> None:
+    """Run `quota_command`; ProcessFailed naming `who` and the tool's last lines when it fails."""
+    argv = quota_command(runtime, bootstrap_servers, client_id, bytes_per_s)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise ProcessFailed(f"{who}: quota for client {client_id!r} not set: {' | '.join(tail)}")
+
+
 @dataclass
 class DemoTraffic:
     """The producer and the three consumers; `start` creates the topic and the quota first, `stop` stops every
@@ -111,11 +122,7 @@ class DemoTraffic:
                 ) from exc
 
     def _set_quota(self, client_id: str, bytes_per_s: int) -> None:
-        argv = quota_command(self.broker_runtime, self.bootstrap_servers, client_id, bytes_per_s)
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-            raise ProcessFailed(f"demo traffic: quota for client {client_id!r} not set: {' | '.join(tail)}")
+        set_consumer_quota(self.broker_runtime, self.bootstrap_servers, client_id, bytes_per_s, "demo traffic")
 
     @property
     def pids(self) -> dict[str, int]:

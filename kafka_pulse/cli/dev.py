@@ -207,3 +207,58 @@ def stutter(config_path: Path | None, node: int, stop_ms: int, period_ms: int, d
     except KeyboardInterrupt:
         runner.stop()
     click.echo(f"node {node}: stutter done after {runner.cycles} cycles; node running")
+
+
+@dev.command()
+@config_option
+@click.argument("node", type=int)
+@click.option(
+    "--backlog-mb",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Backlog written first, which the lagging group then reads from its start.",
+)
+@click.option(
+    "--reader-kb-per-s",
+    type=click.IntRange(min=1),
+    default=256,
+    show_default=True,
+    help="The lagging group's consumer_byte_rate quota per broker, so it stays behind.",
+)
+@click.option(
+    "--for",
+    "duration_s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds to run once started; default until Ctrl-C.",
+)
+def noisy(config_path: Path | None, node: int, backlog_mb: int, reader_kb_per_s: int, duration_s: float | None) -> None:
+    """A noisy neighbour on NODE: a group reading a large backlog from its start on partitions NODE leads, while
+    producers write another topic NODE leads (Kafka's perf tools; stopped on exit)."""
+    from devstack.noisy_neighbour import NoisyNeighbourWorkload, NoisyPlan
+
+    cluster = DevCluster.load(dev_home())
+    cluster.node(node)
+    version = cluster.spec.kafka_version
+    plan = NoisyPlan(node, backlog_records=backlog_mb * 1024, reader_bytes_per_s=reader_kb_per_s * 1024)
+    workload = NoisyNeighbourWorkload(
+        ensure_runtime(version, cache_dir()), ensure_tools(version, cache_dir()), dev_home() / "noisy",
+        cluster.spec.internal_bootstrap, plan,
+    )  # fmt: skip
+    click.echo(f"node {node}: writing {backlog_mb} MB to {plan.backlog_topic}, then starting the clients", err=True)
+    try:
+        with sigterm_as_interrupt():
+            workload.start()
+            click.echo(
+                f"group {plan.reader_group} reads {plan.backlog_topic} from its start at {reader_kb_per_s} kB/s per "
+                f"broker; producers write {plan.victim_topic}; pids {workload.pids}", err=True,
+            )  # fmt: skip
+            until = time.monotonic() + duration_s if duration_s is not None else None
+            while until is None or time.monotonic() < until:
+                time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        workload.stop()
+    click.echo(f"node {node}: noisy-neighbour clients stopped (topics kept)", err=True)
