@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from pulse.config import ClusterConfig
+from pulse.kafka_log import KafkaLogLimiter
 from pulse.profile import client_config
 
 
@@ -26,7 +27,9 @@ class CommitProbe:
     """Commits partition 0's high watermark of the monitor topic for `group` (a group with no members), so the lag
     evaluator sees kafka-pulse's own probe group caught up instead of a consumer that never keeps up."""
 
-    def __init__(self, cluster: ClusterConfig, topic: str, group: str, timeout_s: float) -> None:
+    def __init__(
+        self, cluster: ClusterConfig, topic: str, group: str, timeout_s: float, kafka_log: KafkaLogLimiter | None = None
+    ) -> None:
         self._topic = topic
         self.group = group
         self._offset = 0
@@ -38,11 +41,13 @@ class CommitProbe:
                 "client.id": "kafka-pulse-canary-commit",
                 "enable.auto.commit": False,
                 "socket.timeout.ms": max(10, int(timeout_s * 1000)),
-                "log_level": 0,  # failures are counted by error name; reconnect chatter is noise
+                # failures are counted by error name; reconnect chatter is thinned and counted
+                **(kafka_log or KafkaLogLimiter()).settings(cluster.name),
             }
         )
 
     def commit_once(self) -> CommitResult:
+        self._consumer.poll(0)  # serves the queued librdkafka lines to the limiter, so they never pile up
         self._offset = self._high_watermark() or self._offset + 1
         started = time.monotonic()
         try:

@@ -23,7 +23,7 @@ from canary.ledger import Ledger
 from canary.payload import MalformedProbe, decode
 from canary.producer import NO_AUTO_CREATE
 from pulse.config import CanaryConfig, ClusterConfig
-from pulse.kafka_log import DebugLog
+from pulse.kafka_log import KafkaLogLimiter
 from pulse.profile import client_config
 
 _LOG = logging.getLogger(__name__)
@@ -67,6 +67,7 @@ class ProbeConsumer:
         client_rack: str | None = None,
         on_arrival: Callable[[Arrival], None] | None = None,
         statistics_cb: Callable[[str], None] | None = None,
+        kafka_log: KafkaLogLimiter | None = None,
     ) -> None:
         self._topic = config.topic
         self._producer_id = producer_id.encode()
@@ -81,7 +82,7 @@ class ProbeConsumer:
             "auto.offset.reset": "error",
             "isolation.level": "read_uncommitted",
             "fetch.wait.max.ms": 100,
-            "logger": DebugLog("canary.librdkafka.consumer"),
+            **(kafka_log or KafkaLogLimiter()).settings(cluster.name),
             **NO_AUTO_CREATE,
         }
         if client_rack is not None:

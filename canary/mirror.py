@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Self
+from typing import Self
 
 from confluent_kafka.admin import AdminClient
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -33,7 +33,7 @@ from canary.tracker import Tracker
 from canary.view import ClusterView, PartitionLeader
 from pulse.config import CanaryConfig, ClusterConfig, PulseConfig
 from pulse.errors import ConfigError, KafkaUnavailable
-from pulse.kafka_log import DebugLog
+from pulse.kafka_log import limiter_for
 from pulse.profile import client_config
 
 _LOG = logging.getLogger(__name__)
@@ -267,6 +267,7 @@ class MirrorCanary:
         # The core's components read their topic and deadlines from a CanaryConfig: give them the mirror's.
         self._config = canary.model_copy(update={"topic": mirror.topic, "loss_deadline_s": mirror.loss_deadline_s})
         self.metrics = MirrorMetrics(registry, source.name, target.name, mirror.topic)
+        self.kafka_log = limiter_for(registry)
         fanout = SinkFanout([self.metrics, *sinks])
         if sli_log is not None:
             fanout.add(TargetTagged(sli_log, target.name))
@@ -290,13 +291,15 @@ class MirrorCanary:
 
     def start(self) -> Self:
         """Create the clients and start both loops; nothing before this connects to Kafka."""
-        quiet: dict[str, Any] = {"logger": DebugLog("canary.librdkafka.mirror")}  # errors come back as exceptions
-        self._source_admin = AdminClient({**client_config(self.source), **quiet})
-        self._target_admin = AdminClient({**client_config(self.target), **quiet})
+        log = self.kafka_log
+        self._source_admin = AdminClient({**client_config(self.source), **log.settings(self.source.name)})
+        self._target_admin = AdminClient({**client_config(self.target), **log.settings(self.target.name)})
         self._topics = TopicManager(self._source_admin, self._reassigner, self._config)
         target_config = self._config.model_copy(update={"topic": self.mirrored_topic})
-        self._producer = ProbeProducer(self.source, self._config, self.producer_id, self.ledger, self.view)
-        self._consumer = ProbeConsumer(self.target, target_config, self.producer_id, self.ledger)
+        self._producer = ProbeProducer(
+            self.source, self._config, self.producer_id, self.ledger, self.view, kafka_log=log
+        )
+        self._consumer = ProbeConsumer(self.target, target_config, self.producer_id, self.ledger, kafka_log=log)
         for name, loop in (("mirror-produce", self._produce_loop), ("mirror-consume", self._consume_loop)):
             thread = threading.Thread(target=self._guarded, args=(loop,), name=name, daemon=True)
             thread.start()
@@ -362,6 +365,7 @@ class MirrorCanary:
 
     def _refresh_source(self) -> None:
         assert self._source_admin is not None
+        self._source_admin.poll(0)  # serves its queued librdkafka lines to the limiter
         try:
             racks = read_brokers(self._source_admin, 5.0)
             layout = read_layout(self._source_admin, self.topic, 5.0)
@@ -375,6 +379,7 @@ class MirrorCanary:
     def _refresh_target(self, consumer: ProbeConsumer) -> None:
         """Assign the mirrored topic's partitions as MirrorMaker creates them."""
         assert self._target_admin is not None
+        self._target_admin.poll(0)  # serves its queued librdkafka lines to the limiter
         try:
             layout = read_layout(self._target_admin, self.mirrored_topic, 5.0)
         except KafkaUnavailable as exc:

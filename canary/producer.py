@@ -21,7 +21,7 @@ from canary.ledger import Ledger
 from canary.payload import Probe, encode
 from canary.view import ClusterView
 from pulse.config import CanaryConfig, ClusterConfig
-from pulse.kafka_log import DebugLog
+from pulse.kafka_log import KafkaLogLimiter
 from pulse.profile import client_config
 
 _LOG = logging.getLogger(__name__)
@@ -55,7 +55,6 @@ def producer_settings(cluster: ClusterConfig, config: CanaryConfig, producer_id:
         # (or a connection closed by a timeout) probed again within an interval, at one connect per interval to
         # a dead broker.
         "reconnect.backoff.max.ms": max(100, min(10_000, int(config.interval_s * 1000))),
-        "logger": DebugLog("canary.librdkafka.producer"),  # a broker down is the canary's normal work
         **NO_AUTO_CREATE,
     }
 
@@ -83,7 +82,9 @@ class ProbeProducer:
         ledger: Ledger,
         view: ClusterView,
         settings: dict[str, Any] | None = None,
+        kafka_log: KafkaLogLimiter | None = None,
     ) -> None:
+        """`kafka_log`: the process part's librdkafka log limiter (a broker down is the canary's normal work)."""
         self._topic = config.topic
         self._producer_id = producer_id
         self._ledger = ledger
@@ -92,7 +93,7 @@ class ProbeProducer:
         self._grace_s = departure_grace_s(config)
         self._settings = {
             **producer_settings(cluster, config, producer_id),
-            "error_cb": self._on_error,
+            **(kafka_log or KafkaLogLimiter()).settings(cluster.name, on_error=self._on_error),
             **(settings or {}),
         }
         self._producer = Producer(self._settings)

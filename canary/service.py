@@ -42,6 +42,7 @@ from canary.tracker import Tracker
 from canary.view import ClusterView
 from pulse.config import CanaryConfig, ClusterConfig
 from pulse.errors import KafkaUnavailable
+from pulse.kafka_log import limiter_for
 from pulse.profile import client_config
 
 _LOG = logging.getLogger(__name__)
@@ -75,6 +76,8 @@ class CanaryService:
         self.producer_id = uuid.uuid4().hex
         self.view = ClusterView()
         self.registry = registry if registry is not None else CollectorRegistry()
+        self.kafka_log = limiter_for(self.registry)
+        """Every client's librdkafka lines and errors, thinned and counted (pulse/kafka_log.py)."""
         self._sinks = SinkFanout(sinks)
         self.metrics = CanaryMetrics(
             self.registry, cluster.name, config.client_rack, config.availability_window_s, self._snapshot
@@ -116,7 +119,7 @@ class CanaryService:
         config, cluster = self.config, self.cluster
         admin_settings: dict[str, Any] = {
             **client_config(cluster),
-            "log_level": 0,
+            **self.kafka_log.settings(cluster.name),
             # A hung broker keeps its connection up, and librdkafka may keep asking it for metadata until the
             # socket times out (60 s by default): the view would freeze exactly when attribution needs it.
             "socket.timeout.ms": max(10, int(config.connection_check_timeout_s * 2000)),
@@ -127,10 +130,11 @@ class CanaryService:
         # them from delaying the metadata the probes are attributed with.
         self._topic_admin = AdminClient({**admin_settings, "client.id": "kafka-pulse-canary-topic"})
         self.topic_manager = TopicManager(self._topic_admin, self._reassigner, config)
-        self.consumer = ProbeConsumer(cluster, config, self.producer_id, self.ledger)
-        self.producer = ProbeProducer(cluster, config, self.producer_id, self.ledger, self.view)
+        log = self.kafka_log
+        self.consumer = ProbeConsumer(cluster, config, self.producer_id, self.ledger, kafka_log=log)
+        self.producer = ProbeProducer(cluster, config, self.producer_id, self.ledger, self.view, kafka_log=log)
         group = config.commit_group or f"{config.topic}-commit"
-        self._commit = CommitProbe(cluster, config.topic, group, config.latency_slo_s)
+        self._commit = CommitProbe(cluster, config.topic, group, config.latency_slo_s, log)
         loops: list[tuple[str, Callable[[], None]]] = [
             ("topic", self._topic_loop),
             ("metadata", self._metadata_loop),
@@ -142,7 +146,14 @@ class CanaryService:
         ]
         if config.closest_replica_probe:
             self._closest = ProbeConsumer(
-                cluster, config, self.producer_id, None, config.client_rack, self._closest_arrival, self._closest_stats
+                cluster,
+                config,
+                self.producer_id,
+                None,
+                config.client_rack,
+                self._closest_arrival,
+                self._closest_stats,
+                kafka_log=log,
             )
             loops.append(("closest", self._closest_loop))
         for name, loop in loops:
@@ -205,6 +216,9 @@ class CanaryService:
         assert self._admin is not None
         timeout_s = self.config.connection_check_timeout_s * 2
         while not self._stop.is_set():
+            for admin in (self._admin, self._topic_admin):
+                if admin is not None:
+                    admin.poll(0)  # serves their queued librdkafka lines to the limiter, so none pile up unseen
             racks: dict[int, str | None] | None = None
             try:
                 brokers = read_brokers(self._admin, timeout_s)

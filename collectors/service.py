@@ -23,7 +23,7 @@ from collectors.shard import Shard, plan_shard
 from collectors.shard_metrics import ShardCollector
 from collectors.transport import open_transport
 from pulse.config import ClusterConfig, CollectorsConfig
-from pulse.kafka_log import DebugLog
+from pulse.kafka_log import KafkaLogLimiter, limiter_for
 from pulse.lifecycle import Part
 from pulse.profile import client_config
 
@@ -56,6 +56,8 @@ class CollectorService:
         self.rack_reads: dict[str, PeriodicScraper[dict[int, str | None]]] = {}
         """Clusters whose state another shard exports but some of whose brokers this shard scrapes: racks only."""
         self._admins: list[AdminClient] = []
+        self.kafka_log = KafkaLogLimiter()
+        """librdkafka's lines and errors of the Admin clients; `register` swaps in the registry's shared one."""
         configured = {c.name: [b.broker_id for b in c.jmx.brokers] if c.jmx is not None else [] for c in self.clusters}
         self.shard_plan = plan_shard(
             Shard(config.shard.index, config.shard.count), configured, [c.name for c in config.clients]
@@ -109,7 +111,7 @@ class CollectorService:
         settings: dict[str, Any] = {
             **client_config(cluster),
             "client.id": "kafka-pulse-collect",
-            "logger": DebugLog(__name__),
+            **self.kafka_log.settings(cluster.name),
         }
         admin = AdminClient(settings)
         self._admins.append(admin)
@@ -119,6 +121,7 @@ class CollectorService:
         admin = self._admin(cluster)
 
         def scrape() -> dict[int, str | None]:
+            admin.poll(0)  # serves its queued librdkafka lines to the limiter
             racks = fetch_racks(admin, cluster.name, min(ADMIN_TIMEOUT_S, self.config.scrape_interval_s * 2))
             for broker, rack in racks.items():
                 self.racks[(cluster.name, broker)] = rack
@@ -131,6 +134,7 @@ class CollectorService:
         expected = {b.broker_id for b in cluster.jmx.brokers} if cluster.jmx is not None else set()
 
         def scrape() -> ClusterHealth:
+            admin.poll(0)  # serves its queued librdkafka lines to the limiter (pulse/kafka_log.py)
             snapshot = fetch_snapshot(admin, cluster.name, min(ADMIN_TIMEOUT_S, self.config.scrape_interval_s * 2))
             for broker, rack in snapshot.brokers.items():
                 self.racks[(cluster.name, broker)] = rack
@@ -140,6 +144,7 @@ class CollectorService:
         return PeriodicScraper(f"cluster {cluster.name} state", scrape, self.config.scrape_interval_s)
 
     def register(self, registry: CollectorRegistry) -> None:
+        self.kafka_log = limiter_for(registry)  # before start() builds the clients
         registry.register(JmxCollector(self.brokers))
         registry.register(JmxCollector(self.clients, CLIENT_HEALTH))
         registry.register(ClusterStateCollector(self.states))

@@ -33,7 +33,7 @@ from lag.source import KafkaLagSource
 from lag.status import Status
 from pulse.broker_health import BrokerHealthBoard
 from pulse.config import ClusterConfig, PulseConfig
-from pulse.kafka_log import KafkaLogCollector, KafkaLogLimiter
+from pulse.kafka_log import limiter_for
 from pulse.paths import state_dir
 from pulse.profile import client_config
 
@@ -67,7 +67,8 @@ class LagRunner:
         self.service.broker_health = broker_health
         self.service.ready = False
         self.sources: list[KafkaLagSource] = []
-        self.kafka_log = KafkaLogLimiter()
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.kafka_log = limiter_for(self.registry)
         """librdkafka's lines and errors of every lag client, one a minute per cluster and kind (pulse/kafka_log.py)."""
         self.fetchers: list[ExactLagFetcher] = []
         for cluster in clusters:
@@ -91,9 +92,7 @@ class LagRunner:
                 lag.group_deny,
                 ingestion,
             )
-        self.registry = registry if registry is not None else CollectorRegistry()
         self.registry.register(LagCollector(self.service, lag.metrics_granularity))
-        self.registry.register(KafkaLogCollector(self.kafka_log))
         self.registry.register(GroupMembersCollector(self.service, lag.metrics_per_member))
         self.registry.register(NoisyNeighbourCollector(self.service))
         self.evaluation_log: EvaluationLog | None = configure_evaluation_log(

@@ -1,7 +1,11 @@
 """librdkafka's own log lines and errors, rate-limited: while a cluster is unreachable every client logs each
-reconnect attempt (about 1.6 KB/s on stderr by default, some 140 MB a day). Clients built with `settings(cluster)`
-send them here instead: the first line of each (cluster, kind) per `period_s` goes to Python logging, the rest are
-only counted, so an outage reads as one line a minute per cause plus `kafka_pulse_librdkafka_logs_total`.
+reconnect attempt (about 1.6 KB/s on stderr by default, some 140 MB a day). Every confluent-kafka client of the
+product is built with `settings(cluster)` of the limiter its process part shares (`limiter_for(registry)`): the
+first line of each (cluster, kind) per `period_s` goes to Python logging, the rest are only counted, so an outage
+reads as one line a minute per cause plus `kafka_pulse_librdkafka_logs_total` on that part's /metrics.
+
+With a `logger` set, librdkafka queues its lines until the client is polled: a client that is never polled (an
+AdminClient used only through futures) must call `poll(0)` each cycle, or the lines pile up in memory unseen.
 """
 
 from __future__ import annotations
@@ -9,11 +13,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, Metric
-from prometheus_client.registry import Collector
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from pulse.names import LIBRDKAFKA_LOGS_METRIC
 
 _LOG = logging.getLogger("pulse.librdkafka")
 PERIOD_S = 60.0
@@ -28,8 +35,15 @@ def log_kind(message: str) -> str:
 class KafkaLogLimiter:
     """Counts and thins librdkafka's log lines and errors by (cluster, kind); thread-safe, one per process part."""
 
-    def __init__(self, period_s: float = PERIOD_S, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        period_s: float = PERIOD_S,
+        monotonic: Callable[[], float] = time.monotonic,
+        max_level: int = logging.ERROR,
+    ) -> None:
+        """`max_level` caps the level lines are logged at: `check` passes DEBUG, its verdict says it better."""
         self.period_s = period_s
+        self.max_level = max_level
         self._monotonic = monotonic
         self._lock = threading.Lock()
         self._last: dict[tuple[str, str], float] = {}
@@ -37,9 +51,10 @@ class KafkaLogLimiter:
         self.counts: dict[tuple[str, str, str], int] = {}
         """(cluster, kind, outcome: logged|suppressed) -> lines."""
 
-    def settings(self, cluster: str) -> dict[str, Any]:
-        """librdkafka settings (`logger`, `error_cb`) sending `cluster`'s clients' lines and errors here."""
-        return {"logger": _ClusterLog(self, cluster), "error_cb": _ErrorCallback(self, cluster)}
+    def settings(self, cluster: str, on_error: Callable[[Any], None] | None = None) -> dict[str, Any]:
+        """librdkafka settings (`logger`, `error_cb`) sending `cluster`'s clients' lines and errors here; a client
+        that acts on its errors itself passes `on_error`, called with each error after it is counted."""
+        return {"logger": _ClusterLog(self, cluster), "error_cb": _ErrorCallback(self, cluster, on_error)}
 
     def offer(self, cluster: str, kind: str, level: int, text: str) -> bool:
         """Log `text` if its (cluster, kind) has not logged within `period_s`; else count it. True when logged."""
@@ -57,7 +72,7 @@ class KafkaLogLimiter:
             self.counts[(cluster, kind, outcome)] = self.counts.get((cluster, kind, outcome), 0) + 1
         if logged:
             more = f" ({held} more like it in the last {self.period_s:.0f} s)" if held else ""
-            _LOG.log(level, "cluster %s: librdkafka %s: %s%s", cluster, kind, text, more)
+            _LOG.log(min(level, self.max_level), "cluster %s: librdkafka %s: %s%s", cluster, kind, text, more)
         return logged
 
     def snapshot(self) -> dict[tuple[str, str, str], int]:
@@ -66,15 +81,25 @@ class KafkaLogLimiter:
             return dict(self.counts)
 
 
-class DebugLog:
-    """librdkafka's `logger` for clients whose state is reported elsewhere (a verdict, /metrics): every line goes to
-    Python logging at DEBUG under `name`, since a broker down makes each client log every reconnect."""
+def verdict_settings(cluster: str, on_error: Callable[[Any], None] | None = None) -> dict[str, Any]:
+    """`settings` for a short-lived client whose outcome is a verdict (`check`, a connection check): the same
+    thinning, logged at DEBUG only, since the verdict names the failure better than reconnect chatter."""
+    return KafkaLogLimiter(max_level=logging.DEBUG).settings(cluster, on_error)
 
-    def __init__(self, name: str) -> None:
-        self._log = logging.getLogger(name)
 
-    def log(self, level: int, msg: str, *args: object) -> None:
-        self._log.debug(msg, *args)
+_SHARED: weakref.WeakKeyDictionary[CollectorRegistry, KafkaLogLimiter] = weakref.WeakKeyDictionary()
+_SHARED_LOCK = threading.Lock()
+
+
+def limiter_for(registry: CollectorRegistry) -> KafkaLogLimiter:
+    """The one limiter of the process part serving `registry`, its counter registered there on first use: in `run`
+    the canary, collectors and lag share one registry, hence one limiter and one `kafka_pulse_librdkafka_logs`."""
+    with _SHARED_LOCK:
+        limiter = _SHARED.get(registry)
+        if limiter is None:
+            limiter = _SHARED[registry] = KafkaLogLimiter()
+            registry.register(KafkaLogCollector(limiter))
+        return limiter
 
 
 class _ClusterLog:
@@ -91,15 +116,18 @@ class _ClusterLog:
 
 
 class _ErrorCallback:
-    def __init__(self, limiter: KafkaLogLimiter, cluster: str) -> None:
+    def __init__(self, limiter: KafkaLogLimiter, cluster: str, then: Callable[[Any], None] | None = None) -> None:
         self.limiter = limiter
         self.cluster = cluster
+        self.then = then
 
     def __call__(self, error: Any) -> None:
         name = error.name() if hasattr(error, "name") else type(error).__name__
         text = error.str() if hasattr(error, "str") else str(error)
         level = logging.ERROR if getattr(error, "fatal", lambda: False)() else logging.WARNING
         self.limiter.offer(self.cluster, str(name), level, text)
+        if self.then is not None:
+            self.then(error)
 
 
 class KafkaLogCollector(Collector):
@@ -108,7 +136,7 @@ class KafkaLogCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         family = CounterMetricFamily(
-            "kafka_pulse_librdkafka_logs",
+            LIBRDKAFKA_LOGS_METRIC,
             "librdkafka log lines and errors by cluster and kind; suppressed ones were only counted (one a minute "
             "per kind is logged).",
             labels=["cluster", "kind", "outcome"],

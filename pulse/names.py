@@ -30,6 +30,10 @@ SLO_ALERT_FIRING_GAUGE = "kafka_pulse_slo_alert_firing"
 SLO_EVALUATED_GAUGE = "kafka_pulse_slo_evaluation_timestamp_seconds"
 """The pushed gauge families `check` reads back (all of them: docs/metrics.md, "SLO engine")."""
 
+LIBRDKAFKA_LOGS_METRIC = "kafka_pulse_librdkafka_logs"
+"""librdkafka's log lines and errors by cluster, kind and outcome (pulse/kafka_log.py); every component that runs
+a Kafka client exports it, `run` once for all, and the noise tests read it back."""
+
 SLO_RESULTS_GLOB = "evaluation-*.parquet"
 """The SLO evaluation's result files in `slo.results_dir`; the newest by name is the latest evaluation."""
 

@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient
 
 from pulse.config import ClusterConfig
 from pulse.errors import AuthenticationFailed, KafkaUnavailable
-from pulse.kafka_log import DebugLog
+from pulse.kafka_log import verdict_settings
 
 _ATTEMPT_TIMING = re.compile(r" \(after \d+ms in state \w+\)")
 """librdkafka's per-attempt suffix; removed so repeated attempts of one failure read as one reason."""
@@ -120,8 +120,7 @@ def check_connection(cluster: ClusterConfig, timeout_s: float = 10) -> ClusterSu
         "client.id": "kafka-pulse-check",
         # librdkafka reports failures through error_cb, served by poll(). Its log lines repeat them every
         # reconnect (about 20 a second against a closed port), so they go to logging at DEBUG, not stderr.
-        "error_cb": errors.append,
-        "logger": DebugLog(__name__),
+        **verdict_settings(cluster.name, on_error=errors.append),
     }
     admin = AdminClient(settings)
     deadline = time.monotonic() + timeout_s

@@ -36,7 +36,7 @@ from kafka_pulse.check.facts import (
 )
 from kafka_pulse.check.lag_summary import group_lag
 from pulse.config import ClusterConfig, split_host_port
-from pulse.kafka_log import DebugLog
+from pulse.kafka_log import verdict_settings
 from pulse.profile import client_config, kafka_python_config
 
 CLIENT_ID = "kafka-pulse-check"
@@ -50,7 +50,7 @@ def admin_settings(cluster: ClusterConfig, servers: Iterable[str]) -> dict[str, 
         **client_config(cluster),
         "bootstrap.servers": ",".join(servers),
         "client.id": CLIENT_ID,
-        "logger": DebugLog(__name__),  # reconnect chatter about a dead broker: the verdict says it better
+        **verdict_settings(cluster.name),  # reconnect chatter about a dead broker: the verdict says it better
         "allow.auto.create.topics": False,
     }
 

@@ -26,7 +26,7 @@ from kafka_pulse.check.facts import FailureKind, PartitionTrip, ProbeFailed, Rou
 from kafka_pulse.check.kafka_probes import CLIENT_ID, admin_settings
 from pulse.config import CanaryConfig, ClusterConfig
 from pulse.errors import KafkaUnavailable
-from pulse.kafka_log import DebugLog
+from pulse.kafka_log import verdict_settings
 from pulse.profile import client_config
 
 _TIMEOUTS = frozenset({"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT"})
@@ -69,7 +69,7 @@ def _trips(
 ) -> tuple[PartitionTrip, ...]:
     producer_id = f"{CLIENT_ID}-{uuid.uuid4().hex}"
     produce_s = deadline.share(PRODUCE_SHARE)
-    common = {**client_config(cluster), "bootstrap.servers": ",".join(servers), "logger": DebugLog(__name__)}
+    common = {**client_config(cluster), "bootstrap.servers": ",".join(servers), **verdict_settings(cluster.name)}
     producer = Producer(
         {
             **common,

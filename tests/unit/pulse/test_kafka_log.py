@@ -7,7 +7,8 @@ import logging
 import pytest
 from prometheus_client import CollectorRegistry
 
-from pulse.kafka_log import DebugLog, KafkaLogCollector, KafkaLogLimiter, log_kind
+from pulse.kafka_log import KafkaLogCollector, KafkaLogLimiter, limiter_for, log_kind, verdict_settings
+from pulse.names import LIBRDKAFKA_LOGS_METRIC
 
 REFUSED = (
     "FAIL [thrd:127.0.0.1:9/bootstrap]: 127.0.0.1:9/bootstrap: Connect to ipv4#127.0.0.1:9 failed: Connection refused"
@@ -73,10 +74,30 @@ def test_errors_are_limited_by_their_name() -> None:
     assert limiter.counts == {("prod", "_TRANSPORT", "logged"): 1, ("prod", "_TRANSPORT", "suppressed"): 4}
 
 
-def test_quiet_clients_log_at_debug_only(caplog: pytest.LogCaptureFixture) -> None:
-    """Clients whose state is reported elsewhere (canary, collectors, check) put librdkafka's lines at DEBUG."""
-    caplog.set_level(logging.DEBUG, logger="canary.librdkafka.producer")
-    DebugLog("canary.librdkafka.producer").log(logging.ERROR, "FAIL [thrd:%s]: Connection refused", "127.0.0.1:9")
-    [record] = caplog.records
-    assert (record.name, record.levelno) == ("canary.librdkafka.producer", logging.DEBUG)
-    assert record.getMessage() == "FAIL [thrd:127.0.0.1:9]: Connection refused"
+def test_verdict_clients_are_thinned_and_log_at_debug_only(caplog: pytest.LogCaptureFixture) -> None:
+    """`check` and the connection check: their verdict names the failure, librdkafka's lines go to DEBUG."""
+    seen: list[object] = []
+    settings = verdict_settings("prod", on_error=seen.append)
+    caplog.set_level(logging.DEBUG, logger="pulse.librdkafka")
+    for _ in range(3):
+        settings["logger"].log(logging.ERROR, "FAIL [thrd:%s]: Connection refused", "127.0.0.1:9")
+    settings["error_cb"]("an error")
+    assert [(r.name, r.levelno) for r in caplog.records] == [("pulse.librdkafka", logging.DEBUG)] * 2
+    assert (
+        caplog.records[0].getMessage() == "cluster prod: librdkafka FAIL: FAIL [thrd:127.0.0.1:9]: Connection refused"
+    )
+    assert seen == ["an error"]  # the client's own error handling still gets every error, after counting
+
+
+def test_one_limiter_and_one_counter_per_registry() -> None:
+    """In `run` canary, collectors and lag share a registry: a second family of the same name would be refused."""
+    shared, other = CollectorRegistry(), CollectorRegistry()
+    first = limiter_for(shared)
+    assert limiter_for(shared) is first and limiter_for(other) is not first
+    first.settings("prod")["error_cb"]("x")
+    assert (
+        shared.get_sample_value(
+            f"{LIBRDKAFKA_LOGS_METRIC}_total", {"cluster": "prod", "kind": "str", "outcome": "logged"}
+        )
+        == 1
+    )
