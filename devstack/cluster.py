@@ -34,6 +34,7 @@ from devstack.topology import (
     NodeSpec,
     Security,
     TlsFiles,
+    enforcing_authorizer,
     jvm_flags,
     render_jmx_management_properties,
     render_jmx_ssl_properties,
@@ -115,11 +116,16 @@ class DevCluster:
         security: Security,
         jmx_security: JmxSecurity = JmxSecurity.NONE,
         extra_jvm_flags: Mapping[int, Sequence[str]] | None = None,
+        enforce_acls: bool = False,
     ) -> DevCluster:
         """Choose ports and ids for a new cluster; nothing is started or written yet.
 
         `extra_jvm_flags` maps a node id to JVM options appended to that node's own (a java agent, say).
+        `enforce_acls` (SASL_SSL only) runs the StandardAuthorizer: a login needs ACLs for everything it does,
+        the dev login `pulse` excepted (`topology.enforcing_authorizer`); the least-privilege tests use it.
         """
+        if enforce_acls and security is not Security.SASL_SSL:
+            raise ClusterError("enforcing ACLs needs logins: use the sasl_ssl security mode")
         if brokers not in (1, 3):
             raise ClusterError(f"--brokers must be 1 or 3, not {brokers}")
         extra = dict(extra_jvm_flags or {})
@@ -142,7 +148,8 @@ class DevCluster:
                     extra_jvm_flags=tuple(extra.get(i + 1, ())),
                 )
             )
-        spec = ClusterSpec(new_cluster_id(), kafka_version, security, tuple(nodes), jmx_security)
+        overrides = enforcing_authorizer(SCRAM_USER) if enforce_acls else ()
+        spec = ClusterSpec(new_cluster_id(), kafka_version, security, tuple(nodes), jmx_security, overrides)
         return cls(home, spec)
 
     @classmethod

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from lag.admin_source import GROUP_OFFSETS_FEED, AdminOffsetsReader
@@ -251,16 +251,24 @@ class KafkaLagSource:
             # stopped on its old commits (Burrow #459, #740: minutes to half an hour of false verdicts at start).
             backlog: tuple[dict[int, int], dict[int, int]] | None = None
             caught_up, started = False, time.monotonic()
+            refused: KafkaError | None = None
+            """A refusal to read (TOPIC_AUTHORIZATION_FAILED: no Read ACL on the topic): librdkafka reports it once
+            in a while, not at every consume, so it stays the reason until records come; other errors pass."""
             while not self._stop.is_set():
                 messages = consumer.consume(num_messages=10_000, timeout=0.5)
-                errors = [m.error() for m in messages if m.error() is not None]
+                errors = [e for m in messages if (e := m.error()) is not None]
                 if messages:
                     self.ingest([(m.key(), m.value()) for m in messages if m.error() is None])
+                if len(messages) > len(errors):
+                    refused = None
+                refused = next((e for e in errors if e.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED), refused)
                 if not caught_up:
                     backlog = backlog or self._offsets_extent(partitions)
                     caught_up = self._caught_up(consumer, backlog, time.monotonic() - started)
-                if errors:
-                    self.health.mark_error(self.cluster, f"reading {OFFSETS_TOPIC}: {errors[0]}", COMMITS_FEED)
+                if errors or refused is not None:
+                    self.health.mark_error(
+                        self.cluster, f"reading {OFFSETS_TOPIC}: {refused or errors[0]}", COMMITS_FEED
+                    )
                 elif caught_up:
                     self.health.mark_ok(self.cluster, COMMITS_FEED)
         finally:
