@@ -146,22 +146,39 @@ def _skew(count: int, mean: float) -> float:
 def assess(snapshot: ClusterSnapshot, expected: Iterable[int] = ()) -> ClusterHealth:
     """Derive the cluster's health from one snapshot; `expected` adds brokers that should exist but may be gone."""
     expected_ids = tuple(sorted(set(expected) | set(snapshot.brokers)))
-    hosted: Counter[int] = Counter()
+    # One pass over the partitions; what depends only on a partition's replica list (replicas hosted, preferred
+    # leader, replicas sharing a rack) is counted once per distinct list: clusters reuse a few hundred layouts
+    # over tens of thousands of partitions.
+    layouts: Counter[tuple[int, ...]] = Counter()
     leading: Counter[int] = Counter()
-    preferred: Counter[int] = Counter()
     not_leading: Counter[int] = Counter()
-    same_rack = 0
+    offline = under_replicated = under_min_isr = 0
+    lagging: list[PartitionState] = []
     for state in snapshot.partitions:
-        hosted.update(state.replicas)
-        if not state.is_offline:
-            leading[state.leader] += 1
-        if state.replicas:
-            preferred[state.replicas[0]] += 1
-            if state.leader != state.replicas[0]:
-                not_leading[state.replicas[0]] += 1
-        racks = {snapshot.brokers.get(b) for b in state.replicas}
-        if len(state.replicas) > 1 and len(racks) == 1 and None not in racks:
-            same_rack += 1
+        replicas, leader, in_sync = state.replicas, state.leader, len(state.isr)
+        layouts[replicas] += 1
+        if leader < 0:
+            offline += 1
+        else:
+            leading[leader] += 1
+        if replicas and leader != replicas[0]:
+            not_leading[replicas[0]] += 1
+        if in_sync < len(replicas):
+            under_replicated += 1
+            lagging.append(state)
+        if in_sync < state.min_isr:
+            under_min_isr += 1
+    hosted: Counter[int] = Counter()
+    preferred: Counter[int] = Counter()
+    same_rack = 0
+    for replicas, n in layouts.items():
+        for broker in replicas:
+            hosted[broker] += n
+        if replicas:
+            preferred[replicas[0]] += n
+        racks = {snapshot.brokers.get(b) for b in replicas}
+        if len(replicas) > 1 and len(racks) == 1 and None not in racks:
+            same_rack += n
     count = max(len(expected_ids), 1)
     mean_partitions = sum(hosted[b] for b in expected_ids) / count
     mean_leaders = sum(leading[b] for b in expected_ids) / count
@@ -184,12 +201,12 @@ def assess(snapshot: ClusterSnapshot, expected: Iterable[int] = ()) -> ClusterHe
         missing=tuple(b for b in expected_ids if b not in snapshot.brokers),
         controller=snapshot.controller,
         partitions=len(snapshot.partitions),
-        offline=sum(p.is_offline for p in snapshot.partitions),
-        under_replicated=sum(p.is_under_replicated for p in snapshot.partitions),
-        under_min_isr=sum(p.is_under_min_isr for p in snapshot.partitions),
+        offline=offline,
+        under_replicated=under_replicated,
+        under_min_isr=under_min_isr,
         same_rack=same_rack,
         balance=balance,
-        diagnosis=diagnose_under_replicated(snapshot.partitions),
+        diagnosis=diagnose_under_replicated(lagging),
     )
 
 
@@ -207,20 +224,18 @@ def fetch_snapshot(admin: AdminClient, cluster: str, timeout_s: float) -> Cluste
     except KafkaException as exc:
         raise KafkaUnavailable(f"cluster {cluster!r}: cannot read cluster state: {exc.args[0]}") from exc
     brokers = {node.id: node.rack for node in described.nodes}
-    partitions = tuple(
-        PartitionState(
-            topic=name,
-            partition=p.id,
-            leader=p.leader,
-            replicas=tuple(p.replicas),
-            isr=tuple(p.isrs),
-            min_isr=min_isr.get(name, 1),
-        )
-        for name, topic in sorted(metadata.topics.items())
-        for p in sorted(topic.partitions.values(), key=lambda part: part.id)
-    )
     controller = described.controller.id if described.controller is not None else None
-    return ClusterSnapshot(brokers, controller, partitions)
+    return ClusterSnapshot(brokers, controller, partition_states(metadata.topics, min_isr))
+
+
+def partition_states(topics: Mapping[str, Any], min_isr: Mapping[str, int]) -> tuple[PartitionState, ...]:
+    """Every partition of `topics` (librdkafka's `TopicMetadata` by name), sorted by topic and partition id."""
+    return tuple(
+        PartitionState(name, p.id, p.leader, tuple(p.replicas), tuple(p.isrs), topic_min_isr)
+        for name, topic in sorted(topics.items())
+        for topic_min_isr in (min_isr.get(name, 1),)  # once per topic, not per partition
+        for _, p in sorted(topic.partitions.items())  # keyed by partition id
+    )
 
 
 def fetch_racks(admin: AdminClient, cluster: str, timeout_s: float) -> dict[int, str | None]:
