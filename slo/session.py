@@ -1,12 +1,25 @@
-"""The process's one SparkSession, built from `slo.spark_master`; created only after the SLO spec was accepted."""
+"""The process's one SparkSession, built from `slo.spark_master`; created only after the SLO spec was accepted.
+
+On a cluster master the driver also ships its own `slo` and `pulse` packages to the executors (docs/slo.md,
+"Running the job on a Spark cluster"): the backtest's pandas UDF runs slo/evaluation.py there.
+"""
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Mapping
+from pathlib import Path
+from urllib.parse import urlsplit
 
+from pyspark import SparkFiles
 from pyspark.sql import SparkSession
 
+import pulse
+import slo
 from pulse.errors import DependencyMissing
+
+CODE_ZIP = "kafka-pulse-code.zip"
+"""What `ship_code` sends to executors: the driver's `slo` and `pulse` packages (sources only)."""
 
 LOCAL_SETTINGS = {
     "spark.ui.enabled": "false",
@@ -19,7 +32,20 @@ LOCAL_SETTINGS = {
     # is skipped: that run misses its rows, the next one reads them merged, and the job does not fail.
     "spark.sql.files.ignoreMissingFiles": "true",
 }
-"""Settings for every master; a local master also binds the driver to loopback."""
+"""Settings for every master; a local master, or one on loopback, also binds the driver to loopback."""
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def on_loopback(master: str) -> bool:
+    """True for `local...` and for a master URL on this host's loopback (`spark://127.0.0.1:7077`): its executors
+    can then reach the driver only on loopback, so the driver must not advertise the host's outside address."""
+    if master.startswith("local"):
+        return True
+    try:
+        return urlsplit(master).hostname in LOOPBACK_HOSTS
+    except ValueError:
+        return False
 
 
 def spark_session(
@@ -28,12 +54,31 @@ def spark_session(
     """The active session if there is one (tests share one), else a new one on `master` with `extra` settings."""
     builder = SparkSession.builder.master(master).appName(app_name)
     settings = dict(LOCAL_SETTINGS)
-    if master.startswith("local"):
+    if on_loopback(master):
         settings |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
     settings |= dict(extra or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
     try:
-        return builder.getOrCreate()
+        session = builder.getOrCreate()
     except FileNotFoundError as exc:  # no `java` on PATH
         raise DependencyMissing(f"Spark needs Java 17+ on PATH to start ({exc})") from exc
+    if not (session.sparkContext.master or "local").startswith("local"):
+        ship_code(session)
+    return session
+
+
+def ship_code(session: SparkSession) -> None:
+    """Add the driver's `slo` and `pulse` sources to the session's Python files once, so executors import exactly
+    the driver's version (they still need pyspark's, pandas', pyarrow's and pydantic's own packages installed)."""
+    folder = Path(SparkFiles.getRootDirectory()) / "kafka-pulse"  # Spark deletes its root when the session stops
+    archive = folder / CODE_ZIP
+    if archive.exists():
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for package in (slo, pulse):
+            root = Path(package.__file__ or "").parent
+            for source in sorted(root.rglob("*.py")):
+                bundle.write(source, source.relative_to(root.parent))
+    session.sparkContext.addPyFile(str(archive))

@@ -1,6 +1,8 @@
 """The SLO job's scenarios: synthetic event logs with hand-computed expectations, run through
 the real PySpark job. All SLOs are evaluated together at T (2024-04-01T00:30Z) in one job run, and the outage and
-slow-burn SLOs are backtested together, so the suite pays for two Spark jobs, not one per scenario.
+slow-burn SLOs are backtested together, so the suite pays for two Spark jobs, not one per scenario. Both jobs run
+twice, in `local[2]` and on the standalone cluster (a master and two workers, tests/fixtures/spark.py): every
+scenario test checks each, and one test asserts the two give identical results.
 
 Unless a row says otherwise: objective 99.9 % (budget B = 0.001), rolling 30d, Workbook pairs (page 14.4x 1h/5m,
 6x 6h/30m; ticket 3x 1d/2h, 1x 3d/6h), windows [t - W, t) over per-minute rows.
@@ -16,10 +18,11 @@ import numpy as np
 import pytest
 from pyspark.sql import SparkSession
 
+from devstack.spark_standalone import SparkStandalone
 from slo import job
 from slo.results import BacktestResult, SloResult
 from slo.spec import parse_slos
-from tests.fixtures.spark import T, at, minutes, write_rows
+from tests.fixtures.spark import T, at, minutes, spark_on, write_rows
 
 pytestmark = pytest.mark.integration
 
@@ -142,13 +145,29 @@ def _logs(root: Path) -> list[Any]:
 
 
 @pytest.fixture(scope="module")
-def scenarios(tmp_path_factory: pytest.TempPathFactory, spark: SparkSession) -> dict[str, Any]:
+def runs(
+    tmp_path_factory: pytest.TempPathFactory, spark: SparkSession, spark_standalone: SparkStandalone
+) -> dict[str, dict[str, Any]]:
+    """The same specs and logs evaluated and backtested on each master, one Spark application per master."""
     root = tmp_path_factory.mktemp("slo-scenarios")
     slos = parse_slos([("scenarios", _logs(root))], None)
-    evaluated = job.evaluate(spark, slos, T)
     chosen = [s for s in slos if s.name in ("outage", "slow-burn", "steady-at-budget")]
-    backtested = job.backtest(spark, chosen, at(-120), at(180), timedelta(minutes=1))
-    return {"evaluate": evaluated, "backtest": backtested}
+    out: dict[str, dict[str, Any]] = {}
+    for label, master in (("local", "local[2]"), ("standalone", spark_standalone.master_url)):
+        session = spark_on(master)
+        out[label] = {
+            "evaluate": job.evaluate(session, slos, T),
+            "backtest": job.backtest(session, chosen, at(-120), at(180), timedelta(minutes=1)),
+            "master": session.sparkContext.master,
+            "app": session.sparkContext.applicationId,
+        }
+    return out
+
+
+@pytest.fixture(scope="module", params=["local", "standalone"])
+def scenarios(request: pytest.FixtureRequest, runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One master's results: each scenario test runs once per master."""
+    return runs[request.param]
 
 
 def result(scenarios: dict[str, Any], name: str, **labels: str) -> SloResult:
@@ -299,3 +318,17 @@ def test_backtest_reports_every_slo(scenarios: dict[str, Any]) -> None:
     names = [b.name for b in scenarios["backtest"]]
     assert names == ["steady-at-budget", "outage", "slow-burn"]
     assert all(isinstance(b, BacktestResult) for b in scenarios["backtest"])
+
+
+def test_the_standalone_cluster_gives_identical_results(
+    runs: dict[str, dict[str, Any]], spark_standalone: SparkStandalone
+) -> None:
+    local, standalone = runs["local"], runs["standalone"]
+    assert (local["master"], standalone["master"]) == ("local[2]", spark_standalone.master_url)
+    # The standalone application got its executors on both workers (one core each), so the scans, shuffles and the
+    # backtest's pandas UDF ran in worker processes, not in the driver.
+    (app,) = [a for a in spark_standalone.status()["activeapps"] if a["id"] == standalone["app"]]
+    assert app["cores"] == 2
+    assert standalone["evaluate"] == local["evaluate"]  # alerts, burn rates, budgets, forecasts, skipped rows
+    assert standalone["backtest"] == local["backtest"]
+    assert len(local["evaluate"]) == 15 and sum(len(b.alerts) for b in local["backtest"]) == 3
