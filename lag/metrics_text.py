@@ -1,6 +1,7 @@
 """The lag evaluator's group and partition families as exposition text, written straight from the arrays of
 `scrape.py` (pure: strings from numpy arrays). An object per sample, as client_python's families need, costs more
-than the evaluation itself at a million group-partitions; here a sample line is three joined strings.
+than the evaluation itself at a million group-partitions; here a sample line is three or four shared strings and
+its value's text, joined once.
 
 The caller gives each family's `Template`, cut from client_python's own rendering of a one-sample family in the
 negotiated format, so headers, label names and their order are that encoder's; label values are escaped and sample
@@ -137,11 +138,15 @@ def escape_all(values: list[str]) -> list[str]:
 def render(
     rows: Sequence[ClusterRows], templates: Sequence[Template], granularity: Literal["partition", "group"]
 ) -> str:
-    """`FAMILIES` in order (`templates` alike), per-partition ones without samples unless `granularity` is partition."""
-    pieces: list[tuple[str, list[str], list[str]] | str] = []
+    """`FAMILIES` in order (`templates` alike), per-partition ones without samples unless `granularity` is partition.
+
+    A sample line is its family's head, then label pieces shared by many lines (the group's, written once per
+    group; the topic-partition's, once per topic-partition), then its value: no string is made per line but the
+    value's, and one join writes the text."""
+    pieces: list[tuple[str, list[list[str]], list[str]] | str] = []
     names = [escape_all(r.names) for r in rows]
-    tails: dict[tuple[str, ...], list[NDArray[np.object_]]] = {}
-    lists: dict[tuple[tuple[str, ...], int], list[str]] = {}
+    labels: dict[tuple[str, ...], list[tuple[NDArray[np.object_], ...]]] = {}
+    lists: dict[tuple[tuple[str, ...], int], list[list[str]]] = {}
     texts: dict[int, list[str]] = {}
     """By `id` of a value array of `rows` (alive until the end): its texts."""
     for family, t in zip(FAMILIES, templates, strict=True):
@@ -149,50 +154,52 @@ def render(
         if family.per_partition and granularity != "partition":
             continue
         key = (t.after_group, t.after_partition, t.after_topic) if family.per_partition else (t.after_group,)
-        if key not in tails:
-            tails[key] = [
-                _partition_tails(r, n, t) if family.per_partition else _group_tails(n, t)
+        if key not in labels:
+            labels[key] = [
+                _partition_labels(r, n, t) if family.per_partition else (_group_labels(n, t),)
                 for r, n in zip(rows, names, strict=True)
             ]
-        for i, (r, cluster_tails) in enumerate(zip(rows, tails[key], strict=True)):
+        for i, (r, columns) in enumerate(zip(rows, labels[key], strict=True)):
             values, mask = family.rows(r)
             if mask is None:  # every row: the lists are shared by the families that print the same array
                 if (key, i) not in lists:
-                    lists[key, i] = cluster_tails.tolist()
+                    lists[key, i] = [c.tolist() for c in columns]
                 if id(values) not in texts:
                     texts[id(values)] = _texts(values)
-                line_tails, line_values = lists[key, i], texts[id(values)]
+                line_labels, line_values = lists[key, i], texts[id(values)]
             else:
-                line_tails, line_values = cluster_tails[mask].tolist(), _texts(values[mask])
-            pieces.append((t.head + escape(r.cluster) + t.middle, line_tails, line_values))
+                line_labels, line_values = [c[mask].tolist() for c in columns], _texts(values[mask])
+            pieces.append((t.head + escape(r.cluster) + t.middle, line_labels, line_values))
     # one list of every piece, allocated once, joined once: no copy of a family's text on its own
-    out: list[str] = [""] * sum(1 if isinstance(p, str) else 3 * len(p[1]) for p in pieces)
+    out: list[str] = [""] * sum(1 if isinstance(p, str) else (len(p[1]) + 2) * len(p[2]) for p in pieces)
     at = 0
     for piece in pieces:
         if isinstance(piece, str):
             out[at] = piece
             at += 1
         else:
-            head, line_tails, line_values = piece
-            end = at + 3 * len(line_tails)
-            out[at:end:3] = [head] * len(line_tails)
-            out[at + 1 : end : 3] = line_tails
-            out[at + 2 : end : 3] = line_values
+            head, line_labels, line_values = piece
+            k, n = len(line_labels) + 2, len(line_values)
+            end = at + k * n
+            out[at:end:k] = [head] * n
+            for j, column in enumerate(line_labels, 1):
+                out[at + j : end : k] = column
+            out[at + k - 1 : end : k] = line_values
             at = end
     return "".join(out)
 
 
-def _group_tails(names: list[str], t: Template) -> NDArray[np.object_]:
-    tails = np.empty(len(names), dtype=object)
-    tails[:] = [name + t.after_group for name in names]
-    return tails
+def _group_labels(names: list[str], t: Template) -> NDArray[np.object_]:
+    labels = np.empty(len(names), dtype=object)
+    labels[:] = [name + t.after_group for name in names]
+    return labels
 
 
-def _partition_tails(r: ClusterRows, names: list[str], t: Template) -> NDArray[np.object_]:
-    """Group name and topic-partition labels of every partition row: the group's text repeated over its partitions,
-    plus the text of each distinct topic-partition, written once."""
+def _partition_labels(r: ClusterRows, names: list[str], t: Template) -> tuple[NDArray[np.object_], ...]:
+    """The label pieces of every partition row: the group's (its text repeated over its partitions, the same
+    object) and the topic-partition's (the text of each distinct one, written once)."""
     if not len(r.partitions):
-        return np.zeros(0, dtype=object)
+        return np.zeros(0, dtype=object), np.zeros(0, dtype=object)
     width = int(r.partitions.max()) + 1
     distinct, inverse = unique_ints(r.topic_ids * width + r.partitions)
     topics = {tid: escape(name) for tid, name in r.topic_names.items()}
@@ -201,8 +208,7 @@ def _partition_tails(r: ClusterRows, names: list[str], t: Template) -> NDArray[n
         f"{p}{t.after_partition}{topics[tid]}{t.after_topic}"
         for tid, p in (divmod(k, width) for k in distinct.tolist())
     ]
-    tails: NDArray[np.object_] = np.repeat(_group_tails(names, t), np.diff(r.starts)) + texts[inverse]
-    return tails
+    return np.repeat(_group_labels(names, t), np.diff(r.starts)), texts[inverse]
 
 
 # -- sample values, as client_python's floatToGoString prints float(value) -------------------------------------------

@@ -2,7 +2,8 @@
 byte for byte what client_python printed for the objects of every `GroupStatus` (the oracle in tests/support), on a
 store with thousands of groups: every status, NOTFOUND (expired) and UNKNOWN (cluster down) groups, placeholders,
 time lags from sorted and unsorted HWM histories, exact time lags, page-cache flags, offsets past 1e6 and 2**53,
-label values that need escaping; in both text formats and OpenMetrics, per partition and per group."""
+label values that need escaping, owners and member counts; in both text formats and OpenMetrics, per partition and
+per group; and again after groups, topics and partitions come and go."""
 
 from __future__ import annotations
 
@@ -101,7 +102,19 @@ def build(mode: Mode, seed: int = 15, groups: int = 700) -> LagService:
                         t_ms += rng.choice((10_000, 60_000)) if behaviour != "stopped" else 1000
                     if rng.random() < 0.5:
                         service.record_times.put((cluster, topic, p, max(o, 0)), NOW - rng.randint(0, 90_000))
+    add_owners(service, random.Random(seed + 1))
     return service
+
+
+def add_owners(service: LagService, rng: random.Random) -> None:
+    """Owners and member counts for a third of the groups, as group metadata gives them (not in the text)."""
+    store = service.store
+    for cluster in CLUSTERS:
+        for group in store.groups(cluster)[::3]:
+            store.set_members(cluster, group, rng.randint(1, 4))
+            for topic in store.group_topics(cluster, group):
+                for p in range(rng.randint(1, 3)):
+                    store.set_owner(cluster, group, topic, p, f"/10.0.0.{rng.randint(1, 9)}", f"client-{group}")
 
 
 def oracle(service: LagService, granularity: Literal["partition", "group"], accept: str) -> bytes:
@@ -140,6 +153,30 @@ def test_written_families_equal_client_pythons_rendering_of_the_objects(
             line.rsplit(" ", 1)[1] for line in samples if line.startswith("burrow_kafka_topic_partition_status")
         }
         assert {"1.0", "2.0", "4.0", "5.0", "6.0"} <= statuses
+
+
+def test_the_text_follows_groups_and_topics_that_come_and_go() -> None:
+    """Scrape, then delete groups, a group's topic and a whole topic, empty a partition, add a group and commits:
+    the next scrape is again what the objects print (nothing of the first one is reused). Two equal stores, as a
+    scrape purges expired groups from the one it reads."""
+    service, twin = build("burrow", groups=150), build("burrow", groups=150)
+    collector, encoder = LagCollector(service), choose_encoder("")[0]
+    assert collector.render(encoder) == oracle(twin, "partition", "")
+    for store in (service.store, twin.store):
+        groups = store.groups("prod")
+        store.delete_group("prod", groups[1])
+        store.delete_group_topic("prod", groups[2], store.group_topics("prod", groups[2])[0])
+        store.delete_topic("prod", "topic-005")
+        store.clear_partition("prod", groups[3], store.group_topics("prod", groups[3])[0], 0)
+        store.add_hwm("prod", "topic-new", 0, 500, NOW - 1000)
+        for i in range(5):
+            ts = NOW - 50_000 + 10_000 * i
+            store.add_commit("prod", "a-new group", "topic-new", 0, 100 * i, ts, NOW - 1000)
+            store.add_commit("prod", groups[4], "topic-new", 0, 490, ts, NOW - 1000)
+    text = collector.render(encoder)
+    assert text == oracle(twin, "partition", "")
+    assert b'cluster="prod",consumer_group="a-new group"' in text
+    assert f'cluster="prod",consumer_group="{groups[1]}"'.encode() not in text
 
 
 @pytest.mark.parametrize("accept", ACCEPT[:2])
