@@ -29,6 +29,8 @@ import random
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +42,7 @@ from lag.metrics import LagCollector
 from lag.scrape import scrape_rows
 from lag.service import LagService, SourceHealth
 from lag.source import INGEST_CHUNK, KafkaLagSource
+from lag.store import OffsetStore
 from pulse.config import LagConfig
 from pulse.http import Request
 from pulse.http.exposition import GZIP_LEVEL, encode_families
@@ -94,15 +97,31 @@ def ingest(
     topics: int,
     start_ms: int,
     counted: list[int],
+    holds: list[float],
 ) -> None:
     """Commits to existing group-partitions through `KafkaLagSource.ingest`, a poll of `batch` records at a time
-    (it decodes outside the service lock and applies `INGEST_CHUNK` records per hold), until `stop`."""
+    (it decodes outside the service lock and applies `INGEST_CHUNK` records per hold), until `stop`; `holds` gets
+    the CPU seconds of each hold of the lock, which is what a status request can wait for."""
     records = [
         offset_record(f"group-{g:07d}", f"topic-{g % topics:05d}", p, 1_000_000 - 5, start_ms)
         for g in range(min(groups, max(1, batch // parts) * 4))
         for p in range(parts)
     ]
     done, began = 0, time.perf_counter()
+    original = source.service.locked
+    me = threading.get_ident()
+
+    @contextmanager
+    def timed_locked() -> Iterator[OffsetStore]:
+        with original() as store:
+            c0 = time.thread_time()
+            try:
+                yield store
+            finally:
+                if threading.get_ident() == me:
+                    holds.append(time.thread_time() - c0)
+
+    setattr(source.service, "locked", timed_locked)  # noqa: B010  # this bench's instrument only
     while not stop.is_set():
         source.ingest([records[(done + i) % len(records)] for i in range(batch)])
         done += batch
@@ -110,22 +129,23 @@ def ingest(
             ahead = done / rate - (time.perf_counter() - began)
             if ahead > 0:
                 time.sleep(ahead)
+    delattr(source.service, "locked")
     counted.append(done)
 
 
 def statuses(
     api: BurrowApi, args: argparse.Namespace, batch: int, now_ms: int
-) -> tuple[list[float], list[float], float]:
+) -> tuple[list[float], list[float], float, list[float]]:
     """Wall and CPU seconds (this thread's) per status request for random groups, with a thread ingesting `batch`
     records per lock (0: none); and the records/s it ingested meanwhile."""
     service = api.service
     source = KafkaLagSource(CLUSTER, {}, service, SourceHealth(60, 0, service.clock_ms))
     route = next(r for r in api.routes() if r.pattern.endswith("/status"))
     rng = random.Random(15)
-    stop, counted = threading.Event(), list[int]()
+    stop, counted, holds = threading.Event(), list[int](), list[float]()
     feeder = threading.Thread(
         target=ingest,
-        args=(source, stop, batch, args.ingest_rate, args.groups, args.partitions, args.topics, now_ms, counted),
+        args=(source, stop, batch, args.ingest_rate, args.groups, args.partitions, args.topics, now_ms, counted, holds),
     )
     if batch:
         feeder.start()
@@ -145,7 +165,7 @@ def statuses(
     stop.set()
     if batch:
         feeder.join()
-    return latencies, cpu, (counted[0] / elapsed if counted else 0.0)
+    return latencies, cpu, (counted[0] / elapsed if counted else 0.0), holds
 
 
 def main() -> None:
@@ -212,7 +232,7 @@ def main() -> None:
 
     api = BurrowApi(service)
     for batch in [0, *args.batches]:
-        latencies, cpu_s, rate = statuses(api, args, batch, now[0])
+        latencies, cpu_s, rate, holds = statuses(api, args, batch, now[0])
         ms, cpu_ms = np.array(latencies) * 1000, np.array(cpu_s) * 1000
         what = f"while ingesting polls of {batch:,} records, {INGEST_CHUNK:,} per lock" if batch else "idle"
         print(f"status, {what} ({args.statuses:,} requests, load {load()}):")
@@ -223,6 +243,12 @@ def main() -> None:
         )
         p50, p99 = np.percentile(cpu_ms, 50), np.percentile(cpu_ms, 99)
         print(f"  CPU of the requesting thread: p50 {p50:.2f} ms, p99 {p99:.2f} ms")
+        if holds:
+            held = np.array(holds) * 1000
+            print(
+                f"  the ingesting thread held the lock {len(held):,} times: CPU p50 {np.percentile(held, 50):.2f} ms, "
+                f"p99 {np.percentile(held, 99):.2f} ms, max {held.max():.2f} ms (a request waits at most one hold)"
+            )
     print(f"load average after: {load()}")
 
 
