@@ -203,7 +203,13 @@ def test_prometheus_scrapes_collect_and_promql_finds_every_documented_family(
                     break
                 time.sleep(0.5)
             assert missing == []
-            up = prometheus.query(f'sum(kafka_pulse_jmx_up{{job="{job}"}})')
+            # The families appear with the first broker scraped; the others' first JMX connect may still run
+            # on a loaded host, so await all three up rather than reading the first scrape that has families.
+            while True:
+                up = prometheus.query(f'sum(kafka_pulse_jmx_up{{job="{job}"}})')
+                if float(up[0]["value"][1]) == 3 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
             assert float(up[0]["value"][1]) == 3
             controllers = prometheus.query(
                 f'sum(kafka_controller_kafkacontroller_activecontrollercount{{job="{job}"}})'
