@@ -25,6 +25,7 @@ from typing import Any
 
 from devstack import require_dev_extra
 from devstack.runtime import KafkaRuntime, ensure_runtime
+from devstack.slow_disk import set_slow_disk, start_slow_disk, stop_slow_disk
 from devstack.topology import (
     RACKS,
     SCRAM_MECHANISM,
@@ -104,6 +105,8 @@ class DevCluster:
         self.pids: dict[int, int] = dict(pids or {})
         # Nodes this process started: kept so they are reaped here rather than left as zombies.
         self._children: dict[int, ManagedProcess] = {}
+        self._slow_disks: dict[int, ManagedProcess] = {}
+        """FUSE pass-throughs this process started (devstack/slow_disk.py), stopped after the brokers."""
 
     # ---- creation and persistence -------------------------------------------------------------
 
@@ -116,11 +119,13 @@ class DevCluster:
         security: Security,
         jmx_security: JmxSecurity = JmxSecurity.NONE,
         extra_jvm_flags: Mapping[int, Sequence[str]] | None = None,
+        slow_disks: Mapping[int, int] | None = None,
         enforce_acls: bool = False,
     ) -> DevCluster:
         """Choose ports and ids for a new cluster; nothing is started or written yet.
 
         `extra_jvm_flags` maps a node id to JVM options appended to that node's own (a java agent, say).
+        `slow_disks` maps a node id to the write/fsync delay (ms) its slow log directory starts with.
         `enforce_acls` (SASL_SSL only) runs the StandardAuthorizer: a login needs ACLs for everything it does,
         the dev login `pulse` excepted (`topology.enforcing_authorizer`); the least-privilege tests use it.
         """
@@ -130,6 +135,9 @@ class DevCluster:
             raise ClusterError(f"--brokers must be 1 or 3, not {brokers}")
         extra = dict(extra_jvm_flags or {})
         unknown = sorted(set(extra) - set(range(1, brokers + 1)))
+        slow = dict(slow_disks or {})
+        if sorted(set(slow) - set(range(1, brokers + 1))):
+            raise ClusterError(f"slow disk for node(s) {sorted(slow)}, but the cluster has nodes 1-{brokers}")
         if unknown:
             raise ClusterError(f"extra JVM flags for node(s) {unknown}, but the cluster has nodes 1-{brokers}")
         per_node = 4 if security is Security.SASL_SSL else 3
@@ -146,6 +154,7 @@ class DevCluster:
                     jmx_port=p[2],
                     internal_port=p[3] if security is Security.SASL_SSL else None,
                     extra_jvm_flags=tuple(extra.get(i + 1, ())),
+                    slow_disk_ms=slow.get(i + 1),
                 )
             )
         overrides = enforcing_authorizer(SCRAM_USER) if enforce_acls else ()
@@ -232,6 +241,7 @@ class DevCluster:
         needs_tls = self.spec.security is Security.SASL_SSL or self.spec.jmx_security is JmxSecurity.AUTH_TLS
         tls = _tls().create_tls_files(self.home / "tls") if needs_tls else None
         jmx_files = self._write_jmx_security(tls)
+        self._mount_slow_disks()
         for node in self.spec.nodes:
             self._write_node_files(runtime, node, tls if self.spec.security is Security.SASL_SSL else None, jmx_files)
         self._format(runtime)
@@ -260,6 +270,16 @@ class DevCluster:
         if jmx_files is not None:
             management = render_jmx_management_properties(node.jmx_port, jmx_files)
             _write_private(self._jmx_config_file(node.node_id), management)
+
+    def _mount_slow_disks(self) -> None:
+        """Each slow node's log directory mounted before it is formatted, so all its writes go through the delay."""
+        for node in self.spec.nodes:
+            if node.slow_disk_ms is not None and node.node_id not in self._slow_disks:
+                self._slow_disks[node.node_id] = start_slow_disk(self.node_dir(node.node_id), node.slow_disk_ms)
+
+    def slow_disk(self, node_id: int, write_ms: float, fsync_ms: float) -> None:
+        """Change the delays of a node's slow log directory while it runs (`dev up --slow-disk` made it one)."""
+        set_slow_disk(self.node_dir(self.node(node_id).node_id), write_ms, fsync_ms)
 
     def _jmx_config_file(self, node_id: int) -> Path:
         return self.node_dir(node_id) / "management.properties"
@@ -446,6 +466,9 @@ class DevCluster:
         for node_id, pid in self.pids.items():
             self._stop_node(node_id, pid, grace_s=20)
         self.pids.clear()
+        for node in self.spec.nodes:  # after the brokers: none is left writing into a gone mount
+            if node.slow_disk_ms is not None:
+                stop_slow_disk(self.node_dir(node.node_id), self._slow_disks.pop(node.node_id, None))
         if keep_data:
             self.save()
         else:

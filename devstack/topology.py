@@ -54,6 +54,9 @@ class NodeSpec:
     """Inter-broker PLAINTEXT listener; only with SASL_SSL, where it also carries admin set-up."""
     extra_jvm_flags: tuple[str, ...] = ()
     """Appended to the node's JVM options (after ours, so they win), e.g. a `-javaagent:` for a benchmark."""
+    slow_disk_ms: int | None = None
+    """The node's log directory is a slow FUSE pass-through (devstack/slow_disk.py) that starts with this delay
+    before every write and fsync; None: an ordinary directory."""
 
 
 class JmxSecurity(StrEnum):

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(openjdk-17-jre-headless maven prometheus prometheus-alertmanager prometheus-pushgateway zookeeperd burrow chromium chromium-driver)
+APT_PACKAGES=(openjdk-17-jre-headless maven prometheus prometheus-alertmanager prometheus-pushgateway zookeeperd burrow chromium chromium-driver fuse3 libfuse2)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

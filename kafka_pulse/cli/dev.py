@@ -15,6 +15,7 @@ from devstack import require_dev_extra
 from devstack.cluster import DevCluster
 from devstack.populate import fill
 from devstack.runtime import DEFAULT_VERSION, LEGACY_VERSION, ensure_runtime, ensure_tools
+from devstack.slow_disk import parse_slow_disk
 from devstack.stutter import StutterPlan, sigterm_as_interrupt, stutter_node
 from devstack.topology import PROFILES, JmxSecurity, Security, check_fits, data_shape
 from kafka_pulse.cli.options import config_option
@@ -72,6 +73,10 @@ def dev() -> None:
 @click.option("--topics", type=int, help="Topics to create after start-up (batches of 50) [profile's, else 0].")
 @click.option("--partitions-per-topic", type=int, help="Partitions of each of those topics [profile's, else 1].")
 @click.option("--groups", type=int, help="Consumer groups committing offsets on those topics [profile's, else 0].")
+@click.option(
+    "--slow-disk", "slow_disks", multiple=True, metavar="NODE:MS",
+    help="Node NODE's log directory is a FUSE pass-through sleeping MS before every write and fsync (repeatable).",
+)  # fmt: skip
 def up(
     config_path: Path | None,
     brokers: str,
@@ -83,12 +88,14 @@ def up(
     topics: int | None,
     partitions_per_topic: int | None,
     groups: int | None,
+    slow_disks: tuple[str, ...],
 ) -> None:
     """Gather jars (once per version), format storage, start the nodes and wait until every broker is RUNNING; then
     create the data shape asked for (topics, records, committing groups), with broker heaps sized for it."""
     try:
         shape = data_shape(profile, topics, partitions_per_topic, groups)
         check_fits(shape, int(brokers), resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+        slow = dict(parse_slow_disk(value, int(brokers)) for value in slow_disks)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     home = dev_home()
@@ -104,7 +111,9 @@ def up(
     started = time.monotonic()
     heap = shape.heap_mb(int(brokers))
     jvm = {n: [f"-Xms{heap // 2}m", f"-Xmx{heap}m"] for n in range(1, int(brokers) + 1)} if heap > 512 else None
-    cluster = DevCluster.plan(home, int(brokers), kafka_version, Security(security), JmxSecurity(jmx_security), jvm)
+    cluster = DevCluster.plan(
+        home, int(brokers), kafka_version, Security(security), JmxSecurity(jmx_security), jvm, slow_disks=slow
+    )
     with console.status(f"gathering Kafka {kafka_version}'s jars from Maven Central (once per version)..."):
         ensure_runtime(kafka_version, cache_dir())  # cluster.up finds them cached
     with console.status(f"starting {brokers} Kafka {kafka_version} node(s)..."):
@@ -207,6 +216,18 @@ def stutter(config_path: Path | None, node: int, stop_ms: int, period_ms: int, d
     except KeyboardInterrupt:
         runner.stop()
     click.echo(f"node {node}: stutter done after {runner.cycles} cycles; node running")
+
+
+@dev.command("slow-disk")
+@config_option
+@click.argument("node", type=int)
+@click.option("--write-ms", type=click.FloatRange(min=0), required=True, help="Sleep before every write.")
+@click.option("--fsync-ms", type=click.FloatRange(min=0), default=None, help="Sleep before every fsync [--write-ms].")
+def slow_disk(config_path: Path | None, node: int, write_ms: float, fsync_ms: float | None) -> None:
+    """Change the delays of NODE's slow log directory (`dev up --slow-disk NODE:MS`) while it runs; 0 restores it."""
+    fsync = write_ms if fsync_ms is None else fsync_ms
+    DevCluster.load(dev_home()).slow_disk(node, write_ms, fsync)
+    click.echo(f"node {node}: log directory writes +{write_ms:g} ms, fsyncs +{fsync:g} ms", err=True)
 
 
 @dev.command()

@@ -12,7 +12,7 @@ BLOCK_EXTRAS = """
 import importlib.abc, sys
 class _NoExtras(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in {"cryptography", "pytest", "selenium", "importlinter"}:
+        if name.split(".")[0] in {"cryptography", "fuse", "pytest", "selenium", "importlinter"}:
             raise ModuleNotFoundError(f"No module named {name!r} (extras not installed)", name=name)
         return None
 sys.meta_path.insert(0, _NoExtras())
