@@ -1,10 +1,13 @@
 """SLO engine benchmark: 1,000 SLOs x 30 days of per-minute buckets, evaluated by the Spark job in local
-mode and by a single-node pandas baseline on the same Parquet data, side by side in one run.
+mode, on a Spark standalone cluster (`--standalone`: a master and two one-core workers from pyspark's own Spark on
+loopback, devstack/spark_standalone.py) and by a single-node pandas baseline on the same Parquet data, in one run.
 
-Each engine runs in its own child process so its peak memory (the process tree's RSS: Python, and Spark's JVM) is
-its own. Both end in the same pure evaluation (slo/evaluation.py), so the bench also checks that they agree.
+Each engine runs in its own child process so its peak memory and CPU (the process tree: Python, and Spark's driver
+JVM) are its own; on the standalone cluster the executors' CPU and peak memory (the workers' process trees) are
+reported beside the driver's. All end in the same pure evaluation (slo/evaluation.py), so the bench also checks
+that they agree.
 
-    python bench/slo_bench.py [--slos 1000] [--days 30] [--master local[2]] [--data DIR]
+    python bench/slo_bench.py [--slos 1000] [--days 30] [--master local[2]] [--standalone] [--data DIR]
 """
 
 from __future__ import annotations
@@ -184,8 +187,8 @@ def _window(group: Any, w: int) -> Any:
 # --- parent: child processes, peak RSS ------------------------------------------------------------------------
 
 
-def _tree_rss_kib(pid: int) -> int:
-    """RSS of `pid` and every descendant, from /proc."""
+def _tree(pids: list[int]) -> list[int]:
+    """`pids` and every descendant, from /proc."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -195,10 +198,17 @@ def _tree_rss_kib(pid: int) -> int:
             except OSError:
                 continue
             children.setdefault(ppid, []).append(int(entry))
-    total, todo = 0, [pid]
+    found, todo = [], list(pids)
     while todo:
         current = todo.pop()
+        found.append(current)
         todo += children.get(current, [])
+    return found
+
+
+def _rss_kib(pids: list[int]) -> int:
+    total = 0
+    for current in pids:
         try:
             with open(f"/proc/{current}/status") as status:
                 for line in status:
@@ -209,17 +219,51 @@ def _tree_rss_kib(pid: int) -> int:
     return total
 
 
-def measure(argv: list[str]) -> tuple[dict[str, Any], float, float]:
-    """Run a child engine; (its JSON result, wall seconds, peak tree RSS in MiB)."""
+def _cpu_ticks(pid: int) -> int:
+    """utime + stime of one process, in clock ticks (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12])
+
+
+class TreeSampler:
+    """Peak RSS of the process trees under `roots`, and their CPU: the last seen CPU time of every process that
+    appeared in them (sampled every 0.2 s, so a process living less than that may be missed)."""
+
+    def __init__(self, roots: list[int]) -> None:
+        self.roots = roots
+        self.peak_kib = 0
+        self.ticks: dict[int, int] = {}
+
+    def sample(self) -> None:
+        pids = _tree(self.roots)
+        self.peak_kib = max(self.peak_kib, _rss_kib(pids))
+        for pid in pids:
+            self.ticks[pid] = max(self.ticks.get(pid, 0), _cpu_ticks(pid))
+
+    @property
+    def cpu_s(self) -> float:
+        return sum(self.ticks.values()) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(
+    argv: list[str], others: list[int] | None = None
+) -> tuple[dict[str, Any], float, float, float, TreeSampler]:
+    """Run a child engine; (its JSON result, wall seconds, peak tree RSS in MiB, tree CPU seconds, and a sampler
+    of the `others` trees (the standalone workers, whose executors do the work) over the same time)."""
     started = time.perf_counter()
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO)
-    peak = 0
+    mine, theirs = TreeSampler([child.pid]), TreeSampler(others or [])
+    base = {pid: _cpu_ticks(pid) for pid in others or []}  # the workers' own CPU before this run
     done = threading.Event()
 
     def sample() -> None:
-        nonlocal peak
         while not done.is_set():
-            peak = max(peak, _tree_rss_kib(child.pid))
+            mine.sample()
+            theirs.sample()
             done.wait(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -229,7 +273,10 @@ def measure(argv: list[str]) -> tuple[dict[str, Any], float, float]:
     sampler.join()
     if child.returncode != 0:
         raise SystemExit(f"{argv[-1]} engine failed with exit {child.returncode}")
-    return json.loads(out.strip().splitlines()[-1]), time.perf_counter() - started, peak / 1024
+    for pid, ticks in base.items():
+        theirs.ticks[pid] -= ticks
+    result = json.loads(out.strip().splitlines()[-1])
+    return result, time.perf_counter() - started, mine.peak_kib / 1024, mine.cpu_s, theirs
 
 
 def main() -> None:
@@ -237,6 +284,7 @@ def main() -> None:
     parser.add_argument("--slos", type=int, default=1000)
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--standalone", action="store_true", help="also run on a standalone cluster of 2 workers")
     parser.add_argument("--data", type=Path, help="reuse (or create) the data here instead of a temporary dir")
     parser.add_argument("--engine", choices=["spark", "pandas"], help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -253,22 +301,47 @@ def main() -> None:
             rows = generate(data, args.slos, args.days)
             print(f"generated {rows:,} per-minute buckets in {time.perf_counter() - t0:.1f} s under {data}")
         size_mib = sum(p.stat().st_size for p in data.glob("*.parquet")) / 2**20
-        base = [sys.executable, __file__, "--data", str(data), "--master", args.master, "--engine"]
-        spark, spark_wall, spark_mib = measure([*base, "spark"])
-        pandas, pandas_wall, pandas_mib = measure([*base, "pandas"])
-        agree = spark["digest"] == pandas["digest"]
+        base = [sys.executable, __file__, "--data", str(data), "--engine"]
+        table = [_spark_row(f"Spark {args.master}", measure([*base, "spark", "--master", args.master]), False)]
+        digests = {table[0][0]: table[0][1]}
+        if args.standalone:
+            from devstack.spark_standalone import SparkStandalone
+
+            with SparkStandalone(Path(scratch) / "standalone", workers=2, worker_memory="2g") as cluster:
+                workers = [w.pid for w in cluster.workers]
+                run = measure([*base, "spark", "--master", cluster.master_url], workers)
+            table.append(_spark_row("Spark standalone, 2 workers x 1 core", run, True))
+            digests[table[-1][0]] = table[-1][1]
+        pandas, pandas_wall, pandas_mib, pandas_cpu, _ = measure([*base, "pandas"])
         load = os.getloadavg()[0]
         print(f"data: {args.slos} SLOs x {args.days} d x 1440 min, {size_mib:.0f} MiB Parquet; load average {load:.1f}")
-        print("| engine | evaluation (s) | warm re-run (s) | session start (s) | process wall (s) | peak RSS (MiB) |")
-        print("|---|---|---|---|---|---|")
         print(
-            f"| Spark {args.master} | {spark['eval_s']:.1f} | {spark['warm_eval_s']:.1f} | {spark['start_s']:.1f} "
-            f"| {spark_wall:.1f} | {spark_mib:.0f} |"
+            "| engine | evaluation (s) | warm re-run (s) | session start (s) | process wall (s) | driver CPU (s) "
+            "| driver peak RSS (MiB) | executors CPU (s) | executors peak RSS (MiB) |"
         )
-        print(f"| pandas (1 core) | {pandas['eval_s']:.1f} | - | - | {pandas_wall:.1f} | {pandas_mib:.0f} |")
-        ratio, warm = spark["eval_s"] / pandas["eval_s"], spark["warm_eval_s"] / pandas["eval_s"]
-        print(f"Spark / pandas evaluation: {ratio:.2f}x (warm {warm:.2f}x); results agree: {agree}")
-        print(f"instances {spark['instances']} / {pandas['instances']}")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for _, _, line in table:
+            print(line)
+        print(
+            f"| pandas (1 core) | {pandas['eval_s']:.1f} | - | - | {pandas_wall:.1f} | {pandas_cpu:.1f} "
+            f"| {pandas_mib:.0f} | - | - |"
+        )
+        for name, digest_of in digests.items():
+            print(f"{name}: results agree with pandas: {digest_of == pandas['digest']}")
+        print(f"instances: {pandas['instances']} (pandas)")
+
+
+def _spark_row(
+    name: str, run: tuple[dict[str, Any], float, float, float, TreeSampler], cluster: bool
+) -> tuple[str, dict[str, Any], str]:
+    """(engine name, its result digest, its table row)."""
+    result, wall, mib, cpu, executors = run
+    remote = f"{executors.cpu_s:.1f} | {executors.peak_kib / 1024:.0f}" if cluster else "- | -"
+    line = (
+        f"| {name} | {result['eval_s']:.1f} | {result['warm_eval_s']:.1f} | {result['start_s']:.1f} | {wall:.1f} "
+        f"| {cpu:.1f} | {mib:.0f} | {remote} |"
+    )
+    return name, result["digest"], line
 
 
 if __name__ == "__main__":
