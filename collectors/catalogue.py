@@ -68,6 +68,7 @@ BROKER_BEANS: tuple[BeanQuery, ...] = (
     BeanQuery("kafka.controller:type=ControllerStats,name=*", ("Count",)),
     BeanQuery("kafka.controller:type=ControllerEventManager,name=*", HISTOGRAM_ATTRIBUTES),
     BeanQuery("kafka.server:type=KafkaRequestHandlerPool,name=*", ("MeanRate",)),
+    BeanQuery("kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent", ("OneMinuteRate",)),
     BeanQuery("kafka.network:type=SocketServer,name=*", ("Value",)),
     BeanQuery("kafka.network:type=RequestChannel,name=RequestQueueSize", ("Value",)),
     BeanQuery("kafka.server:type=BrokerTopicMetrics,name=*", ("Count",)),

@@ -220,6 +220,8 @@ def _yammer_point(domain: str, props: list[tuple[str, str]], attribute: str, num
         return _Point(name, "gauge", "", labels, number, source)
     if attribute == "MeanRate" and percent:
         return _Point(named(f"{percent.group(1)}_percent"), "gauge", "", labels, number, source)
+    if attribute == "OneMinuteRate" and percent:  # the recent idle share; MeanRate averages since start
+        return _Point(named(f"{percent.group(1)}_one_minute_percent"), "gauge", "", labels, number, source)
     if attribute == "Count":
         per_sec = _PER_SEC.fullmatch(bean_name)
         stem = per_sec.group(1) if per_sec else f"{bean_name}_count"

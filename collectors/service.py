@@ -21,8 +21,10 @@ from collectors.mapping import BrokerIdentity
 from collectors.scrapers import BrokerScraper, PeriodicScraper
 from collectors.shard import Shard, plan_shard
 from collectors.shard_metrics import ShardCollector
+from collectors.slow_broker import ExtraSignals, SlowBrokerCollector, SlowBrokerDetector
 from collectors.transport import open_transport
-from pulse.config import ClusterConfig, CollectorsConfig
+from pulse.broker_health import BrokerHealthBoard
+from pulse.config import ClusterConfig, CollectorsConfig, SlowBrokersConfig
 from pulse.kafka_log import KafkaLogLimiter, limiter_for
 from pulse.lifecycle import Part
 from pulse.profile import client_config
@@ -42,7 +44,20 @@ def topic_selection(config: CollectorsConfig) -> TopicSelection:
 class CollectorService:
     """JMX scrapers for every configured broker and client target, and one Admin API scraper per cluster."""
 
-    def __init__(self, clusters: Sequence[ClusterConfig], config: CollectorsConfig) -> None:
+    def __init__(
+        self,
+        clusters: Sequence[ClusterConfig],
+        config: CollectorsConfig,
+        slow_brokers: SlowBrokersConfig | None = None,
+        board: BrokerHealthBoard | None = None,
+        extra_signals: ExtraSignals | None = None,
+    ) -> None:
+        """`slow_brokers` (on unless disabled) adds a slow-broker detector per cluster with JMX whose state this
+        process reads, publishing to `board`; `extra_signals` are the application layer's (the canary's)."""
+        self.slow_brokers = slow_brokers or SlowBrokersConfig()
+        self.board = board or BrokerHealthBoard()
+        self.extra_signals = extra_signals
+        self.detectors: dict[str, SlowBrokerDetector] = {}
         self.clusters = list(clusters)
         self.config = config
         self.selection = topic_selection(config)
@@ -96,6 +111,20 @@ class CollectorService:
             state.start()
         for scraper in (*self.brokers.values(), *self.clients.values()):
             scraper.start()
+        self._start_detectors()
+
+    def _start_detectors(self) -> None:
+        for cluster in self.clusters:
+            if not self.slow_brokers.enabled or cluster.jmx is None or cluster.name not in self.states:
+                continue
+            ids = sorted(b.broker_id for b in cluster.jmx.brokers)
+            scrapers = {b: s for (c, b), s in self.brokers.items() if c == cluster.name}
+            logs = self.kafka_log.settings(cluster.name)
+            detector = SlowBrokerDetector(
+                cluster, ids.copy, scrapers, self.slow_brokers, self.board, self.extra_signals, logs
+            )
+            self.detectors[cluster.name] = detector
+            detector.start()
 
     def admin_scrapers(self) -> list[PeriodicScraper[Any]]:
         """Every Admin API read this shard runs: the cluster states it exports and the rack reads for the rest."""
@@ -149,8 +178,11 @@ class CollectorService:
         registry.register(JmxCollector(self.clients, CLIENT_HEALTH))
         registry.register(ClusterStateCollector(self.states))
         registry.register(ShardCollector(self.shard_plan))
+        registry.register(SlowBrokerCollector(self.detectors))
 
     def stop(self) -> None:
+        for detector in self.detectors.values():
+            detector.stop()
         for scraper in (*self.brokers.values(), *self.clients.values()):
             scraper.stop()
         for state in self.admin_scrapers():
@@ -158,11 +190,16 @@ class CollectorService:
 
 
 def build_collectors(
-    clusters: Sequence[ClusterConfig], config: CollectorsConfig, registry: CollectorRegistry
+    clusters: Sequence[ClusterConfig],
+    config: CollectorsConfig,
+    registry: CollectorRegistry,
+    slow_brokers: SlowBrokersConfig | None = None,
+    board: BrokerHealthBoard | None = None,
+    extra_signals: ExtraSignals | None = None,
 ) -> list[Part]:
     """The collectors built from config, their families on `registry`, not started: the one way `kafka-pulse
     collect` and `kafka-pulse run` get them."""
-    service = CollectorService(clusters, config)
+    service = CollectorService(clusters, config, slow_brokers, board, extra_signals)
     service.register(registry)
     jmx = sum(len(c.jmx.brokers) for c in clusters if c.jmx is not None)
     what = f"{jmx} JMX brokers over {config.transport}" if jmx else "Admin API only (no jmx.brokers)"
@@ -173,4 +210,6 @@ def build_collectors(
             f"cluster state of {len(plan.cluster_states)} of {len(clusters)} clusters"
         )
     clients = f", {len(config.clients)} client targets" if config.clients else ""
-    return [Part("collectors", service, f"{what}{clients}, every {config.scrape_interval_s:g} s")]
+    slow = service.slow_brokers
+    detect = f", slow-broker detection every {slow.interval_s:g} s" if jmx and slow.enabled else ""
+    return [Part("collectors", service, f"{what}{clients}, every {config.scrape_interval_s:g} s{detect}")]

@@ -163,6 +163,49 @@ def health() -> Row:
     )
 
 
+def slow_brokers() -> Row:
+    """The slow-broker detector's verdicts (collectors/slow_broker.py): who is flagged, by how much, and on which
+    signal, so a flag can be read against the request and flush panels below."""
+    return Row(
+        "Slow brokers",
+        [
+            stat(
+                "Brokers flagged slow",
+                [Query(f"sum(kafka_pulse_broker_slow{{{C}}})")],
+                description="Brokers flagged slow: a signal above its floor, 3x its own history and 3x its peers' "
+                "median for several evaluations in a row (docs/metrics.md, Slow brokers).",
+                thresholds=((None, "green"), (1, "orange")),
+            ),
+            stat(
+                "Detection suspended",
+                [Query(f"max(kafka_pulse_broker_slow_detection_suspended{{{C}}})")],
+                description="1 when too many brokers looked slow at once to single one out: the cluster or the "
+                "client is slow.",
+                mappings=value_mappings({"0": ("no", "green"), "1": ("yes: cluster-wide", "orange")}),
+            ),
+            timeseries(
+                "Slow-broker score",
+                [Query(_per_broker("kafka_pulse_broker_slow_score", how="max"), "{{broker}}")],
+                description="The worst signal's ratio to the bar it must pass; 1 and above is elevated.",
+                thresholds=((None, "green"), (1, "orange")),
+                width=8,
+            ),
+            timeseries(
+                "Signal scores",
+                [
+                    Query(
+                        f"max by (broker, signal) (kafka_pulse_broker_slow_signal_score{{{CB}}})",
+                        "{{broker}} {{signal}}",
+                    )
+                ],
+                description="Each signal against the broker's own history and its peers (probe answer time, "
+                "canary latency, request percentiles, handler and network busy, queue, log flush).",
+                width=8,
+            ),
+        ],
+    )
+
+
 def balance() -> Row:
     by = "broker, rack"
     return Row(
@@ -693,6 +736,7 @@ def overview() -> Json:
     ]
     rows = [
         health(),
+        slow_brokers(),
         balance(),
         throughput(),
         requests(),

@@ -27,6 +27,7 @@ from kafka_pulse.check.noisy_neighbours import NoisyNeighbourFacts, add_noisy_ne
 from kafka_pulse.check.round_trip import round_trip
 from kafka_pulse.check.self_check import judge_self, read_self_health
 from kafka_pulse.check.slo_budgets import read_slo_budgets, stale_after_s
+from kafka_pulse.check.slow_brokers import SlowBrokerFacts, add_slow_brokers, read_slow_brokers
 from kafka_pulse.check.verdict import (
     Section,
     judge_brokers,
@@ -63,6 +64,7 @@ def run_check(
     deadline: Deadline,
     now: Callable[[], datetime] = _utc_now,
     read_self: SelfReader | None = None,
+    read_slow: Callable[[], SlowBrokerFacts] | None = None,
     read_neighbours: Callable[[], NoisyNeighbourFacts] | None = None,
 ) -> tuple[Section, ...]:
     """Every section of the report for `cluster`, returned by the deadline whatever the cluster does.
@@ -73,6 +75,9 @@ def run_check(
     )
     neighbours_task: Task[NoisyNeighbourFacts] = Task(
         "noisy neighbours", read_neighbours or partial(read_noisy_neighbours, config.http, cluster.name, deadline)
+    )
+    slow_task: Task[SlowBrokerFacts] = Task(
+        "slow brokers", read_slow or partial(read_slow_brokers, config.http, cluster.name, deadline)
     )
     configured = {b.broker_id for b in cluster.jmx.brokers} if cluster.jmx is not None else set()
     answering = answering_servers(cluster, deadline)
@@ -86,7 +91,7 @@ def run_check(
     if isinstance(meta, ProbeFailed):
         unasked = ProbeFailed(FailureKind.ERROR, "not asked: no broker answered the metadata request")
         return (
-            judge_brokers(meta, {}),
+            add_slow_brokers(judge_brokers(meta, {}), slow_task.wait(deadline)),
             judge_controller(unasked),
             judge_partitions(meta),
             judge_round_trip(meta, ()),
@@ -117,7 +122,7 @@ def run_check(
     trips = trip_task.wait(deadline)
     lag: LagFacts | ProbeFailed | NotAvailable = lag_task.wait(deadline)
     return (
-        judge_brokers(facts, probes),
+        add_slow_brokers(judge_brokers(facts, probes), slow_task.wait(deadline)),
         judge_controller(quorum),
         judge_partitions(facts),
         judge_round_trip(trips, facts.brokers, unhealthy),

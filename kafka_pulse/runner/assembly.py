@@ -79,9 +79,17 @@ def add_alert_sink(assembly: Assembly, sink: AlertSink) -> None:
 
 
 def add_collectors(assembly: Assembly, config: PulseConfig, clusters: Sequence[ClusterConfig]) -> None:
+    """With the slow-broker detector publishing to the assembly's board, fed the canary's per-broker latencies
+    when a canary runs in the same process (it is added later, so it is looked up at each evaluation)."""
     from collectors.service import build_collectors
+    from kafka_pulse.runner.canary_latency import CanaryLatencyFeed
 
-    assembly.add(build_collectors(clusters, config.collectors, assembly.registry))
+    def canary() -> Any | None:
+        return next((p.service for p in assembly.parts.parts if p.name == "canary"), None)
+
+    feed = CanaryLatencyFeed(canary)
+    board = assembly.broker_health
+    assembly.add(build_collectors(clusters, config.collectors, assembly.registry, config.slow_brokers, board, feed))
 
 
 def add_canary(assembly: Assembly, config: PulseConfig, cluster: ClusterConfig, state: Path) -> None:

@@ -43,6 +43,7 @@ from pulse.config.slo import (
     SloSpec,
     TimesliceSpec,
 )
+from pulse.config.slow_brokers import SlowBrokersConfig
 from pulse.config.types import ExistingFile, HostPort, HttpUrl, Name, Regex, TopicName, split_host_port
 
 __all__ = [
@@ -87,6 +88,7 @@ __all__ = [
     "SloConfig",
     "SloEntry",
     "SloSpec",
+    "SlowBrokersConfig",
     "TimesliceSpec",
     "TlsConfig",
     "TopicName",

@@ -12,6 +12,7 @@ from pulse.config.dashboards import DashboardsConfig
 from pulse.config.http import HttpConfig
 from pulse.config.lag import LagConfig
 from pulse.config.slo import SloConfig, SloEntry
+from pulse.config.slow_brokers import SlowBrokersConfig
 from pulse.config.types import Section, unique_by
 from pulse.envsubst import config_problem
 from pulse.errors import ConfigError
@@ -30,6 +31,7 @@ class PulseConfig(Section):
     alerting: AlertingConfig = AlertingConfig()
     http: HttpConfig = HttpConfig()
     dashboards: DashboardsConfig = DashboardsConfig()
+    slow_brokers: SlowBrokersConfig = SlowBrokersConfig()
     slos: list[SloEntry] = Field(default_factory=list)
     """SLOs inline (our form or OpenSLO v1); slo/spec.py checks them further against the SLO engine's rules."""
 

@@ -32,7 +32,8 @@ REQUIRED = {
         "Under min ISR", "Under-replication diagnosis", "Request latency p$quantile",
         "Produce time breakdown p$quantile", "Conversions per second", "Conversion time p$quantile", "Bytes in",
         "Bytes out", "Messages in",
-        "Handler and network idle", "ISR shrinks and expands", "KRaft quorum",
+        "Handler and network idle", "ISR shrinks and expands", "KRaft quorum", "Brokers flagged slow",
+        "Slow-broker score",
     ],
     "canary": [
         "Availability per broker", "Produce success per AZ pair", "Same-AZ / cross-AZ success",

@@ -28,6 +28,7 @@ from kafka_pulse.check.kafka_probes import quorum_facts
 from kafka_pulse.check.noisy_neighbours import add_noisy_neighbours
 from kafka_pulse.check.render import SCHEMA, print_report, report_json
 from kafka_pulse.check.slo_budgets import pushgateway_budgets, read_parquet
+from kafka_pulse.check.slow_brokers import add_slow_brokers
 from kafka_pulse.check.verdict import (
     Report,
     Section,
@@ -106,7 +107,7 @@ def test_json_carries_the_overall_verdict() -> None:
 
 def test_every_detail_key_the_verdicts_write_is_documented() -> None:
     sections = [
-        judge_brokers(meta(registered=(1, 2)), {1: probe(1), 2: probe(2)}),
+        add_slow_brokers(judge_brokers(meta(registered=(1, 2)), {1: probe(1), 2: probe(2)}), []),
         judge_controller(QuorumFacts("kraft", 1, 2, (VoterState(1, 0, 0.0),))),
         judge_partitions(meta()),
         judge_round_trip(trips(trip(0, 1), trip(1, 2), trip(2, 3)), (1, 2, 3)),

@@ -1,0 +1,364 @@
+"""Slow-broker detection for one cluster: signals from the JMX scrapes, a per-broker request probe and whatever the
+application layer feeds in (the canary) -> `slow_broker_rules.evaluate` every interval -> the board and /metrics.
+
+Why a probe of its own: with acks=all a slow follower delays every leader's produce (broker-side Produce p99 and the
+canary's produce latency rise on the healthy brokers too), so the direct per-broker answer time is what singles the
+slow one out. A DescribeConfigs of broker N is answered by broker N alone, from memory, over the admin connection.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from collectors.mapping import Family
+from collectors.scrapers import BrokerScraper
+from collectors.slow_broker_rules import (
+    BrokerState,
+    Evaluation,
+    FloorKind,
+    Signal,
+    Thresholds,
+    Verdict,
+    evaluate,
+    produce_side,
+)
+from pulse.broker_health import BrokerHealthBoard, BrokerSlowness
+from pulse.config import ClusterConfig, SlowBrokersConfig
+from pulse.profile import client_config
+
+_LOG = logging.getLogger(__name__)
+_CLIENT_LOG = logging.getLogger(f"{__name__}.librdkafka")
+"""The probe client's librdkafka lines (served by `poll(0)` each round), not its stderr."""
+
+ExtraSignals = Callable[[str], Mapping[int, Mapping[Signal, float]]]
+"""cluster -> broker -> signal values the application layer adds (the canary's per-broker latencies)."""
+
+PROBE_QUANTILE = 0.9
+"""The probe signal is this quantile of the interval's samples: a broker stopped 30 % of the time puts ~20 % of its
+probes above the floor, enough for the p90 and far from a healthy broker's one unlucky sample."""
+
+_REQUEST = "kafka_network_requestmetrics_localtimems"
+_FLUSH = "kafka_log_logflushstats_logflushrateandtimems"
+_FLUSH_COUNT = "kafka_log_logflushstats_logflushrateandtimems_count"
+_QUEUE = "kafka_network_requestchannel_requestqueuesize"
+_NETWORK_IDLE = "kafka_network_socketserver_networkprocessoravgidle_percent"
+_HANDLER_IDLE = "kafka_server_kafkarequesthandlerpool_requesthandleravgidle_one_minute_percent"
+
+
+def thresholds(config: SlowBrokersConfig) -> Thresholds:
+    return Thresholds(
+        floors={
+            FloorKind.LATENCY: config.latency_floor_ms,
+            FloorKind.FLUSH: config.flush_floor_ms,
+            FloorKind.BUSY: config.busy_floor,
+            FloorKind.QUEUE: config.queue_floor,
+        },
+        history_factor=config.history_factor,
+        peer_factor=config.peer_factor,
+        history_len=config.history_evaluations,
+        min_history=config.min_history,
+        enter_after=config.enter_after,
+        clear_after=config.clear_after,
+        max_slow_fraction=config.max_slow_fraction,
+    )
+
+
+def _sample(families: Mapping[str, Family], name: str, **want: str) -> float | None:
+    family = families.get(name)
+    if family is None:
+        return None
+    for sample in family.samples:
+        labels = dict(sample.labels)
+        if all(labels.get(k) == v for k, v in want.items()):
+            return sample.value
+    return None
+
+
+def flush_count(families: Mapping[str, Family]) -> float | None:
+    """How many log flushes the broker has timed: its flush percentiles only change when this grows."""
+    return _sample(families, _FLUSH_COUNT)
+
+
+def jmx_signals(families: Mapping[str, Family], flushed: bool = True) -> dict[Signal, float]:
+    """The signals one broker's latest JMX scrape carries (pure); absent beans give absent signals. Without a new
+    flush since the last evaluation (`flushed` False) the flush percentile is left out: Yammer's reservoir keeps
+    an old stall's samples until new flushes replace them, so on a quiet broker it would never clear."""
+    found: dict[Signal, float | None] = {
+        Signal.PRODUCE_P99: _sample(families, _REQUEST, request="Produce", quantile="0.99"),
+        Signal.FETCH_FOLLOWER_P99: _sample(families, _REQUEST, request="FetchFollower", quantile="0.99"),
+        Signal.LOG_FLUSH_P999: _sample(families, _FLUSH, quantile="0.999") if flushed else None,
+        Signal.REQUEST_QUEUE: _sample(families, _QUEUE),
+    }
+    for signal, name in ((Signal.NETWORK_BUSY, _NETWORK_IDLE), (Signal.HANDLER_BUSY, _HANDLER_IDLE)):
+        idle = _sample(families, name)
+        found[signal] = None if idle is None else max(0.0, 1.0 - idle)
+    return {s: v for s, v in found.items() if v is not None}
+
+
+def quantile(values: list[float], q: float) -> float:
+    """The `q` quantile by nearest rank (pure; `values` non-empty)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, int(q * len(ordered) + 0.999999) - 1))]
+
+
+def round_excess(latencies: Mapping[int, float]) -> dict[int, float]:
+    """One probe round's answer times less the round's fastest (pure): what the client adds to every probe of a
+    round (its own CPU starvation, a GIL pause) cancels out, what one broker adds stays."""
+    if not latencies:
+        return {}
+    fastest = min(latencies.values())
+    return {b: ms - fastest for b, ms in latencies.items()}
+
+
+class BrokerProber:
+    """Rounds of DescribeConfigs, one to each broker at once, `probes_per_interval` rounds an interval; each
+    broker's answer time beyond the round's fastest, in ms."""
+
+    def __init__(self, admin: Callable[[], AdminClient], brokers: Callable[[], list[int]], config: SlowBrokersConfig):
+        self._admin_factory = admin
+        self._admin: AdminClient | None = None
+        self._brokers = brokers
+        self._config = config
+        self._lock = threading.Lock()
+        self._rounds: dict[int, tuple[float, dict[int, float | None]]] = {}
+        """Round number -> (monotonic send time, broker -> answer time in ms or None while unanswered)."""
+        self._next = 0
+
+    def fire(self) -> None:
+        """Send one round: a probe to every broker at once (each on its own future)."""
+        timeout_s = self._config.probe_timeout_s
+        if self._admin is None:
+            self._admin = self._admin_factory()  # created on the first round: `configure` connects to nothing
+        self._admin.poll(0)  # serves its queued log lines
+        brokers = self._brokers()
+        with self._lock:
+            self._next += 1
+            number = self._next
+            sent = time.monotonic()
+            self._rounds[number] = (sent, dict.fromkeys(brokers))
+        for broker in brokers:
+            resource = ConfigResource(ResourceType.BROKER, str(broker))
+            try:
+                future = self._admin.describe_configs([resource], request_timeout=timeout_s)[resource]
+            except Exception as exc:  # a local refusal: the probe stays unanswered and counts at its age
+                _LOG.debug("probe of broker %s not sent: %s", broker, exc)
+                continue
+            future.add_done_callback(self._answered(number, sent, broker))
+
+    def _answered(self, number: int, sent: float, broker: int) -> Callable[[Future[Any]], None]:
+        def done(future: Future[Any]) -> None:
+            ms = (time.monotonic() - sent) * 1000
+            if future.exception() is not None:  # an error answer is no latency; a timeout is the worst one
+                ms = max(ms, self._config.probe_timeout_s * 1000)
+            with self._lock:
+                entry = self._rounds.get(number)
+                if entry is not None:
+                    entry[1][broker] = ms
+
+        return done
+
+    def take(self) -> dict[int, float]:
+        """The interval's probe signal per broker: the p90 of its excess over each round's fastest answer; probes
+        still unanswered count at their age so far (a hung broker is as slow as its oldest question)."""
+        now = time.monotonic()
+        cap = self._config.probe_timeout_s * 1000
+        excess: dict[int, list[float]] = {}
+        with self._lock:
+            rounds, self._rounds = self._rounds, {}
+        for sent, answers in rounds.values():
+            age = min(cap, (now - sent) * 1000)
+            latencies = {b: (ms if ms is not None else age) for b, ms in answers.items()}
+            for broker, ms in round_excess(latencies).items():
+                excess.setdefault(broker, []).append(ms)
+        return {b: quantile(values, PROBE_QUANTILE) for b, values in excess.items() if values}
+
+
+@dataclass(frozen=True)
+class Published:
+    """The detector's latest evaluation, for /metrics."""
+
+    evaluation: Evaluation
+    finished_s: float
+
+
+class SlowBrokerDetector:
+    """One cluster's detector: a thread that probes, and every `interval_s` gathers the signals and evaluates."""
+
+    def __init__(
+        self,
+        cluster: ClusterConfig,
+        brokers: Callable[[], list[int]],
+        scrapers: Mapping[int, BrokerScraper],
+        config: SlowBrokersConfig,
+        board: BrokerHealthBoard,
+        extra: ExtraSignals | None = None,
+        client_settings: Mapping[str, Any] | None = None,
+    ) -> None:
+        """`client_settings` go to the probe's Admin client (the process's librdkafka log limiter)."""
+        self.cluster = cluster.name
+        self._brokers = brokers
+        self._scrapers = scrapers
+        self.config = config
+        self.thresholds = thresholds(config)
+        self.board = board
+        self._extra = extra
+        settings: dict[str, Any] = {**client_config(cluster), "client.id": "kafka-pulse-slow-brokers"}
+        settings.update(client_settings if client_settings is not None else {"logger": _CLIENT_LOG})
+        self.prober = BrokerProber(lambda: AdminClient(settings), brokers, config)
+        self.states: dict[int, BrokerState] = {}
+        self.latest: Published | None = None
+        self.last_signals: dict[int, dict[Signal, float]] = {}
+        self._flushes: dict[int, float] = {}
+        """Each broker's flush count at the last evaluation."""
+        """The signal values of the latest evaluation."""
+        self.evaluations = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.evaluated = threading.Condition()
+        """Notified after every evaluation (tests await it instead of sleeping)."""
+
+    def signals(self) -> dict[int, dict[Signal, float]]:
+        out: dict[int, dict[Signal, float]] = {b: {} for b in self._brokers()}
+        for broker, scraper in self._scrapers.items():
+            result = scraper.result
+            if result is not None and result.ok and result.value is not None:
+                count = flush_count(result.value)
+                flushed = count is not None and count != self._flushes.get(broker)
+                if count is not None:
+                    self._flushes[broker] = count
+                out.setdefault(broker, {}).update(jmx_signals(result.value, flushed))
+        for broker, ms in self.prober.take().items():
+            out.setdefault(broker, {})[Signal.PROBE_RTT] = ms
+        if self._extra is not None:
+            try:
+                extra = self._extra(self.cluster)
+            except Exception:  # the canary's numbers are a bonus; their absence must not stop detection
+                _LOG.exception("slow-broker detector %s: extra signals failed", self.cluster)
+                extra = {}
+            for broker, values in extra.items():
+                out.setdefault(broker, {}).update(values)
+        return out
+
+    def evaluate_once(self) -> Evaluation:
+        signals = self.signals()
+        self.last_signals = signals
+        evaluation = evaluate(signals, self.states, self.thresholds)
+        self.states = {b: v.state for b, v in evaluation.verdicts.items()}
+        published = {}
+        for broker, verdict in evaluation.verdicts.items():
+            latency, elevated = produce_side(verdict)
+            published[broker] = BrokerSlowness(
+                broker, verdict.flagged, verdict.score, verdict.reason, latency, elevated
+            )
+        self.board.publish(self.cluster, published)
+        with self.evaluated:
+            self.latest = Published(evaluation, time.time())
+            self.evaluations += 1
+            self.evaluated.notify_all()
+        return evaluation
+
+    def _run(self) -> None:
+        interval = self.config.interval_s
+        step = interval / self.config.probes_per_interval
+        next_eval = time.monotonic() + interval
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                self.prober.fire()
+                if started >= next_eval:
+                    next_eval += interval * max(1, int((started - next_eval) // interval) + 1)
+                    self.evaluate_once()
+            except Exception:  # one bad round must not end detection
+                _LOG.exception("slow-broker detector %s: evaluation failed", self.cluster)
+            self._stop.wait(max(0.0, step - (time.monotonic() - started)))
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"slow-brokers-{self.cluster}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+
+
+class SlowBrokerCollector(Collector):
+    """`kafka_pulse_broker_slow*` families from each detector's latest evaluation (docs/metrics.md)."""
+
+    def __init__(self, detectors: Mapping[str, SlowBrokerDetector]) -> None:
+        self.detectors = detectors
+
+    def collect(self) -> Iterator[Metric]:
+        b, s = ("cluster", "broker"), ("cluster", "broker", "signal")
+        slow = GaugeMetricFamily("kafka_pulse_broker_slow", "1 while the broker is flagged slow, else 0.", labels=b)
+        score = GaugeMetricFamily(
+            "kafka_pulse_broker_slow_score",
+            "The broker's worst signal against its own history and its peers (>= 1: elevated).",
+            labels=b,
+        )
+        reason = GaugeMetricFamily(
+            "kafka_pulse_broker_slow_reason",
+            "1 for the broker's verdict reason: its worst elevated signal, or ok, suspended, unknown.",
+            labels=(*b, "reason"),
+        )
+        sig_score = GaugeMetricFamily(
+            "kafka_pulse_broker_slow_signal_score", "One signal's ratio to the bar it must pass.", labels=s
+        )
+        value = GaugeMetricFamily("kafka_pulse_broker_slow_signal_value", "One signal's current value.", labels=s)
+        peers = GaugeMetricFamily(
+            "kafka_pulse_broker_slow_signal_peers", "The other brokers' median of the signal.", labels=s
+        )
+        history = GaugeMetricFamily(
+            "kafka_pulse_broker_slow_signal_history", "The broker's own history median of the signal.", labels=s
+        )
+        suspended = GaugeMetricFamily(
+            "kafka_pulse_broker_slow_detection_suspended",
+            "1 when too many brokers looked slow at once to single one out.",
+            labels=("cluster",),
+        )
+        evaluations = CounterMetricFamily(
+            "kafka_pulse_broker_slow_evaluations", "Slow-broker evaluations done.", labels=("cluster",)
+        )
+        for cluster, detector in sorted(self.detectors.items()):
+            evaluations.add_metric((cluster,), detector.evaluations)
+            latest = detector.latest
+            if latest is None:
+                continue
+            suspended.add_metric((cluster,), 1.0 if latest.evaluation.suspended else 0.0)
+            for broker, verdict in sorted(latest.evaluation.verdicts.items()):
+                labels = (cluster, str(broker))
+                slow.add_metric(labels, 1.0 if verdict.flagged else 0.0)
+                score.add_metric(labels, verdict.score)
+                reason.add_metric((*labels, _reason_label(verdict, latest.evaluation)), 1.0)
+                for j in verdict.judgements:
+                    sl = (*labels, j.signal.value)
+                    sig_score.add_metric(sl, j.score)
+                    value.add_metric(sl, j.value)
+                    if j.peers is not None:
+                        peers.add_metric(sl, j.peers)
+                    if j.history is not None:
+                        history.add_metric(sl, j.history)
+        yield from (slow, score, reason, sig_score, value, peers, history, suspended, evaluations)
+
+
+def _reason_label(verdict: Verdict, evaluation: Evaluation) -> str:
+    if not verdict.judgements:
+        return "unknown"
+    if evaluation.suspended:
+        return "suspended"
+    elevated = [j for j in verdict.judgements if j.elevated]
+    if elevated:
+        return str(elevated[0].signal.value)
+    if verdict.flagged:
+        return "recovering"
+    return "ok"

@@ -1,0 +1,62 @@
+"""The detector's pure parts: JMX families -> signals, probe rounds -> excess, quantiles."""
+
+from __future__ import annotations
+
+import pytest
+
+from collectors.catalogue import Reading
+from collectors.mapping import BrokerIdentity, map_readings
+from collectors.slow_broker import flush_count, jmx_signals, quantile, round_excess
+from collectors.slow_broker_rules import Signal
+
+
+def _families(flushes: float = 7.0) -> dict[str, object]:
+    rm = "kafka.network:type=RequestMetrics,name=LocalTimeMs,request="
+    readings = [
+        Reading(rm + "Produce", "99thPercentile", 12.0),
+        Reading(rm + "FetchFollower", "99thPercentile", 501.0),
+        Reading(rm + "Produce", "50thPercentile", 2.0),
+        Reading("kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Produce", "99thPercentile", 900.0),
+        Reading("kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs", "999thPercentile", 40.0),
+        Reading("kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs", "Count", flushes),
+        Reading("kafka.network:type=RequestChannel,name=RequestQueueSize", "Value", 3.0),
+        Reading("kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent", "Value", 0.9),
+        Reading("kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent", "OneMinuteRate", 0.75),
+        Reading("kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent", "MeanRate", 0.99),
+    ]
+    return dict(map_readings(readings, BrokerIdentity("c", 1, None)))
+
+
+def test_jmx_signals_from_a_scrape() -> None:
+    families = _families()
+    got = jmx_signals(families)  # type: ignore[arg-type]
+    assert got == {
+        Signal.PRODUCE_P99: 12.0,
+        Signal.FETCH_FOLLOWER_P99: 501.0,
+        Signal.LOG_FLUSH_P999: 40.0,
+        Signal.REQUEST_QUEUE: 3.0,
+        Signal.NETWORK_BUSY: pytest.approx(0.1),
+        Signal.HANDLER_BUSY: pytest.approx(0.25),  # the one-minute rate, not the mean since start
+    }
+    assert flush_count(families) == 7.0  # type: ignore[arg-type]
+
+
+def test_no_new_flush_leaves_the_flush_signal_out() -> None:
+    assert Signal.LOG_FLUSH_P999 not in jmx_signals(_families(), flushed=False)  # type: ignore[arg-type]
+
+
+def test_missing_beans_are_missing_signals() -> None:
+    assert jmx_signals({}) == {}
+
+
+def test_round_excess_cancels_the_clients_own_pause() -> None:
+    assert round_excess({1: 105.0, 2: 400.0, 3: 100.0}) == {1: 5.0, 2: 300.0, 3: 0.0}
+    assert round_excess({}) == {}
+
+
+@pytest.mark.parametrize(
+    ("values", "q", "want"),
+    [([1.0], 0.9, 1.0), ([float(v) for v in range(1, 21)], 0.9, 18.0), ([5.0, 1.0, 3.0], 0.5, 3.0)],
+)
+def test_quantile_nearest_rank(values: list[float], q: float, want: float) -> None:
+    assert quantile(values, q) == want

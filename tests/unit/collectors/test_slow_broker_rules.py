@@ -1,0 +1,180 @@
+"""Slow-broker rules (collectors/slow_broker_rules.py), table-driven: each row a cluster's story over evaluations."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import pytest
+
+from collectors.slow_broker_rules import (
+    BrokerState,
+    Evaluation,
+    FloorKind,
+    Signal,
+    Thresholds,
+    evaluate,
+    judge,
+    produce_side,
+)
+from pulse.config import SlowBrokersConfig
+
+TH = Thresholds(
+    floors={FloorKind.LATENCY: 100.0, FloorKind.FLUSH: 250.0, FloorKind.BUSY: 0.5, FloorKind.QUEUE: 20.0},
+    history_len=10,
+    min_history=3,
+    enter_after=3,
+    clear_after=4,
+)
+RTT = Signal.PROBE_RTT
+Round = Mapping[int, Mapping[Signal, float]]
+
+
+def healthy(n: int = 3, rtt: float = 3.0) -> Round:
+    return {b: {RTT: rtt} for b in range(1, n + 1)}
+
+
+def with_slow(base: Round, broker: int, rtt: float) -> Round:
+    return {**base, broker: {**base[broker], RTT: rtt}}
+
+
+def run(rounds: Sequence[Round]) -> list[Evaluation]:
+    states: dict[int, BrokerState] = {}
+    out = []
+    for signals in rounds:
+        evaluation = evaluate(signals, states, TH)
+        states = {b: v.state for b, v in evaluation.verdicts.items()}
+        out.append(evaluation)
+    return out
+
+
+def flagged(e: Evaluation) -> list[int]:
+    return [b for b, v in e.verdicts.items() if v.flagged]
+
+
+@dataclass(frozen=True)
+class Case:
+    rounds: Sequence[Round]
+    want_flagged: Sequence[Sequence[int]]
+    """Flagged brokers after each round."""
+
+
+WARM = [healthy()] * 4
+SLOW2 = with_slow(healthy(), 2, 300.0)
+
+CASES = [
+    pytest.param(
+        Case([healthy(rtt=0.5)] * 3 + [{1: {RTT: 0.5}, 2: {RTT: 40.0}, 3: {RTT: 0.6}}] * 4, [[]] * 7),
+        id="idle-cluster-below-floor",  # x80 against peers, but 40 ms is under the 100 ms floor: no flap
+    ),
+    pytest.param(
+        Case(WARM + [SLOW2] * 4, [[]] * 4 + [[], [], [2], [2]]),
+        id="one-slow-broker-flagged-after-3",
+    ),
+    pytest.param(
+        Case(WARM + [SLOW2] * 3 + [healthy()] * 4, [[]] * 4 + [[], [], [2]] + [[2], [2], [2], []]),
+        id="flag-clears-after-4-clean",
+    ),
+    pytest.param(
+        Case(WARM + [{b: {RTT: 300.0} for b in (1, 2, 3)}] * 4, [[]] * 8),
+        id="all-slow-is-the-cluster",  # equal to peers: never above peers x3
+    ),
+    pytest.param(
+        Case(WARM + [with_slow(SLOW2, 3, 280.0)] * 4, [[]] * 8),
+        id="two-of-three-slow-raise-the-peer-median",
+    ),
+    pytest.param(
+        Case([healthy(10)] * 4 + [with_slow(with_slow(healthy(10), 2, 300.0), 3, 280.0)] * 4, [[]] * 8),
+        id="two-of-ten-slow-suspends",  # more than max(1, 10 %) elevated at once
+    ),
+    pytest.param(
+        Case(WARM + [SLOW2, healthy()] * 4, [[]] * 12),
+        id="flapping-around-threshold-never-flags",
+    ),
+    pytest.param(
+        Case(WARM + [{**SLOW2, 4: {RTT: 3.0}}] * 3, [[]] * 4 + [[], [], [2]]),
+        id="new-broker-without-history-is-judged-against-peers",
+    ),
+    pytest.param(
+        Case(WARM + [{1: {RTT: 3.0}, 2: {}, 3: {RTT: 3.0}}] * 3 + [SLOW2] * 3, [[]] * 7 + [[], [], [2]]),
+        id="missing-signal-is-unknown-not-clean",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_table(case: Case) -> None:
+    got = [flagged(e) for e in run(case.rounds)]
+    assert got == [list(f) for f in case.want_flagged]
+
+
+TEN = healthy(10)
+TWO_OF_TEN = with_slow(with_slow(TEN, 2, 300.0), 3, 280.0)
+
+
+def test_suspension_says_cluster_or_client() -> None:
+    last = run([TEN] * 4 + [TWO_OF_TEN])[-1]
+    assert last.suspended
+    assert "2 of 10 brokers look slow at once" in last.verdicts[1].reason
+    assert "the cluster or the client" in last.verdicts[1].reason
+
+
+def test_all_slow_is_named_cluster_wide() -> None:
+    last = run([*WARM, {b: {RTT: 300.0} for b in (1, 2, 3)}])[-1]
+    assert not last.suspended
+    assert "cluster-wide rise above own history (the cluster or the client): probe_rtt_ms on 3 of 3" in (
+        last.verdicts[2].reason
+    )
+
+
+def test_flag_held_while_suspended() -> None:
+    evals = run([TEN] * 4 + [with_slow(TEN, 2, 300.0)] * 3 + [TWO_OF_TEN] * 10)
+    assert all(flagged(e) == [2] for e in evals[6:])
+
+
+def test_reason_has_numbers_against_peers() -> None:
+    verdict = run(WARM + [SLOW2] * 3)[-1].verdicts[2]
+    assert verdict.flagged and verdict.score == pytest.approx(300 / 100)
+    assert verdict.reason == ("slow: probe_rtt_ms 300 ms (own history 3.0 ms, peers' median 3.0 ms; x3.0)")
+
+
+def test_new_broker_without_history_then_history() -> None:
+    j = judge(RTT, 50.0, (), [3.0, 3.0], TH)
+    assert j.history is None and j.peers == 3.0 and j.score == pytest.approx(0.5)
+    j = judge(RTT, 500.0, (3.0, 3.0, 3.0), [], TH)
+    assert j.peers is None and j.history == 3.0 and j.elevated
+
+
+def test_no_bar_no_score() -> None:
+    assert judge(RTT, 500.0, (), [], TH).score == 0.0
+
+
+def test_history_ignores_slow_spell() -> None:
+    states = {b: v.state for b, v in run(WARM + [SLOW2] * 5)[-1].verdicts.items()}
+    assert max(states[2].history[RTT]) == 3.0
+
+
+def test_produce_side_prefers_canary() -> None:
+    rounds = [{b: {Signal.CANARY_PRODUCE: 10.0, Signal.PRODUCE_P99: 5.0} for b in (1, 2, 3)}] * 4
+    rounds.append({**rounds[0], 2: {Signal.CANARY_PRODUCE: 150.0, Signal.PRODUCE_P99: 5.0}})
+    verdict = run(rounds)[-1].verdicts[2]
+    assert produce_side(verdict) == (150.0, True)
+    assert produce_side(run(rounds)[-1].verdicts[1]) == (10.0, False)
+
+
+def test_history_ignores_values_noisy_peers_let_through() -> None:
+    """Broker 2 at 300 ms is not elevated while broker 3's noise lifts the peer median, yet it stays out of history."""
+    noisy = {1: {RTT: 3.0}, 2: {RTT: 300.0}, 3: {RTT: 200.0}}
+    last = run([*WARM, *[noisy] * 6])[-1]
+    assert not last.verdicts[2].slow_now
+    assert max(last.verdicts[2].state.history[RTT]) == 3.0
+
+
+def test_config_refuses_history_that_never_fills() -> None:
+    with pytest.raises(ValueError, match="50 exceeds history_evaluations 40: the history test would never run"):
+        SlowBrokersConfig(min_history=50)
+
+
+def test_default_config_is_on_with_cruise_controls_factors() -> None:
+    config = SlowBrokersConfig()
+    assert config.enabled and (config.history_factor, config.peer_factor, config.flush_floor_ms) == (3.0, 3.0, 1000.0)
