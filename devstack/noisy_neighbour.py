@@ -10,7 +10,10 @@ lag/noisy_neighbour.py's job on what the cluster shows.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -83,11 +86,13 @@ class NoisyNeighbourWorkload:
         self.workdir.mkdir(parents=True, exist_ok=True)
         try:
             self._create_topics()
-            self._fill_backlog()
-            set_consumer_quota(
-                self.broker_runtime, self.bootstrap_servers, self.plan.reader_group, self.plan.reader_bytes_per_s,
-                "noisy neighbour",
-            )  # fmt: skip
+            with ThreadPoolExecutor(1, thread_name_prefix="noisy-quota") as pool:  # two JVMs side by side
+                quota = pool.submit(
+                    set_consumer_quota, self.broker_runtime, self.bootstrap_servers, self.plan.reader_group,
+                    self.plan.reader_bytes_per_s, "noisy neighbour",
+                )  # fmt: skip
+                self._fill_backlog()
+                quota.result()  # in place before the reader starts, so it never runs ahead
             self._start_clients()
         except BaseException:
             self.stop()
@@ -132,25 +137,29 @@ class NoisyNeighbourWorkload:
             filler.stop()
 
     def _start_clients(self) -> None:
+        """The reader, the trickle and the victim producer, launched side by side (each waits for its JVM); every
+        one that started is kept for `stop` even when another failed."""
         p = self.plan
         commits = {"auto.commit.interval.ms": str(COMMIT_INTERVAL_MS)}
-        self.clients.append(
-            start_consumer(
-                self.tools_runtime, self.workdir, self.bootstrap_servers, p.backlog_topic, p.reader_group,
-                p.reader_group,
-                idle_timeout_s=PRODUCE_DURATION_S, settings=commits,
-            )
-        )  # fmt: skip
+        launches: list[Callable[[], PerfClient]] = [
+            partial(start_consumer, self.tools_runtime, self.workdir, self.bootstrap_servers, p.backlog_topic,
+                    p.reader_group, p.reader_group, idle_timeout_s=PRODUCE_DURATION_S, settings=commits),
+        ]  # fmt: skip
         for topic, client, rate in (
             (p.backlog_topic, f"{p.prefix}-trickle", p.trickle_records_per_s),
             (p.victim_topic, f"{p.prefix}-victim-producer", p.victim_records_per_s),
         ):
-            self.clients.append(
-                start_producer(
-                    self.tools_runtime, self.workdir, self.bootstrap_servers, topic, client, throughput=rate,
-                    duration_s=PRODUCE_DURATION_S, record_size=p.record_size, settings={"acks": "all"},
-                )
+            launches.append(
+                partial(start_producer, self.tools_runtime, self.workdir, self.bootstrap_servers, topic, client,
+                        throughput=rate, duration_s=PRODUCE_DURATION_S, record_size=p.record_size,
+                        settings={"acks": "all"})
             )  # fmt: skip
+        with ThreadPoolExecutor(len(launches), thread_name_prefix="noisy-client") as pool:
+            futures = [pool.submit(launch) for launch in launches]
+        self.clients += [f.result() for f in futures if f.exception() is None]
+        failures = [error for f in futures if (error := f.exception()) is not None]
+        if failures:
+            raise failures[0]
 
     @property
     def pids(self) -> dict[str, int]:
