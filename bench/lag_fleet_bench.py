@@ -1,6 +1,6 @@
 """A large cluster's lag evaluator in one process, simulated: synthetic `__consumer_offsets` records through the real
-ingestion path (`KafkaLagSource.ingest`: decode, then store, a poll's batch per lock) and HWMs into the same
-store, for 200,000 partitions consumed by 10 groups each (2,000,000 group-partitions) by default.
+ingestion path (`KafkaLagSource.ingest`: decode a poll, then store it 1,000 records per hold of the lock) and HWMs
+into the same store, for 200,000 partitions consumed by 10 groups each (2,000,000 group-partitions) by default.
 
 Run: python bench/lag_fleet_bench.py [--topics 2000] [--partitions 100] [--groups-per-topic 10] [--rounds 3]
                                      [--intervals 10] [--batch 10000] [--scrape-interval 30] [--partition-scrape]
