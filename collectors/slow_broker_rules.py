@@ -6,7 +6,9 @@ Rules, after Cruise Control's SlowBrokerFinder but stricter where its users foun
    neither). A broker with too little history is judged against its peers only; a lone broker against its history.
 2. A broker's score is its worst signal's ratio (1.0 = exactly at the bar); it looks slow in this evaluation when
    any signal is elevated. A missing signal is not judged; a broker with none at all is unknown (no streak moves).
-3. Hysteresis: flagged after `enter_after` consecutive slow evaluations, cleared after `clear_after` clean ones.
+3. Hysteresis: flagged once `enter_after` of the last `enter_after` + 1 evaluations were slow (one noisy clean
+   evaluation does not restart the count; alternating slow and clean never flags), cleared after `clear_after`
+   consecutive clean ones.
 4. When more than max(1, `max_slow_fraction` x brokers) look slow at once, no flag is raised or cleared: the cluster
    or the client is slow, and the verdict says so; a signal above its own history on that many brokers is named as
    a cluster-wide rise in every reason (peers' medians rise with it, so it singles nobody out).
@@ -119,8 +121,11 @@ class BrokerState:
 
     history: Mapping[Signal, tuple[float, ...]] = field(default_factory=dict)
     slow_streak: int = 0
+    """Slow evaluations among the last `enter_after` + 1."""
     clean_streak: int = 0
     flagged: bool = False
+    recent: tuple[bool, ...] = ()
+    """Whether each of the last `enter_after` + 1 evaluations was slow, oldest first."""
 
 
 @dataclass(frozen=True)
@@ -244,12 +249,14 @@ def _cluster_wide(judged: Mapping[int, tuple[Judgement, ...]], th: Thresholds) -
 
 def _step(state: BrokerState, slow_now: bool, th: Thresholds) -> BrokerState:
     """Rule 3."""
+    recent = (*state.recent, slow_now)[-(th.enter_after + 1) :]
+    slow = sum(recent)
     if slow_now:
-        streak = state.slow_streak + 1
-        return replace(state, slow_streak=streak, clean_streak=0, flagged=state.flagged or streak >= th.enter_after)
+        flagged = state.flagged or slow >= th.enter_after
+        return replace(state, slow_streak=slow, clean_streak=0, flagged=flagged, recent=recent)
     clean = state.clean_streak + 1
     flagged = state.flagged and clean < th.clear_after
-    return replace(state, slow_streak=0, clean_streak=clean, flagged=flagged)
+    return replace(state, slow_streak=slow, clean_streak=clean, flagged=flagged, recent=recent)
 
 
 def _reason(rows: tuple[Judgement, ...], state: BrokerState, slow_now: bool, th: Thresholds) -> str:
@@ -258,7 +265,8 @@ def _reason(rows: tuple[Judgement, ...], state: BrokerState, slow_now: bool, th:
         what = "; ".join(describe(j) for j in elevated)
         if state.flagged:
             return f"slow: {what}"
-        return f"elevated {state.slow_streak} of {th.enter_after} evaluations before flagging: {what}"
+        window = th.enter_after + 1
+        return f"elevated in {state.slow_streak} of the last {window} evaluations ({th.enter_after} flag): {what}"
     if state.flagged:
         return f"recovering, clean {state.clean_streak} of {th.clear_after} evaluations: worst {describe(rows[0])}"
     return f"ok: worst {describe(rows[0])}"

@@ -92,6 +92,10 @@ CASES = [
         id="flapping-around-threshold-never-flags",
     ),
     pytest.param(
+        Case([*WARM, SLOW2, SLOW2, healthy(), SLOW2], [[]] * 7 + [[2]]),
+        id="one-noisy-clean-evaluation-does-not-restart-the-count",  # 3 of the last 4 were slow
+    ),
+    pytest.param(
         Case(WARM + [{**SLOW2, 4: {RTT: 3.0}}] * 3, [[]] * 4 + [[], [], [2]]),
         id="new-broker-without-history-is-judged-against-peers",
     ),
