@@ -21,145 +21,44 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import resource
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
 from confluent_kafka.admin import AdminClient
-from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the Burrow and ZooKeeper launchers live in tests/
+
+from large_cluster_support import (
+    CLUSTER,
+    RECORDS,
+    Child,
+    Committer,
+    NoReassign,
+    all_served,
+    cpu_seconds,
+    delta_quantiles,
+    env_for,
+    family_counts,
+    offset_commit_records,
+    rss_mb,
+    run_tool,
+    say,
+    scrape,
+)
 
 from canary.topic import TopicManager
 from collectors.cluster_state import assess, fetch_snapshot
 from devstack.cluster import DevCluster
-from devstack.populate import commit_groups, fill
+from devstack.populate import fill
 from devstack.runtime import DEFAULT_VERSION, LEGACY_VERSION, ensure_tools
 from devstack.topology import DataShape, Security
 from pulse.config import CanaryConfig
 from pulse.paths import cache_dir
 from pulse.ports import free_ports, wait_until
-
-REPO = Path(__file__).resolve().parents[1]
-CLUSTER = "local"
-TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
-RECORDS = 10
-
-
-def say(text: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')} load {os.getloadavg()[0]:.1f}] {text}", flush=True)
-
-
-def cpu_seconds(pid: int) -> float:
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) * TICK_S
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def run_tool(argv: list[str], env: dict[str, str]) -> tuple[float, float, int, str]:
-    """Wall, CPU (of the child), exit code and the output's line count of one command."""
-    cpu0, wall0 = children_cpu(), time.monotonic()
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900, cwd=REPO)
-    wall, cpu = time.monotonic() - wall0, children_cpu() - cpu0
-    if done.returncode != 0:
-        say(f"{argv[-3:]} exited {done.returncode}: {done.stderr[-1500:]}")
-    return wall, cpu, done.returncode, str(len(done.stdout.splitlines()))
-
-
-class Child:
-    """A `kafka-pulse` command as a child process with its own config and log."""
-
-    def __init__(self, home: Path, name: str, config: dict[str, Any], *args: str) -> None:
-        self.name = name
-        path = home / f"{name}.yaml"
-        path.write_text(yaml.safe_dump(config))
-        self.log_path = home / f"{name}.log"
-        self._log = open(self.log_path, "wb")  # noqa: SIM115  # open for the child's lifetime
-        argv = [sys.executable, "-m", "kafka_pulse.cli.main", name, "--config", str(path), *args]
-        self.started = time.monotonic()
-        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, cwd=REPO, env=env_for(home))
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
-
-
-def env_for(home: Path) -> dict[str, str]:
-    env = {**os.environ, "KAFKA_PULSE_HOME": str(home), "PYTHONPATH": str(REPO)}
-    env.pop("KAFKA_PULSE_CONFIG", None)
-    return env
-
-
-def scrape(http: httpx.Client, url: str, runs: int = 3) -> dict[str, float]:
-    """Median wall of `runs` GETs of /metrics, its bytes and series (sample lines)."""
-    walls = []
-    text = ""
-    for _ in range(runs):
-        t0 = time.monotonic()
-        text = http.get(f"{url}/metrics").text
-        walls.append(time.monotonic() - t0)
-    series = sum(1 for line in text.splitlines() if line and not line.startswith("#"))
-    return {"scrape_s": sorted(walls)[len(walls) // 2], "bytes": len(text.encode()), "series": series}
-
-
-def quantiles(text: str, family: str, qs: tuple[float, ...] = (0.5, 0.99)) -> dict[str, float]:
-    """Quantiles of a histogram summed over every label set, interpolated within buckets like histogram_quantile."""
-    buckets: dict[float, float] = {}
-    for fam in text_string_to_metric_families(text):
-        if fam.name != family:
-            continue
-        for sample in fam.samples:
-            if sample.name.endswith("_bucket"):
-                le = float(sample.labels["le"])
-                buckets[le] = buckets.get(le, 0.0) + sample.value
-    bounds = sorted(buckets)
-    if not bounds or buckets[bounds[-1]] == 0:
-        return {f"p{int(q * 100)}": float("nan") for q in qs}
-    total = buckets[bounds[-1]]
-    out: dict[str, float] = {"count": total}
-    for q in qs:
-        rank, low, below = q * total, 0.0, 0.0
-        for le in bounds:
-            if buckets[le] >= rank:
-                upper = le if le != float("inf") else low
-                inside = buckets[le] - below
-                out[f"p{int(q * 100)}"] = low + (upper - low) * ((rank - below) / inside if inside else 1.0)
-                break
-            low, below = le, buckets[le]
-    return out
 
 
 def canary_round(home: Path, cluster: DevCluster, seconds: float, tag: str) -> dict[str, Any]:
@@ -191,6 +90,7 @@ def canary_round(home: Path, cluster: DevCluster, seconds: float, tag: str) -> d
         time.sleep(seconds)  # the canary probes at its own interval; this is the measured stretch
         cpu = cpu_seconds(child.pid) - cpu0
         after = http.get(f"{url}/metrics").text
+        rss = rss_mb(child.pid)
     finally:
         child.stop()
     e2e = delta_quantiles(before, after, "kafka_pulse_canary_e2e_latency_seconds")
@@ -202,94 +102,21 @@ def canary_round(home: Path, cluster: DevCluster, seconds: float, tag: str) -> d
         w0, c0 = time.monotonic(), time.process_time()
         report = manager.reconcile(time.monotonic())
         planner.append((time.monotonic() - w0, time.process_time() - c0, report.error))
-    return {"e2e": e2e, "produce": produce, "canary_cpu_s": cpu, "seconds": seconds, "planner": planner}
-
-
-class NoReassign:
-    """The planner is timed on a topic already in place; a reassignment here would be a finding, not a cost."""
-
-    def reassign(self, topic: str, assignment: Any, bootstrap: Any = ()) -> None:
-        raise AssertionError(f"the planner asked to reassign {topic}: {dict(assignment)}")
-
-
-def delta_quantiles(before: str, after: str, family: str) -> dict[str, float]:
-    """Quantiles of the observations made between two scrapes (bucket counts subtracted)."""
-
-    def counts(text: str) -> dict[tuple[Any, ...], float]:
-        out = {}
-        for fam in text_string_to_metric_families(text):
-            if fam.name == family:
-                for s in fam.samples:
-                    if s.name.endswith("_bucket"):
-                        out[tuple(sorted(s.labels.items()))] = s.value
-        return out
-
-    b, a = counts(before), counts(after)
-    lines = []
-    for key, value in a.items():
-        labels = ",".join(f'{k}="{v}"' for k, v in key)
-        lines.append(f"{family}_bucket{{{labels}}} {value - b.get(key, 0.0)}")
-    return quantiles(f"# TYPE {family} histogram\n" + "\n".join(lines) + "\n", family)
+    series = sum(family_counts(after).values())
+    return {
+        "e2e": e2e,
+        "produce": produce,
+        "canary_cpu_s": cpu,
+        "seconds": seconds,
+        "planner": planner,
+        "rss_mb": rss,
+        "series": series,
+    }
 
 
 def cluster_entry(cluster: DevCluster) -> dict[str, Any]:
     brokers = [{"broker_id": n.node_id, "port": n.jmx_port} for n in cluster.spec.nodes]
     return {"name": CLUSTER, "bootstrap_servers": cluster.spec.bootstrap_servers, "jmx": {"brokers": brokers}}
-
-
-class Committer:
-    """Every group commits every partition of its topic once a round, rounds `every_s` apart, in a thread."""
-
-    def __init__(self, bootstrap: str, shape: DataShape, every_s: float) -> None:
-        self.admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-        self.shape = shape
-        self.every_s = every_s
-        self.commits = 0
-        self.rounds = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            started = time.monotonic()
-            flip = self.rounds % 2  # offsets alternate between two values below the end: every commit is a record
-
-            def offset(group: int, _partition: int, flip: int = flip) -> int:
-                return max(0, RECORDS - 1 - group % 4 - flip)
-
-            self.commits += commit_groups(self.admin, self.shape, offset)
-            self.rounds += 1
-            self._stop.wait(max(0.0, self.every_s - (time.monotonic() - started)))
-
-    @contextmanager
-    def running(self) -> Iterator[Committer]:
-        self._thread.start()
-        try:
-            yield self
-        finally:
-            self._stop.set()
-            self._thread.join(timeout=300)
-
-
-def all_served(http: httpx.Client, url: str, shape: DataShape, pending: set[str]) -> Callable[[], bool]:
-    """True once every group's /lag lists all its partitions; only groups still pending are asked again."""
-
-    def check() -> bool:
-        try:
-            listed = set(http.get(f"{url}/v3/kafka/{CLUSTER}/consumer").json().get("consumers") or [])
-        except (httpx.HTTPError, ValueError):
-            return False
-        for group in sorted(pending & listed):
-            try:
-                body = http.get(f"{url}/v3/kafka/{CLUSTER}/consumer/{group}/lag").json()
-            except (httpx.HTTPError, ValueError):
-                return False
-            parts = (body.get("status") or {}).get("partitions") or []
-            if len([p for p in parts if p.get("end")]) >= shape.partitions_per_topic:
-                pending.discard(group)
-        return not pending
-
-    return check
 
 
 def lag_config(
@@ -348,9 +175,9 @@ def phase_main(home: Path, shape: DataShape, args: argparse.Namespace) -> dict[s
                       bootstrap, "--describe", "--all-groups"]  # fmt: skip
         topics_cmd = [*base, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap, "--describe",
                       "--under-replicated-partitions"]  # fmt: skip
-        out["kafka_consumer_groups"] = [run_tool(groups_cmd, env) for _ in range(2)]
+        out["kafka_consumer_groups"] = [run_tool(groups_cmd, env) for _ in range(args.tool_runs)]
         say(f"kafka-consumer-groups --describe --all-groups: {out['kafka_consumer_groups']}")
-        out["kafka_topics_urp"] = [run_tool(topics_cmd, env) for _ in range(3)]
+        out["kafka_topics_urp"] = [run_tool(topics_cmd, env) for _ in range(args.tool_runs)]
         say(f"kafka-topics --describe --under-replicated-partitions: {out['kafka_topics_urp']}")
 
         admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
@@ -429,18 +256,20 @@ def lag_round(
         time.sleep(args.steady_seconds)
         idle = (cpu_seconds(child.pid) - c0) / args.steady_seconds
         committer = Committer(cluster.spec.bootstrap_servers, shape, args.commit_every)
+        r0 = offset_commit_records(http, url)
         c0, w0 = cpu_seconds(child.pid), time.monotonic()
         with committer.running():
             time.sleep(args.steady_seconds)
         wall = time.monotonic() - w0
         loaded = cpu_seconds(child.pid) - c0
+        read = offset_commit_records(http, url) - r0
         out |= {
             "idle_cores": idle,
             "loaded_cores": loaded / wall,
-            "commits": committer.commits,
-            "commits_per_s": committer.commits / wall,
-            "us_per_commit": loaded / max(1, committer.commits) * 1e6,
-            "us_per_commit_net": (loaded - idle * wall) / max(1, committer.commits) * 1e6,
+            "records_read": read,
+            "records_per_s": read / wall,
+            "us_per_commit": loaded / max(1.0, read) * 1e6,
+            "us_per_commit_net": (loaded - idle * wall) / max(1.0, read) * 1e6,
             "rss_mb": rss_mb(child.pid),
             "scrape": scrape(http, url),
         }
@@ -490,22 +319,31 @@ def phase_burrow(home: Path, shape: DataShape, args: argparse.Namespace) -> dict
 
         assert wait_until(both, 1800, 2.0), f"not every group served: {[len(p) for p in pending.values()]}"
         out["first_served"] = served
+        c0 = {n: cpu_seconds(p) for n, p in pids.items()}
+        w0 = time.monotonic()
+        time.sleep(args.steady_seconds)
+        idle_wall = time.monotonic() - w0
+        out["idle"] = {n: (cpu_seconds(p) - c0[n]) / idle_wall for n, p in pids.items()}
+        out["idle_rss_mb"] = {n: rss_mb(p) for n, p in pids.items()}
+        say(f"idle: {out['idle']}")
         committer = Committer(cluster.spec.bootstrap_servers, shape, args.commit_every)
+        r0 = offset_commit_records(http, urls["kafka-pulse lag"])
         c0 = {n: cpu_seconds(p) for n, p in pids.items()}
         w0 = time.monotonic()
         with committer.running():
             time.sleep(args.steady_seconds)
         wall = time.monotonic() - w0
+        read = max(1.0, offset_commit_records(http, urls["kafka-pulse lag"]) - r0)
         out["steady"] = {
             name: {
                 "cores": (cpu_seconds(pid) - c0[name]) / wall,
-                "us_per_commit": (cpu_seconds(pid) - c0[name]) / max(1, committer.commits) * 1e6,
+                "us_per_commit": (cpu_seconds(pid) - c0[name]) / read * 1e6,
                 "rss_mb": rss_mb(pid),
             }
             for name, pid in pids.items()
         }
-        out["commits_per_s"] = committer.commits / wall
-        say(f"steady: {out['steady']} at {out['commits_per_s']:.0f} commits/s")
+        out["commits_per_s"] = read / wall
+        say(f"steady: {out['steady']} at {out['commits_per_s']:.0f} commit records/s (read by kafka-pulse lag)")
     finally:
         if ours is not None:
             ours.stop()
@@ -513,18 +351,6 @@ def phase_burrow(home: Path, shape: DataShape, args: argparse.Namespace) -> dict
             burrow.stop()
         zookeeper.stop()
         cluster.down()
-    return out
-
-
-def family_counts(text: str) -> dict[str, int]:
-    """Sample lines per metric name (histogram buckets counted under their family's name)."""
-    out: dict[str, int] = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name = line.split("{", 1)[0].split(" ", 1)[0]
-            for suffix in ("_bucket", "_count", "_sum"):
-                name = name.removesuffix(suffix)
-            out[name] = out.get(name, 0) + 1
     return out
 
 
@@ -536,7 +362,7 @@ def phase_series(home: Path, shape: DataShape, args: argparse.Namespace) -> dict
     http = httpx.Client(timeout=300, trust_env=False)
     try:
         out["fill"] = fill_timed(cluster, shape)
-        for setting in ("off", "topic", "partition"):
+        for setting in args.topic_metrics.split(","):
             port = free_ports(1)[0]
             config = {
                 "clusters": [cluster_entry(cluster)],
@@ -554,7 +380,10 @@ def phase_series(home: Path, shape: DataShape, args: argparse.Namespace) -> dict
                         return False
                     return "kafka_pulse_cluster_partitions{" in text and "kafka_server_" in text
 
-                assert wait_until(scraped, 300, 2.0), child.log_path.read_text()[-3000:]
+                if not wait_until(scraped, args.collect_wait, 2.0):
+                    say(f"collect topic_metrics={setting}: no broker samples within {args.collect_wait:.0f} s")
+                    out[f"collect_{setting}"] = {"error": f"no broker samples within {args.collect_wait:.0f} s"}
+                    continue
                 time.sleep(20)  # a second JMX round, so every broker's beans are in
                 text = http.get(f"{url}/metrics").text
             finally:
@@ -562,6 +391,8 @@ def phase_series(home: Path, shape: DataShape, args: argparse.Namespace) -> dict
             out[f"collect_{setting}"] = {"series": sum(family_counts(text).values()), "bytes": len(text.encode())}
             out[f"collect_{setting}_families"] = family_counts(text)
             say(f"collect topic_metrics={setting}: {out[f'collect_{setting}']}")
+        out["canary"] = canary_round(home, cluster, args.canary_seconds, "series")
+        say(f"canary: {out['canary']}")
         for granularity in ("partition", "group"):
             port = free_ports(1)[0]
             config = lag_config(cluster, port, granularity=granularity)
@@ -590,6 +421,9 @@ def main() -> None:
     parser.add_argument("--canary-seconds", type=float, default=60.0)
     parser.add_argument("--steady-seconds", type=float, default=60.0)
     parser.add_argument("--commit-every", type=float, default=5.0, help="Seconds between commit rounds.")
+    parser.add_argument("--tool-runs", type=int, default=2, help="Runs of each Kafka tool.")
+    parser.add_argument("--topic-metrics", default="off,topic,partition", help="series: collect settings to count.")
+    parser.add_argument("--collect-wait", type=float, default=300.0, help="series: seconds to await broker samples.")
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
     shape = DataShape(args.topics, args.partitions_per_topic, args.groups)

@@ -28,7 +28,8 @@ from pulse.errors import ClusterError
 TOPIC_BATCH = 50
 """Topics a CreateTopics request asks for: 500 partitions at 10 each, which 2 cores' controller takes in seconds."""
 GROUP_BATCH = 200
-"""OffsetCommit requests in flight at once."""
+"""OffsetCommit requests in flight at once (`fill` uses 50 with a long timeout: on 2 cores with 10,000 partitions a
+broker, Kafka 4.3 completed about 1.6 group commits a second, as its followers' fetches of every partition lag)."""
 Progress = Callable[[str], None]
 
 
@@ -117,13 +118,21 @@ def first_commit(bootstrap: str, group: str, offsets: list[TopicPartition], time
 
 
 def commit_groups(
-    admin: AdminClient, shape: DataShape, offset: Callable[[int, int], int], timeout_s: float = 120.0
+    admin: AdminClient,
+    shape: DataShape,
+    offset: Callable[[int, int], int],
+    timeout_s: float = 120.0,
+    in_flight: int = GROUP_BATCH,
+    stop: Callable[[], bool] = lambda: False,
 ) -> int:
-    """Every group commits `offset(group index, partition)` on each partition of its topic, GROUP_BATCH requests in
-    flight; returns the commits. `__consumer_offsets` must exist (`first_commit`)."""
+    """Every group commits `offset(group index, partition)` on each partition of its topic, `in_flight` requests at
+    a time, until `stop()` says so between batches; returns the commits. `__consumer_offsets` must exist
+    (`first_commit`)."""
     commits = 0
     pairs = shape.group_topics()
-    for batch in batched(list(enumerate(pairs)), GROUP_BATCH):
+    for batch in batched(list(enumerate(pairs)), in_flight):
+        if stop():
+            break
         futures: list[Future[Any]] = []
         for index, (group, topic) in batch:
             tps = [TopicPartition(topic, p, offset(index, p)) for p in range(shape.partitions_per_topic)]
@@ -157,5 +166,5 @@ def fill(
     if shape.groups:
         group, topic = shape.group_topics()[0]
         first_commit(bootstrap, group, [TopicPartition(topic, p, 0) for p in range(shape.partitions_per_topic)], 300)
-        commits = commit_groups(admin, shape, lambda g, _p: max(0, records_per_partition - g % 5))
+        commits = commit_groups(admin, shape, lambda g, _p: max(0, records_per_partition - g % 5), 900, 50)
         progress(f"groups: {shape.groups:,} committed {commits:,} offsets")
