@@ -1,6 +1,7 @@
 """`kafka-pulse slo evaluate|backtest` in-process against the shared Spark session: the JSON
-contract, results to Parquet and to a real Pushgateway; bad specs and bad sources get clear errors, and an invalid
-spec never reaches Spark (checked in a fresh interpreter, where no JVM exists until Spark starts one).
+contract, results to Parquet and to a real Pushgateway, the same JSON with `slo.spark_master` on a standalone cluster;
+bad specs and bad sources get clear errors, and an invalid spec never reaches Spark (checked in a fresh interpreter,
+where no JVM exists until Spark starts one).
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
 from devstack.pushgateway import Pushgateway
+from devstack.spark_standalone import SparkStandalone
 from kafka_pulse.cli.main import cli
 from pulse.names import SLO_PUSH_JOB
-from tests.fixtures.spark import T, at, iso, minutes, write_rows
+from tests.fixtures.spark import T, at, iso, minutes, spark_on, stop_spark, write_rows
 
 pytestmark = pytest.mark.integration
 
@@ -83,6 +85,34 @@ def test_backtest_prints_intervals(config: Path, spark: SparkSession) -> None:
     assert slo["name"] == "produce"
     page = [a for a in slo["alerts"] if a["severity"] == "page"]
     assert page == [{"severity": "page", "start": iso(at(-19)), "end": iso(at(50))}]
+
+
+def test_the_commands_print_the_same_json_on_a_standalone_cluster(
+    config: Path, spark: SparkSession, spark_standalone: SparkStandalone
+) -> None:
+    # The same config with `slo.spark_master` on the standalone cluster (tests/fixtures/spark.py): the commands
+    # build their own session from it, as `kafka-pulse slo` does, so the tests' local session is stopped first.
+    evaluate = ["slo", "evaluate", "--at", iso(T), "--json"]
+    backtest = ["slo", "backtest", "--from", iso(at(-60)), "--to", iso(at(120)), "--json"]
+    local = [CliRunner().invoke(cli, [*args, "--config", str(config)]) for args in (evaluate, backtest)]
+    on_cluster = config.with_name("standalone.yaml")
+    body = yaml.safe_load(config.read_text()) | {"slo": {"spark_master": spark_standalone.master_url}}
+    on_cluster.write_text(yaml.safe_dump(body))
+    stop_spark()
+    try:
+        remote = [CliRunner().invoke(cli, [*args, "--config", str(on_cluster)]) for args in (evaluate, backtest)]
+        session = SparkSession.getActiveSession()
+        master = None if session is None else session.sparkContext.master
+        apps = [(a["name"], a["cores"]) for a in spark_standalone.status()["activeapps"]]
+    finally:
+        stop_spark()
+        spark_on("local[2]")  # the rest of the module shares the local session again
+    assert [r.exit_code for r in local + remote] == [0, 0, 0, 0], [r.output for r in local + remote]
+    assert master == spark_standalone.master_url
+    assert apps == [("kafka-pulse-slo", 2)]  # executors on both one-core workers
+    assert [r.output for r in remote] == [r.output for r in local]
+    (slo,) = json.loads(remote[1].output)["slos"]
+    assert [a["severity"] for a in slo["alerts"]] == ["page", "ticket"]
 
 
 def test_bad_options_and_specs_exit_2_with_the_key(config: Path, tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 
 from devstack.spark_standalone import SparkStandalone
 from slo import job
+from slo.model import Slo
 from slo.results import BacktestResult, SloResult
 from slo.spec import parse_slos
 from tests.fixtures.spark import T, at, minutes, spark_on, write_rows
@@ -145,29 +146,36 @@ def _logs(root: Path) -> list[Any]:
 
 
 @pytest.fixture(scope="module")
-def runs(
-    tmp_path_factory: pytest.TempPathFactory, spark: SparkSession, spark_standalone: SparkStandalone
-) -> dict[str, dict[str, Any]]:
-    """The same specs and logs evaluated and backtested on each master, one Spark application per master."""
-    root = tmp_path_factory.mktemp("slo-scenarios")
-    slos = parse_slos([("scenarios", _logs(root))], None)
+def specs(tmp_path_factory: pytest.TempPathFactory) -> list[Slo]:
+    return parse_slos([("scenarios", _logs(tmp_path_factory.mktemp("slo-scenarios")))], None)
+
+
+def _run(session: SparkSession, slos: list[Slo]) -> dict[str, Any]:
+    """Every SLO evaluated at T, and three backtested, in one Spark application."""
     chosen = [s for s in slos if s.name in ("outage", "slow-burn", "steady-at-budget")]
-    out: dict[str, dict[str, Any]] = {}
-    for label, master in (("local", "local[2]"), ("standalone", spark_standalone.master_url)):
-        session = spark_on(master)
-        out[label] = {
-            "evaluate": job.evaluate(session, slos, T),
-            "backtest": job.backtest(session, chosen, at(-120), at(180), timedelta(minutes=1)),
-            "master": session.sparkContext.master,
-            "app": session.sparkContext.applicationId,
-        }
-    return out
+    return {
+        "evaluate": job.evaluate(session, slos, T),
+        "backtest": job.backtest(session, chosen, at(-120), at(180), timedelta(minutes=1)),
+        "master": session.sparkContext.master,
+        "app": session.sparkContext.applicationId,
+    }
+
+
+@pytest.fixture(scope="module")
+def local_run(specs: list[Slo], spark: SparkSession) -> dict[str, Any]:
+    return _run(spark_on("local[2]"), specs)
+
+
+@pytest.fixture(scope="module")
+def standalone_run(specs: list[Slo], spark_standalone: SparkStandalone, spark: SparkSession) -> dict[str, Any]:
+    return _run(spark_on(spark_standalone.master_url), specs)
 
 
 @pytest.fixture(scope="module", params=["local", "standalone"])
-def scenarios(request: pytest.FixtureRequest, runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """One master's results: each scenario test runs once per master."""
-    return runs[request.param]
+def scenarios(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """One master's results: each scenario test runs once per master (the local ones first)."""
+    found: dict[str, Any] = request.getfixturevalue(f"{request.param}_run")
+    return found
 
 
 def result(scenarios: dict[str, Any], name: str, **labels: str) -> SloResult:
@@ -321,9 +329,9 @@ def test_backtest_reports_every_slo(scenarios: dict[str, Any]) -> None:
 
 
 def test_the_standalone_cluster_gives_identical_results(
-    runs: dict[str, dict[str, Any]], spark_standalone: SparkStandalone
+    local_run: dict[str, Any], standalone_run: dict[str, Any], spark_standalone: SparkStandalone
 ) -> None:
-    local, standalone = runs["local"], runs["standalone"]
+    local, standalone = local_run, standalone_run
     assert (local["master"], standalone["master"]) == ("local[2]", spark_standalone.master_url)
     # The standalone application got its executors on both workers (one core each), so the scans, shuffles and the
     # backtest's pandas UDF ran in worker processes, not in the driver.
