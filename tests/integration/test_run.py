@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from devstack.services import ServiceTimeout, poll
 from devstack.tls import create_pem_files
@@ -42,6 +43,7 @@ FAMILIES = {
     "canary": "kafka_pulse_canary_records_consumed_total{",
     "lag": "kafka_pulse_lag_source_up{",
 }
+SLOW_FAMILIES = ("kafka_pulse_broker_slow", "kafka_pulse_broker_slow_score")
 
 
 @dataclass
@@ -158,6 +160,34 @@ def test_every_component_reports_a_fresh_last_success_on_metrics(running: Runnin
         )
     except ServiceTimeout as exc:
         raise AssertionError(seen) from exc
+
+
+def test_slow_broker_detection_is_on_by_default_with_jmx(kafka: KafkaHandle, running: Running) -> None:
+    """The config has JMX endpoints and no `slow_brokers:` section: the detector runs anyway (on by default) and,
+    on the healthy cluster, gives every broker a verdict of 0 and a score."""
+    brokers = {str(node.node_id) for node in kafka.cluster.spec.nodes}
+    seen: dict[str, dict[str, float]] = {}
+
+    def verdicts(response: httpx.Response) -> bool:
+        seen.clear()
+        for family in text_string_to_metric_families(response.text):
+            for s in family.samples:
+                if s.name in SLOW_FAMILIES and s.labels.get("cluster") == running.cluster:
+                    seen.setdefault(s.name, {})[s.labels["broker"]] = s.value
+        return all(set(seen.get(name, {})) == brokers for name in SLOW_FAMILIES)
+
+    try:
+        poll(
+            lambda: running.client.get(running.url + "/metrics", auth=(USER, PASSWORD)),
+            lambda r: r.status_code == 200 and verdicts(r),
+            120,
+            f"kafka_pulse_broker_slow and _score for brokers {sorted(brokers)}",
+        )
+    except ServiceTimeout as exc:
+        raise AssertionError(seen) from exc
+    assert seen["kafka_pulse_broker_slow"] == dict.fromkeys(brokers, 0.0), seen
+    assert all(score >= 0 for score in seen["kafka_pulse_broker_slow_score"].values()), seen
+    assert "slow-broker detection every 15 s" in running.log()  # the default interval, from no config at all
 
 
 def test_sigterm_stops_everything_and_exits_0(running: Running) -> None:
