@@ -2,7 +2,7 @@
 
 from pydantic import Field, SecretStr, field_validator
 
-from pulse.config.types import ExistingFile, HostPort, Section
+from pulse.config.types import ExistingFile, HostPort, PositiveSeconds, Section
 
 
 class BasicAuthConfig(Section):
@@ -35,3 +35,6 @@ class HttpConfig(Section):
     allow_unauthenticated_writes: bool = False
     """Accept requests that change state (Burrow's DELETE of a group, POST /v3/admin/loglevel) without
     `basic_auth`; off by default, so a listener without a login serves reads only (403 for anything else)."""
+    request_timeout_s: PositiveSeconds = Field(default=30.0, le=3600)
+    """A client must complete its TLS handshake and send its whole request within this, however slowly it drips
+    the bytes (408, then closed); writing the answer gets as long again. Bounds the threads a slow client holds."""

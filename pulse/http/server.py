@@ -301,7 +301,8 @@ class HttpServer:
         table += health_routes(ready or _always)
         login = BasicAuth.from_config(config.basic_auth)
         app = HttpApp(Router([*table, *routes], fallback), login, config.allow_unauthenticated_writes)
-        return cls(app, host, port, ServerTls.from_config(config.tls), where)
+        tls = ServerTls.from_config(config.tls)
+        return cls(app, host, port, tls, where, request_timeout_s=config.request_timeout_s)
 
     @property
     def port(self) -> int:
