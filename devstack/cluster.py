@@ -121,6 +121,8 @@ class DevCluster:
         extra_jvm_flags: Mapping[int, Sequence[str]] | None = None,
         slow_disks: Mapping[int, int] | None = None,
         enforce_acls: bool = False,
+        extra_jars: Sequence[Path] = (),
+        broker_overrides: Mapping[str, str] | None = None,
     ) -> DevCluster:
         """Choose ports and ids for a new cluster; nothing is started or written yet.
 
@@ -128,7 +130,12 @@ class DevCluster:
         `slow_disks` maps a node id to the write/fsync delay (ms) its slow log directory starts with.
         `enforce_acls` (SASL_SSL only) runs the StandardAuthorizer: a login needs ACLs for everything it does,
         the dev login `pulse` excepted (`topology.enforcing_authorizer`); the least-privilege tests use it.
+        `extra_jars` go on every node's classpath and `broker_overrides` into every server.properties (Cruise
+        Control's metrics reporter and its `metric.reporters`, say).
         """
+        missing_jars = [str(jar) for jar in extra_jars if not jar.is_file()]
+        if missing_jars:
+            raise ClusterError(f"extra jar(s) not found: {', '.join(missing_jars)}")
         if enforce_acls and security is not Security.SASL_SSL:
             raise ClusterError("enforcing ACLs needs logins: use the sasl_ssl security mode")
         if brokers not in (1, 3):
@@ -157,8 +164,9 @@ class DevCluster:
                     slow_disk_ms=slow.get(i + 1),
                 )
             )
-        overrides = enforcing_authorizer(SCRAM_USER) if enforce_acls else ()
-        spec = ClusterSpec(new_cluster_id(), kafka_version, security, tuple(nodes), jmx_security, overrides)
+        overrides = (*(enforcing_authorizer(SCRAM_USER) if enforce_acls else ()), *(broker_overrides or {}).items())
+        jars = tuple(str(jar.resolve()) for jar in extra_jars)
+        spec = ClusterSpec(new_cluster_id(), kafka_version, security, tuple(nodes), jmx_security, overrides, jars)
         return cls(home, spec)
 
     @classmethod
@@ -178,7 +186,10 @@ class DevCluster:
                 NodeSpec(**{**node, "extra_jvm_flags": tuple(node.get("extra_jvm_flags", ()))}) for node in raw["nodes"]
             )
             jmx_security = JmxSecurity(raw.get("jmx_security", JmxSecurity.NONE.value))
-            spec = ClusterSpec(raw["cluster_id"], raw["kafka_version"], Security(raw["security"]), nodes, jmx_security)
+            jars = tuple(str(jar) for jar in raw.get("extra_jars", ()))
+            spec = ClusterSpec(
+                raw["cluster_id"], raw["kafka_version"], Security(raw["security"]), nodes, jmx_security, extra_jars=jars
+            )
             pids = {int(k): int(v) for k, v in raw.get("pids", {}).items()}
         except (KeyError, TypeError, ValueError) as exc:
             raise ClusterError(f"{path}: unreadable state ({exc!r}); remove {home} and start again") from exc
@@ -194,6 +205,7 @@ class DevCluster:
             "bootstrap_servers": self.spec.bootstrap_servers,
             "nodes": [asdict(n) for n in self.spec.nodes],
             "pids": {str(k): v for k, v in self.pids.items()},
+            "extra_jars": list(self.spec.extra_jars),
         }
         self.home.mkdir(parents=True, exist_ok=True)
         tmp = self.home / (STATE_FILE + ".tmp")
@@ -352,7 +364,7 @@ class DevCluster:
         argv = [
             "java",
             *flags,
-            "-cp", runtime.classpath,
+            "-cp", os.pathsep.join([runtime.classpath, *self.spec.extra_jars]),
             "kafka.Kafka", str(node_dir / "server.properties"),
         ]  # fmt: skip
         proc = ManagedProcess(f"kafka node {node.node_id}", argv, self.stdout_path(node.node_id)).start()

@@ -99,6 +99,9 @@ class ClusterSpec:
     broker_overrides: tuple[tuple[str, str], ...] = ()
     """server.properties entries applied last (so they win) on every node, e.g. `FAST_FENCING`; written when the
     node files are, not kept in the state file (a restart reuses the files)."""
+    extra_jars: tuple[str, ...] = ()
+    """Jars appended to every node's classpath (a metrics reporter plugin, say); kept in the state file, since a
+    restart from another process needs them for the classes its server.properties names."""
 
     @property
     def bootstrap_servers(self) -> str:

@@ -19,6 +19,7 @@ from devstack.topology import (
     jvm_flags,
     render_jmx_management_properties,
     render_jmx_ssl_properties,
+    render_server_properties,
 )
 from pulse.errors import ClusterError
 
@@ -103,3 +104,35 @@ def test_truststore_holds_the_ca_and_only_its_owner_may_read_it(tmp_path: Path) 
         "CN=kafka-pulse dev CA,O=kafka-pulse dev"
     ]
     assert stat.S_IMODE((tmp_path / "truststore.p12").stat().st_mode) == 0o600
+
+
+def test_plan_puts_extra_jars_and_broker_overrides_in_the_spec_and_keeps_the_jars_across_load(tmp_path: Path) -> None:
+    jar = tmp_path / "cruise-control-metrics-reporter.jar"
+    jar.write_bytes(b"PK")
+    reporter = "com.linkedin.kafka.cruisecontrol.metricsreporter.CruiseControlMetricsReporter"
+    planned = DevCluster.plan(
+        tmp_path / "dev",
+        3,
+        "4.3.1",
+        Security.PLAINTEXT,
+        extra_jars=[jar],
+        broker_overrides={"metric.reporters": reporter},
+    )
+    assert planned.spec.extra_jars == (str(jar),)
+    text = render_server_properties(planned.spec, planned.node(2), tmp_path / "data", None)
+    assert props(text)["metric.reporters"] == reporter
+    planned.save()
+    assert DevCluster.load(tmp_path / "dev").spec.extra_jars == (str(jar),)
+
+
+def test_plan_refuses_an_extra_jar_that_is_not_there(tmp_path: Path) -> None:
+    with pytest.raises(ClusterError, match=r"extra jar\(s\) not found: .*/absent\.jar"):
+        DevCluster.plan(tmp_path, 3, "4.3.1", Security.PLAINTEXT, extra_jars=[tmp_path / "absent.jar"])
+
+
+def test_a_state_file_from_before_extra_jars_loads_with_none(tmp_path: Path) -> None:
+    DevCluster.plan(tmp_path, 1, "4.3.1", Security.PLAINTEXT).save()
+    state = json.loads((tmp_path / "state.json").read_text())
+    del state["extra_jars"]
+    (tmp_path / "state.json").write_text(json.dumps(state))
+    assert DevCluster.load(tmp_path).spec.extra_jars == ()
