@@ -19,6 +19,8 @@ from kafka_pulse.check.facts import NotAvailable
 from kafka_pulse.check.verdict import Report, Section, Status
 from kafka_pulse.status.document import CanaryReading, SloPoint, SloView, StatusInputs, slo_key, status_document
 from kafka_pulse.status.quantiles import bucket_delta
+from lag.neighbours import with_noisy_neighbours
+from lag.status import GroupStatus
 from pulse.config import ClusterConfig, PulseConfig
 from pulse.self_health import ComponentHealth, SelfHealth
 
@@ -174,13 +176,21 @@ class StatusBoard:
                 refresh_s=self.refresh_s,
                 reports=reports,
                 canary=self._canary(),
-                groups=s.lag.all_statuses() if s.lag is not None else None,
+                groups=self._groups(),
                 slo=self._slo(),
                 off=s.off,
                 grafana_url=str(grafana) if grafana is not None else None,
                 burrow_api="/v3/kafka" if s.lag is not None else None,
             )
         )
+
+    def _groups(self) -> list[GroupStatus] | None:
+        """Every group's status with the noisy-neighbour diagnosis the lag API's status gives it (nothing is
+        evaluated again while no broker's produce latency is up)."""
+        service = self.sources.lag
+        if service is None:
+            return None
+        return [with_noisy_neighbours(service, g) for g in service.all_statuses()]
 
     def _canary(self) -> CanaryReading | None:
         service = self.sources.canary

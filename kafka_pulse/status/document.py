@@ -203,16 +203,17 @@ def _partitions(reports: Sequence[Report]) -> dict[str, list[dict[str, Any]]]:
 
 def _group(g: GroupStatus) -> dict[str, Any]:
     """A consumer group's row: Burrow's status, our worst partition status (STOP, STALL, REWIND are ERR at group
-    level), lag in records and seconds, and the rule that decided."""
+    level), lag in records and seconds, the rule that decided, and the brokers where it is a noisy neighbour."""
     worst = max((p.status for p in g.partitions), default=None)
     culprit = next((p for p in g.partitions if worst is not None and p.status == worst and p.reason), None)
     maxlag = g.maxlag
+    rule = g.reason or (culprit.reason if culprit is not None and worst != LagStatus.OK else "")
     return {
         "cluster": g.cluster,
         "group": g.group,
         "status": g.status.name,
         "worst_partition_status": worst.name if worst is not None else None,
-        "reason": g.reason or (culprit.reason if culprit is not None and worst != LagStatus.OK else ""),
+        "reason": "; ".join(r for r in (rule, *(n.describe() for n in g.noisy_neighbours)) if r),
         "totallag": g.totallag,
         "lag_seconds": g.lag_seconds,
         "complete": g.complete,
@@ -221,6 +222,10 @@ def _group(g: GroupStatus) -> dict[str, Any]:
         if maxlag is None
         else {"topic": maxlag.topic, "partition": maxlag.partition, "current_lag": maxlag.current_lag},
         "lag_url": f"/v3/kafka/{quote(g.cluster, safe='')}/consumer/{quote(g.group, safe='')}/lag",
+        "noisy_neighbour": [
+            {"broker": n.broker, "topic": n.topic, "partitions": list(n.partitions), "why": n.describe()}
+            for n in g.noisy_neighbours
+        ],
     }
 
 

@@ -66,3 +66,34 @@ def test_each_new_evaluation_becomes_a_burn_down_point() -> None:
     schedule.latest = [dataclasses.replace(slo(0.8), at=AT + timedelta(minutes=1))]
     (doc,) = board.document()["slos"]
     assert [p["budget_remaining"] for p in doc["history"]] == [0.9, 0.8]
+
+
+def test_a_group_reading_from_disk_on_a_hurting_broker_carries_the_diagnosis() -> None:
+    """The groups table gets the lag API status's noisy-neighbour diagnosis, from the board `run` shares with the
+    slow-broker detector; with the broker's produce latency back to normal the group is named nowhere."""
+    from lag.pagecache import PageCacheEstimate
+    from lag.service import LagService
+    from pulse.broker_health import BrokerHealthBoard, BrokerSlowness
+    from pulse.config import LagConfig
+
+    now = 1_000_000
+    service = LagService(LagConfig(mode="enhanced", intervals=2), clock_ms=lambda: now)
+    with service.locked() as store:
+        store.add_hwm("east", "orders", 0, 0, now - 200_000)
+        store.add_hwm("east", "orders", 0, 2000, now)
+        store.add_commit("east", "etl", "orders", 0, 500, now - 1000, now - 1000)
+    service.page_cache["east"] = PageCacheEstimate({2: 60.0}, {("orders", 0): 2})
+    health = BrokerHealthBoard()
+    service.broker_health = health
+    board = StatusBoard(dataclasses.replace(sources(), lag=service), clock=lambda: AT)
+
+    health.publish("east", {2: BrokerSlowness(2, False, 0.0, "", 85.0, True)})
+    (group,) = board.document()["groups"]
+    (named,) = group["noisy_neighbour"]
+    assert (named["broker"], named["topic"], named["partitions"]) == (2, "orders", [0])
+    assert named["why"].startswith("noisy neighbour on broker 2: group etl reads topic orders (partition 0) ")
+    assert named["why"] in group["reason"]
+
+    health.publish("east", {2: BrokerSlowness(2, False, 0.0, "", 5.0, False)})
+    (group,) = board.document()["groups"]
+    assert group["noisy_neighbour"] == [] and "noisy neighbour" not in group["reason"]

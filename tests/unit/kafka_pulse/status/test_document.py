@@ -4,6 +4,7 @@ every key is the one docs/status-page.md lists."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from datetime import UTC, datetime, timedelta
@@ -141,6 +142,18 @@ def test_a_group_carries_its_worst_partition_and_the_rule_that_fired() -> None:
     assert group["reason"] == "STOP: no commit for 600 s > window span 400 s"
     assert (group["totallag"], group["lag_seconds"]) == (90, 620.0)
     assert group["lag_url"] == "/v3/kafka/dev/consumer/billing%2Feu/lag"
+    assert group["noisy_neighbour"] == []
+
+
+def test_a_noisy_neighbour_is_named_in_the_group_s_row() -> None:
+    from lag.noisy_neighbour import NoisyNeighbour
+
+    n = NoisyNeighbour(2, "billing/eu", "orders", (0,), 620.0, 60.0, 85.0, False, "")
+    group = dataclasses.replace(lagging_group(), noisy_neighbours=(n,))
+    (row,) = status_document(StatusInputs(generated_at=AT, refresh_s=5.0, groups=[group]))["groups"]
+    assert row["noisy_neighbour"] == [{"broker": 2, "topic": "orders", "partitions": [0], "why": n.describe()}]
+    assert row["reason"] == f"STOP: no commit for 600 s > window span 400 s; {n.describe()}"
+    assert "noisy neighbour on broker 2: group billing/eu reads topic orders" in row["reason"]
 
 
 def test_slos_carry_figures_alerts_and_burn_down_points() -> None:
