@@ -102,7 +102,7 @@ def main() -> None:
     scrape_cpu = 0.0
     for granularity in ("group", "partition") if args.partition_scrape else ("group",):
         with timed() as took:
-            text = LagCollector(service, granularity).render(generate_latest)
+            text = b"".join(LagCollector(service, granularity).render(generate_latest))
         scrape_cpu = took.cpu_s if granularity == "group" else scrape_cpu
         print(f"scrape, metrics_granularity {granularity}: {took.cpu_s:.2f} s CPU, {took.wall_s:.2f} s wall, "
               f"{len(text):,} B (load {load()})")  # fmt: skip

@@ -78,7 +78,7 @@ def scrape(collector: LagCollector, scrapes: int) -> tuple[Took, Took, bytes]:
     best: tuple[Took, Took, bytes] | None = None
     for _ in range(scrapes):
         with timed() as took:
-            text = collector.render(generate_latest)
+            text = b"".join(collector.render(generate_latest))
         with timed() as rows_took:
             scrape_rows(collector.service, collector.service.clock_ms())
         if best is None or took.cpu_s < best[0].cpu_s:

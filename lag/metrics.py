@@ -36,11 +36,12 @@ class LagCollector(Collector):
         yield RenderedFamilies(self.render)
         yield from self._service_families()
 
-    def render(self, encoder: Encoder) -> bytes:
-        """The group and partition families in `encoder`'s format: evaluated under the lock, written after it."""
+    def render(self, encoder: Encoder) -> Iterator[bytes]:
+        """The group and partition families in `encoder`'s format: evaluated under the lock now, written after it
+        piece by piece as the listener sends them."""
         rows = scrape_rows(self.service, self.service.clock_ms())
         templates = [template(encoder, f) for f in FAMILIES]
-        return render(rows, templates, self.granularity).encode()
+        return render(rows, templates, self.granularity)
 
     def _service_families(self) -> Iterator[Metric]:
         """Per cluster: is it judged (fresh), page-cache windows, records read; per result: commits ingested."""

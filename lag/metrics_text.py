@@ -1,7 +1,7 @@
 """The lag evaluator's group and partition families as exposition text, written straight from the arrays of
 `scrape.py` (pure: strings from numpy arrays). An object per sample, as client_python's families need, costs more
 than the evaluation itself at a million group-partitions; here a sample line is three or four shared strings and
-its value's text, joined once.
+its value's text, joined once per piece of about a megabyte, which the listener sends before the next is made.
 
 The caller gives each family's `Template`, cut from client_python's own rendering of a one-sample family in the
 negotiated format, so headers, label names and their order are that encoder's; label values are escaped and sample
@@ -11,7 +11,7 @@ values printed exactly as it does (`floatToGoString`: `1.0`, `1.5e+06`, `+Inf`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Literal
@@ -28,6 +28,8 @@ PARTITION = ("cluster", "consumer_group", "topic", "partition")
 KLE_GROUP = ("cluster_name", "group")
 KLE_PARTITION = ("cluster_name", "group", "topic", "partition")
 _SMALL = 1 << 16
+BLOCK_LINES = 8192
+"""Sample lines per piece of text: about 1 MB at the lag families' line lengths."""
 _EXACT = 2**53
 
 
@@ -137,20 +139,20 @@ def escape_all(values: list[str]) -> list[str]:
 
 def render(
     rows: Sequence[ClusterRows], templates: Sequence[Template], granularity: Literal["partition", "group"]
-) -> str:
-    """`FAMILIES` in order (`templates` alike), per-partition ones without samples unless `granularity` is partition.
+) -> Iterator[bytes]:
+    """`FAMILIES` in order (`templates` alike), per-partition ones without samples unless `granularity` is partition,
+    as UTF-8 text in pieces of about `BLOCK_LINES` sample lines (their concatenation is the exposition).
 
     A sample line is its family's head, then label pieces shared by many lines (the group's, written once per
     group; the topic-partition's, once per topic-partition), then its value: no string is made per line but the
-    value's, and one join writes the text."""
-    pieces: list[tuple[str, list[list[str]], list[str]] | str] = []
+    value's, and one join per piece writes the text. A piece's strings are dropped once it is sent, so memory
+    holds one piece at a time, whatever the number of series."""
     names = [escape_all(r.names) for r in rows]
     labels: dict[tuple[str, ...], list[tuple[NDArray[np.object_], ...]]] = {}
-    lists: dict[tuple[tuple[str, ...], int], list[list[str]]] = {}
-    texts: dict[int, list[str]] = {}
-    """By `id` of a value array of `rows` (alive until the end): its texts."""
+    pending: list[str] = []
+    """Headers waiting for the next piece."""
     for family, t in zip(FAMILIES, templates, strict=True):
-        pieces.append(t.header)
+        pending.append(t.header)
         if family.per_partition and granularity != "partition":
             continue
         key = (t.after_group, t.after_partition, t.after_topic) if family.per_partition else (t.after_group,)
@@ -159,34 +161,28 @@ def render(
                 _partition_labels(r, n, t) if family.per_partition else (_group_labels(n, t),)
                 for r, n in zip(rows, names, strict=True)
             ]
-        for i, (r, columns) in enumerate(zip(rows, labels[key], strict=True)):
+        for r, columns in zip(rows, labels[key], strict=True):
             values, mask = family.rows(r)
-            if mask is None:  # every row: the lists are shared by the families that print the same array
-                if (key, i) not in lists:
-                    lists[key, i] = [c.tolist() for c in columns]
-                if id(values) not in texts:
-                    texts[id(values)] = _texts(values)
-                line_labels, line_values = lists[key, i], texts[id(values)]
-            else:
-                line_labels, line_values = [c[mask].tolist() for c in columns], _texts(values[mask])
-            pieces.append((t.head + escape(r.cluster) + t.middle, line_labels, line_values))
-    # one list of every piece, allocated once, joined once: no copy of a family's text on its own
-    out: list[str] = [""] * sum(1 if isinstance(p, str) else (len(p[1]) + 2) * len(p[2]) for p in pieces)
-    at = 0
-    for piece in pieces:
-        if isinstance(piece, str):
-            out[at] = piece
-            at += 1
-        else:
-            head, line_labels, line_values = piece
-            k, n = len(line_labels) + 2, len(line_values)
-            end = at + k * n
-            out[at:end:k] = [head] * n
-            for j, column in enumerate(line_labels, 1):
-                out[at + j : end : k] = column
-            out[at + k - 1 : end : k] = line_values
-            at = end
-    return "".join(out)
+            picked = None if mask is None else np.flatnonzero(mask)
+            head = t.head + escape(r.cluster) + t.middle
+            total = len(values) if picked is None else len(picked)
+            for lo in range(0, total, BLOCK_LINES):
+                which = slice(lo, lo + BLOCK_LINES) if picked is None else picked[lo : lo + BLOCK_LINES]
+                lines = _lines(head, [c[which] for c in columns], values[which])
+                yield "".join(pending + lines).encode() if pending else "".join(lines).encode()
+                pending = []
+    if pending:
+        yield "".join(pending).encode()
+
+
+def _lines(head: str, labels: list[NDArray[np.object_]], values: I64 | F64) -> list[str]:
+    """The pieces of one sample line per row, in order: head, label pieces, value text (with its newline)."""
+    k, n = len(labels) + 2, len(values)
+    out = [head] * (k * n)
+    for j, column in enumerate(labels, 1):
+        out[j::k] = column.tolist()
+    out[k - 1 :: k] = _texts(values)
+    return out
 
 
 def _group_labels(names: list[str], t: Template) -> NDArray[np.object_]:

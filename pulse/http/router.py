@@ -38,6 +38,9 @@ class Response:
     content_type: str = TEXT
     headers: tuple[tuple[str, str], ...] = ()
     """Extra headers; Content-Type and Content-Length are added by the server."""
+    stream: Iterable[bytes] | None = None
+    """The body in pieces, sent as they come (chunked) in place of `body`: a body too large to hold at once (a
+    /metrics scrape of a million series); its first piece is best taken already, so a failure is still a 500."""
 
 
 Handler = Callable[[Request], Response]

@@ -6,6 +6,7 @@ serves: login check and routing are `HttpApp`'s, rendering the routes'.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import logging
 import socket
@@ -149,16 +150,57 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(self, response: Response) -> None:
         self.answered = True
         self.stream.deadline = time.monotonic() + self.server.request_timeout_s  # the answer's own time
+        pieces = response.stream
+        if pieces is not None and (self.request_version == "HTTP/1.0" or self.command == "HEAD"):
+            response, pieces = self._whole(response, pieces), None  # no chunked encoding in HTTP/1.0
         self.send_response(response.status)
         self.send_header("Content-Type", response.content_type)
-        self.send_header("Content-Length", str(len(response.body)))
+        if pieces is None:
+            self.send_header("Content-Length", str(len(response.body)))
+        else:
+            self.send_header("Transfer-Encoding", "chunked")
         for name, value in response.headers:
             self.send_header(name, value)
         if self.close_connection:
             self.send_header("Connection", "close")
         self.end_headers()
-        if self.command != "HEAD":  # HEAD (answered 501) gets the headers only
+        if self.command == "HEAD":  # HEAD (answered 501) gets the headers only
+            return
+        if pieces is None:
             self.wfile.write(response.body)
+        else:
+            self._write_chunked(pieces)
+
+    def _whole(self, response: Response, pieces: Iterable[bytes]) -> Response:
+        """A streamed response joined, for a client that cannot take it in chunks; 500 when making it fails."""
+        try:
+            return dataclasses.replace(response, body=b"".join(pieces), stream=None)
+        except Exception:
+            _LOG.exception("HTTP %s %s failed", self.command, self.path)
+            return Response(500, b"500 Internal Server Error\n")
+
+    def _write_chunked(self, pieces: Iterable[bytes]) -> None:
+        """Each piece as one chunk, sent as it comes. A failure after the headers leaves the body without its last
+        chunk and closes the connection, so the client sees an incomplete answer, never a short complete one."""
+        iterator = iter(pieces)
+        ending = b""  # the CRLF closing the previous chunk, sent with the next size line
+        try:
+            for piece in iterator:
+                if piece:
+                    self.wfile.write(b"%s%x\r\n" % (ending, len(piece)))
+                    self.wfile.write(piece)
+                    ending = b"\r\n"
+        except OSError:
+            raise  # the client went away: routine (`handle_error`)
+        except Exception:
+            _LOG.exception("HTTP %s %s failed after its headers were sent", self.command, self.path)
+            self.close_connection = True
+            return
+        finally:
+            close = getattr(iterator, "close", None)
+            if close is not None:
+                close()  # a generator's resources (a scrape's arrays) go now, not at its collection
+        self.wfile.write(ending + b"0\r\n\r\n")
 
     def log_message(self, format: str, *args: Any) -> None:
         _LOG.debug("%s " + format, self.address_string(), *args)

@@ -7,27 +7,31 @@ per group; and again after groups, topics and partitions come and go."""
 
 from __future__ import annotations
 
+import gzip
 import math
 import random
 from typing import Literal
 
+import httpx
 import numpy as np
 import pytest
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.utils import floatToGoString
 
 from lag.column_timelag import time_lags
 from lag.columns import gather_histories, partition_index
 from lag.metrics import LagCollector
-from lag.metrics_text import float_texts, int_texts
+from lag.metrics_text import BLOCK_LINES, FAMILIES, float_texts, int_texts
 from lag.pagecache import PageCacheEstimate
 from lag.rules import Rule
 from lag.service import LagService
 from lag.status import MODES, Mode
 from lag.timelag import RecordTimes, time_lag_seconds
-from pulse.config import LagConfig
-from pulse.http.exposition import encode, encode_families
+from pulse.config import HttpConfig, LagConfig
+from pulse.http import HttpServer
+from pulse.http.exposition import STREAM_BYTES, encode, encode_families
+from pulse.ports import free_ports
 from tests.support.lag_metrics_oracle import ObjectLagCollector
 
 NOW = 1_700_000_000_000
@@ -135,8 +139,10 @@ def test_written_families_equal_client_pythons_rendering_of_the_objects(
 ) -> None:
     want = oracle(build(mode), granularity, accept)
     encoder, _ = choose_encoder(accept)
-    got = LagCollector(build(mode), granularity).render(encoder)
-    assert got == want
+    pieces = list(LagCollector(build(mode), granularity).render(encoder))
+    assert b"".join(pieces) == want
+    assert len(pieces) > len(CLUSTERS)  # a piece per family and cluster at least, never one whole body
+    assert max(piece.count(b"\n") for piece in pieces) <= BLOCK_LINES + 2 * len(FAMILIES)
     lines = want.decode().splitlines()
     samples = [line for line in lines if not line.startswith("#")]
     assert len(samples) > (20_000 if granularity == "partition" else 9_000)
@@ -161,7 +167,7 @@ def test_the_text_follows_groups_and_topics_that_come_and_go() -> None:
     scrape purges expired groups from the one it reads."""
     service, twin = build("burrow", groups=150), build("burrow", groups=150)
     collector, encoder = LagCollector(service), choose_encoder("")[0]
-    assert collector.render(encoder) == oracle(twin, "partition", "")
+    assert b"".join(collector.render(encoder)) == oracle(twin, "partition", "")
     for store in (service.store, twin.store):
         groups = store.groups("prod")
         store.delete_group("prod", groups[1])
@@ -173,7 +179,7 @@ def test_the_text_follows_groups_and_topics_that_come_and_go() -> None:
             ts = NOW - 50_000 + 10_000 * i
             store.add_commit("prod", "a-new group", "topic-new", 0, 100 * i, ts, NOW - 1000)
             store.add_commit("prod", groups[4], "topic-new", 0, 490, ts, NOW - 1000)
-    text = collector.render(encoder)
+    text = b"".join(collector.render(encoder))
     assert text == oracle(twin, "partition", "")
     assert b'cluster="prod",consumer_group="a-new group"' in text
     assert f'cluster="prod",consumer_group="{groups[1]}"'.encode() not in text
@@ -195,6 +201,35 @@ def test_a_whole_scrape_is_what_client_python_printed(accept: str) -> None:
 
     old.register(ServiceFamilies())
     assert encode(new, encoder) == encoder(old)
+
+
+def test_a_scrape_over_http_is_streamed_and_is_what_client_python_printed() -> None:
+    """A real listener: the lag families are past `STREAM_BYTES`, so /metrics arrives in chunks, plain and gzipped,
+    and both are the text client_python prints for the objects (one store per scrape: a scrape purges)."""
+    service = build("enhanced", groups=250)
+    old = CollectorRegistry()
+    old.register(ObjectLagCollector(service))
+
+    class ServiceFamilies:
+        def collect(self):  # type: ignore[no-untyped-def]
+            return LagCollector(service)._service_families()
+
+    old.register(ServiceFamilies())
+    want = generate_latest(old)
+    assert len(want) > 2 * STREAM_BYTES
+    for encoding in ("identity", "gzip"):
+        new = CollectorRegistry()
+        new.register(LagCollector(build("enhanced", groups=250)))
+        (port,) = free_ports(1)
+        server = HttpServer.from_config(HttpConfig(listen=f"127.0.0.1:{port}"), new).start()
+        try:
+            headers = {"Accept-Encoding": encoding}
+            with httpx.stream("GET", f"{server.url}/metrics", headers=headers, timeout=60) as answer:
+                raw = b"".join(answer.iter_raw())
+        finally:
+            server.stop()
+        assert answer.headers["transfer-encoding"] == "chunked"
+        assert (gzip.decompress(raw) if encoding == "gzip" else raw) == want
 
 
 INTS = [
