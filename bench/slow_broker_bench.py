@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import tempfile
 import threading
@@ -79,8 +80,17 @@ class Watch:
 
     def __init__(self, assembly: Assembly) -> None:
         self.assembly = assembly
+        self.load1: list[float] = []
+        """The host's 1-minute load average at each poll since the last `load_figures()`."""
+
+    def load_figures(self) -> dict[str, float]:
+        """Min, mean and max of the 1-minute load average over the phase just watched, then start a new phase."""
+        samples, self.load1 = self.load1 or [os.getloadavg()[0]], []
+        return {"load1_min": round(min(samples), 1), "load1_mean": round(sum(samples) / len(samples), 1),
+                "load1_max": round(max(samples), 1)}  # fmt: skip
 
     def flags(self) -> dict[int, bool]:
+        self.load1.append(os.getloadavg()[0])
         return {b: v.slow for b, v in self.assembly.broker_health.snapshot("dev").items()}
 
     def hold(self, seconds: float) -> dict[str, Any]:
@@ -103,6 +113,7 @@ class Watch:
             "evaluations": detector.evaluations - start_evals,
             "evaluations_with_a_broker_elevated": elevated,
             "brokers_flagged": sorted(flagged),
+            **self.load_figures(),
         }
 
     def detector(self) -> Any:
@@ -127,6 +138,21 @@ def cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def compose(cluster: DevCluster, home: Path) -> tuple[Assembly, PulseConfig]:
+    """What `kafka-pulse run` composes for the dev cluster (collectors with the detector, the canary), started."""
+    entry = dev_cluster_config(cluster).model_dump(mode="json")
+    entry["jmx"]["timeout_s"] = 30
+    (port,) = free_ports(1)
+    config = PulseConfig.model_validate(
+        {"clusters": [entry], "http": {"listen": f"127.0.0.1:{port}"}, "canary": {"topic": "bench-canary"}}
+    )
+    assembly = Assembly(config.http)
+    add_collectors(assembly, config, config.clusters)
+    add_canary(assembly, config, config.clusters[0], home / "state")
+    assembly.start()
+    return assembly, config
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--healthy-min", type=float, default=10.0)
@@ -139,19 +165,11 @@ def main() -> None:
     results: dict[str, Any] = {"kafka_version": DEFAULT_VERSION}
     assembly: Assembly | None = None
     try:
-        entry = dev_cluster_config(cluster).model_dump(mode="json")
-        entry["jmx"]["timeout_s"] = 30
-        (port,) = free_ports(1)
-        config = PulseConfig.model_validate(
-            {"clusters": [entry], "http": {"listen": f"127.0.0.1:{port}"}, "canary": {"topic": "bench-canary"}}
-        )
+        assembly, config = compose(cluster, home)
         results["settings"] = config.slow_brokers.model_dump()
-        assembly = Assembly(config.http)
-        add_collectors(assembly, config, config.clusters)
-        add_canary(assembly, config, config.clusters[0], home / "state")
-        assembly.start()
         watch = Watch(assembly)
         load = Load(client_config(config.clusters[0]))
+        watch.load_figures()  # the cluster's start is no phase
         cpu0 = cpu_s()
         print(f"healthy under load for {args.healthy_min:g} min ...", flush=True)
         results["healthy_under_load"] = watch.hold(args.healthy_min * 60)
@@ -163,10 +181,11 @@ def main() -> None:
             stutter.stop()
         results["stutter"] = {"broker": args.stutter_broker, "stop_ms": 300, "period_ms": 1000,
                               "detection_s": detect_s, "other_brokers_flagged": sorted(others),
-                              "reason": assembly.broker_health.snapshot("dev")[args.stutter_broker].reason}  # fmt: skip
+                              "reason": assembly.broker_health.snapshot("dev")[args.stutter_broker].reason,
+                              **watch.load_figures()}  # fmt: skip
         print(json.dumps(results["stutter"]), flush=True)
         clear_s, others = watch.until(args.stutter_broker, False, 900)
-        results["recovery"] = {"clear_s": clear_s, "other_brokers_flagged": sorted(others)}
+        results["recovery"] = {"clear_s": clear_s, "other_brokers_flagged": sorted(others), **watch.load_figures()}
         print(json.dumps(results["recovery"]), flush=True)
         load.end()
         print(f"idle for {args.idle_min:g} min ...", flush=True)
