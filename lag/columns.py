@@ -182,11 +182,11 @@ def _histories(offsets: I64, times: I64, count: I64) -> HwmHistories:
 
 def gather(store: OffsetStore, slots: I64, history: I64, histories: HwmHistories) -> WindowColumns:
     """The windows of `slots`, whose HWM histories are `histories[history]`, as one block."""
-    all_offsets, all_times, all_lags, all_head, all_count = store.commits.buffers()
+    all_head, all_count = store.commits.buffers()[3:]
     head = all_head[slots].astype(np.int64)
     count = all_count[slots].astype(np.int64)
     cells = _ring_cells(slots, head, count, store.commits.intervals)
-    offsets, times, lags = all_offsets[cells], all_times[cells], all_lags[cells]
+    offsets, times, lags = store.commits.cells(cells)
     return _columns(offsets, times, lags, count, history, histories)
 
 

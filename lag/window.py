@@ -3,11 +3,11 @@ watermarks of every partition. Fed by `store.py`, read one slot at a time by `ev
 `columns.py`.
 
 Why arrays: an object per commit (Burrow's `container/ring` of `*ConsumerOffset`) costs about 1 KB per
-group-partition; here a group-partition is one slot of `intervals` int64 triples in three flat arrays plus two
-bytes of ring bookkeeping (242 B at intervals=10). The arrays are numpy arrays, read whole by `columns.py`; the
-scalar paths (ingestion, one window at a time) go through memoryviews of them, which index faster than numpy or
-`array.array`. Growth allocates zeroed memory (calloc), so capacity not yet used is not resident, and copies only
-the rows in use.
+group-partition; here a group-partition is one slot of `intervals` cells in three flat arrays (offset int64;
+timestamp and lag int32 while they fit, see `flat_arrays.py`) plus two bytes of ring bookkeeping (162 B at
+intervals=10). The arrays are numpy arrays, read whole by `columns.py`; the scalar paths (ingestion, one window at
+a time) go through memoryviews of them, which index faster than numpy or `array.array`. Growth maps zeroed memory,
+so capacity not yet used is not resident, and copies only the rows in use.
 
 Ring layout: slot `s` owns cells `[s*N, (s+1)*N)`; `head[s]` is the next cell to write, `count[s]` how many are
 filled; the oldest cell is `(head - count) mod N`.
@@ -19,63 +19,64 @@ from typing import Any
 
 import numpy as np
 
+from lag.flat_arrays import (
+    I32_MAX,
+    I32_MIN,
+    I64_MAX,
+    I64_MIN,
+    RunAllocator,
+    fitting_epoch,
+    grown,
+    shift,
+    stored_range,
+    widened,
+    zeros,
+)
+
 NO_LAG = -1
 """Stored in the lag array when no HWM was known at commit time (Burrow HEAD's `Lag: nil`)."""
 
 _GROWTH_MIN_ROWS = 1024
 
 
-def _grown(old: np.ndarray[Any, Any], size: int) -> np.ndarray[Any, Any]:
-    """A zeroed array of `size` items starting with `old`'s."""
-    new = np.zeros(size, dtype=old.dtype)
-    new[: len(old)] = old
-    return new
-
-
-class RunAllocator:
-    """Hands out contiguous runs of rows (one run per group/topic or per topic, one row per partition) and reuses
-    released runs by size, so an index needs one entry per run rather than per row."""
-
-    def __init__(self) -> None:
-        self.used = 0
-        """Rows handed out so far (the high-water mark of the arrays in use)."""
-        self._free: dict[int, list[int]] = {}
-
-    def take(self, n: int) -> tuple[int, bool]:
-        """(first row, reused): a released run of `n` rows when there is one, else `n` rows past the end."""
-        reusable = self._free.get(n)
-        if reusable:
-            return reusable.pop(), True
-        base = self.used
-        self.used = base + n
-        return base, False
-
-    def give_back(self, base: int, n: int) -> None:
-        self._free.setdefault(n, []).append(base)
-
-
 class CommitWindows:
-    """Rings of (offset, commit timestamp ms, lag at commit) for group-partitions, with Burrow's min-distance merge."""
+    """Rings of (offset, commit timestamp ms, lag at commit) for group-partitions, with Burrow's min-distance merge.
+
+    Timestamps are stored as milliseconds from `epoch_ms` and lags as they are, both in int32 until a value does not
+    fit (`flat_arrays.py`); every read adds the epoch back, so callers see the values pushed.
+    """
 
     def __init__(self, intervals: int, min_distance_ms: int = 0) -> None:
         if not 1 <= intervals <= 255:
             raise ValueError(f"intervals must be 1-255, got {intervals}")
         self.intervals = intervals
         self.min_distance_ms = min_distance_ms
+        self.epoch_ms = 0
+        """Stored timestamps are `timestamp_ms - epoch_ms`."""
+        self._time_bounds = (I32_MIN, I32_MAX)
+        self._lag_bounds = (I32_MIN, I32_MAX)
         self._arrays: tuple[np.ndarray[Any, Any], ...] = ()
-        self._resize(0)
         self._runs = RunAllocator()
+        self._resize(0)
 
     def _resize(self, slots: int) -> None:
         cells = slots * self.intervals
         if self._arrays:
-            self._arrays = tuple(_grown(a, cells if a.dtype == np.int64 else slots) for a in self._arrays)
-        else:
-            wide, narrow = (
-                (np.zeros(cells, dtype=np.int64) for _ in range(3)),
-                (np.zeros(slots, dtype=np.uint8) for _ in range(2)),
-            )
+            used = self._runs.used
+            wide = (grown(a, cells, used * self.intervals) for a in self._arrays[:3])
+            narrow = (grown(a, slots, used) for a in self._arrays[3:])
             self._arrays = (*wide, *narrow)
+        else:
+            self._arrays = (
+                zeros(cells, np.int64),
+                zeros(cells, np.int32),
+                zeros(cells, np.int32),
+                zeros(slots, np.uint8),
+                zeros(slots, np.uint8),
+            )
+        self._views()
+
+    def _views(self) -> None:
         views = [memoryview(a) for a in self._arrays]  # type: ignore[arg-type]
         self._offsets, self._timestamps, self._lags, self._head, self._count = views
 
@@ -95,7 +96,8 @@ class CommitWindows:
         return base
 
     def release(self, base: int, n: int) -> None:
-        """Give a run back for reuse (a group or topic was deleted)."""
+        """Give a run back for reuse (a group or topic was deleted); its cells no longer count as in use."""
+        self._arrays[4][base : base + n] = 0
         self._runs.give_back(base, n)
 
     def push(self, slot: int, offset: int, timestamp_ms: int, lag: int) -> bool:
@@ -106,24 +108,56 @@ class CommitWindows:
         are bucket starts (`core/internal/storage/inmemory.go`). Burrow compares with `<`, so with min-distance 0 only a
         commit whose timestamp goes backwards merges.
         """
+        stored = timestamp_ms - self.epoch_ms
+        low, high = self._time_bounds
+        if not low <= stored <= high:
+            stored = self._fit_time(timestamp_ms)
+        low, high = self._lag_bounds
+        if not low <= lag <= high:
+            self._widen_lags()
         n = self.intervals
         head = self._head[slot]
         count = self._count[slot]
         base = slot * n
         if count:
             prev = base + (head - 1) % n
-            if timestamp_ms - self._timestamps[prev] < self.min_distance_ms:
+            if stored - self._timestamps[prev] < self.min_distance_ms:
                 self._offsets[prev] = offset
                 self._lags[prev] = lag
                 return True
         cell = base + head
         self._offsets[cell] = offset
-        self._timestamps[cell] = timestamp_ms
+        self._timestamps[cell] = stored
         self._lags[cell] = lag
         self._head[slot] = (head + 1) % n
         if count < n:
             self._count[slot] = count + 1
         return False
+
+    def _fit_time(self, timestamp_ms: int) -> int:
+        """Move the epoch so that `timestamp_ms` and every stored timestamp fit int32, or widen the timestamps to
+        int64 (epoch 0) when their span is too wide; returns `timestamp_ms` as stored."""
+        n, rows = self.intervals, self._runs.used
+        offsets, times, lags, head, count = self._arrays
+        held = stored_range(times, head, count, n, rows)
+        low, high = (timestamp_ms, timestamp_ms) if held is None else (held[0] + self.epoch_ms, held[1] + self.epoch_ms)
+        epoch = fitting_epoch(min(low, timestamp_ms), max(high, timestamp_ms))
+        if epoch is None:
+            times = widened(times, self.epoch_ms, rows * n)
+            self.epoch_ms, self._time_bounds = 0, (I64_MIN, I64_MAX)
+        else:
+            shift(times, epoch - self.epoch_ms, rows * n)
+            self.epoch_ms = epoch
+        self._arrays = (offsets, times, lags, head, count)
+        self._views()
+        return timestamp_ms - self.epoch_ms
+
+    def _widen_lags(self) -> None:
+        """A lag beyond int32: the lags become int64 for good."""
+        offsets, times, lags, head, count = self._arrays
+        self._arrays = (offsets, times, widened(lags, 0, self._runs.used * self.intervals), head, count)
+        self._lag_bounds = (I64_MIN, I64_MAX)
+        self._views()
 
     def clear(self, slot: int) -> None:
         """Empty a slot (the partition's committed offset was deleted)."""
@@ -138,7 +172,7 @@ class CommitWindows:
         if not self._count[slot]:
             return None
         cell = slot * self.intervals + (self._head[slot] - 1) % self.intervals
-        return self._offsets[cell], self._timestamps[cell], self._lags[cell]
+        return self._offsets[cell], self._timestamps[cell] + self.epoch_ms, self._lags[cell]
 
     def read(self, slot: int) -> tuple[list[int], list[int], list[int]]:
         """Offsets, timestamps and lags of the slot, oldest first (empty lists for an empty slot)."""
@@ -146,25 +180,36 @@ class CommitWindows:
         count = self._count[slot]
         base = slot * n
         start = (self._head[slot] - count) % n
+        epoch = self.epoch_ms
         if start + count <= n:
             lo, hi = base + start, base + start + count
-            return self._offsets[lo:hi].tolist(), self._timestamps[lo:hi].tolist(), self._lags[lo:hi].tolist()
+            times = [t + epoch for t in self._timestamps[lo:hi].tolist()]
+            return self._offsets[lo:hi].tolist(), times, self._lags[lo:hi].tolist()
         first = slice(base + start, base + n)
         second = slice(base, base + (start + count - n))
         return (
             self._offsets[first].tolist() + self._offsets[second].tolist(),
-            self._timestamps[first].tolist() + self._timestamps[second].tolist(),
+            [t + epoch for t in self._timestamps[first].tolist() + self._timestamps[second].tolist()],
             self._lags[first].tolist() + self._lags[second].tolist(),
         )
 
     def buffers(self) -> tuple[np.ndarray[Any, Any], ...]:
-        """The rings as numpy arrays (offsets, timestamps, lags: int64 `slot * intervals + cell`; head, count: uint8
-        per slot), for `columns.py`; read only."""
+        """The rings as numpy arrays, read only: per cell `slot * intervals + i` offsets (int64), timestamps less
+        `epoch_ms` and lags (int32, or int64 once a value needed it); per slot head and count (uint8). `cells`
+        reads them as the values pushed."""
         return self._arrays
 
+    def cells(self, cells: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+        """Offsets, timestamps and lags (int64, as pushed) of the flat cell indexes `cells`, in their shape."""
+        offsets, times, lags = self._arrays[:3]
+        stamps = times[cells].astype(np.int64)
+        stamps += self.epoch_ms
+        return offsets[cells], stamps, lags[cells].astype(np.int64, copy=False)
+
     def nbytes(self) -> int:
-        """Bytes of the slots handed out so far (capacity beyond them is allocated zeroed and not touched)."""
-        return self._runs.used * (24 * self.intervals + 2)
+        """Bytes of the slots handed out so far (capacity beyond them is mapped zeroed and not touched)."""
+        cell = sum(int(a.dtype.itemsize) for a in self._arrays[:3])
+        return self._runs.used * (cell * self.intervals + 2)
 
 
 class HwmWindows:
@@ -197,11 +242,11 @@ class HwmWindows:
     def _resize(self, rows: int) -> None:
         cells = rows * self.capacity
         if self._arrays:
-            self._arrays = tuple(_grown(a, cells if a.dtype == np.int64 else rows) for a in self._arrays)
+            self._arrays = tuple(grown(a, cells if a.dtype == np.int64 else rows) for a in self._arrays)
         else:
             wide, narrow = (
-                (np.zeros(cells, dtype=np.int64) for _ in range(2)),
-                (np.zeros(rows, dtype=np.uint16) for _ in range(2)),
+                (zeros(cells, np.int64) for _ in range(2)),
+                (zeros(rows, np.uint16) for _ in range(2)),
             )
             self._arrays = (*wide, *narrow)
         self._rows = rows

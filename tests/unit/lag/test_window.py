@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import random
+
+import numpy as np
+
+from lag import flat_arrays
+from lag.evaluator import Evaluator
+from lag.rules import RuleParams
+from lag.status import MODES
 from lag.store import Ingest, OffsetStore
-from lag.window import CommitWindows, HwmWindows
+from lag.window import NO_LAG, CommitWindows, HwmWindows
 
 
 def test_ring_keeps_the_newest_n_oldest_first() -> None:
@@ -113,3 +121,87 @@ def test_a_group_on_many_topics_keeps_every_window() -> None:
     assert s.consumers_of("c", "t05") == ["g"]
     s.delete_topic("c", "t03")
     assert "t03" not in s.group_topics("c", "g") and len(s.group_topics("c", "g")) == 11
+
+
+DAY_MS = 86_400_000
+
+
+def model_push(cells: list[tuple[int, int, int]], n: int, min_distance_ms: int, cell: tuple[int, int, int]) -> None:
+    """The ring's contract on a plain list: Burrow's min-distance merge, then the newest `n` kept."""
+    if cells and cell[1] - cells[-1][1] < min_distance_ms:
+        cells[-1] = (cell[0], cells[-1][1], cell[2])
+        return
+    cells.append(cell)
+    del cells[:-n]
+
+
+def test_narrow_cells_keep_every_value_through_rebases_and_widening() -> None:
+    """Timestamps live in int32 from an epoch and lags in int32 until a value does not fit: reads must return what
+    was pushed through every rebase (time moving on by weeks), a widening (a span past int32) and a big lag."""
+    rng = random.Random(15)
+    n, min_distance = 4, 1000
+    w = CommitWindows(intervals=n, min_distance_ms=min_distance)
+    base = w.allocate(6)
+    model: dict[int, list[tuple[int, int, int]]] = {base + s: [] for s in range(6)}
+    t = 1_700_000_000_000
+    epochs: set[int] = set()
+    for step in range(600):
+        if step == 400:
+            assert w.buffers()[1].dtype == np.int32 and len(epochs) > 3  # rebased several times, still narrow
+            t -= 400 * DAY_MS  # an old timestamp next to the new ones: wider than int32 can hold
+        else:
+            t += rng.choice([0, 1, 500, 999, 1000, 60_000, -3000, DAY_MS // 2, 2 * DAY_MS, 0, 1, 1000])
+        lag = rng.choice([NO_LAG, 0, 5, 2**31 - 1]) if step < 500 else rng.choice([0, 2**31, 2**40])
+        slot = rng.choice(list(model))
+        offset = rng.randint(0, 2**40)
+        newest_before = model[slot][-1][1] if model[slot] else None
+        merged = w.push(slot, offset, t, lag)
+        model_push(model[slot], n, min_distance, (offset, t, lag))
+        assert merged == (newest_before is not None and t - newest_before < min_distance)
+        epochs.add(w.epoch_ms)
+        for s, cells in model.items():
+            offsets, times, lags = (list(x) for x in zip(*cells, strict=True)) if cells else ([], [], [])
+            assert w.read(s) == (offsets, times, lags), (step, s)
+            assert w.newest(s) == (cells[-1] if cells else None)
+            if cells:
+                head, count = int(w.buffers()[3][s]), len(cells)
+                ring = [s * n + (head - count + i) % n for i in range(count)]
+                got = [a.tolist() for a in w.cells(np.array(ring, dtype=np.int64))]
+                assert got == [offsets, times, lags], (step, s)
+    assert w.buffers()[1].dtype == np.int64 and w.epoch_ms == 0  # widened by the 400-day span
+    assert w.buffers()[2].dtype == np.int64  # widened by the lags past int32
+
+
+def test_a_widened_store_evaluates_as_the_reference() -> None:
+    """The columnar path reads the widened columns as the scalar one does."""
+    s = OffsetStore(intervals=3, expire_group_ms=10_000 * DAY_MS)
+    now = 1_700_000_000_000
+    s.add_hwm("c", "t", 0, 2**40, now)
+    s.add_hwm("c", "t", 1, 2**40, now)
+    for i, ts in enumerate((now - 60 * DAY_MS, now - 1000, now)):
+        s.add_commit("c", "a", "t", 0, 100 + i, ts, now)  # lag past int32
+        s.add_commit("c", "b", "t", 1, 2**40 - 5 + i, ts, now)
+    assert [a.dtype for a in s.commits.buffers()[1:3]] == [np.int64, np.int64]
+    for mode in MODES:
+        evaluator = Evaluator(
+            s, RuleParams(mode=mode, intervals=3, allowed_lag=0, minimum_complete=0.0, offset_refresh_ms=1000)
+        )
+        for status in evaluator.evaluate_cluster("c", now + 500):
+            assert status == evaluator.evaluate_group_reference("c", status.group, now + 500)
+
+
+def test_mapped_arrays_start_zeroed_and_grow_with_their_values() -> None:
+    a = flat_arrays.zeros(1 << 20, np.int32)
+    assert a.flags.writeable and not a.any()
+    a[[0, 5, (1 << 20) - 1]] = (7, -1, 3)
+    b = flat_arrays.grown(a, 1 << 21, used=6)
+    assert b[:6].tolist() == [7, 0, 0, 0, 0, -1] and not b[6:].any()
+    assert flat_arrays.zeros(3, np.uint8).tolist() == [0, 0, 0]  # small: numpy's own allocation
+
+
+def test_fitting_epoch_leaves_room_ahead_or_says_it_cannot() -> None:
+    assert flat_arrays.fitting_epoch(1000, 2000) == 2000 - 2**30
+    low, high = 0, 2**32 - 1
+    epoch = flat_arrays.fitting_epoch(low, high)
+    assert epoch is not None and low - epoch == flat_arrays.I32_MIN and high - epoch == flat_arrays.I32_MAX
+    assert flat_arrays.fitting_epoch(0, 2**32) is None
