@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient
 
+from lag.admin_clients import AdminClients
 from lag.service import LagService, SourceHealth
 
 _LOG = logging.getLogger(__name__)
@@ -82,9 +82,10 @@ def commits_to_store(
 class AdminOffsetsReader:
     """Polls one cluster's committed offsets through the Admin API and stores them as commits."""
 
-    def __init__(self, cluster: str, admin: AdminClient, service: LagService, health: SourceHealth) -> None:
+    def __init__(self, cluster: str, clients: AdminClients, service: LagService, health: SourceHealth) -> None:
         self.cluster = cluster
-        self.admin = admin
+        self.clients = clients
+        """This reader's own admin client (never the HWM thread's), renewed by its loop after failed polls."""
         self.service = service
         self.health = health
         self._last: dict[str, dict[TopicPartition, int]] = {}
@@ -104,19 +105,22 @@ class AdminOffsetsReader:
 
     def read_snapshots(self) -> tuple[set[str], list[GroupSnapshot]]:
         """The groups Kafka lists (those the filters accept) and a snapshot of each that could be read."""
-        listing = self.admin.list_consumer_groups(request_timeout=_REQUEST_TIMEOUT_S).result(timeout=10)
+        admin = self.clients.client
+        listed = admin.list_consumer_groups(request_timeout=_REQUEST_TIMEOUT_S)
+        listing = self.clients.track([listed])[0].result(timeout=_REQUEST_TIMEOUT_S + 5)
         with self.service.locked() as store:
             groups = sorted(g.group_id for g in listing.valid if store.accepts_group(g.group_id))
         snapshots: list[GroupSnapshot] = []
         for i in range(0, len(groups), _BATCH):
             batch = groups[i : i + _BATCH]
-            described = self.admin.describe_consumer_groups(batch, request_timeout=_REQUEST_TIMEOUT_S)
+            described = admin.describe_consumer_groups(batch, request_timeout=_REQUEST_TIMEOUT_S)
             offsets = {
-                g: self.admin.list_consumer_group_offsets(
+                g: admin.list_consumer_group_offsets(
                     [ConsumerGroupTopicPartitions(g)], request_timeout=_REQUEST_TIMEOUT_S
                 )[g]
                 for g in batch
             }
+            self.clients.track([*described.values(), *offsets.values()])
             for group in batch:
                 snap = _snapshot(group, described[group], offsets[group])
                 if snap is not None:

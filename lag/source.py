@@ -14,9 +14,18 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicCollection, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    TopicCollection,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient
 
+from lag.admin_clients import AdminClients, gather, read_offsets, request_timeout_s
 from lag.admin_source import GROUP_OFFSETS_FEED, AdminOffsetsReader
 from lag.decoder import GroupMetadata, GroupTombstone, OffsetCommit, OffsetTombstone, Record, decode_record
 from lag.group_records import (
@@ -39,9 +48,7 @@ OFFSETS_TOPIC = "__consumer_offsets"
 COMMITS_FEED = OFFSETS_TOPIC
 """The health feed of the `__consumer_offsets` reader: without fresh commits, groups would look stopped."""
 _RENEW_AFTER_FAILURES = 3
-"""Consecutive failed HWM rounds after which the admin client is replaced."""
-_LATEST = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # untyped in confluent_kafka
-_EARLIEST = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
+"""Consecutive failed HWM rounds (or Admin API polls) after which that thread's admin client is replaced."""
 INGEST_CHUNK = 1000
 """Records applied per hold of the service lock: about 4 ms of work, so a status request waits no longer
 (docs/benchmarks.md, status while ingesting)."""
@@ -96,8 +103,13 @@ class KafkaLagSource:
         service.decoded[cluster] = self.decoded
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._admin: AdminClient | None = None
-        """Created by `start()`: configuring a source connects to nothing (Burrow's module contract)."""
+        self._started = False
+        self._hwm_reader: Consumer | None = None
+        """The HWM thread's own consumer: metadata and high watermarks (ListOffsets through `offsets_for_times`,
+        lag/admin_clients.py says why not the Admin API). Created on first use: configuring a source connects to
+        nothing (Burrow's module contract)."""
+        self._hwm_clients = AdminClients(self._new_admin)
+        """The HWM thread's admin client (topic ids only); the Admin API reader has its own."""
         self._topics: dict[str, int] = {}
         self._failed_rounds = 0
         self.admin_reader: AdminOffsetsReader | None = None
@@ -113,10 +125,12 @@ class KafkaLagSource:
     # -- lifecycle -------------------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._admin = self._new_admin()
+        self._started = True
         self.poll_hwms()  # commits are only stored once their partition has a HWM (Burrow's rule)
         if self.ingestion == "admin":
-            self.admin_reader = AdminOffsetsReader(self.cluster, self._admin, self.service, self.health)
+            self.admin_reader = AdminOffsetsReader(
+                self.cluster, AdminClients(self._new_admin), self.service, self.health
+            )
             self.admin_reader.poll()
         targets = [self._hwm_loop, self._offsets_loop if self.admin_reader is None else self._admin_loop]
         for target in targets:
@@ -132,16 +146,23 @@ class KafkaLagSource:
     # -- HWMs ------------------------------------------------------------------------------------------------------
 
     def _hwm_loop(self) -> None:
-        while not self._stop.wait(self.service.settings.offset_refresh_s):
+        """Rounds start `offset_refresh_s` apart, counted from the previous round's start: a round that takes
+        most of the interval (10,000 partitions on a loaded host) must not push the next past `stale_after_s`."""
+        started = time.monotonic()
+        while not self._stop.wait(max(0.0, started + self.service.settings.offset_refresh_s - time.monotonic())):
+            started = time.monotonic()
             self.poll_hwms()
 
     def poll_hwms(self) -> bool:
         """One ListOffsets(latest) round for every partition of every non-internal topic; False when it failed."""
-        if self._admin is None:
+        if not self._started:
             raise RuntimeError(f"lag source {self.cluster}: poll_hwms() before start()")
-        self._admin.poll(0)  # serves librdkafka's log lines and errors (pulse/kafka_log.py), queued until polled
+        if self._hwm_reader is None:
+            self._hwm_reader = self._new_hwm_reader()
+        reader = self._hwm_reader
+        reader.poll(0)  # serves librdkafka's log lines and errors (pulse/kafka_log.py), queued until polled
         try:
-            metadata = self._admin.list_topics(timeout=5)
+            metadata = reader.list_topics(timeout=request_timeout_s(sum(self._topics.values())))
             listed = {n: t for n, t in metadata.topics.items() if not n.startswith("__") and t.error is None}
             topics = {name: len(t.partitions) for name, t in listed.items()}
             placements = {
@@ -149,9 +170,8 @@ class KafkaLagSource:
                 for name, t in listed.items()
                 for p in t.partitions.values()
             }
-            request = {TopicPartition(t, p): _LATEST for t, n in topics.items() for p in range(n)}
-            futures = self._admin.list_offsets(request, request_timeout=5) if request else {}
-            results = {tp: f.result(timeout=10) for tp, f in futures.items()}
+            request = [(t, p) for t, n in topics.items() for p in range(n)]
+            results = read_offsets(reader, request, OFFSET_END, request_timeout_s(len(request)))
         except (KafkaException, TimeoutError, Exception) as exc:  # any failure means: this cluster is unknown now
             self.health.mark_error(self.cluster, f"{type(exc).__name__}: {exc}")
             self._failed_rounds += 1
@@ -162,8 +182,8 @@ class KafkaLagSource:
         with self.service.locked() as store:
             for gone in set(self._topics) - set(topics):
                 store.delete_topic(self.cluster, gone)
-            for tp, info in results.items():
-                store.add_hwm(self.cluster, tp.topic, tp.partition, info.offset, now)
+            for (topic, partition), offset in results.items():
+                store.add_hwm(self.cluster, topic, partition, offset, now)
             if self.page_cache is not None:
                 self._estimate_page_cache(placements)
         self._topics = topics
@@ -175,10 +195,12 @@ class KafkaLagSource:
 
     def _resolve_topic_ids(self, topics: Iterable[str]) -> None:
         """Read the topic ids that consumer-protocol assignments name, then give their groups owners."""
-        assert self._admin is not None
+        names = sorted(topics)
+        timeout = request_timeout_s(len(names))
         try:
-            futures = self._admin.describe_topics(TopicCollection(sorted(topics)), request_timeout=5)
-            ids = {name: f.result(timeout=10).topic_id for name, f in futures.items()}
+            futures = self._hwm_clients.client.describe_topics(TopicCollection(names), request_timeout=timeout)
+            self._hwm_clients.track(futures.values())
+            ids = {name: info.topic_id for name, info in gather(futures, timeout + 5).items()}
         except Exception as exc:  # owners wait for the next round; the verdicts do not depend on them
             _LOG.info("lag source %s: topic ids not read (%s: %s)", self.cluster, type(exc).__name__, exc)
             return
@@ -190,13 +212,27 @@ class KafkaLagSource:
     def _new_admin(self) -> AdminClient:
         return AdminClient({**self.client_config, "socket.timeout.ms": 5000})
 
+    def _new_hwm_reader(self) -> Consumer:
+        """Never subscribes, joins or commits; reads uncommitted ends (HWMs, as Burrow does), not the LSO."""
+        config = {
+            **self.client_config,
+            "group.id": f"kafka-pulse-lag-hwm-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "isolation.level": "read_uncommitted",
+            "socket.timeout.ms": 5000,
+        }
+        return Consumer(config)
+
     def _renew_admin(self) -> None:
         """A fresh client after repeated failures: after a broker froze and came back, a client's connections or
-        requests can stay wedged while a new client gets answers at once (seen with SIGSTOP/SIGCONT)."""
-        _LOG.info("lag source %s: %d HWM rounds failed; renewing the admin client", self.cluster, self._failed_rounds)
-        self._admin = self._new_admin()
-        if self.admin_reader is not None:
-            self.admin_reader.admin = self._admin
+        requests can stay wedged while a new client gets answers at once (seen with SIGSTOP/SIGCONT). The old one
+        is kept until its pending requests end (lag/admin_clients.py). The HWM consumer's reads are synchronous, so
+        nothing of it is in flight here."""
+        _LOG.info("lag source %s: %d HWM rounds failed; renewing its clients", self.cluster, self._failed_rounds)
+        old, self._hwm_reader = self._hwm_reader, self._new_hwm_reader()
+        if old is not None:
+            old.close()
+        self._hwm_clients.renew()
 
     def _estimate_page_cache(self, placements: dict[tuple[str, int], Placement]) -> None:
         """Per broker, how many seconds of writes its page cache holds (called under the service lock)."""
@@ -263,7 +299,7 @@ class KafkaLagSource:
                     refused = None
                 refused = next((e for e in errors if e.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED), refused)
                 if not caught_up:
-                    backlog = backlog or self._offsets_extent(partitions)
+                    backlog = backlog or self._offsets_extent(consumer, partitions)
                     caught_up = self._caught_up(consumer, backlog, time.monotonic() - started)
                 if errors or refused is not None:
                     self.health.mark_error(
@@ -274,15 +310,17 @@ class KafkaLagSource:
         finally:
             consumer.close()
 
-    def _offsets_extent(self, partitions: list[int]) -> tuple[dict[int, int], dict[int, int]] | None:
-        """(ends, starts) of `__consumer_offsets` now, through the admin client; None while it cannot be read."""
-        assert self._admin is not None
-        tps = [TopicPartition(OFFSETS_TOPIC, p) for p in partitions]
+    def _offsets_extent(
+        self, consumer: Consumer, partitions: list[int]
+    ) -> tuple[dict[int, int], dict[int, int]] | None:
+        """(ends, starts) of `__consumer_offsets` now, asked by the reader's own consumer (so up to what it can read);
+        None while they cannot be read."""
+        tps = [(OFFSETS_TOPIC, p) for p in partitions]
+        timeout = request_timeout_s(len(tps))
         try:
             extent = []
-            for spec in (_LATEST, _EARLIEST):
-                futures = self._admin.list_offsets({tp: spec for tp in tps}, request_timeout=5)
-                extent.append({tp.partition: f.result(timeout=10).offset for tp, f in futures.items()})
+            for spec in (OFFSET_END, OFFSET_BEGINNING):
+                extent.append({p: offset for (_, p), offset in read_offsets(consumer, tps, spec, timeout).items()})
         except Exception as exc:  # any failure: still not known to be caught up, asked again next round
             self.health.mark_error(self.cluster, f"{OFFSETS_TOPIC} extent: {type(exc).__name__}: {exc}", COMMITS_FEED)
             return None
@@ -369,5 +407,9 @@ class KafkaLagSource:
 
     def _admin_loop(self) -> None:
         assert self.admin_reader is not None
+        failed = 0
         while not self._stop.wait(self.service.settings.effective_group_refresh_s()):
-            self.admin_reader.poll()
+            failed = 0 if self.admin_reader.poll() else failed + 1
+            if failed and failed % _RENEW_AFTER_FAILURES == 0:
+                _LOG.info("lag source %s: %d offset polls failed; renewing their admin client", self.cluster, failed)
+                self.admin_reader.clients.renew()

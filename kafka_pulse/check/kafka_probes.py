@@ -11,14 +11,22 @@ from __future__ import annotations
 import ssl
 import threading
 import time
+import uuid
 import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec
+from confluent_kafka import (
+    OFFSET_END,
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, ConfigResource
 
 from canary.health import CheckResult, check_broker, tls_context
 from collectors.cluster_state import PartitionState, diagnose_under_replicated
@@ -42,7 +50,6 @@ from pulse.profile import client_config, kafka_python_config
 CLIENT_ID = "kafka-pulse-check"
 MAX_GROUPS = 200
 """Consumer groups whose offsets one check reads at most (the rest are named as not read)."""
-_LATEST = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # untyped in confluent_kafka
 
 
 def admin_settings(cluster: ClusterConfig, servers: Iterable[str]) -> dict[str, Any]:
@@ -278,24 +285,36 @@ def read_lag(cluster: ClusterConfig, servers: Iterable[str], deadline: Deadline)
             for tp in result.topic_partitions or []
             if tp.error is None and tp.offset >= 0
         }
-    hwms = _hwms({tp for offsets in committed.values() for tp in offsets}, admin, deadline)
+    hwms = _hwms({tp for offsets in committed.values() for tp in offsets}, cluster, servers, deadline)
     states = {g.group_id: _state_name(g.state) for g in chosen}
     lags: list[GroupLag] = [group_lag(g, states[g], committed[g], hwms) for g in sorted(committed)]
     return LagFacts(len(groups), tuple(lags), tuple(unread), errors)
 
 
-def _hwms(partitions: set[tuple[str, int]], admin: AdminClient, deadline: Deadline) -> dict[tuple[str, int], int]:
+def _hwms(
+    partitions: set[tuple[str, int]], cluster: ClusterConfig, servers: Iterable[str], deadline: Deadline
+) -> dict[tuple[str, int], int]:
+    """High watermarks through a consumer's `offsets_for_times`: an Admin ListOffsets that times out can abort the
+    process in native code (lag/admin_clients.py), and the check's timeouts are short. Partitions whose leader did
+    not answer are left out: their lag is unknown, never zero."""
     if not partitions:
         return {}
-    request = {TopicPartition(t, p): _LATEST for t, p in sorted(partitions)}
-    futures = admin.list_offsets(request, request_timeout=deadline.share(0.9))
-    out: dict[tuple[str, int], int] = {}
-    for tp, future in futures.items():
-        try:
-            out[(tp.topic, tp.partition)] = future.result(timeout=deadline.remaining()).offset
-        except (KafkaException, TimeoutError):
-            continue  # leader hung or gone: this partition's lag is unknown
-    return out
+    consumer = Consumer(
+        {
+            **admin_settings(cluster, servers),
+            "group.id": f"{CLIENT_ID}-{uuid.uuid4().hex[:8]}",  # never joined or committed
+            "enable.auto.commit": False,
+            "isolation.level": "read_uncommitted",  # HWMs, as the lag evaluator reads them
+        }
+    )
+    try:
+        request = [TopicPartition(t, p, OFFSET_END) for t, p in sorted(partitions)]
+        answered = consumer.offsets_for_times(request, timeout=deadline.share(0.9))
+    except KafkaException:
+        return {}
+    finally:
+        close_later(consumer.close)
+    return {(tp.topic, tp.partition): tp.offset for tp in answered if tp.error is None and tp.offset >= 0}
 
 
 def _state_name(state: Any) -> str:

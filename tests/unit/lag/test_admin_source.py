@@ -4,11 +4,9 @@ are forgotten. No Kafka here: polls are given as snapshots."""
 
 from __future__ import annotations
 
-from typing import cast
-
 import pytest
-from confluent_kafka.admin import AdminClient
 
+from lag.admin_clients import AdminClients
 from lag.admin_source import GROUP_OFFSETS_FEED, AdminOffsetsReader, GroupSnapshot, commits_to_store, should_store
 from lag.service import LagService, SourceHealth
 from lag.status import Status
@@ -46,7 +44,7 @@ def reader_with_service(mode: str = "burrow") -> tuple[AdminOffsetsReader, LagSe
     clock = Clock()
     health = SourceHealth(stale_after_s=30, recovery_s=0, clock_ms=clock)
     service = LagService(LagConfig(mode=mode, intervals=3, offset_refresh_s=10), health, clock)  # type: ignore[arg-type]
-    reader = AdminOffsetsReader("c", cast(AdminClient, None), service, health)  # apply() never calls Kafka
+    reader = AdminOffsetsReader("c", AdminClients(lambda: None), service, health)  # apply() never calls Kafka
     return reader, service, clock
 
 
