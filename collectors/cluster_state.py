@@ -8,16 +8,34 @@ partitions and leaders per broker with their skew, preferred-leader imbalance, r
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from pulse.errors import KafkaUnavailable
+
+CONFIGS_BATCH = 100
+"""Topics per DescribeConfigs request: several requests in flight can be served by several of a broker's request
+threads, where one request for every topic is served by one."""
+BASE_TIMEOUT_S = 10.0
+PER_PARTITION_S = 0.002
+MAX_TIMEOUT_S = 300.0
+
+
+class ClusterStateTimeout(KafkaUnavailable):
+    """The cluster-state read did not finish within its time limit (a slow or hung broker, or a cluster too large
+    for `collectors.admin_timeout_s`)."""
+
+
+def read_timeout_s(partitions: int) -> float:
+    """The default time limit of a cluster-state read after one that saw `partitions` partitions (pure)."""
+    return min(MAX_TIMEOUT_S, BASE_TIMEOUT_S + PER_PARTITION_S * max(0, partitions))
 
 
 @dataclass(frozen=True)
@@ -214,14 +232,28 @@ def assess(snapshot: ClusterSnapshot, expected: Iterable[int] = ()) -> ClusterHe
 
 
 def fetch_snapshot(admin: AdminClient, cluster: str, timeout_s: float) -> ClusterSnapshot:
-    """Read brokers, controller, every partition and each topic's min.insync.replicas in three Admin calls."""
+    """Read brokers, controller, every partition and each topic's min.insync.replicas: metadata, describe_cluster and
+    batched describe_configs, all within `timeout_s`; running out of it raises `ClusterStateTimeout`."""
+    deadline = time.monotonic() + timeout_s
+    step = "metadata"
     try:
         # Metadata first: it refreshes librdkafka's idea of the controller, which describe_cluster is sent to;
         # after a kill -9 of that broker the cached one would time out every read until the next refresh.
         metadata = admin.list_topics(timeout=timeout_s)
-        described = admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s)
-        min_isr = _min_isr(admin, list(metadata.topics), timeout_s)
+        step = "describe_cluster"
+        described = admin.describe_cluster(request_timeout=_left(deadline)).result(timeout=_left(deadline))
+        step = f"describe_configs of {len(metadata.topics)} topics"
+        min_isr = _min_isr(admin, list(metadata.topics), deadline)
+    except TimeoutError as exc:
+        raise ClusterStateTimeout(
+            f"cluster {cluster!r}: cluster state read timed out after {timeout_s:g} s ({step})"
+        ) from exc
     except KafkaException as exc:
+        error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+        if error is not None and error.code() == KafkaError._TIMED_OUT:
+            raise ClusterStateTimeout(
+                f"cluster {cluster!r}: cluster state read timed out after {timeout_s:g} s ({step}: {error.str()})"
+            ) from exc
         raise KafkaUnavailable(f"cluster {cluster!r}: cannot read cluster state: {exc.args[0]}") from exc
     brokers = {node.id: node.rack for node in described.nodes}
     controller = described.controller.id if described.controller is not None else None
@@ -248,14 +280,23 @@ def fetch_racks(admin: AdminClient, cluster: str, timeout_s: float) -> dict[int,
     return {node.id: node.rack for node in described.nodes}
 
 
-def _min_isr(admin: AdminClient, topics: list[str], timeout_s: float) -> dict[str, int]:
-    if not topics:
-        return {}
-    resources = [ConfigResource("TOPIC", t) for t in topics]
+def _left(deadline: float) -> float:
+    """Seconds left before `deadline`; TimeoutError once none are."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("no time left")
+    return left
+
+
+def _min_isr(admin: AdminClient, topics: list[str], deadline: float) -> dict[str, int]:
+    """Each topic's min.insync.replicas, `CONFIGS_BATCH` topics a request, every request in flight at once."""
+    futures: dict[Any, Any] = {}
+    for at in range(0, len(topics), CONFIGS_BATCH):
+        resources = [ConfigResource("TOPIC", t) for t in topics[at : at + CONFIGS_BATCH]]
+        futures |= admin.describe_configs(resources, request_timeout=_left(deadline))
     out: dict[str, int] = {}
-    futures: dict[Any, Any] = admin.describe_configs(resources, request_timeout=timeout_s)
     for resource, future in futures.items():
-        entry = future.result(timeout=timeout_s).get("min.insync.replicas")
+        entry = future.result(timeout=_left(deadline)).get("min.insync.replicas")
         if entry is not None and entry.value is not None:
             out[resource.name] = int(entry.value)
     return out

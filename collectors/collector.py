@@ -114,6 +114,11 @@ class ClusterStateCollector(Collector):
             if result.last_success_s is not None:
                 out.add("kafka_pulse_cluster_state_last_success_timestamp_seconds", "gauge",
                         "When the latest successful Admin API read ended.", c, result.last_success_s)  # fmt: skip
+            for reason in ("timeout", "unreachable"):
+                out.add("kafka_pulse_cluster_state_failures", "counter",
+                        "Failed Admin API reads of the cluster state by reason (timeout: not done within "
+                        "collectors.admin_timeout_s).", {**c, "reason": reason},
+                        scraper.failures.by_reason.get(reason, 0))  # fmt: skip
             if result.ok and result.value is not None:
                 _add_health(out, c, result.value)
         yield from out

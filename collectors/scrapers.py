@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from collectors.catalogue import BeanQuery, TopicSelection
+from collectors.cluster_state import ClusterStateTimeout
 from collectors.mapping import Family, Origin, map_readings
 from collectors.transport import JmxTimeout, JmxTransport
 from pulse.errors import PulseError
@@ -76,7 +77,7 @@ class PeriodicScraper(Generic[T]):
         try:
             value = self._scrape()
         except PulseError as exc:
-            reason = "timeout" if isinstance(exc, JmxTimeout) else "unreachable"
+            reason = "timeout" if isinstance(exc, JmxTimeout | ClusterStateTimeout) else "unreachable"
             last = previous.last_success_s if previous is not None else None
             result: ScrapeResult[T] = ScrapeResult(
                 False, self._clock(), time.monotonic() - started, last, None, str(exc), reason
