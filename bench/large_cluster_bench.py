@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,14 +36,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the Burrow and Z
 from large_cluster_support import (
     CLUSTER,
     RECORDS,
+    REPO,
     Child,
     Committer,
     NoReassign,
     all_served,
+    backlog_read,
+    children_cpu,
     cpu_seconds,
     delta_quantiles,
     env_for,
     family_counts,
+    jmx_successes,
     offset_commit_records,
     rss_mb,
     run_tool,
@@ -51,7 +56,6 @@ from large_cluster_support import (
 )
 
 from canary.topic import TopicManager
-from collectors.cluster_state import assess, fetch_snapshot
 from devstack.cluster import DevCluster
 from devstack.populate import fill
 from devstack.runtime import DEFAULT_VERSION, LEGACY_VERSION, ensure_tools
@@ -168,17 +172,27 @@ def phase_main(home: Path, shape: DataShape, args: argparse.Namespace) -> dict[s
             n.node_id: {"rss_mb": rss_mb(pid)} for n, pid in ((n, cluster.pids[n.node_id]) for n in cluster.spec.nodes)
         }
         out["broker_rss_after_fill"] = brokers
-        tools = ensure_tools(DEFAULT_VERSION, cache_dir())
         bootstrap = cluster.spec.bootstrap_servers
+        if args.hold is not None:  # another process works on the filled cluster until the file is deleted
+            args.hold.write_text(bootstrap)
+            say(f"holding: cluster at {bootstrap} until {args.hold} is deleted")
+            wait_until(lambda: not args.hold.exists(), 7200, 2.0)
+        steps = set(args.steps.split(","))
+        tools = ensure_tools(DEFAULT_VERSION, cache_dir())
         base = ["java", "-cp", tools.classpath]
         groups_cmd = [*base, "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
                       bootstrap, "--describe", "--all-groups"]  # fmt: skip
         topics_cmd = [*base, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap, "--describe",
                       "--under-replicated-partitions"]  # fmt: skip
-        out["kafka_consumer_groups"] = [run_tool(groups_cmd, env) for _ in range(args.tool_runs)]
-        say(f"kafka-consumer-groups --describe --all-groups: {out['kafka_consumer_groups']}")
-        out["kafka_topics_urp"] = [run_tool(topics_cmd, env) for _ in range(args.tool_runs)]
-        say(f"kafka-topics --describe --under-replicated-partitions: {out['kafka_topics_urp']}")
+        if "tools" in steps:
+            out["kafka_consumer_groups"] = [run_tool(groups_cmd, env) for _ in range(args.tool_runs)]
+            say(f"kafka-consumer-groups --describe --all-groups: {out['kafka_consumer_groups']}")
+            out["kafka_topics_urp"] = [run_tool(topics_cmd, env) for _ in range(args.tool_runs)]
+            say(f"kafka-topics --describe --under-replicated-partitions: {out['kafka_topics_urp']}")
+
+        # Imported here, not at the top: the shape takes half an hour to build, and the read measured is the code
+        # in the tree when it runs (the child commands below start from the tree too).
+        from collectors.cluster_state import assess, fetch_snapshot
 
         admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
         state = []
@@ -190,53 +204,73 @@ def phase_main(home: Path, shape: DataShape, args: argparse.Namespace) -> dict[s
         out["cluster_state_read"] = state
         say(f"cluster state read (fetch_snapshot + assess): {state}; health {type(health).__name__}")
 
-        port = free_ports(1)[0]
-        collect = Child(
-            home, "collect", {"clusters": [cluster_entry(cluster)], "http": {"listen": f"127.0.0.1:{port}"}}
-        )
-        curl = f"http://127.0.0.1:{port}"
-        try:
-
-            def has_state() -> bool:
-                try:
-                    return f'kafka_pulse_cluster_partitions{{cluster="{CLUSTER}"}}' in http.get(f"{curl}/metrics").text
-                except httpx.HTTPError:
-                    return False
-
-            assert wait_until(has_state, 300, 1.0), collect.log_path.read_text()[-3000:]
-            cpu0 = cpu_seconds(collect.pid)
-            time.sleep(args.steady_seconds)  # collect's own 15 s cycles run in this stretch
-            out["collect_cpu_per_s"] = (cpu_seconds(collect.pid) - cpu0) / args.steady_seconds
-            out["collect_scrape"] = scrape(http, curl)
-            out["collect_rss_mb"] = rss_mb(collect.pid)
-            text = http.get(f"{curl}/metrics").text
-            out["collect_cluster_lines"] = [
-                line for line in text.splitlines() if line.startswith("kafka_pulse_cluster_partitions")
-            ]
-        finally:
-            collect.stop()
-        say(
-            f"collect: {out['collect_scrape']}, CPU {out['collect_cpu_per_s']:.3f} cores, "
-            f"RSS {out['collect_rss_mb']:.0f} MB"
-        )
-
-        out["lag"] = lag_round(home, cluster, shape, http, args, "enhanced")
-        say(f"lag: {out['lag']}")
-
-        checks = []
-        for _ in range(3):
-            wall, cpu, code, _ = run_tool([sys.executable, "-m", "kafka_pulse.cli.main", "check", "--json"], env)
-            checks.append((wall, cpu, code))
-        out["check"] = checks
-        say(f"check: {checks}")
-
-        out["canary_large"] = canary_round(home, cluster, args.canary_seconds, "large")
-        say(f"canary on the large cluster: {out['canary_large']}")
+        if "collect" in steps:
+            out |= collect_round(home, cluster, http, args)
+        if "lag" in steps:
+            out["lag"] = lag_round(home, cluster, shape, http, args, "enhanced")
+            say(f"lag: {out['lag']}")
+        if "check" in steps:
+            out["check"] = [check_run(env) for _ in range(3)]
+            say(f"check: {out['check']}")
+        if "canary" in steps:
+            out["canary_large"] = canary_round(home, cluster, args.canary_seconds, "large")
+            say(f"canary on the large cluster: {out['canary_large']}")
         out["broker_rss_end"] = {n.node_id: rss_mb(cluster.pids[n.node_id]) for n in cluster.spec.nodes}
         out["broker_cpu_total_s"] = {n.node_id: cpu_seconds(cluster.pids[n.node_id]) for n in cluster.spec.nodes}
     finally:
         cluster.down()
     return out
+
+
+def collect_round(home: Path, cluster: DevCluster, http: httpx.Client, args: argparse.Namespace) -> dict[str, Any]:
+    """`kafka-pulse collect` as a child: its cluster state awaited, CPU over `steady_seconds`, then scrapes."""
+    out: dict[str, Any] = {}
+    port = free_ports(1)[0]
+    collect = Child(home, "collect", {"clusters": [cluster_entry(cluster)], "http": {"listen": f"127.0.0.1:{port}"}})
+    curl = f"http://127.0.0.1:{port}"
+    try:
+
+        def has_state() -> bool:
+            try:
+                return f'kafka_pulse_cluster_partitions{{cluster="{CLUSTER}"}}' in http.get(f"{curl}/metrics").text
+            except httpx.HTTPError:
+                return False
+
+        if not wait_until(has_state, 300, 1.0):
+            say(f"collect: no cluster state within 300 s: {collect.log_path.read_text()[-3000:]}")
+        cpu0 = cpu_seconds(collect.pid)
+        time.sleep(args.steady_seconds)  # collect's own 15 s cycles run in this stretch
+        out["collect_cpu_per_s"] = (cpu_seconds(collect.pid) - cpu0) / args.steady_seconds
+        out["collect_scrape"] = scrape(http, curl)
+        out["collect_rss_mb"] = rss_mb(collect.pid)
+        text = http.get(f"{curl}/metrics").text
+        out["collect_cluster_lines"] = [
+            line
+            for line in text.splitlines()
+            if line.startswith(("kafka_pulse_cluster_partitions", "kafka_pulse_cluster_state_"))
+        ]
+    finally:
+        collect.stop()
+    say(
+        f"collect: {out['collect_scrape']}, CPU {out['collect_cpu_per_s']:.3f} cores, "
+        f"RSS {out['collect_rss_mb']:.0f} MB; {out['collect_cluster_lines']}"
+    )
+    return out
+
+
+def check_run(env: dict[str, str]) -> dict[str, Any]:
+    """`kafka-pulse check --json` once: wall and CPU of the child, exit code, its verdict and own elapsed_s."""
+    argv = [sys.executable, "-m", "kafka_pulse.cli.main", "check", "--json"]
+    cpu0, wall0 = children_cpu(), time.monotonic()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, cwd=REPO)
+    wall, cpu = time.monotonic() - wall0, children_cpu() - cpu0
+    try:
+        report = json.loads(done.stdout)
+    except ValueError:
+        return {"wall_s": wall, "cpu_s": cpu, "exit": done.returncode, "error": done.stderr[-1500:]}
+    checks = {c["name"]: (c["status"], c["summary"]) for c in report.get("checks", [])}
+    return {"wall_s": wall, "cpu_s": cpu, "exit": done.returncode, "status": report.get("status"),
+            "elapsed_s": report.get("elapsed_s"), "checks": checks}  # fmt: skip
 
 
 def lag_round(
@@ -249,7 +283,17 @@ def lag_round(
     out: dict[str, Any] = {}
     try:
         pending = {g for g, _ in shape.group_topics()}
-        assert wait_until(all_served(http, url, shape, pending), 1800, 2.0), f"{len(pending)} groups not served"
+        # The backlog is read once lag itself says the cluster can be judged and lists every group; asking each
+        # group's /lag (below) then costs the bench's own HTTP round trips, a thousand of them.
+        if wait_until(backlog_read(http, url, len(pending)), args.lag_wait, 1.0):
+            out["backlog_read_s"] = time.monotonic() - child.started
+            out["backlog_read_cpu_s"] = cpu_seconds(child.pid)
+            say(f"lag: backlog read {out['backlog_read_s']:.1f} s, CPU {out['backlog_read_cpu_s']:.1f} s")
+        if not wait_until(all_served(http, url, shape, pending), args.lag_wait, 2.0):
+            text = http.get(f"{url}/metrics").text
+            up = [line for line in text.splitlines() if line.startswith("kafka_pulse_lag_source_up")]
+            say(f"lag: {len(pending)} groups not served within {args.lag_wait:.0f} s; {up}")
+            return {"error": f"{len(pending)} groups not served", "source_up": up, "rss_mb": rss_mb(child.pid)}
         out["backlog_s"] = time.monotonic() - child.started
         out["backlog_cpu_s"] = cpu_seconds(child.pid)
         c0 = cpu_seconds(child.pid)
@@ -384,7 +428,14 @@ def phase_series(home: Path, shape: DataShape, args: argparse.Namespace) -> dict
                     say(f"collect topic_metrics={setting}: no broker samples within {args.collect_wait:.0f} s")
                     out[f"collect_{setting}"] = {"error": f"no broker samples within {args.collect_wait:.0f} s"}
                     continue
-                time.sleep(20)  # a second JMX round, so every broker's beans are in
+                first = http.get(f"{url}/metrics").text
+                # A second JMX round, so every broker's beans are in: every broker's last success after the first's.
+                seen = max(jmx_successes(first), default=0.0)
+
+                def next_round(url: str = url, seen: float = seen) -> bool:
+                    return min(jmx_successes(http.get(f"{url}/metrics").text), default=0.0) > seen
+
+                wait_until(next_round, 120, 1.0)
                 text = http.get(f"{url}/metrics").text
             finally:
                 child.stop()
@@ -424,6 +475,9 @@ def main() -> None:
     parser.add_argument("--tool-runs", type=int, default=2, help="Runs of each Kafka tool.")
     parser.add_argument("--topic-metrics", default="off,topic,partition", help="series: collect settings to count.")
     parser.add_argument("--collect-wait", type=float, default=300.0, help="series: seconds to await broker samples.")
+    parser.add_argument("--lag-wait", type=float, default=900.0, help="Seconds to await lag serving every group.")
+    parser.add_argument("--steps", default="tools,collect,lag,check,canary", help="main: the steps to run.")
+    parser.add_argument("--hold", type=Path, help="main: write the bootstrap here after the fill; wait till deleted.")
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
     shape = DataShape(args.topics, args.partitions_per_topic, args.groups)

@@ -20,7 +20,7 @@ import yaml
 from confluent_kafka.admin import AdminClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from devstack.populate import commit_groups
+from devstack.populate import COMMIT_CLIENTS, commit_groups
 from devstack.topology import DataShape
 
 REPO = Path(__file__).resolve().parents[1]
@@ -174,37 +174,49 @@ def offset_commit_records(http: httpx.Client, url: str) -> float:
 
 
 class Committer:
-    """Every group commits every partition of its topic once a round, rounds `every_s` apart, in a thread."""
+    """Every group commits every partition of its topic once a round, rounds `every_s` apart, on `clients` threads
+    of their own admin client each (one client committed about one group a second on the 10,000-partition
+    cluster, so the groups are split as `devstack.populate.commit_in_parallel` splits them)."""
 
-    def __init__(self, bootstrap: str, shape: DataShape, every_s: float) -> None:
-        self.admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    def __init__(self, bootstrap: str, shape: DataShape, every_s: float, clients: int = COMMIT_CLIENTS) -> None:
+        self.admins = [AdminClient({"bootstrap.servers": bootstrap, "log_level": 0}) for _ in range(clients)]
         self.shape = shape
         self.every_s = every_s
         self.commits = 0
         self.rounds = 0
+        self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._threads = [threading.Thread(target=self._run, args=(i,), daemon=True) for i in range(clients)]
 
-    def _run(self) -> None:
+    def _run(self, index: int) -> None:
+        rounds = 0
         while not self._stop.is_set():
             started = time.monotonic()
-            flip = self.rounds % 2  # offsets alternate between two values below the end: every commit is a record
+            flip = rounds % 2  # offsets alternate between two values below the end: every commit is a record
 
             def offset(group: int, _partition: int, flip: int = flip) -> int:
                 return max(0, RECORDS - 1 - group % 4 - flip)
 
-            self.commits += commit_groups(self.admin, self.shape, offset, in_flight=50, stop=self._stop.is_set)
-            self.rounds += 1
+            part = (index, len(self.admins))
+            done = commit_groups(
+                self.admins[index], self.shape, offset, in_flight=50, stop=self._stop.is_set, part=part
+            )
+            rounds += 1
+            with self._lock:
+                self.commits += done
+                self.rounds = max(self.rounds, rounds)
             self._stop.wait(max(0.0, self.every_s - (time.monotonic() - started)))
 
     @contextmanager
     def running(self) -> Iterator[Committer]:
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
         try:
             yield self
         finally:
             self._stop.set()
-            self._thread.join(timeout=300)
+            for thread in self._threads:
+                thread.join(timeout=300)
 
 
 def all_served(http: httpx.Client, url: str, shape: DataShape, pending: set[str]) -> Callable[[], bool]:
@@ -238,3 +250,29 @@ def family_counts(text: str) -> dict[str, int]:
                 name = name.removesuffix(suffix)
             out[name] = out.get(name, 0) + 1
     return out
+
+
+def jmx_successes(text: str) -> list[float]:
+    """When each broker's latest JMX scrape succeeded (`kafka_pulse_jmx_last_success_timestamp_seconds`), so a
+    caller can await every broker's next round instead of sleeping a guess."""
+    return [
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("kafka_pulse_jmx_last_success_timestamp_seconds{")
+    ]
+
+
+def backlog_read(http: httpx.Client, url: str, groups: int) -> Callable[[], bool]:
+    """True once `kafka-pulse lag` reports its cluster judgeable (`kafka_pulse_lag_source_up` 1) and lists at least
+    `groups` consumer groups."""
+
+    def check() -> bool:
+        try:
+            text = http.get(f"{url}/metrics").text
+            listed = http.get(f"{url}/v3/kafka/{CLUSTER}/consumer").json().get("consumers") or []
+        except (httpx.HTTPError, ValueError):
+            return False
+        up = [line for line in text.splitlines() if line.startswith("kafka_pulse_lag_source_up{")]
+        return bool(up) and all(line.endswith(" 1.0") for line in up) and len(listed) >= groups
+
+    return check

@@ -34,7 +34,7 @@ class ClusterStateTimeout(KafkaUnavailable):
 
 
 def read_timeout_s(partitions: int) -> float:
-    """The default time limit of a cluster-state read after one that saw `partitions` partitions (pure)."""
+    """The default time limit of a cluster-state read of `partitions` partitions (pure)."""
     return min(MAX_TIMEOUT_S, BASE_TIMEOUT_S + PER_PARTITION_S * max(0, partitions))
 
 
@@ -231,28 +231,34 @@ def assess(snapshot: ClusterSnapshot, expected: Iterable[int] = ()) -> ClusterHe
 # --- Admin API ----------------------------------------------------------------------------------------------------
 
 
-def fetch_snapshot(admin: AdminClient, cluster: str, timeout_s: float) -> ClusterSnapshot:
+def fetch_snapshot(admin: AdminClient, cluster: str, timeout_s: float | None) -> ClusterSnapshot:
     """Read brokers, controller, every partition and each topic's min.insync.replicas: metadata, describe_cluster and
-    batched describe_configs, all within `timeout_s`; running out of it raises `ClusterStateTimeout`."""
-    deadline = time.monotonic() + timeout_s
+    batched describe_configs, all within `timeout_s` (None: `read_timeout_s` of the partitions the metadata lists);
+    running out of it raises `ClusterStateTimeout`."""
+    started = time.monotonic()
+    deadline = started + (timeout_s or BASE_TIMEOUT_S)
     step = "metadata"
     try:
         # Metadata first: it refreshes librdkafka's idea of the controller, which describe_cluster is sent to;
         # after a kill -9 of that broker the cached one would time out every read until the next refresh.
-        metadata = admin.list_topics(timeout=timeout_s)
+        metadata = admin.list_topics(timeout=_left(deadline))
+        if timeout_s is None:  # the rest gets the time this cluster's size needs, counted from the start
+            timeout_s = read_timeout_s(sum(len(t.partitions) for t in metadata.topics.values()))
+            deadline = started + timeout_s
         step = "describe_cluster"
         described = admin.describe_cluster(request_timeout=_left(deadline)).result(timeout=_left(deadline))
         step = f"describe_configs of {len(metadata.topics)} topics"
         min_isr = _min_isr(admin, list(metadata.topics), deadline)
     except TimeoutError as exc:
         raise ClusterStateTimeout(
-            f"cluster {cluster!r}: cluster state read timed out after {timeout_s:g} s ({step})"
+            f"cluster {cluster!r}: cluster state read timed out after {deadline - started:g} s ({step})"
         ) from exc
     except KafkaException as exc:
         error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
         if error is not None and error.code() == KafkaError._TIMED_OUT:
             raise ClusterStateTimeout(
-                f"cluster {cluster!r}: cluster state read timed out after {timeout_s:g} s ({step}: {error.str()})"
+                f"cluster {cluster!r}: cluster state read timed out after {deadline - started:g} s ({step}: "
+                f"{error.str()})"
             ) from exc
         raise KafkaUnavailable(f"cluster {cluster!r}: cannot read cluster state: {exc.args[0]}") from exc
     brokers = {node.id: node.rack for node in described.nodes}

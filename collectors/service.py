@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry
 
 from collectors.catalogue import TopicSelection, scrape_plan
 from collectors.clients import client_scraper
-from collectors.cluster_state import ClusterHealth, assess, fetch_racks, fetch_snapshot, read_timeout_s
+from collectors.cluster_state import ClusterHealth, assess, fetch_racks, fetch_snapshot
 from collectors.collector import CLIENT_HEALTH, ClusterStateCollector, JmxCollector
 from collectors.mapping import BrokerIdentity
 from collectors.scrapers import BrokerScraper, PeriodicScraper
@@ -161,13 +161,11 @@ class CollectorService:
     def _state_scraper(self, cluster: ClusterConfig) -> PeriodicScraper[ClusterHealth]:
         admin = self._admin(cluster)
         expected = {b.broker_id for b in cluster.jmx.brokers} if cluster.jmx is not None else set()
-        seen = [0]  # partitions of the previous read: the default time limit grows with them
 
         def scrape() -> ClusterHealth:
             admin.poll(0)  # serves its queued librdkafka lines to the limiter (pulse/kafka_log.py)
-            timeout = self.config.admin_timeout_s or read_timeout_s(seen[0])
-            snapshot = fetch_snapshot(admin, cluster.name, timeout)
-            seen[0] = len(snapshot.partitions)
+            # Default (None): the time limit grows with the partitions the read's metadata lists.
+            snapshot = fetch_snapshot(admin, cluster.name, self.config.admin_timeout_s)
             for broker, rack in snapshot.brokers.items():
                 self.racks[(cluster.name, broker)] = rack
             expected.update(snapshot.brokers)  # a broker once seen stays expected: its absence is news

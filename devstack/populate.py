@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from confluent_kafka import (
@@ -124,27 +124,59 @@ def commit_groups(
     timeout_s: float = 120.0,
     in_flight: int = GROUP_BATCH,
     stop: Callable[[], bool] = lambda: False,
+    part: tuple[int, int] = (0, 1),
 ) -> int:
     """Every group commits `offset(group index, partition)` on each partition of its topic, `in_flight` requests at
     a time, until `stop()` says so between batches; returns the commits. `__consumer_offsets` must exist
-    (`first_commit`)."""
+    (`first_commit`). `part` (i, n) commits only the groups whose index is i modulo n."""
     commits = 0
-    pairs = shape.group_topics()
-    for batch in batched(list(enumerate(pairs)), in_flight):
+    index_of, parts = part
+    pairs = [(i, pair) for i, pair in enumerate(shape.group_topics()) if i % parts == index_of]
+    for batch in batched(pairs, in_flight):
         if stop():
             break
-        futures: list[Future[Any]] = []
-        for index, (group, topic) in batch:
-            tps = [TopicPartition(topic, p, offset(index, p)) for p in range(shape.partitions_per_topic)]
-            request = [ConsumerGroupTopicPartitions(group, tps)]
-            futures += admin.alter_consumer_group_offsets(request, request_timeout=timeout_s).values()
-        for future in futures:
-            try:
-                future.result(timeout=timeout_s)
-            except KafkaException as exc:
-                raise ClusterError(f"committing offsets: {exc.args[0].str()}") from exc
         commits += len(batch) * shape.partitions_per_topic
+        for attempt in range(COMMIT_ATTEMPTS):
+            failed = _commit_batch(admin, shape, offset, timeout_s, batch)
+            if not failed:
+                break
+            # A partition error inside a successful answer (COORDINATOR_LOAD_IN_PROGRESS while `__consumer_offsets`
+            # is loading, NOT_COORDINATOR after a move) commits nothing: the group would be missing from Kafka.
+            if attempt == COMMIT_ATTEMPTS - 1:
+                raise ClusterError(f"committing offsets of {len(failed)} groups: {failed[0][1]}")
+            batch = [item for item in batch if item[1][0] in {group for group, _ in failed}]
+            time.sleep(1)
     return commits
+
+
+COMMIT_ATTEMPTS = 10
+
+
+def _commit_batch(
+    admin: AdminClient,
+    shape: DataShape,
+    offset: Callable[[int, int], int],
+    timeout_s: float,
+    batch: Sequence[tuple[int, tuple[str, str]]],
+) -> list[tuple[str, str]]:
+    """One batch of groups' commits in flight at once; returns (group, error) of those a partition error refused."""
+    futures: dict[str, Future[Any]] = {}
+    for index, (group, topic) in batch:
+        tps = [TopicPartition(topic, p, offset(index, p)) for p in range(shape.partitions_per_topic)]
+        futures |= admin.alter_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group, tps)], request_timeout=timeout_s
+        )
+    failed: list[tuple[str, str]] = []
+    for group, future in futures.items():
+        try:
+            result = future.result(timeout=timeout_s)
+        except KafkaException as exc:  # a timed-out request: asked again with the refused ones
+            failed.append((group, exc.args[0].str()))
+            continue
+        errors = [tp.error for tp in result.topic_partitions or [] if tp.error is not None]
+        if errors:
+            failed.append((group, str(errors[0])))
+    return failed
 
 
 def fill(
@@ -166,5 +198,24 @@ def fill(
     if shape.groups:
         group, topic = shape.group_topics()[0]
         first_commit(bootstrap, group, [TopicPartition(topic, p, 0) for p in range(shape.partitions_per_topic)], 300)
-        commits = commit_groups(admin, shape, lambda g, _p: max(0, records_per_partition - g % 5), 900, 50)
+        commits = commit_in_parallel(bootstrap, shape, lambda g, _p: max(0, records_per_partition - g % 5), 900)
         progress(f"groups: {shape.groups:,} committed {commits:,} offsets")
+
+
+COMMIT_CLIENTS = 8
+"""Admin clients committing at once in `fill`: one client's group commits ran at about one a second on a
+10,000-partition cluster whatever its requests in flight, so the groups are split over several clients."""
+
+
+def commit_in_parallel(
+    bootstrap: str, shape: DataShape, offset: Callable[[int, int], int], timeout_s: float, clients: int = COMMIT_CLIENTS
+) -> int:
+    """`commit_groups` split over `clients` admin clients on threads of their own (group i on client i % clients)."""
+
+    def commit(index: int) -> int:
+        socket_ms = min(300_000, round(timeout_s * 1000))  # commits wait on replication; the default is 60 s
+        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, "socket.timeout.ms": socket_ms})
+        return commit_groups(admin, shape, offset, timeout_s, 50, part=(index, clients))
+
+    with ThreadPoolExecutor(clients, thread_name_prefix="populate-commit") as pool:
+        return sum(pool.map(commit, range(clients)))

@@ -54,7 +54,7 @@ class CollectorsConfig(Section):
     scrape_interval_s: PositiveSeconds = 15.0
     admin_timeout_s: PositiveSeconds | None = None
     """Time limit of one cluster-state read (metadata, describe_cluster, topic configs). Default: 10 s plus 2 ms a
-    partition of the previous read (30 s at 10,000 partitions, where a loaded host needed 11-26 s)."""
+    partition the read's metadata lists (30 s at 10,000 partitions, where a loaded host needed 11-26 s)."""
     transport: Literal["jmxquery", "jpype"] = "jpype"
     """`jpype` keeps one JMX connection per broker in-process: a tenth of jmxquery's scrape time and CPU, and JMX login
     and TLS (docs/benchmarks.md); `jmxquery` forks a JVM per scrape and cannot take credentials off its argv."""
