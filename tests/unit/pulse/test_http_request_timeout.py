@@ -4,6 +4,7 @@ deadline on every command's real listener is tests/integration/test_listeners.py
 
 from __future__ import annotations
 
+import contextlib
 import select
 import socket
 
@@ -33,14 +34,23 @@ def test_a_listener_from_config_answers_408_at_the_configured_deadline() -> None
             for _ in range(25):  # up to 5 s of dripping: ten deadlines, a sixth of the default
                 readable, _, _ = select.select([client], [], [], 0.2)
                 if readable:
-                    answer = client.recv(65536)
+                    answer = read_all(client)
                     break
                 try:
                     client.sendall(b"a")
                 except (BrokenPipeError, ConnectionResetError):
-                    answer = client.recv(65536)
+                    answer = read_all(client)
                     break
     finally:
         server.stop()
     assert answer.startswith(b"HTTP/1.0 408 "), answer[:200]
     assert b"the request was not complete within 0.5 s" in answer
+
+
+def read_all(client: socket.socket) -> bytes:
+    """Everything the server sends until it closes (the answer may come in several segments)."""
+    chunks: list[bytes] = []
+    with contextlib.suppress(ConnectionResetError):  # the answer, then the reset of the unread drip
+        while chunk := client.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
