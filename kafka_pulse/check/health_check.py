@@ -25,7 +25,8 @@ from kafka_pulse.check.facts import (
 from kafka_pulse.check.kafka_probes import answering_servers, probe_brokers, read_lag, read_metadata, read_quorum
 from kafka_pulse.check.noisy_neighbours import NoisyNeighbourFacts, add_noisy_neighbours, read_noisy_neighbours
 from kafka_pulse.check.round_trip import round_trip
-from kafka_pulse.check.self_check import judge_self, read_self_health
+from kafka_pulse.check.run_metrics import RunMetrics
+from kafka_pulse.check.self_check import judge_self, self_health_facts
 from kafka_pulse.check.slo_budgets import read_slo_budgets, stale_after_s
 from kafka_pulse.check.slow_brokers import SlowBrokerFacts, add_slow_brokers, read_slow_brokers
 from kafka_pulse.check.verdict import (
@@ -68,17 +69,17 @@ def run_check(
     read_neighbours: Callable[[], NoisyNeighbourFacts] | None = None,
 ) -> tuple[Section, ...]:
     """Every section of the report for `cluster`, returned by the deadline whatever the cluster does.
-    `read_neighbours` gives the noisy neighbours a run names (default: the /metrics of the run on http.listen)."""
+    `read_self`, `read_slow` and `read_neighbours` replace what the run on http.listen reports on its /metrics
+    (the default: that /metrics, read once for the three)."""
+    run = RunMetrics(config.http, deadline)
     slo_task: Task[SloFacts | NotAvailable] = Task("SLO results", partial(read_slo_budgets, config, deadline))
     self_task: Task[list[ComponentHealth] | NotAvailable | ProbeFailed] = Task(
-        "self-health", read_self or partial(read_self_health, config.http, deadline)
+        "self-health", read_self or partial(self_health_facts, run)
     )
     neighbours_task: Task[NoisyNeighbourFacts] = Task(
-        "noisy neighbours", read_neighbours or partial(read_noisy_neighbours, config.http, cluster.name, deadline)
+        "noisy neighbours", read_neighbours or partial(read_noisy_neighbours, run, cluster.name)
     )
-    slow_task: Task[SlowBrokerFacts] = Task(
-        "slow brokers", read_slow or partial(read_slow_brokers, config.http, cluster.name, deadline)
-    )
+    slow_task: Task[SlowBrokerFacts] = Task("slow brokers", read_slow or partial(read_slow_brokers, run, cluster.name))
     configured = {b.broker_id for b in cluster.jmx.brokers} if cluster.jmx is not None else set()
     answering = answering_servers(cluster, deadline)
     meta = read_metadata(cluster, configured, deadline.earlier(deadline.share(METADATA_SHARE)))

@@ -11,11 +11,9 @@ from dataclasses import dataclass, replace
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import FailureKind, NotAvailable, ProbeFailed
-from kafka_pulse.check.self_check import read_run_metrics
+from kafka_pulse.check.run_metrics import RunMetrics
 from kafka_pulse.check.verdict import Section, Status
-from pulse.config import HttpConfig
 
 NAMED = "kafka_pulse_noisy_neighbour"
 LAG = "kafka_pulse_noisy_neighbour_lag_seconds"
@@ -78,15 +76,15 @@ def parse_noisy_neighbours(text: str, cluster: str) -> list[NoisyNeighbourFact]:
     return out
 
 
-def read_noisy_neighbours(http: HttpConfig, cluster: str, deadline: Deadline) -> NoisyNeighbourFacts:
-    """What the `run` on `http.listen` names for `cluster`."""
-    text = read_run_metrics(http, deadline)
+def read_noisy_neighbours(run: RunMetrics, cluster: str) -> NoisyNeighbourFacts:
+    """What the run whose /metrics `run` reads names for `cluster`."""
+    text = run.text()
     if not isinstance(text, str):
         return text
     try:
         return parse_noisy_neighbours(text, cluster)
     except ValueError as exc:
-        return ProbeFailed(FailureKind.ERROR, f"{http.listen}/metrics: not Prometheus text ({exc})"[:300])
+        return ProbeFailed(FailureKind.ERROR, f"{run.url}: not Prometheus text ({exc})"[:300])
 
 
 def add_noisy_neighbours(lag: Section, facts: NoisyNeighbourFacts) -> Section:

@@ -10,11 +10,9 @@ from dataclasses import dataclass, replace
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import FailureKind, NotAvailable, ProbeFailed
-from kafka_pulse.check.self_check import read_run_metrics
+from kafka_pulse.check.run_metrics import RunMetrics
 from kafka_pulse.check.verdict import Section, Status
-from pulse.config import HttpConfig
 
 SLOW = "kafka_pulse_broker_slow"
 SCORE = "kafka_pulse_broker_slow_score"
@@ -87,15 +85,15 @@ def parse_slow_brokers(text: str, cluster: str) -> list[SlowBrokerFact]:
     return out
 
 
-def read_slow_brokers(http: HttpConfig, cluster: str, deadline: Deadline) -> SlowBrokerFacts:
-    """What the `run` on `http.listen` flags for `cluster`."""
-    text = read_run_metrics(http, deadline)
+def read_slow_brokers(run: RunMetrics, cluster: str) -> SlowBrokerFacts:
+    """What the run whose /metrics `run` reads flags for `cluster`."""
+    text = run.text()
     if not isinstance(text, str):
         return text
     try:
         return parse_slow_brokers(text, cluster)
     except ValueError as exc:
-        return ProbeFailed(FailureKind.ERROR, f"{http.listen}/metrics: not Prometheus text ({exc})"[:300])
+        return ProbeFailed(FailureKind.ERROR, f"{run.url}: not Prometheus text ({exc})"[:300])
 
 
 def add_slow_brokers(brokers: Section, facts: SlowBrokerFacts) -> Section:

@@ -43,24 +43,26 @@ def outbound_client(
     timeout_s: float,
     base_url: str = "",
     transport: httpx.BaseTransport | None = None,
+    verify: ssl.SSLContext | None = None,
 ) -> httpx.Client:
     """An httpx client with `settings`' login (basic or bearer; else the userinfo of `base_url`) and CA file, the
-    timeout for every phase of a request, no redirects followed and nothing taken from the environment."""
+    timeout for every phase of a request, no redirects followed and nothing taken from the environment. `verify`
+    replaces the CA file's trust (`check` trusting the certificate our own listener serves)."""
     base_url, auth_in_url = split_userinfo(base_url) if base_url else ("", None)
     auth: httpx.Auth | None = auth_in_url
-    verify: ssl.SSLContext | bool = True
+    trust: ssl.SSLContext | bool = True if verify is None else verify
     if settings is not None:
         if settings.basic_auth is not None:
             login = settings.basic_auth
             auth = httpx.BasicAuth(login.username, login.password.get_secret_value())
         elif settings.bearer_token is not None:
             auth = BearerAuth(settings.bearer_token.get_secret_value())
-        if settings.ca_file is not None:
-            verify = ssl.create_default_context(cafile=str(settings.ca_file))
+        if settings.ca_file is not None and verify is None:
+            trust = ssl.create_default_context(cafile=str(settings.ca_file))
     return httpx.Client(
         base_url=base_url,
         auth=auth,
-        verify=verify,
+        verify=trust,
         timeout=httpx.Timeout(timeout_s),
         trust_env=False,
         follow_redirects=False,
