@@ -193,6 +193,7 @@ def render_properties(bootstrap: str, port: int, home: Path, interval_ms: int, f
         "intra.broker.goals": "com.linkedin.kafka.cruisecontrol.analyzer.goals.IntraBrokerDiskCapacityGoal",
         "anomaly.notifier.class": "com.linkedin.kafka.cruisecontrol.detector.notifier.SelfHealingNotifier",
         "metric.anomaly.finder.class": SLOW_BROKER_FINDER,
+        "metric.anomaly.class": "com.linkedin.kafka.cruisecontrol.detector.SlowBrokers",  # the class its finder builds
         "anomaly.detection.interval.ms": str(interval_ms),
         "metric.anomaly.detection.interval.ms": str(interval_ms),
         "self.healing.enabled": "false",

@@ -2,6 +2,7 @@
 
 Run: PYTHONPATH=. python bench/cruise_control_bench.py --cruise-control-repo DIR [--healthy-min 5] [--idle-min 3]
      [--interval-s 10] [--log-flush-threshold-ms 1000] [--fault stutter|slow-disk [--fsync-ms 1500 --write-ms 0]]
+     [--phase-limit-min 10]
 
 DIR is a git clone of github.com/linkedin/cruise-control (bench/cruise_control.py builds its HEAD). A fresh 3-node
 Kafka 4.3.1 dev cluster starts with Cruise Control's metrics reporter on every broker; Cruise Control (sampling,
@@ -44,6 +45,7 @@ from pulse.ports import free_ports
 from pulse.profile import client_config
 
 PHASE_LIMIT_S = 600.0
+"""How long the fault (and then the recovery) lasts at most when a detector does not flag (or clear) it."""
 
 
 def rounds_between(cc: CruiseControl, start: float, end: float) -> list[Round]:
@@ -60,13 +62,13 @@ def cc_summary(rounds: list[Round]) -> dict[str, Any]:
     }
 
 
-def race(watch: Watch, cc: CruiseControl, broker: int, flagged: bool, started: float) -> dict[str, Any]:
-    """Seconds until each detector's flag for `broker` is `flagged` (None past the limit); brokers wrongly flagged."""
+def race(watch: Watch, cc: CruiseControl, broker: int, flagged: bool, started: float, limit_s: float) -> dict[str, Any]:
+    """Seconds until each detector's flag for `broker` is `flagged` (None past `limit_s`); brokers wrongly flagged."""
     ours: float | None = None
     theirs: float | None = None
     others: set[int] = set()
     cc_others: set[int] = set()
-    while time.time() - started < PHASE_LIMIT_S and (ours is None or theirs is None):
+    while time.time() - started < limit_s and (ours is None or theirs is None):
         flags = watch.flags()
         others.update(b for b, slow in flags.items() if slow and b != broker)
         if ours is None and flags.get(broker, not flagged) == flagged:
@@ -110,6 +112,7 @@ def main() -> None:
     parser.add_argument("--interval-s", type=int, default=10)
     parser.add_argument("--log-flush-threshold-ms", type=float, default=1000.0)
     parser.add_argument("--stutter-broker", type=int, default=2, help="the broker the fault is put on")
+    parser.add_argument("--phase-limit-min", type=float, default=PHASE_LIMIT_S / 60)
     parser.add_argument("--fault", choices=("stutter", "slow-disk"), default="stutter")
     parser.add_argument("--fsync-ms", type=float, default=1500.0, help="slow-disk: delay added to every fsync")
     parser.add_argument("--write-ms", type=float, default=0.0, help="slow-disk: delay added to every write")
@@ -148,11 +151,11 @@ def main() -> None:
         print(json.dumps(results["healthy_under_load"]), flush=True)
         remove_fault = start_fault(args, cluster)
         try:
-            results["stutter"] = race(watch, cc, args.stutter_broker, True, time.time())
+            results["stutter"] = race(watch, cc, args.stutter_broker, True, time.time(), args.phase_limit_min * 60)
         finally:
             remove_fault()
         print(json.dumps(results["stutter"]), flush=True)
-        results["recovery"] = race(watch, cc, args.stutter_broker, False, time.time())
+        results["recovery"] = race(watch, cc, args.stutter_broker, False, time.time(), args.phase_limit_min * 60)
         print(json.dumps(results["recovery"]), flush=True)
         load.end()
         print(f"idle for {args.idle_min:g} min ...", flush=True)
