@@ -75,5 +75,6 @@ def test_offset_reads_survive_timeouts_and_renewals(kafka: KafkaHandle) -> None:
     assert result["timed_out"] > 0, result  # the timeouts really happened
     assert result["ends"] == [7] + [0] * (PARTITIONS - 1)
     assert result["failed"] >= 6, result  # at least two renewals (every third failed round)
-    assert result["reason"].startswith("no HWM read yet") and "Timed out" in result["reason"], result
+    # Named as what it is: a timeout, or a fresh (renewed) client not connected yet within 5 ms.
+    assert result["reason"].startswith("no HWM read yet (KafkaException"), result
     assert result["recovered"] is True
