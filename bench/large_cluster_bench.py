@@ -290,6 +290,10 @@ def lag_round(
             out["backlog_read_cpu_s"] = cpu_seconds(child.pid)
             say(f"lag: backlog read {out['backlog_read_s']:.1f} s, CPU {out['backlog_read_cpu_s']:.1f} s")
         if not wait_until(all_served(http, url, shape, pending), args.lag_wait, 2.0):
+            if child.proc.poll() is not None:  # died: its log's end says how (a native abort leaves one line)
+                tail = child.log_path.read_text(errors="replace")[-1500:]
+                say(f"lag exited {child.proc.returncode} with {len(pending)} groups not served: {tail}")
+                return {"error": f"exited {child.proc.returncode}", "log_tail": tail}
             text = http.get(f"{url}/metrics").text
             up = [line for line in text.splitlines() if line.startswith("kafka_pulse_lag_source_up")]
             say(f"lag: {len(pending)} groups not served within {args.lag_wait:.0f} s; {up}")
