@@ -10,9 +10,9 @@ Run: python bench/lag_scrape_bench.py [--groups 100000] [--partitions 10] [--top
 Workload: as bench/lag_bench.py (group i reads topic i mod topics; every group-partition gets `--intervals`
 commits 60 s apart; a quarter of the groups each catch up, stall, are caught up and rewind). Figures printed:
 1. scrape, per `metrics_granularity` (partition, group): CPU and wall seconds of `LagCollector.render` in the
-   text format (`scrape_rows` under the lock, then the text), the best of `--scrapes`; the split between the two;
-   bytes and sample lines; and the gzip that `pulse.http` adds when the scraper accepts it (`GZIP_LEVEL`), beside
-   client_python's level 9;
+   text format (`scrape_rows` under the lock, then the text, made piece by piece as `pulse.http` streams it), the
+   best of `--scrapes`; the split between the two; how much the process grew meanwhile; bytes and sample lines;
+   and the gzip that `pulse.http` adds when the scraper accepts it (`GZIP_LEVEL`), beside client_python's level 9;
 2. the object path (`LagService.all_statuses` into client_python families, tests/support/lag_metrics_oracle.py),
    once, and whether its text is byte-identical;
 3. status: `--statuses` requests for random groups through the Burrow route table (`GET .../consumer/{group}/status`,
@@ -73,18 +73,40 @@ def fill(service: LagService, groups: int, parts: int, topics: int, intervals: i
     return end_ms
 
 
-def scrape(collector: LagCollector, scrapes: int) -> tuple[Took, Took, bytes]:
-    """Best of `scrapes` full renders (by CPU), and the evaluation part of that render."""
-    best: tuple[Took, Took, bytes] | None = None
+def scrape(collector: LagCollector, scrapes: int) -> tuple[Took, Took, bytes, int]:
+    """Best of `scrapes` full renders (by CPU: evaluation, then every piece of text made and dropped, as the listener
+    sends them), the evaluation part of that render, the text (joined outside the timing) and the most the process
+    grew while a render ran (VmHWM over the RSS before it, the high-water mark reset by /proc/self/clear_refs)."""
+    best: tuple[Took, Took, int] | None = None
     for _ in range(scrapes):
+        base = reset_peak_rss()
         with timed() as took:
-            text = b"".join(collector.render(generate_latest))
+            for _piece in collector.render(generate_latest):
+                pass
+        grew = peak_rss() - base
         with timed() as rows_took:
             scrape_rows(collector.service, collector.service.clock_ms())
         if best is None or took.cpu_s < best[0].cpu_s:
-            best = (took, rows_took, text)
+            best = (took, rows_took, grew)
     assert best is not None
-    return best
+    return best[0], best[1], b"".join(collector.render(generate_latest)), best[2]
+
+
+def reset_peak_rss() -> int:
+    """Resets the process's VmHWM to its current RSS (Linux 4.0+) and returns that RSS in bytes."""
+    Path("/proc/self/clear_refs").write_text("5")
+    return _status_kib("VmRSS") * 1024
+
+
+def peak_rss() -> int:
+    return _status_kib("VmHWM") * 1024
+
+
+def _status_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
 
 
 def ingest(
@@ -202,7 +224,7 @@ def main() -> None:
     cpu: dict[str, float] = {}
     for granularity in () if args.statuses_only else ("partition", "group"):
         collector = LagCollector(service, granularity)
-        took, rows_took, text = scrape(collector, args.scrapes)
+        took, rows_took, text, grew = scrape(collector, args.scrapes)
         texts[granularity], cpu[granularity] = text, took.cpu_s
         lines = text.count(b"\n") - 2 * text.count(b"# TYPE")
         zipped = []
@@ -216,6 +238,7 @@ def main() -> None:
             f"{TARGET_SCRAPE_CPU_S[granularity]} s CPU"
         )
         print(f"    of which evaluation and arrays (scrape_rows): {rows_took.cpu_s:.2f} s CPU")
+        print(f"    the process grew by at most {grew / 2**20:,.0f} MiB while it ran (text streamed in pieces)")
         print(f"  output:      {len(text):,} B, {lines:,} samples; gzip {', '.join(zipped)}")
 
     if not (args.no_objects or args.statuses_only):

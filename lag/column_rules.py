@@ -81,7 +81,7 @@ def decide(c: WindowColumns, now_ms: int, p: RuleParams) -> Decisions:
 
 def _burrow(c: WindowColumns, s: _Settler, now_ms: int, current_lag: I64, p: RuleParams) -> None:
     s.settle(Rule.CAUGHT_UP, current_lag <= p.allowed_lag)
-    s.settle(Rule.STOP, _is_stopped(c, now_ms) & ~_is_recent_lag_zero(c, p.intervals))
+    _settle_stop(c, s, now_ms, p.intervals)
     rows = np.flatnonzero(s.open & _has_rewind(c.offsets))
     s.settle_rows(Rule.REWIND_UNRECOVERED, rows, ~_is_rewind_recovered(c.offsets[rows]))
     rows = np.flatnonzero(s.open)  # the rest only on the rows still open (caught-up groups are most of a fleet)
@@ -94,6 +94,13 @@ def _burrow(c: WindowColumns, s: _Settler, now_ms: int, current_lag: I64, p: Rul
     s.settle(Rule.LAG_ZERO, s.open)
 
 
+def _settle_stop(c: WindowColumns, s: _Settler, now_ms: int, intervals: int) -> None:
+    """STOP for the open rows that stopped committing and whose group had not caught up (the HWM history is read for
+    the stopped rows only: few)."""
+    rows = np.flatnonzero(s.open & _is_stopped(c, now_ms))
+    s.settle_rows(Rule.STOP, rows, ~_is_recent_lag_zero(c, intervals, rows))
+
+
 def _scatter(values: Bools, rows: I64, size: int) -> Bools:
     """A predicate computed on `rows`, as a mask over all `size` rows (False elsewhere)."""
     out = np.zeros(size, dtype=np.bool_)
@@ -103,7 +110,7 @@ def _scatter(values: Bools, rows: I64, size: int) -> Bools:
 
 def _burrow12(c: WindowColumns, s: _Settler, now_ms: int, current_lag: I64, p: RuleParams) -> None:
     s.settle(Rule.CAUGHT_UP_ZERO, current_lag <= 0)
-    s.settle(Rule.STOP, _is_stopped(c, now_ms) & ~_is_recent_lag_zero(c, p.intervals))
+    _settle_stop(c, s, now_ms, p.intervals)
     lag_never_zero = _is_lag_always_not_zero(c.lags, 0)
     s.settle(Rule.REWIND_ANY, lag_never_zero & _has_rewind(c.offsets))
     s.settle(Rule.STALL, lag_never_zero & _is_stalled(c.offsets))
@@ -146,11 +153,13 @@ def _is_stopped(c: WindowColumns, now_ms: int) -> Bools:
     return stopped
 
 
-def _is_recent_lag_zero(c: WindowColumns, intervals: int) -> Bools:
-    """rules.is_recent_lag_zero over the newest `intervals` HWM samples (padding repeats a sample already in)."""
+def _is_recent_lag_zero(c: WindowColumns, intervals: int, rows: I64) -> Bools:
+    """rules.is_recent_lag_zero over the newest `intervals` HWM samples (padding repeats a sample already in), for
+    `rows`."""
     width = min(intervals, c.hwm_offsets.shape[1])
-    lowest = c.hwm_offsets[:, -width:].min(axis=1)[c.hwm_row]
-    caught_up: Bools = (c.hwm_count[c.hwm_row] > 0) & (lowest <= c.offsets[:, -1])
+    history = c.hwm_row[rows]
+    lowest = c.hwm_offsets[history, -width:].min(axis=1)
+    caught_up: Bools = (c.hwm_count[history] > 0) & (lowest <= c.offsets[rows, -1])
     return caught_up
 
 

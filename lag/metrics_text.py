@@ -246,6 +246,9 @@ def _bulk(pattern: str, columns: Sequence[I64 | F64]) -> list[str]:
 
 def int_texts(values: I64) -> list[str]:
     """Each integer as `floatToGoString(float(value))` plus a newline."""
+    if len(values) and values.min() >= 0 and values.max() < _SMALL:  # statuses and most lags: the texts are shared
+        shared: list[str] = _small_ints()[values].tolist()
+        return shared
     out = np.empty(len(values), dtype=object)
     small = (values >= 0) & (values < _SMALL)
     out[small] = _small_ints()[values[small]]

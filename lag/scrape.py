@@ -70,8 +70,8 @@ def _cluster_rows(service: LagService, cluster: str, now_ms: int) -> ClusterRows
     health = evaluator.health
     why = health.unavailable_reason(cluster, now_ms) if health is not None and len(expired) < len(names) else None
     ids = store.group_ids(cluster)
-    live = [] if why is not None else [name for name in names if name not in expired]
-    v = evaluator.evaluate_groups(cluster, [ids[name] for name in live], now_ms)
+    live = [] if why is not None else [name for name in names if name not in expired] if expired else names
+    v = evaluator.evaluate_groups(cluster, list(map(ids.__getitem__, live)), now_ms)
     index = v.index
     # per group, in name order: live groups take their row of the columnar result
     if len(live) == len(names):  # nothing expired, cluster judged: row i is group i
