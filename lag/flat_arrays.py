@@ -1,10 +1,9 @@
-"""The flat arrays the windows of `window.py` live in: runs of rows handed out and reused, zeroed memory that stays
-unresident until written, and the helpers that keep commit timestamps and lags in 32 bits while they fit (numpy).
+"""The flat arrays the windows of `window.py` live in: runs of rows handed out and reused, zeroed arrays grown with
+their rows in use, and the helpers that keep commit timestamps and lags in 32 bits while they fit (numpy).
 
-Why mappings: numpy's zeroed allocations come from malloc, and once the windows have grown a few times glibc
-raises its mmap threshold and serves the next, larger array from the heap, where calloc must clear (and so make
-resident) every page, capacity not yet used included, and the freed old arrays stay in the heap. An anonymous
-private mapping is zero pages the kernel fills on first write, and gives its memory back when dropped.
+Why numpy's zeroed allocation and not anonymous mappings: a mapping would keep capacity not yet used and freed old
+arrays out of RSS (about 24 B a group-partition at 1,000,000 once glibc serves the grown arrays from its heap), but
+evaluation read it 25 % slower (measured in docs/benchmarks.md), so the windows keep numpy's allocator.
 
 Why 32 bits: at intervals=10 a commit cell was three int64 (24 B); a timestamp kept as milliseconds from a store
 epoch and a lag fit int32 in any normal run (49 days of timestamps around the epoch, lags under 2**31 records), so
@@ -14,15 +13,12 @@ widened to int64 for good: values are always exact, only the memory changes.
 
 from __future__ import annotations
 
-import mmap
 from typing import Any
 
 import numpy as np
 
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
-_MAPPED_MIN_BYTES = 1 << 16
-"""Smaller arrays come from numpy's allocator (a mapping per tiny array would waste a page each)."""
 _CHUNK_ROWS = 1 << 16
 """Rows per step of a rebase or a widening, so their temporary int64 copies stay a few MB."""
 
@@ -50,13 +46,8 @@ class RunAllocator:
 
 
 def zeros(size: int, dtype: Any) -> np.ndarray[Any, Any]:
-    """A zeroed array whose pages become resident only when written (an anonymous mapping when large)."""
-    kind = np.dtype(dtype)
-    nbytes = size * kind.itemsize
-    if nbytes < _MAPPED_MIN_BYTES:
-        return np.zeros(size, dtype=kind)
-    mapping = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    return np.frombuffer(mapping, dtype=kind, count=size)
+    """A zeroed array (numpy's calloc: pages not yet written are not resident while they come fresh from the OS)."""
+    return np.zeros(size, dtype=np.dtype(dtype))
 
 
 def grown(old: np.ndarray[Any, Any], size: int, used: int | None = None) -> np.ndarray[Any, Any]:

@@ -6,8 +6,8 @@ Why arrays: an object per commit (Burrow's `container/ring` of `*ConsumerOffset`
 group-partition; here a group-partition is one slot of `intervals` cells in three flat arrays (offset int64;
 timestamp and lag int32 while they fit, see `flat_arrays.py`) plus two bytes of ring bookkeeping (162 B at
 intervals=10). The arrays are numpy arrays, read whole by `columns.py`; the scalar paths (ingestion, one window at
-a time) go through memoryviews of them, which index faster than numpy or `array.array`. Growth maps zeroed memory,
-so capacity not yet used is not resident, and copies only the rows in use.
+a time) go through memoryviews of them, which index faster than numpy or `array.array`. Growth allocates zeroed
+memory and copies only the rows in use.
 
 Ring layout: slot `s` owns cells `[s*N, (s+1)*N)`; `head[s]` is the next cell to write, `count[s]` how many are
 filled; the oldest cell is `(head - count) mod N`.
@@ -53,8 +53,7 @@ class CommitWindows:
         self.min_distance_ms = min_distance_ms
         self.epoch_ms = 0
         """Stored timestamps are `timestamp_ms - epoch_ms`."""
-        self._time_bounds = (I32_MIN, I32_MAX)
-        self._lag_bounds = (I32_MIN, I32_MAX)
+        self._time_low, self._time_high, self._lag_high = I32_MIN, I32_MAX, I32_MAX
         self._arrays: tuple[np.ndarray[Any, Any], ...] = ()
         self._runs = RunAllocator()
         self._resize(0)
@@ -109,12 +108,8 @@ class CommitWindows:
         commit whose timestamp goes backwards merges.
         """
         stored = timestamp_ms - self.epoch_ms
-        low, high = self._time_bounds
-        if not low <= stored <= high:
-            stored = self._fit_time(timestamp_ms)
-        low, high = self._lag_bounds
-        if not low <= lag <= high:
-            self._widen_lags()
+        if not (self._time_low <= stored <= self._time_high and I32_MIN <= lag <= self._lag_high):
+            stored = self._fit(timestamp_ms, lag)
         n = self.intervals
         head = self._head[slot]
         count = self._count[slot]
@@ -134,6 +129,15 @@ class CommitWindows:
             self._count[slot] = count + 1
         return False
 
+    def _fit(self, timestamp_ms: int, lag: int) -> int:
+        """Make room for a commit whose timestamp or lag does not fit the columns; returns the timestamp as stored."""
+        if not I32_MIN <= lag <= I32_MAX and self._arrays[2].dtype != np.int64:
+            self._widen_lags()
+        stored = timestamp_ms - self.epoch_ms
+        if self._time_low <= stored <= self._time_high:
+            return stored
+        return self._fit_time(timestamp_ms)
+
     def _fit_time(self, timestamp_ms: int) -> int:
         """Move the epoch so that `timestamp_ms` and every stored timestamp fit int32, or widen the timestamps to
         int64 (epoch 0) when their span is too wide; returns `timestamp_ms` as stored."""
@@ -144,7 +148,7 @@ class CommitWindows:
         epoch = fitting_epoch(min(low, timestamp_ms), max(high, timestamp_ms))
         if epoch is None:
             times = widened(times, self.epoch_ms, rows * n)
-            self.epoch_ms, self._time_bounds = 0, (I64_MIN, I64_MAX)
+            self.epoch_ms, self._time_low, self._time_high = 0, I64_MIN, I64_MAX
         else:
             shift(times, epoch - self.epoch_ms, rows * n)
             self.epoch_ms = epoch
@@ -156,7 +160,7 @@ class CommitWindows:
         """A lag beyond int32: the lags become int64 for good."""
         offsets, times, lags, head, count = self._arrays
         self._arrays = (offsets, times, widened(lags, 0, self._runs.used * self.intervals), head, count)
-        self._lag_bounds = (I64_MIN, I64_MAX)
+        self._lag_high = I64_MAX
         self._views()
 
     def clear(self, slot: int) -> None:
@@ -202,9 +206,8 @@ class CommitWindows:
     def cells(self, cells: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
         """Offsets, timestamps and lags (int64, as pushed) of the flat cell indexes `cells`, in their shape."""
         offsets, times, lags = self._arrays[:3]
-        stamps = times[cells].astype(np.int64)
-        stamps += self.epoch_ms
-        return offsets[cells], stamps, lags[cells].astype(np.int64, copy=False)
+        stamps = np.add(times.take(cells), self.epoch_ms, dtype=np.int64)  # widen and add in one pass
+        return offsets.take(cells), stamps, lags.take(cells).astype(np.int64, copy=False)
 
     def nbytes(self) -> int:
         """Bytes of the slots handed out so far (capacity beyond them is mapped zeroed and not touched)."""
