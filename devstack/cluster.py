@@ -50,6 +50,9 @@ STATE_FILE = "state.json"
 CREDENTIALS_FILE = "credentials.json"
 JMX_CREDENTIALS_FILE = "jmx-credentials.json"
 STARTED_MARKER = "Kafka Server started"  # KafkaRaftServer, logged once the broker is RUNNING
+FAILED_MARKER = "Exiting Kafka due to fatal exception during startup"
+"""Logged when start-up gave up (for one, a restarted node that could not register with a busy quorum); the JVM
+can then take minutes to finish shutting down its controller."""
 SCRAM_USER = "pulse"
 JMX_USER = "pulse-monitor"
 """The JMX login of a secured dev cluster; its role is `readonly`, all a collector needs."""
@@ -384,8 +387,13 @@ class DevCluster:
                         f"kafka node {node_id} exited during start-up; last lines of its logs:\n"
                         f"{tail(self.log_path(node_id))}\n{tail(self.stdout_path(node_id), 15)}"
                     )
-                if self._log_since(node_id, offsets.get(node_id, 0)).find(STARTED_MARKER) >= 0:
+                since = self._log_since(node_id, offsets.get(node_id, 0))
+                if since.find(STARTED_MARKER) >= 0:
                     pending.discard(node_id)
+                elif since.find(FAILED_MARKER) >= 0:
+                    raise ProcessFailed(
+                        f"kafka node {node_id} gave up starting; last lines of its log:\n{tail(self.log_path(node_id))}"
+                    )
             if pending and time.monotonic() > deadline:
                 raise ProcessFailed(
                     f"kafka nodes {sorted(pending)} not RUNNING after {timeout_s:.0f} s; last lines of node "
@@ -536,10 +544,18 @@ class DevCluster:
             self._stop_node(node_id, pid, grace_s=20)
         runtime = ensure_runtime(self.spec.kafka_version, cache)
         log = self.log_path(node_id)
-        offset = log.stat().st_size if log.exists() else 0
-        self._start_node(runtime, node)
-        self.save()
-        self._await_ready([node_id], timeout_s, {node_id: offset})
+        for attempt in (1, 2):
+            offset = log.stat().st_size if log.exists() else 0
+            self._start_node(runtime, node)
+            self.save()
+            try:
+                self._await_ready([node_id], timeout_s, {node_id: offset})
+                return
+            except ProcessFailed:
+                # One more start only when this one gave up registering (seen with a quorum slowed by a loaded host).
+                if attempt == 2 or self._log_since(node_id, offset).find(FAILED_MARKER) < 0:
+                    raise
+                self._stop_node(node_id, self.pids.pop(node_id), grace_s=5)
 
 
 def _tls() -> ModuleType:
