@@ -135,6 +135,8 @@ def test_killed_broker_is_crit_and_named(check_home: tuple[Path, KafkaHandle]) -
     again once the controller has fenced it (it is gone from the metadata but still holds replicas)."""
     home, kafka = check_home
     cluster = kafka.cluster
+    if not cluster.is_running(3):  # the retry after a failed first attempt, which left broker 3 dead
+        cluster.restart(3, cache_dir())
     admin = kafka.admin()
     cluster.kill(3)
     code, report, _ = run_check(home, "--timeout", "60")
