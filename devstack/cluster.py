@@ -536,8 +536,9 @@ class DevCluster:
         """SIGCONT a paused node."""
         self._signal(node_id, signal.SIGCONT)
 
-    def restart(self, node_id: int, cache: Path, timeout_s: float = 90.0) -> None:
-        """Start a node again with its existing data (stopping it first if it still runs) and await it."""
+    def restart(self, node_id: int, cache: Path, timeout_s: float = 180.0) -> None:
+        """Start a node again with its existing data (stopping it first if it still runs) and await it: up to 3
+        minutes by default, since on a loaded host a node took 91 s to register again with a slowed quorum."""
         node = self.node(node_id)
         pid = self.pids.pop(node_id, None)
         if pid is not None:
