@@ -86,7 +86,11 @@ def test_admin_ingestion_classifies_like_consumer_offsets(kafka: KafkaHandle) ->
             assert time.monotonic() < deadline, {f"{m}/{g}": sorted(s.name for s in v) for (m, g), v in seen.items()}
         for mode in MODES:  # the caught-up group was never judged otherwise, in either mode; UNKNOWN is no
             # judgement (a loaded CI host read the __consumer_offsets backlog after the first samples)
-            assert seen[(mode, "ad-ok")] - {Status.UNKNOWN} <= {Status.OK}, (mode, seen[(mode, "ad-ok")])
+            # NOTFOUND is none either: its commits not read yet (lag stores a commit once its partition has a HWM)
+            assert seen[(mode, "ad-ok")] - {Status.UNKNOWN, Status.NOTFOUND} <= {Status.OK}, (
+                mode,
+                seen[(mode, "ad-ok")],
+            )
         admin = services["admin"]
         assert admin.group_status(CLUSTER, "ad-stall").partitions[0].owner != ""  # members come from Describe
         assert "ad-stop" in admin.store.groups(CLUSTER)
