@@ -139,9 +139,16 @@ class KafkaLagSource:
             self._threads.append(thread)
 
     def stop(self) -> None:
+        """Stops the threads, then closes the HWM reader: left open, it went on reconnecting to a cluster that was
+        gone, writing a line a second for the life of the process."""
         self._stop.set()
         for thread in reversed(self._threads):
             thread.join(timeout=10)
+        if any(thread.is_alive() for thread in self._threads):
+            return  # a read still in progress owns the reader; closing it under that read is unsafe
+        reader, self._hwm_reader = self._hwm_reader, None
+        if reader is not None:
+            reader.close()
 
     # -- HWMs ------------------------------------------------------------------------------------------------------
 
