@@ -74,7 +74,8 @@ BROKER_BEANS: tuple[BeanQuery, ...] = (
     BeanQuery("kafka.server:type=BrokerTopicMetrics,name=*", ("Count",)),
     BeanQuery("kafka.server:type=ReplicaFetcherManager,name=*,clientId=*", ("Value",)),
     BeanQuery("kafka.server:type=DelayedOperationPurgatory,name=PurgatorySize,delayedOperation=*", ("Value",)),
-    BeanQuery("kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs", HISTOGRAM_ATTRIBUTES),
+    # Mean too: Yammer's is sum / count since start, so two readings give the mean flush time between them.
+    BeanQuery("kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs", (*HISTOGRAM_ATTRIBUTES, "Mean")),
     BeanQuery("kafka.log:type=LogManager,name=OfflineLogDirectoryCount", ("Value",)),
     BeanQuery("kafka.server:type=KafkaServer,name=BrokerState", ("Value",)),
     BeanQuery(

@@ -7,7 +7,8 @@ Strimzi's `kafka-metrics.yaml` and jmx_exporter 1.x:
 2. Yammer `MeanRate` of a `...Percent` meter (request handler idle) -> the same `_percent` gauge.
 3. Yammer `Count` of a `...PerSec` meter -> counter `kafka_<d>_<t>_<n without PerSec>_total`; of any other
    histogram or timer -> counter `kafka_<d>_<t>_<n>_count` (exposed `_count_total`, as jmx_exporter 1.x does).
-4. Yammer `<N>thPercentile` -> gauge `kafka_<d>_<t>_<n>{quantile="0.<N>"}`.
+4. Yammer `<N>thPercentile` -> gauge `kafka_<d>_<t>_<n>{quantile="0.<N>"}`; `Mean` of a histogram or timer (sum /
+   count since start, not the decaying reservoir's) -> gauge `kafka_<d>_<t>_<n>_mean`.
 5. Kafka-metrics beans (`type=raft-metrics`, `broker-metadata-metrics`): `kafka_<d>_<type without '-'>_<attr>`;
    `*-total` attributes are counters, the rest gauges; raft `current-state` -> `..._current_state{current_state}` 1.
 6. JVM beans -> jmx_exporter's built-in JVM names (`jvm_gc_collection_seconds`, `jvm_memory_used_bytes`, ...).
@@ -226,6 +227,8 @@ def _yammer_point(domain: str, props: list[tuple[str, str]], attribute: str, num
         per_sec = _PER_SEC.fullmatch(bean_name)
         stem = per_sec.group(1) if per_sec else f"{bean_name}_count"
         return _Point(named(stem), "counter", "_total", labels, number, source)
+    if attribute == "Mean":
+        return _Point(named(f"{bean_name}_mean"), "gauge", "", labels, number, source)
     quantile = _PERCENTILE.fullmatch(attribute)
     if quantile:
         labels = (*labels, ("quantile", f"0.{quantile.group(1)}"))

@@ -48,8 +48,8 @@ PROBE_QUANTILE = 0.9
 probes above the floor, enough for the p90 and far from a healthy broker's one unlucky sample."""
 
 _REQUEST = "kafka_network_requestmetrics_localtimems"
-_FLUSH = "kafka_log_logflushstats_logflushrateandtimems"
 _FLUSH_COUNT = "kafka_log_logflushstats_logflushrateandtimems_count"
+_FLUSH_MEAN = "kafka_log_logflushstats_logflushrateandtimems_mean"
 _QUEUE = "kafka_network_requestchannel_requestqueuesize"
 _NETWORK_IDLE = "kafka_network_socketserver_networkprocessoravgidle_percent"
 _HANDLER_IDLE = "kafka_server_kafkarequesthandlerpool_requesthandleravgidle_one_minute_percent"
@@ -84,19 +84,31 @@ def _sample(families: Mapping[str, Family], name: str, **want: str) -> float | N
     return None
 
 
-def flush_count(families: Mapping[str, Family]) -> float | None:
-    """How many log flushes the broker has timed: its flush percentiles only change when this grows."""
-    return _sample(families, _FLUSH_COUNT)
+FlushTotals = tuple[float, float]
+"""(log flushes timed, their total time in ms) since the broker started."""
 
 
-def jmx_signals(families: Mapping[str, Family], flushed: bool = True) -> dict[Signal, float]:
-    """The signals one broker's latest JMX scrape carries (pure); absent beans give absent signals. Without a new
-    flush since the last evaluation (`flushed` False) the flush percentile is left out: Yammer's reservoir keeps
-    an old stall's samples until new flushes replace them, so on a quiet broker it would never clear."""
+def flush_totals(families: Mapping[str, Family]) -> FlushTotals | None:
+    """A broker's flush count and total flush time: Yammer's timer Mean is its sum / count since start."""
+    count, mean = _sample(families, _FLUSH_COUNT), _sample(families, _FLUSH_MEAN)
+    return None if count is None or mean is None else (count, count * mean)
+
+
+def interval_flush_ms(before: FlushTotals | None, now: FlushTotals | None) -> float | None:
+    """The mean time of the flushes between two readings (pure); None without a new flush, or when the count went
+    back (the broker restarted): no flush in the interval says nothing about the disk."""
+    if before is None or now is None or now[0] <= before[0]:
+        return None
+    return max(0.0, (now[1] - before[1]) / (now[0] - before[0]))
+
+
+def jmx_signals(families: Mapping[str, Family], flush_ms: float | None = None) -> dict[Signal, float]:
+    """The signals one broker's latest JMX scrape carries (pure); absent beans give absent signals. `flush_ms` is
+    the interval's mean flush time (`interval_flush_ms`), which one scrape cannot give."""
     found: dict[Signal, float | None] = {
         Signal.PRODUCE_P99: _sample(families, _REQUEST, request="Produce", quantile="0.99"),
         Signal.FETCH_FOLLOWER_P99: _sample(families, _REQUEST, request="FetchFollower", quantile="0.99"),
-        Signal.LOG_FLUSH_P999: _sample(families, _FLUSH, quantile="0.999") if flushed else None,
+        Signal.LOG_FLUSH_MEAN: flush_ms,
         Signal.REQUEST_QUEUE: _sample(families, _QUEUE),
     }
     for signal, name in ((Signal.NETWORK_BUSY, _NETWORK_IDLE), (Signal.HANDLER_BUSY, _HANDLER_IDLE)):
@@ -218,8 +230,8 @@ class SlowBrokerDetector:
         self.states: dict[int, BrokerState] = {}
         self.latest: Published | None = None
         self.last_signals: dict[int, dict[Signal, float]] = {}
-        self._flushes: dict[int, float] = {}
-        """Each broker's flush count at the last evaluation."""
+        self._flushes: dict[int, FlushTotals] = {}
+        """Each broker's flush totals at the last evaluation."""
         """The signal values of the latest evaluation."""
         self.evaluations = 0
         self._stop = threading.Event()
@@ -232,11 +244,11 @@ class SlowBrokerDetector:
         for broker, scraper in self._scrapers.items():
             result = scraper.result
             if result is not None and result.ok and result.value is not None:
-                count = flush_count(result.value)
-                flushed = count is not None and count != self._flushes.get(broker)
-                if count is not None:
-                    self._flushes[broker] = count
-                out.setdefault(broker, {}).update(jmx_signals(result.value, flushed))
+                totals = flush_totals(result.value)
+                flush_ms = interval_flush_ms(self._flushes.get(broker), totals)
+                if totals is not None:
+                    self._flushes[broker] = totals
+                out.setdefault(broker, {}).update(jmx_signals(result.value, flush_ms))
         for broker, ms in self.prober.take().items():
             out.setdefault(broker, {})[Signal.PROBE_RTT] = ms
         if self._extra is not None:

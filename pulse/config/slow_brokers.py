@@ -35,8 +35,8 @@ class SlowBrokersConfig(Section):
     against 0.5 ms is noise, not a slow broker. A broker stopped 300 ms of every second puts its probe p90 near
     100 ms above the round's fastest broker on a loaded 2-core host; healthy ones stay below 50 ms there."""
     flush_floor_ms: float = Field(default=1000.0, ge=0)
-    """The floor for the log flush time p99.9, as Cruise Control's: the broker's percentile comes from a reservoir
-    that keeps a stall's samples for minutes, so a lower floor holds a flag long after the broker recovered."""
+    """The floor for the mean flush time of an interval's log flushes, 1 s as Cruise Control's for its p99.9: a disk
+    whose fsyncs take over a second is failing its producers, and below that flush times vary with the page cache."""
     busy_floor: float = Field(default=0.5, ge=0, le=1)
     """The floor for request-handler and network-processor busy fractions (1 - avg idle)."""
     queue_floor: float = Field(default=20.0, ge=0)

@@ -73,6 +73,11 @@ IDENTITY = (("cluster", "prod"), ("broker", "2"), ("rack", "az-b"))
             id="timer-count",
         ),
         pytest.param(
+            Reading("kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs", "Mean", 2.5),
+            "kafka_log_logflushstats_logflushrateandtimems_mean", "gauge", "", (), 2.5,
+            id="timer-mean",
+        ),
+        pytest.param(
             Reading("kafka.server:type=raft-metrics", "current-leader", 3),
             "kafka_server_raftmetrics_current_leader", "gauge", "", (), 3.0,
             id="kraft-metric-strimzi-spelling",

@@ -6,11 +6,11 @@ import pytest
 
 from collectors.catalogue import Reading
 from collectors.mapping import BrokerIdentity, map_readings
-from collectors.slow_broker import flush_count, jmx_signals, quantile, round_excess
+from collectors.slow_broker import flush_totals, interval_flush_ms, jmx_signals, quantile, round_excess
 from collectors.slow_broker_rules import Signal
 
 
-def _families(flushes: float = 7.0) -> dict[str, object]:
+def _families(flushes: float = 7.0, mean_ms: float = 4.0) -> dict[str, object]:
     rm = "kafka.network:type=RequestMetrics,name=LocalTimeMs,request="
     readings = [
         Reading(rm + "Produce", "99thPercentile", 12.0),
@@ -19,6 +19,7 @@ def _families(flushes: float = 7.0) -> dict[str, object]:
         Reading("kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Produce", "99thPercentile", 900.0),
         Reading("kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs", "999thPercentile", 40.0),
         Reading("kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs", "Count", flushes),
+        Reading("kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs", "Mean", mean_ms),
         Reading("kafka.network:type=RequestChannel,name=RequestQueueSize", "Value", 3.0),
         Reading("kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent", "Value", 0.9),
         Reading("kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent", "OneMinuteRate", 0.75),
@@ -29,20 +30,39 @@ def _families(flushes: float = 7.0) -> dict[str, object]:
 
 def test_jmx_signals_from_a_scrape() -> None:
     families = _families()
-    got = jmx_signals(families)  # type: ignore[arg-type]
+    got = jmx_signals(families, flush_ms=40.0)  # type: ignore[arg-type]
     assert got == {
         Signal.PRODUCE_P99: 12.0,
         Signal.FETCH_FOLLOWER_P99: 501.0,
-        Signal.LOG_FLUSH_P999: 40.0,
+        Signal.LOG_FLUSH_MEAN: 40.0,
         Signal.REQUEST_QUEUE: 3.0,
         Signal.NETWORK_BUSY: pytest.approx(0.1),
         Signal.HANDLER_BUSY: pytest.approx(0.25),  # the one-minute rate, not the mean since start
     }
-    assert flush_count(families) == 7.0  # type: ignore[arg-type]
+    assert flush_totals(families) == (7.0, 28.0)  # type: ignore[arg-type]
 
 
-def test_no_new_flush_leaves_the_flush_signal_out() -> None:
-    assert Signal.LOG_FLUSH_P999 not in jmx_signals(_families(), flushed=False)  # type: ignore[arg-type]
+def test_the_flush_signal_is_the_mean_of_the_intervals_flushes_only() -> None:
+    """Ten flushes at 4 ms since start, then ten more averaging 1,504 ms (a stalled fsync): the interval's mean is
+    1,504 ms although the mean since start is 754; once the disk is fast again the next interval's is 4 ms at once,
+    where the reservoir's p99.9 kept the stall for many minutes."""
+    healthy = flush_totals(_families(flushes=10, mean_ms=4.0))  # type: ignore[arg-type]
+    stalled = flush_totals(_families(flushes=20, mean_ms=754.0))  # type: ignore[arg-type]
+    recovered = flush_totals(_families(flushes=30, mean_ms=504.0))  # type: ignore[arg-type]
+    assert interval_flush_ms(healthy, stalled) == pytest.approx(1504.0)
+    assert interval_flush_ms(stalled, recovered) == pytest.approx(4.0)
+
+
+@pytest.mark.parametrize(
+    ("before", "now"),
+    [(None, (5.0, 20.0)), ((5.0, 20.0), None), ((5.0, 20.0), (5.0, 20.0)), ((500.0, 2000.0), (3.0, 12.0))],
+    ids=["first-reading", "no-reading", "no-new-flush", "broker-restarted"],
+)
+def test_no_new_flush_gives_no_flush_signal(
+    before: tuple[float, float] | None, now: tuple[float, float] | None
+) -> None:
+    assert interval_flush_ms(before, now) is None
+    assert Signal.LOG_FLUSH_MEAN not in jmx_signals(_families(), interval_flush_ms(before, now))  # type: ignore[arg-type]
 
 
 def test_missing_beans_are_missing_signals() -> None:
