@@ -149,6 +149,9 @@ def render_server_properties(spec: ClusterSpec, node: NodeSpec, data_dir: Path, 
         "background.threads": "2",
         "num.recovery.threads.per.data.dir": "1",
         "log.segment.bytes": str(64 * 1024 * 1024),
+        # A node restarted after kill -9 on a loaded host was refused (DUPLICATE_BROKER_REGISTRATION) for the whole
+        # default 60 s and gave up starting, twice in a row; it keeps trying for up to 150 s instead.
+        "initial.broker.registration.timeout.ms": "150000",
     }
     if spec.security is Security.PLAINTEXT:
         lines |= {
