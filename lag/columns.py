@@ -2,14 +2,18 @@
 arrays into numpy blocks for `column_rules.py`; and the partition index of a set of groups (which slots, in which
 order, on which HWM rows) that the evaluator walks.
 
-Block layout: row r is one group-partition; columns are oldest first and right-aligned, so the newest commit is
-always the last column, and the cells before a short window's oldest commit repeat it ("edge padding"). Repeating
-the oldest value changes none of the rule predicates (a repeated offset is no rewind and no progress, a repeated
-lag no decrease, a repeated HWM no new minimum), which lets them run over whole rows without masks. HWM histories
+Block layout: row r is one group-partition; its columns are a ring read from column `oldest[r]` round to column
+`oldest[r] - 1`, its newest. A full window is copied as the store's ring holds it (`oldest` is the ring's head), so
+the common case costs one row copy and no un-rotation; a short window is laid out oldest first and right-aligned
+(`oldest` 0, the newest commit in the last column), and the cells before its oldest commit repeat it ("edge
+padding"). Repeating the oldest value changes none of the rule predicates (a repeated offset is no rewind and no
+progress, a repeated lag no decrease, a repeated HWM no new minimum), which lets them run over whole rows without
+masks; the predicates that need the commits in order read them through `oldest` (`column_rules.py`). HWM histories
 belong to topic-partitions, which many groups share, so the HWM block holds each distinct history once (`hwm_row`
 maps a group-partition to it), padded the same way; `hwm_count` says how many of its columns are real, and two
 flags say whether its offsets and times never go down (the normal case, which the rules search by bisection).
-Blocks are trimmed to the longest window present, so a block of one-sample HWM histories is one column wide.
+A block of commit windows is `intervals` wide once one of them is full, else trimmed to the longest window present;
+an HWM block is trimmed to the longest history present, so a block of one-sample histories is one column wide.
 """
 
 from __future__ import annotations
@@ -42,6 +46,15 @@ class WindowColumns:
     """(rows, n) lag at ingest; NO_LAG (-1) when unknown."""
     count: I64
     """(rows,) commits in the window; 0 for a placeholder partition."""
+    oldest: I64
+    """(rows,) the column of the oldest commit; the row runs from there to its end, then from column 0 to the newest
+    commit in column `oldest - 1` (0 for a row laid out oldest first)."""
+    last_offset: I64
+    """(rows,) the newest commit's offset."""
+    first_ts_ms: I64
+    """(rows,) the oldest commit's timestamp (ms)."""
+    last_ts_ms: I64
+    """(rows,) the newest commit's timestamp (ms)."""
     hwm_row: I64
     """(rows,) the partition's history in the HWM arrays below."""
     hwm_offsets: I64
@@ -181,24 +194,49 @@ def _histories(offsets: I64, times: I64, count: I64) -> HwmHistories:
 
 
 def gather(store: OffsetStore, slots: I64, history: I64, histories: HwmHistories) -> WindowColumns:
-    """The windows of `slots`, whose HWM histories are `histories[history]`, as one block."""
-    all_head, all_count = store.commits.buffers()[3:]
+    """The windows of `slots`, whose HWM histories are `histories[history]`, as one block: full windows in their
+    rings' order, the others oldest first (see the module docstring)."""
+    commits = store.commits
+    n = commits.intervals
+    all_offsets, all_times, all_lags, all_head, all_count = commits.buffers()
     head = all_head[slots].astype(np.int64)
     count = all_count[slots].astype(np.int64)
-    cells = _ring_cells(slots, head, count, store.commits.intervals)
-    offsets, times, lags = store.commits.cells(cells)
-    return _columns(offsets, times, lags, count, history, histories)
+    if not len(slots) or int(count.max()) < n:  # no full window: un-rotate them all, trimmed to the longest
+        cells = _ring_cells(slots, head, count, n)
+        offsets, times, lags = commits.cells(cells)
+        return _columns(offsets, times, lags, count, np.zeros(len(slots), dtype=np.int64), history, histories)
+    # whole rings, one row copy each (a slot's cells are the row `slot` of the arrays seen as (slots, n))
+    offsets = all_offsets.reshape(-1, n).take(slots, axis=0)
+    times = np.add(all_times.reshape(-1, n).take(slots, axis=0), commits.epoch_ms, dtype=np.int64)
+    lags = all_lags.reshape(-1, n).take(slots, axis=0).astype(np.int64, copy=False)
+    short = np.flatnonzero(count < n)
+    if len(short):  # the few windows not yet full (and placeholders): oldest first and padded, as before
+        cells = _ring_cells(slots[short], head[short], count[short], n, width=n)
+        offsets[short], times[short], lags[short] = commits.cells(cells)
+    oldest = head % n  # a full ring's next cell to write is its oldest
+    oldest[short] = 0
+    return _columns(offsets, times, lags, count, oldest, history, histories)
 
 
-def _columns(offsets: I64, times: I64, lags: I64, count: I64, history: I64, h: HwmHistories) -> WindowColumns:
+def _columns(
+    offsets: I64, times: I64, lags: I64, count: I64, oldest: I64, history: I64, h: HwmHistories
+) -> WindowColumns:
+    """The block, with the newest and oldest values that the rules read per row picked out once."""
+    rows, width = offsets.shape
+    first = np.arange(0, rows * width, width) + oldest
+    newest = first + np.where(oldest == 0, width - 1, -1)
+    flat_times = times.ravel()
     return WindowColumns(
-        offsets, times, lags, count, history, h.offsets, h.times_ms, h.count, h.offsets_sorted, h.times_sorted
-    )
+        offsets, times, lags, count, oldest, offsets.ravel().take(newest), flat_times.take(first),
+        flat_times.take(newest), history, h.offsets, h.times_ms, h.count, h.offsets_sorted, h.times_sorted,
+    )  # fmt: skip
 
 
-def _ring_cells(rows: I64, head: I64, count: I64, n: int) -> I64:
-    """Flat cell index of each row's ring, oldest first, right-aligned and edge-padded, `max(count)` columns."""
-    width = max(int(count.max()), 1) if len(count) else 1
+def _ring_cells(rows: I64, head: I64, count: I64, n: int, width: int | None = None) -> I64:
+    """Flat cell index of each row's ring, oldest first, right-aligned and edge-padded, `width` columns (default
+    `max(count)`)."""
+    if width is None:
+        width = max(int(count.max()), 1) if len(count) else 1
     start = (head - count) % n
     cells: I64 = _ring_table(n, width)[start * (n + 1) + count]
     cells += rows[:, None] * n
@@ -233,7 +271,8 @@ def from_windows(windows: Sequence[Window], n: int, m: int) -> WindowColumns:
         for block, values in zip(h_blocks, (w.hwm_offsets, w.hwm_times_ms), strict=True):
             _put_padded(block[r], values)
     histories = _histories(h_blocks[0], h_blocks[1], h_count)  # one history per window
-    return _columns(blocks[0], blocks[1], blocks[2], count, np.arange(rows, dtype=np.int64), histories)
+    oldest = np.zeros(rows, dtype=np.int64)
+    return _columns(blocks[0], blocks[1], blocks[2], count, oldest, np.arange(rows, dtype=np.int64), histories)
 
 
 def _put_padded(row: I64, values: Sequence[int]) -> None:

@@ -9,13 +9,14 @@ deletes, owners and the group roll-up.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import numpy as np
 import pytest
 
 from lag.column_rules import UNDECIDED, decide
-from lag.columns import from_windows
+from lag.columns import WindowColumns, from_windows
 from lag.evaluator import Evaluator
 from lag.rules import RULE_SETS, RULE_STATUS, Rule, RuleParams, Window, explain
 from lag.service import rule_params
@@ -100,13 +101,36 @@ PARAMS = [
 ]
 
 
+def turned(block: WindowColumns, shift: int) -> WindowColumns:
+    """The block with each row's ring turned so that its oldest commit sits in column `shift + row` (mod width), as
+    `gather` lays out a full ring whose head is there; a padded row turns the same way (its padding stays before
+    its oldest commit)."""
+    width = block.offsets.shape[1]
+    oldest = (shift + np.arange(len(block))) % width
+    take = (np.arange(width)[None, :] - oldest[:, None]) % width
+    return dataclasses.replace(
+        block,
+        offsets=np.take_along_axis(block.offsets, take, axis=1),
+        timestamps_ms=np.take_along_axis(block.timestamps_ms, take, axis=1),
+        lags=np.take_along_axis(block.lags, take, axis=1),
+        oldest=oldest,
+    )
+
+
 def assert_block_matches_reference(windows: list[Window], now_ms: int, p: RuleParams) -> None:
-    decided = decide(from_windows(windows, N, M), now_ms, p)
+    """Oldest first, and turned by every shift: the ring order must not change a verdict."""
+    block = from_windows(windows, N, M)
+    for shift in range(block.offsets.shape[1]):
+        assert_decided_as_reference(turned(block, shift), windows, now_ms, p)
+
+
+def assert_decided_as_reference(block: WindowColumns, windows: list[Window], now_ms: int, p: RuleParams) -> None:
+    decided = decide(block, now_ms, p)
     assert not (decided.rules == UNDECIDED).any()
     for row, w in enumerate(windows):
         want = reference(w, now_ms, p)
         got = Rule(int(decided.rules[row]))
-        context = f"row {row} {w} now {now_ms} {p}"
+        context = f"row {row} oldest at {block.oldest[row]} {w} now {now_ms} {p}"
         assert got is want, context
         assert RULE_STATUS[got] is RULE_STATUS[want]
         assert int(decided.current_lag[row]) == w.current_lag, context
@@ -229,6 +253,59 @@ def test_group_roll_up_arrays_agree_with_the_objects() -> None:
             if status.status > Status.OK:
                 worst = status.partitions[int(verdicts.group_worst[g]) - lo]
                 assert status.reason.startswith(f"{worst.topic}[{worst.partition}] {worst.status.name}:")
+
+
+RING_PATTERNS: dict[str, tuple[list[int], list[int]]] = {
+    # name: (offsets, HWMs) oldest first; a window of 4 keeps the newest 4 of the first k
+    "advancing, lag growing": ([100 * (i + 1) for i in range(8)], [1000 + 150 * i for i in range(8)]),
+    "advancing, lag shrinking": ([100 * (i + 1) for i in range(8)], [10_000] * 8),
+    "stalled": ([100] * 8, [1000] * 8),
+    "caught up": ([100 * (i + 1) for i in range(8)], [100 * (i + 1) for i in range(8)]),
+    "rewind early": ([500, 100, 200, 300, 400, 450, 460, 470], [1000] * 8),
+    "rewind late": ([100, 200, 300, 400, 500, 600, 700, 300], [1000] * 8),
+    "rewind in the middle": ([100, 200, 300, 400, 150, 350, 360, 370], [1000] * 8),
+    "rewind recovered": ([100, 200, 300, 400, 150, 400, 410, 420], [1000] * 8),
+}
+DAY_MS = 86_400_000
+
+
+@pytest.mark.parametrize("columns", ["int32", "rebased", "int64"])
+def test_full_rings_are_judged_in_their_own_order(columns: str) -> None:
+    """`gather` copies a full window as its ring holds it (oldest at the head) and lays the short ones out oldest
+    first in the same block: every head position, rewinds on either side of the ring's end, with int32 columns, after
+    a rebase (commits days apart) and once widened to int64, decide as the reference does."""
+    n, end = 4, 1_700_000_000_000
+    step = {"int32": 60_000, "rebased": 5 * DAY_MS, "int64": 60_000}[columns]
+    store = OffsetStore(intervals=n, expire_group_ms=1000 * DAY_MS)
+    if columns == "int64":  # a 60-day-old commit and a lag past int32: both columns widened
+        store.add_hwm("c", "big", 0, 2**40, end - 60 * DAY_MS)
+        store.add_commit("c", "big", "big", 0, 5, end - 60 * DAY_MS, end - 60 * DAY_MS)
+    epochs: set[int] = set()
+    if columns == "rebased":  # the epoch is set 35 days before `end`: later commits move it
+        store.add_hwm("c", "first", 0, 10, end - 7 * step)
+        store.add_commit("c", "first", "first", 0, 5, end - 7 * step, end - 7 * step)
+        epochs.add(store.commits.epoch_ms)
+    for name, (offsets, hwms) in RING_PATTERNS.items():
+        for k in range(1, 9):  # k commits: short windows (k < 4), then full rings with head k % 4
+            topic = f"{name} {k}"
+            for i in range(k):
+                ts = end - (k - 1 - i) * step  # every group's newest commit at `end`
+                store.add_hwm("c", topic, 0, hwms[i], ts)
+                store.add_commit("c", topic, topic, 0, offsets[i], ts, ts)
+                epochs.add(store.commits.epoch_ms)
+    _, times, lags, head, count = store.commits.buffers()
+    assert ((count == n) & (head != 0)).any() and ((count > 0) & (count < n)).any()
+    want_dtypes = [np.int64, np.int64] if columns == "int64" else [np.int32, np.int32]
+    assert [times.dtype, lags.dtype] == want_dtypes
+    assert (len(epochs) > 1) is (columns == "rebased")
+    for mode in MODES:
+        p = RuleParams(mode=mode, intervals=n, allowed_lag=0, minimum_complete=0.0, offset_refresh_ms=1000)
+        evaluator = Evaluator(store, p)
+        seen = set()
+        for status in evaluator.evaluate_cluster("c", end + 1000):
+            assert status == evaluator.evaluate_group_reference("c", status.group, end + 1000), (mode, status.group)
+            seen |= {v.status for v in status.partitions}
+        assert {Status.OK, Status.WARN, Status.STALL, Status.REWIND} <= seen, (mode, seen)
 
 
 def test_rule_values_index_the_status_tables() -> None:
