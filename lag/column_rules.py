@@ -15,11 +15,13 @@ interpolation of the fresh lags) is checked and recomputed exactly in Python for
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
-from lag.columns import I64, WindowColumns
+from lag.columns import I64, Ints, WindowColumns
 from lag.rules import Rule, RuleParams
 from lag.timelag import hwm_at
 from lag.window import NO_LAG
@@ -27,6 +29,7 @@ from lag.window import NO_LAG
 Bools = NDArray[np.bool_]
 UNDECIDED = 255
 _OVERFLOW_GUARD = float(2**62)
+_Int = TypeVar("_Int", bound=np.signedinteger[Any])
 _FOLD_COLUMNS = 64
 """`_row_any` ORs up to this many columns one by one; wider masks use numpy's row reduction."""
 
@@ -40,6 +43,8 @@ class Decisions:
     """max(0, newest HWM - newest commit); 0 without HWM or without commit."""
     complete: NDArray[np.float64]
     """1.0 for a full window, else commits / intervals."""
+    last_offset: I64
+    """The newest commit's offset (any value for a placeholder)."""
 
 
 class _Settler:
@@ -78,7 +83,7 @@ def decide(c: WindowColumns, now_ms: int, p: RuleParams) -> Decisions:
         _burrow12(c, s, now_ms - now_ms % 1000, current_lag, p)
     else:
         _enhanced(c, s, now_ms, current_lag, p)
-    return Decisions(s.rules, current_lag, complete)
+    return Decisions(s.rules, current_lag, complete, last_offset)
 
 
 def _burrow(c: WindowColumns, s: _Settler, now_ms: int, current_lag: I64, p: RuleParams) -> None:
@@ -179,14 +184,20 @@ def _is_rewind_recovered(offsets: I64) -> Bools:
     """rules.is_rewind_recovered at rules.rewind_index, for rows that have a rewind, oldest first."""
     if len(offsets) == 0:
         return np.zeros(0, dtype=np.bool_)
-    index = (offsets[:, 1:] < offsets[:, :-1]).argmax(axis=1) + 1
-    before = offsets[np.arange(len(offsets)), index - 1]
-    after = np.arange(offsets.shape[1])[None, :] >= index[:, None]
+    rows, width = offsets.shape
+    flat = offsets.ravel()
+    lower = np.empty(rows * width, dtype=np.bool_)
+    np.less(flat[1:], flat[:-1], out=lower[:-1])  # cell i: from cell i to i + 1 (over the flat block, as _steps_down)
+    # the first rewind's column; the last column (a row's last cell with the next row's first, or unset) is never
+    # reached, since every row has a rewind before it
+    index = lower.reshape(rows, width).argmax(axis=1) + 1
+    before = flat.take(np.arange(0, rows * width, width) + index - 1)
+    after = np.arange(width)[None, :] >= index[:, None]
     recovered = _row_any((offsets >= before[:, None]) & after)
     return recovered
 
 
-def _is_lag_always_not_zero(lags: I64, allowed_lag: int) -> Bools:
+def _is_lag_always_not_zero(lags: Ints, allowed_lag: int) -> Bools:
     """rules.is_lag_always_not_zero: no known lag at or below the allowance."""
     never: Bools = ~_row_any((lags != NO_LAG) & (lags <= allowed_lag))
     return never
@@ -198,7 +209,7 @@ def _is_stalled(offsets: I64) -> Bools:
     return stalled
 
 
-def _is_lag_not_decreasing(lags: I64, oldest: I64) -> Bools:
+def _is_lag_not_decreasing(lags: Ints, oldest: I64) -> Bools:
     """rules.is_lag_not_decreasing: the known lags never strictly decrease, unknown ones skipped."""
     known = lags != NO_LAG
     if known.all():
@@ -213,7 +224,7 @@ def _is_lag_not_decreasing(lags: I64, oldest: I64) -> Bools:
     return ~_row_any(decreased)
 
 
-def _steps_down(block: I64, oldest: I64) -> Bools:
+def _steps_down(block: Ints, oldest: I64) -> Bools:
     """Per row: some value is lower than the one before it, reading the row from `oldest` round to its newest.
     Every pair of neighbours in the ring is compared, the last column with the first included, except the one
     across `oldest` (newest -> oldest), so a full ring is judged without putting it in order. The pairs are
@@ -229,13 +240,23 @@ def _steps_down(block: I64, oldest: I64) -> Bools:
     return _row_any(by_row)
 
 
-def _in_order(block: I64, oldest: I64) -> I64:
-    """The rows oldest first (a copy when some row is rotated)."""
+def _in_order(block: NDArray[_Int], oldest: I64) -> NDArray[_Int]:
+    """The rows oldest first (a copy when some row is rotated), by one flat `take`."""
     if not oldest.any():
         return block
-    width = block.shape[1]
-    ordered: I64 = np.take_along_axis(block, (oldest[:, None] + np.arange(width)) % width, axis=1)
+    rows, width = block.shape
+    cells = _rotations(width)[oldest]
+    cells += np.arange(0, rows * width, width)[:, None]
+    ordered: NDArray[_Int] = block.ravel().take(cells)
     return ordered
+
+
+@cache
+def _rotations(width: int) -> I64:
+    """Row `oldest`: the columns of a ring of `width` whose oldest value is in column `oldest`, oldest first."""
+    table: I64 = np.add.outer(np.arange(width), np.arange(width)) % width
+    table.flags.writeable = False  # shared by every call
+    return table
 
 
 def _row_any(mask: Bools) -> Bools:
@@ -316,7 +337,7 @@ def _waiting_since(c: WindowColumns, rows: I64, last_ts: I64) -> I64:
 
 def _fresh_lags(c: WindowColumns, rows: I64) -> I64:
     """rules.fresh_lags: lag at each commit against timelag.hwm_at(commit time); the stored lag where unknown."""
-    offsets, times, stored = c.offsets[rows], c.timestamps_ms[rows], c.lags[rows]
+    offsets, times, stored = c.offsets[rows], c.timestamps_ms(rows), c.lags[rows]
     history = c.hwm_row[rows]
     width = c.hwm_offsets.shape[1]
     h_first, h_last = c.hwm_times_ms[history, :1], c.hwm_times_ms[history, -1:]

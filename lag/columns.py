@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -29,6 +30,8 @@ from lag.rules import Window
 from lag.store import OffsetStore
 
 I64 = NDArray[np.int64]
+Ints = NDArray[np.signedinteger[Any]]
+"""int32 or int64: a column as the store keeps it (`flat_arrays.py` widens a column to int64 when a value needs it)."""
 _FEW_GROUPS = 16
 """Up to this many groups (a status request), `partition_index` follows their run chains rather than scanning the
 store's run arrays, whose length grows with every group."""
@@ -40,10 +43,11 @@ class WindowColumns:
 
     offsets: I64
     """(rows, n) committed offsets."""
-    timestamps_ms: I64
-    """(rows, n) commit timestamps (ms)."""
-    lags: I64
-    """(rows, n) lag at ingest; NO_LAG (-1) when unknown."""
+    stored_times: Ints
+    """(rows, n) commit timestamps less `epoch_ms` (ms), as the store keeps them; `timestamps_ms` adds it back."""
+    epoch_ms: int
+    lags: Ints
+    """(rows, n) lag at ingest, as the store keeps them; NO_LAG (-1) when unknown."""
     count: I64
     """(rows,) commits in the window; 0 for a placeholder partition."""
     oldest: I64
@@ -70,6 +74,10 @@ class WindowColumns:
 
     def __len__(self) -> int:
         return len(self.count)
+
+    def timestamps_ms(self, rows: I64) -> I64:
+        """The commit timestamps (ms) of `rows`, in int64 (only enhanced mode reads more than the first and last)."""
+        return np.add(self.stored_times[rows], self.epoch_ms, dtype=np.int64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,32 +211,36 @@ def gather(store: OffsetStore, slots: I64, history: I64, histories: HwmHistories
     count = all_count[slots].astype(np.int64)
     if not len(slots) or int(count.max()) < n:  # no full window: un-rotate them all, trimmed to the longest
         cells = _ring_cells(slots, head, count, n)
-        offsets, times, lags = commits.cells(cells)
-        return _columns(offsets, times, lags, count, np.zeros(len(slots), dtype=np.int64), history, histories)
-    # whole rings, one row copy each (a slot's cells are the row `slot` of the arrays seen as (slots, n))
+        offsets, times, lags = all_offsets.take(cells), all_times.take(cells), all_lags.take(cells)
+        oldest = np.zeros(len(slots), dtype=np.int64)
+        return _columns(offsets, times, commits.epoch_ms, lags, count, oldest, history, histories)
+    # whole rings, one row copy each (a slot's cells are the row `slot` of the arrays seen as (slots, n)); times and
+    # lags stay in the store's dtype
     offsets = all_offsets.reshape(-1, n).take(slots, axis=0)
-    times = np.add(all_times.reshape(-1, n).take(slots, axis=0), commits.epoch_ms, dtype=np.int64)
-    lags = all_lags.reshape(-1, n).take(slots, axis=0).astype(np.int64, copy=False)
+    times = all_times.reshape(-1, n).take(slots, axis=0)
+    lags = all_lags.reshape(-1, n).take(slots, axis=0)
     short = np.flatnonzero(count < n)
     if len(short):  # the few windows not yet full (and placeholders): oldest first and padded, as before
         cells = _ring_cells(slots[short], head[short], count[short], n, width=n)
-        offsets[short], times[short], lags[short] = commits.cells(cells)
+        offsets[short], times[short], lags[short] = all_offsets[cells], all_times[cells], all_lags[cells]
     oldest = head % n  # a full ring's next cell to write is its oldest
     oldest[short] = 0
-    return _columns(offsets, times, lags, count, oldest, history, histories)
+    return _columns(offsets, times, commits.epoch_ms, lags, count, oldest, history, histories)
 
 
 def _columns(
-    offsets: I64, times: I64, lags: I64, count: I64, oldest: I64, history: I64, h: HwmHistories
+    offsets: I64, times: Ints, epoch_ms: int, lags: Ints, count: I64, oldest: I64, history: I64, h: HwmHistories
 ) -> WindowColumns:
     """The block, with the newest and oldest values that the rules read per row picked out once."""
     rows, width = offsets.shape
     first = np.arange(0, rows * width, width) + oldest
     newest = first + np.where(oldest == 0, width - 1, -1)
     flat_times = times.ravel()
+    first_ts = np.add(flat_times.take(first), epoch_ms, dtype=np.int64)
+    last_ts = np.add(flat_times.take(newest), epoch_ms, dtype=np.int64)
     return WindowColumns(
-        offsets, times, lags, count, oldest, offsets.ravel().take(newest), flat_times.take(first),
-        flat_times.take(newest), history, h.offsets, h.times_ms, h.count, h.offsets_sorted, h.times_sorted,
+        offsets, times, epoch_ms, lags, count, oldest, offsets.ravel().take(newest), first_ts, last_ts, history,
+        h.offsets, h.times_ms, h.count, h.offsets_sorted, h.times_sorted,
     )  # fmt: skip
 
 
@@ -272,7 +284,7 @@ def from_windows(windows: Sequence[Window], n: int, m: int) -> WindowColumns:
             _put_padded(block[r], values)
     histories = _histories(h_blocks[0], h_blocks[1], h_count)  # one history per window
     oldest = np.zeros(rows, dtype=np.int64)
-    return _columns(blocks[0], blocks[1], blocks[2], count, oldest, np.arange(rows, dtype=np.int64), histories)
+    return _columns(blocks[0], blocks[1], 0, blocks[2], count, oldest, np.arange(rows, dtype=np.int64), histories)
 
 
 def _put_padded(row: I64, values: Sequence[int]) -> None:

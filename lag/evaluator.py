@@ -64,6 +64,8 @@ class GroupVerdicts:
     """Per partition: the `Status` value."""
     current_lag: I64
     complete: NDArray[np.float64]
+    last_offset: I64
+    """Per partition: the newest committed offset (any value where the rule is NO_COMMIT)."""
     group_status: I64
     """Per group: OK, WARN or ERR (`Status` values)."""
     group_totallag: I64
@@ -122,14 +124,16 @@ class Evaluator:
         rules = np.empty(total, dtype=np.uint8)
         current_lag = np.empty(total, dtype=np.int64)
         complete = np.empty(total, dtype=np.float64)
+        last_offset = np.empty(total, dtype=np.int64)
         histories, history = gather_histories(self.store, index.hwm_rows)  # shared by many groups: read once
         for lo in range(0, total, BLOCK_ROWS):
             hi = min(lo + BLOCK_ROWS, total)
             block = gather(self.store, index.slots[lo:hi], history[lo:hi], histories)
             decided = decide(block, now_ms, self.params)
             rules[lo:hi], current_lag[lo:hi], complete[lo:hi] = decided.rules, decided.current_lag, decided.complete
+            last_offset[lo:hi] = decided.last_offset
         status = _STATUS_OF_RULE[rules]
-        verdicts = _roll_up(cluster, now_ms, index, rules, status, current_lag, complete)
+        verdicts = _roll_up(cluster, now_ms, index, rules, status, current_lag, complete, last_offset)
         return dataclasses.replace(verdicts, histories=histories, history=history)
 
     def group_status(self, verdicts: GroupVerdicts, group: int) -> GroupStatus:
@@ -241,6 +245,7 @@ def _roll_up(
     status: I64,
     current_lag: I64,
     complete: NDArray[np.float64],
+    last_offset: I64,
 ) -> GroupVerdicts:
     """`aggregate` over every group at once, with segment reductions over the partition arrays."""
     groups = len(index.gids)
@@ -260,8 +265,8 @@ def _roll_up(
         worst[nonempty] = _first_max(status, starts, sizes[nonempty])
     group_complete = np.divide(full, sizes, out=np.zeros(groups, dtype=np.float64), where=nonempty)
     return GroupVerdicts(
-        cluster, now_ms, index, rules, status, current_lag, complete, group_status, totallag, group_complete, maxlag,
-        worst,
+        cluster, now_ms, index, rules, status, current_lag, complete, last_offset, group_status, totallag,
+        group_complete, maxlag, worst,
     )  # fmt: skip
 
 

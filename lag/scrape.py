@@ -95,9 +95,7 @@ def _cluster_rows(service: LagService, cluster: str, now_ms: int) -> ClusterRows
         maxlag[maxlag_at >= 0] = v.current_lag[maxlag_at[maxlag_at >= 0]]
     # partitions: the live groups' rows are already in name order (live is)
     has_commit = v.rules != Rule.NO_COMMIT
-    all_offsets, _times, _lags, all_head, _count = store.commits.buffers()
-    n = store.commits.intervals
-    last_offset = all_offsets[index.slots * n + (all_head[index.slots].astype(np.int64) - 1) % n]
+    last_offset = v.last_offset
     if v.histories is not None and v.history is not None:
         histories, history = v.histories, v.history
     else:

@@ -111,7 +111,7 @@ def turned(block: WindowColumns, shift: int) -> WindowColumns:
     return dataclasses.replace(
         block,
         offsets=np.take_along_axis(block.offsets, take, axis=1),
-        timestamps_ms=np.take_along_axis(block.timestamps_ms, take, axis=1),
+        stored_times=np.take_along_axis(block.stored_times, take, axis=1),
         lags=np.take_along_axis(block.lags, take, axis=1),
         oldest=oldest,
     )
@@ -246,6 +246,8 @@ def test_group_roll_up_arrays_agree_with_the_objects() -> None:
             assert float(verdicts.group_complete[g]) == status.complete
             lo, hi = verdicts.index.starts[g], verdicts.index.starts[g + 1]
             assert [Status(int(s)) for s in verdicts.status[lo:hi]] == [v.status for v in status.partitions]
+            committed = [(i, v.end.offset) for i, v in enumerate(status.partitions) if v.end is not None]
+            assert [(i, int(verdicts.last_offset[lo + i])) for i, _ in committed] == committed
             maxlag = int(verdicts.group_maxlag[g])
             assert (status.maxlag is None) == (maxlag < 0)
             if status.maxlag is not None:
