@@ -337,19 +337,23 @@ def _waiting_since(c: WindowColumns, rows: I64, last_ts: I64) -> I64:
 
 def _fresh_lags(c: WindowColumns, rows: I64) -> I64:
     """rules.fresh_lags: lag at each commit against timelag.hwm_at(commit time); the stored lag where unknown."""
-    offsets, times, stored = c.offsets[rows], c.timestamps_ms(rows), c.lags[rows]
+    offsets, stored_times, stored = c.offsets[rows], c.stored_times[rows], c.lags[rows]
     history = c.hwm_row[rows]
     width = c.hwm_offsets.shape[1]
-    h_first, h_last = c.hwm_times_ms[history, :1], c.hwm_times_ms[history, -1:]
+    # the HWM sample times in the stored times' terms (less the epoch), so the commit times stay as stored
+    h_first = c.hwm_times_ms[history, :1] - c.epoch_ms
+    h_last = c.hwm_times_ms[history, -1:] - c.epoch_ms
     # hwm_at: None before the oldest sample (column 0 repeats it) or without samples; the newest from its time on
-    unknown = (c.hwm_count[history][:, None] == 0) | (times < h_first)
-    hwm = np.broadcast_to(c.hwm_offsets[history, -1:], times.shape).copy()
-    inside = ~unknown & (times < h_last)
-    r_in, k_in = np.nonzero(inside)
+    unknown = (c.hwm_count[history][:, None] == 0) | (stored_times < h_first)
+    fresh = np.maximum(c.hwm_offsets[history, -1:] - offsets, 0)
+    # between two samples: only in the rows whose history spans some time
+    spans = np.flatnonzero(h_first[:, 0] < h_last[:, 0])
+    r_span, k_in = np.nonzero(~unknown[spans] & (stored_times[spans] < h_last[spans]))
+    r_in = spans[r_span]
     if len(r_in):
         # the newest pair of real samples (i-1, i) with t[i-1] <= time <= t[i]; none found -> the oldest sample
         h = history[r_in]
-        t = times[r_in, k_in]
+        t = stored_times[r_in, k_in].astype(np.int64) + c.epoch_ms
         pair = np.zeros(len(h), dtype=np.int64)
         found = np.ones(len(h), dtype=np.bool_)
         fast = np.flatnonzero(c.hwm_times_sorted[h])
@@ -370,8 +374,8 @@ def _fresh_lags(c: WindowColumns, rows: I64) -> I64:
             real = slice(width - int(c.hwm_count[h[q]]), width)
             exact = hwm_at(int(t[q]), c.hwm_offsets[h[q], real].tolist(), c.hwm_times_ms[h[q], real].tolist())
             value[q] = exact if exact is not None else 0
-        hwm[r_in, k_in] = value
-    lags: I64 = np.where(unknown, stored, np.maximum(hwm - offsets, 0))
+        fresh[r_in, k_in] = np.maximum(value - offsets[r_in, k_in], 0)
+    lags: I64 = np.where(unknown, stored, fresh)
     return lags
 
 

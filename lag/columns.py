@@ -44,7 +44,8 @@ class WindowColumns:
     offsets: I64
     """(rows, n) committed offsets."""
     stored_times: Ints
-    """(rows, n) commit timestamps less `epoch_ms` (ms), as the store keeps them; `timestamps_ms` adds it back."""
+    """(rows, n) commit timestamps less `epoch_ms` (ms), as the store keeps them (the rules compare them with times
+    less the epoch, so that a block needs no int64 copy)."""
     epoch_ms: int
     lags: Ints
     """(rows, n) lag at ingest, as the store keeps them; NO_LAG (-1) when unknown."""
@@ -74,10 +75,6 @@ class WindowColumns:
 
     def __len__(self) -> int:
         return len(self.count)
-
-    def timestamps_ms(self, rows: I64) -> I64:
-        """The commit timestamps (ms) of `rows`, in int64 (only enhanced mode reads more than the first and last)."""
-        return np.add(self.stored_times[rows], self.epoch_ms, dtype=np.int64)
 
 
 @dataclass(frozen=True, slots=True)

@@ -310,6 +310,33 @@ def test_full_rings_are_judged_in_their_own_order(columns: str) -> None:
         assert {Status.OK, Status.WARN, Status.STALL, Status.REWIND} <= seen, (mode, seen)
 
 
+def test_fresh_lags_interpolate_between_samples_with_the_times_kept_narrow() -> None:
+    """Enhanced E5: a commit made between two HWM samples and read after the second has a stored lag of 500 but a
+    fresh lag of 0 (the HWM interpolated at its time, Burrow #101); the commit times are kept less the store's
+    epoch, so the samples' times must be compared in the same terms to find the cells between two samples."""
+    store = OffsetStore(intervals=4, hwm_capacity=8, expire_group_ms=DAY_MS)
+    end = 1_700_000_000_000
+    store.add_hwm("c", "t", 0, 1000, end - 240_000)
+    for i in range(4):
+        sample_ms = end - (3 - i) * 60_000
+        store.add_hwm("c", "t", 0, 1000 * (i + 2), sample_ms)
+        store.add_commit("c", "g", "t", 0, 1000 * (i + 1) + 500, sample_ms - 30_000, sample_ms)
+    assert store.commits.epoch_ms != 0 and store.commits.read(0)[2] == [500] * 4
+    # and a commit after the newest sample: the newest HWM from its time on (fresh lags 300, 300, 200: decreasing),
+    # not the last two samples' slope carried past it (700: WARN)
+    for i, hwm in enumerate((1000, 2000, 3000)):
+        store.add_hwm("c", "u", 0, hwm, end - 120_000 + 60_000 * i)
+    for offset, commit_ms in ((1200, end - 90_000), (2200, end - 30_000), (2800, end + 30_000)):
+        store.add_commit("c", "h", "u", 0, offset, commit_ms, end)
+    p = RuleParams(mode="enhanced", intervals=4, allowed_lag=0, minimum_complete=0.0, offset_refresh_ms=1000)
+    evaluator = Evaluator(store, p)
+    now_ms = end + 31_000
+    for status in evaluator.evaluate_cluster("c", now_ms):
+        assert status == evaluator.evaluate_group_reference("c", status.group, now_ms)
+    verdicts = evaluator.evaluate_groups("c", [store.group_ids("c")[g] for g in ("g", "h")], now_ms)
+    assert [Rule(int(r)) for r in verdicts.rules] == [Rule.E5_REACHED, Rule.E5_DECREASED]  # stored lags: WARN
+
+
 def test_rule_values_index_the_status_tables() -> None:
     """The columnar path looks rules up by value (`evaluator._RULES`, `_STATUS_OF_RULE`): values are 0..n-1."""
     assert [rule.value for rule in Rule] == list(range(len(Rule)))
