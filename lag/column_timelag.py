@@ -23,14 +23,16 @@ def time_lags(committed: I64, known: NDArray[np.bool_], h: HwmHistories, history
     """Per row: seconds since the log end was at `committed` (the newest commit); NaN where `time_lag_seconds`
     gives None, and for rows not `known` (no commit)."""
     out = np.full(len(committed), np.nan)
-    rows = np.flatnonzero(known)
-    hist, c = history[rows], committed[rows]
+    every = bool(known.all())  # the usual case: no row to leave out, so no copies of the columns
+    rows = np.arange(len(committed)) if every else np.flatnonzero(known)
+    hist, c = (history, committed) if every else (history[rows], committed[rows])
     width = h.offsets.shape[1]
     real = h.count[hist]
-    caught = (real > 0) & (c >= h.offsets[hist, -1])
+    caught = (real > 0) & (c >= h.offsets[:, -1][hist])  # a history's newest sample, from a table of histories
     out[rows[caught]] = 0.0
     open_ = ~caught & (real >= 2)
-    fast = np.flatnonzero(open_ & h.offsets_sorted[hist])
+    sorted_ = h.offsets_sorted[hist]
+    fast = np.flatnonzero(open_ & sorted_)
     hf, cf, rf = hist[fast], c[fast], real[fast]
     # sorted: the newest pair bracketing c is (k-1, k), k = samples <= c; none when c is below the oldest
     k = count_at_most(h.offsets, hf, cf, width)
@@ -51,7 +53,7 @@ def time_lags(committed: I64, known: NDArray[np.bool_], h: HwmHistories, history
     predicted = hi_t[easy].astype(np.float64) - (rise[easy] * span[easy]).astype(np.float64) / elapsed[easy]
     lag = (float(now_ms) - predicted) / 1000.0
     out[rows[fast[easy]]] = np.where(lag > 0.0, lag, 0.0)
-    scalar = np.concatenate((np.flatnonzero(open_ & ~h.offsets_sorted[hist]), fast[defined & ~exact]))
+    scalar = np.concatenate((np.flatnonzero(open_ & ~sorted_), fast[defined & ~exact]))
     for r in scalar.tolist():
         n = int(real[r])
         offsets = h.offsets[hist[r], width - n :].tolist()
