@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from lag.columns import I64, Ints, WindowColumns
+from lag.columns import I64, Ints, WindowColumns, newest_column
 from lag.rules import Rule, RuleParams
 from lag.timelag import hwm_at
 from lag.window import NO_LAG
@@ -236,7 +236,7 @@ def _steps_down(block: Ints, oldest: I64) -> Bools:
     np.less(flat[1:], flat[:-1], out=lower[:-1])  # cell i: from cell i to i + 1
     by_row = lower.reshape(rows, width)
     np.less(block[:, 0], block[:, -1], out=by_row[:, -1])  # the last column: round to column 0 of the same row
-    lower[np.arange(0, rows * width, width) + (oldest - 1) % width] = False  # from the newest to the oldest
+    lower[np.arange(0, rows * width, width) + newest_column(oldest, width)] = False  # from the newest to the oldest
     return _row_any(by_row)
 
 

@@ -220,7 +220,7 @@ def gather(store: OffsetStore, slots: I64, history: I64, histories: HwmHistories
     if len(short):  # the few windows not yet full (and placeholders): oldest first and padded, as before
         cells = _ring_cells(slots[short], head[short], count[short], n, width=n)
         offsets[short], times[short], lags[short] = all_offsets[cells], all_times[cells], all_lags[cells]
-    oldest = head % n  # a full ring's next cell to write is its oldest
+    oldest = head  # a full ring's next cell to write (always < n) is its oldest
     oldest[short] = 0
     return _columns(offsets, times, commits.epoch_ms, lags, count, oldest, history, histories)
 
@@ -230,8 +230,9 @@ def _columns(
 ) -> WindowColumns:
     """The block, with the newest and oldest values that the rules read per row picked out once."""
     rows, width = offsets.shape
-    first = np.arange(0, rows * width, width) + oldest
-    newest = first + np.where(oldest == 0, width - 1, -1)
+    row_start = np.arange(0, rows * width, width)
+    first = row_start + oldest
+    newest = row_start + newest_column(oldest, width)
     flat_times = times.ravel()
     first_ts = np.add(flat_times.take(first), epoch_ms, dtype=np.int64)
     last_ts = np.add(flat_times.take(newest), epoch_ms, dtype=np.int64)
@@ -260,6 +261,19 @@ def _ring_table(n: int, width: int) -> I64:
     step = np.maximum(np.arange(width)[None, :] - (width - count)[:, None], 0)
     table: I64 = (start[:, None] + step) % n
     table.flags.writeable = False  # shared by every call
+    return table
+
+
+def newest_column(oldest: I64, width: int) -> I64:
+    """The column of each row's newest value, the one before `oldest` (by a table: a modulo costs 5x more)."""
+    column: I64 = _newest_columns(width)[oldest]
+    return column
+
+
+@cache
+def _newest_columns(width: int) -> I64:
+    table: I64 = (np.arange(width) - 1) % width
+    table.flags.writeable = False
     return table
 
 
