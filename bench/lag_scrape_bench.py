@@ -254,7 +254,7 @@ def main() -> None:
         )
 
     api = BurrowApi(service)
-    for batch in [0, *args.batches]:
+    for batch in [0, *args.batches] if args.statuses else []:  # --statuses 0: the scrapes only
         latencies, cpu_s, rate, holds = statuses(api, args, batch, now[0])
         ms, cpu_ms = np.array(latencies) * 1000, np.array(cpu_s) * 1000
         what = f"while ingesting polls of {batch:,} records, {INGEST_CHUNK:,} per lock" if batch else "idle"
