@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from canary.commit_probe import CommitResult
+from canary.commit_outcome import CommitResult
 from canary.consumer import ConsumerCounts
 from canary.events import ProbeResult
 from canary.health import CheckResult
@@ -124,7 +124,7 @@ class CanaryMetrics:
         )
         self.commit_latency = Histogram(
             f"{PREFIX}_offset_commit_latency_seconds",
-            "Synchronous offset commit to the group coordinator.",
+            "Offset commit to the group coordinator, sent to answered (ok commits).",
             ("cluster",),
             buckets=LATENCY_BUCKETS_S,
             registry=registry,

@@ -315,8 +315,8 @@ class CanaryService:
         assert commit is not None
         while not self._stop.is_set():
             started = time.monotonic()
-            if self.view.partitions():
-                self.metrics.committed(commit.commit_once())
+            if self.view.partitions() and (result := commit.commit_once(self._stop)) is not None:
+                self.metrics.committed(result)
             self._stop.wait(max(0.0, self.config.interval_s - (time.monotonic() - started)))
 
     # ---- helpers -------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ def test_commits_follow_the_high_watermark(kafka: KafkaHandle) -> None:
     finally:
         probe.close()
 
-    assert all(r.ok for r in results), results
+    assert all(r is not None and r.ok for r in results), results
     reader = kafka.consumer(group)
     try:
         [committed] = reader.committed([TopicPartition(topic, 0)], timeout=30)
