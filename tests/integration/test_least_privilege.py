@@ -10,6 +10,8 @@ probe sends DescribeQuorum) needs Describe on the cluster. Kept because this tes
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -83,11 +85,11 @@ LAG_OFFSETS = [
 LAG_ADMIN = [*on(GROUP, "*", Op.DESCRIBE), *on(TOPIC, "*", Op.DESCRIBE)]
 
 
-def canary_acls(topic: str) -> list[Acl]:
+def canary_acls(topic: str, commit_group: str | None = None) -> list[Acl]:
     return [
         *on_cluster(Op.ALTER),
         *on(TOPIC, topic, Op.CREATE, Op.WRITE, Op.READ, Op.DESCRIBE, Op.ALTER),
-        *on(GROUP, f"{topic}-commit", Op.READ),
+        *on(GROUP, commit_group or f"{topic}-commit", Op.READ),
         *on(GROUP, "kafka-pulse-", Op.DESCRIBE, pattern=PRE),
     ]
 
@@ -228,26 +230,26 @@ def test_lag_without_read_on_consumer_offsets_is_unknown_naming_the_refusal(acl_
     assert "reading __consumer_offsets: KafkaError{code=TOPIC_AUTHORIZATION_FAILED" in reason, reason
 
 
+def _total(registry: CollectorRegistry, name: str, **labels: str) -> float:
+    return sum(
+        s.value
+        for family in registry.collect()
+        for s in family.samples
+        if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
+    )
+
+
 def test_the_canary_probes_and_commits_with_the_documented_acls(acl_cluster: AclCluster) -> None:
     topic = f"lp-canary-{uuid.uuid4().hex[:6]}"
     config = CanaryConfig(topic=topic, interval_s=0.5, replication_factor=1)
     registry = CollectorRegistry()
     service = CanaryService(acl_cluster.principal(canary_acls(topic)), config, registry=registry)
-
-    def total(name: str, **labels: str) -> float:
-        return sum(
-            s.value
-            for family in registry.collect()
-            for s in family.samples
-            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
-        )
-
     service.start()
     try:
         ok = wait_until(
             lambda: (
-                total("kafka_pulse_canary_records_consumed_total") >= 3
-                and total("kafka_pulse_canary_offset_commits_total", result="ok") >= 1
+                _total(registry, "kafka_pulse_canary_records_consumed_total") >= 3
+                and _total(registry, "kafka_pulse_canary_offset_commits_total", result="ok") >= 1
             ),
             60,
             interval_s=0.5,
@@ -255,6 +257,54 @@ def test_the_canary_probes_and_commits_with_the_documented_acls(acl_cluster: Acl
         assert ok, {s.name: s.value for f in registry.collect() for s in f.samples if "error" in s.name}
     finally:
         service.stop()
+
+
+@pytest.mark.parametrize(
+    "group_prefix",
+    [
+        # the default group, outside the `kafka-pulse-` prefix: no Describe either, so FindCoordinator is refused
+        # (librdkafka reports that once, as a consumer error) and the commit only ever waits for a coordinator
+        pytest.param("", id="refused-at-find-coordinator"),
+        # Describe through the prefix, no Read: the coordinator answers OffsetCommit with the refusal
+        pytest.param("kafka-pulse-", id="refused-at-offset-commit"),
+    ],
+)
+def test_the_canary_without_read_on_its_commit_group_names_the_refusal(
+    acl_cluster: AclCluster, group_prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The defect: each commit waited on a coordinator that was refused, so nothing was counted, nothing named
+    the missing ACL, and `stop()` waited out the stuck commit."""
+    topic = f"lp-canary-{uuid.uuid4().hex[:6]}"
+    group = f"{group_prefix}{topic}-commit"
+    config = CanaryConfig(topic=topic, interval_s=0.5, replication_factor=1, commit_group=group)
+    no_group_read = [acl for acl in canary_acls(topic, group) if acl[:2] != (GROUP, group)]
+    assert len(no_group_read) == len(canary_acls(topic, group)) - 1
+    registry = CollectorRegistry()
+    service = CanaryService(acl_cluster.principal(no_group_read), config, registry=registry)
+    commits = "kafka_pulse_canary_offset_commits_total"
+    caplog.set_level(logging.WARNING, logger="canary.commit_probe")
+    service.start()
+    threads = [t for t in threading.enumerate() if t.name.startswith("canary-")]
+    try:
+        refused = wait_until(
+            lambda: (
+                _total(registry, commits, result="error", error="GROUP_AUTHORIZATION_FAILED") >= 3
+                and _total(registry, "kafka_pulse_canary_records_consumed_total") >= 3  # the rest goes on
+            ),
+            60,
+            interval_s=0.5,
+        )
+        assert refused, {
+            s.labels.get("error"): s.value for f in registry.collect() for s in f.samples if s.name == commits
+        }
+        assert _total(registry, commits, result="ok") == 0
+    finally:
+        service.stop()
+    assert "canary-commit" in {t.name for t in threads}
+    assert [t.name for t in threads if t.is_alive()] == []  # stop() joined every loop: none waits on a commit
+    grants = [r.getMessage() for r in caplog.records if f"Read on group '{group}'" in r.getMessage()]
+    assert len(grants) == 1, grants  # once for the lasting refusal, not once an interval
+    assert f"group '{group}' refused (GROUP_AUTHORIZATION_FAILED)" in grants[0]
 
 
 def test_check_with_the_documented_acls(acl_cluster: AclCluster) -> None:
