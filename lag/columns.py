@@ -208,7 +208,8 @@ def gather(store: OffsetStore, slots: I64, history: I64, histories: HwmHistories
     count = all_count[slots].astype(np.int64)
     if not len(slots) or int(count.max()) < n:  # no full window: un-rotate them all, trimmed to the longest
         cells = _ring_cells(slots, head, count, n)
-        offsets, times, lags = all_offsets.take(cells), all_times.take(cells), all_lags.take(cells)
+        offsets = commits.add_bases(all_offsets.take(cells), slots)
+        times, lags = all_times.take(cells), all_lags.take(cells)
         oldest = np.zeros(len(slots), dtype=np.int64)
         return _columns(offsets, times, commits.epoch_ms, lags, count, oldest, history, histories)
     # whole rings, one row copy each (a slot's cells are the row `slot` of the arrays seen as (slots, n)); times and
@@ -220,6 +221,7 @@ def gather(store: OffsetStore, slots: I64, history: I64, histories: HwmHistories
     if len(short):  # the few windows not yet full (and placeholders): oldest first and padded, as before
         cells = _ring_cells(slots[short], head[short], count[short], n, width=n)
         offsets[short], times[short], lags[short] = all_offsets[cells], all_times[cells], all_lags[cells]
+    offsets = commits.add_bases(offsets, slots)  # each row's offsets are deltas from its slot's base
     oldest = head  # a full ring's next cell to write (always < n) is its oldest
     oldest[short] = 0
     return _columns(offsets, times, commits.epoch_ms, lags, count, oldest, history, histories)

@@ -6,9 +6,10 @@ arrays out of RSS (about 24 B a group-partition at 1,000,000 once glibc serves t
 evaluation read it 25 % slower (measured in docs/benchmarks.md), so the windows keep numpy's allocator.
 
 Why 32 bits: at intervals=10 a commit cell was three int64 (24 B); a timestamp kept as milliseconds from a store
-epoch and a lag fit int32 in any normal run (49 days of timestamps around the epoch, lags under 2**31 records), so
-a cell is 16 B. When a value does not fit, the timestamps are rebased (moved to a new epoch) or the column is
-widened to int64 for good: values are always exact, only the memory changes.
+epoch, an offset kept as a delta from its slot's base (8 B a slot) and a lag fit int32 in any normal run (49 days of
+timestamps around the epoch, a window's offsets within 2**31 of each other, lags under 2**31 records), so a cell is
+12 B. When a value does not fit, the timestamps are rebased (moved to a new epoch), the slot's offsets are rebased
+(its base moved), or the column is widened to int64 for good: values are always exact, only the memory changes.
 """
 
 from __future__ import annotations
@@ -100,6 +101,17 @@ def widened(values: np.ndarray[Any, Any], add: int, cells: int) -> np.ndarray[An
     for start in range(0, cells, _CHUNK_ROWS * 16):
         stop = min(cells, start + _CHUNK_ROWS * 16)
         wide[start:stop] = values[start:stop].astype(np.int64) + add
+    return wide
+
+
+def based(values: np.ndarray[Any, Any], bases: np.ndarray[Any, Any], n: int, rows: int) -> np.ndarray[Any, Any]:
+    """An int64 copy of `values` (rows of `n`) with each of the first `rows` rows' base added (the rest stay zero);
+    a cell not in use may wrap around, which no reader sees."""
+    wide = zeros(len(values), np.int64)
+    for start in range(0, rows, _CHUNK_ROWS):
+        stop = min(rows, start + _CHUNK_ROWS)
+        block = wide[start * n : stop * n].reshape(-1, n)
+        np.add(values[start * n : stop * n].reshape(-1, n), bases[start:stop, None], out=block, dtype=np.int64)
     return wide
 
 

@@ -2,12 +2,12 @@
 watermarks of every partition. Fed by `store.py`, read one slot at a time by `evaluator.py` and all at once by
 `columns.py`.
 
-Why arrays: an object per commit (Burrow's `container/ring` of `*ConsumerOffset`) costs about 1 KB per
-group-partition; here a group-partition is one slot of `intervals` cells in three flat arrays (offset int64;
-timestamp and lag int32 while they fit, see `flat_arrays.py`) plus two bytes of ring bookkeeping (162 B at
-intervals=10). The arrays are numpy arrays, read whole by `columns.py`; the scalar paths (ingestion, one window at
-a time) go through memoryviews of them, which index faster than numpy or `array.array`. Growth allocates zeroed
-memory and copies only the rows in use.
+Why arrays: an object per commit (Burrow's `container/ring` of `*ConsumerOffset`) costs about 1 KB per group-partition;
+here a group-partition is one slot of `intervals` cells in three flat arrays (offset, timestamp and lag, int32 while
+they fit, see `flat_arrays.py`) plus a per-slot offset base (int64) and two bytes of ring bookkeeping (130 B at
+intervals=10). The arrays are numpy arrays, read whole by `columns.py`; the scalar paths (ingestion, one window at a
+time) go through memoryviews of them, which index faster than numpy or `array.array`. Growth allocates zeroed memory and
+copies only the rows in use.
 
 Ring layout: slot `s` owns cells `[s*N, (s+1)*N)`; `head[s]` is the next cell to write, `count[s]` how many are
 filled; the oldest cell is `(head - count) mod N`.
@@ -25,6 +25,7 @@ from lag.flat_arrays import (
     I64_MAX,
     I64_MIN,
     RunAllocator,
+    based,
     fitting_epoch,
     grown,
     shift,
@@ -42,8 +43,9 @@ _GROWTH_MIN_ROWS = 1024
 class CommitWindows:
     """Rings of (offset, commit timestamp ms, lag at commit) for group-partitions, with Burrow's min-distance merge.
 
-    Timestamps are stored as milliseconds from `epoch_ms` and lags as they are, both in int32 until a value does not
-    fit (`flat_arrays.py`); every read adds the epoch back, so callers see the values pushed.
+    Offsets are stored as deltas from their slot's base (the slot's first offset, moved when a delta would leave
+    int32), timestamps as milliseconds from `epoch_ms` and lags as they are, all three in int32 until a value does
+    not fit (`flat_arrays.py`); every read adds the base and the epoch back, so callers see the values pushed.
     """
 
     def __init__(self, intervals: int, min_distance_ms: int = 0) -> None:
@@ -54,6 +56,8 @@ class CommitWindows:
         self.epoch_ms = 0
         """Stored timestamps are `timestamp_ms - epoch_ms`."""
         self._time_low, self._time_high, self._lag_high = I32_MIN, I32_MAX, I32_MAX
+        self._offset_low, self._offset_high = I32_MIN, I32_MAX
+        """Range of a stored offset delta; int64's once the offsets were widened (their bases are then 0)."""
         self._arrays: tuple[np.ndarray[Any, Any], ...] = ()
         self._runs = RunAllocator()
         self._resize(0)
@@ -67,17 +71,18 @@ class CommitWindows:
             self._arrays = (*wide, *narrow)
         else:
             self._arrays = (
-                zeros(cells, np.int64),
+                zeros(cells, np.int32),
                 zeros(cells, np.int32),
                 zeros(cells, np.int32),
                 zeros(slots, np.uint8),
                 zeros(slots, np.uint8),
+                zeros(slots, np.int64),
             )
         self._views()
 
     def _views(self) -> None:
         views = [memoryview(a) for a in self._arrays]  # type: ignore[arg-type]
-        self._offsets, self._timestamps, self._lags, self._head, self._count = views
+        self._offsets, self._timestamps, self._lags, self._head, self._count, self._bases = views
 
     @property
     def capacity(self) -> int:
@@ -115,13 +120,21 @@ class CommitWindows:
         count = self._count[slot]
         base = slot * n
         if count:
+            delta = offset - self._bases[slot]
+            if not self._offset_low <= delta <= self._offset_high:
+                delta = self._fit_offset(slot, offset)
             prev = base + (head - 1) % n
             if stored - self._timestamps[prev] < self.min_distance_ms:
-                self._offsets[prev] = offset
+                self._offsets[prev] = delta
                 self._lags[prev] = lag
                 return True
+        elif self._offset_high == I32_MAX:  # an empty window: its first offset is its base
+            self._bases[slot] = offset
+            delta = 0
+        else:
+            delta = offset
         cell = base + head
-        self._offsets[cell] = offset
+        self._offsets[cell] = delta
         self._timestamps[cell] = stored
         self._lags[cell] = lag
         self._head[slot] = (head + 1) % n
@@ -142,7 +155,7 @@ class CommitWindows:
         """Move the epoch so that `timestamp_ms` and every stored timestamp fit int32, or widen the timestamps to
         int64 (epoch 0) when their span is too wide; returns `timestamp_ms` as stored."""
         n, rows = self.intervals, self._runs.used
-        offsets, times, lags, head, count = self._arrays
+        offsets, times, lags, head, count, bases = self._arrays
         held = stored_range(times, head, count, n, rows)
         low, high = (timestamp_ms, timestamp_ms) if held is None else (held[0] + self.epoch_ms, held[1] + self.epoch_ms)
         epoch = fitting_epoch(min(low, timestamp_ms), max(high, timestamp_ms))
@@ -152,15 +165,39 @@ class CommitWindows:
         else:
             shift(times, epoch - self.epoch_ms, rows * n)
             self.epoch_ms = epoch
-        self._arrays = (offsets, times, lags, head, count)
+        self._arrays = (offsets, times, lags, head, count, bases)
         self._views()
         return timestamp_ms - self.epoch_ms
 
     def _widen_lags(self) -> None:
         """A lag beyond int32: the lags become int64 for good."""
-        offsets, times, lags, head, count = self._arrays
-        self._arrays = (offsets, times, widened(lags, 0, self._runs.used * self.intervals), head, count)
+        offsets, times, lags, head, count, bases = self._arrays
+        self._arrays = (offsets, times, widened(lags, 0, self._runs.used * self.intervals), head, count, bases)
         self._lag_high = I64_MAX
+        self._views()
+
+    def _fit_offset(self, slot: int, offset: int) -> int:
+        """Move the slot's base so that `offset` and the slot's stored offsets are int32 deltas from it, or widen
+        the offsets to int64 (bases 0) when their span is too wide; returns `offset` as stored."""
+        n, count, base = self.intervals, self._count[slot], self._bases[slot]
+        cells = [slot * n + (self._head[slot] - count + i) % n for i in range(count)]
+        held = [self._offsets[c] + base for c in cells]
+        new_base = fitting_epoch(min([*held, offset]), max([*held, offset]))
+        if new_base is None or not I64_MIN <= new_base <= I64_MAX:
+            self._widen_offsets()
+            return offset
+        for c, value in zip(cells, held, strict=True):
+            self._offsets[c] = value - new_base
+        self._bases[slot] = new_base
+        return offset - new_base
+
+    def _widen_offsets(self) -> None:
+        """An offset span beyond int32 in one window: the offsets become int64 values for good, their bases 0."""
+        offsets, times, lags, head, count, bases = self._arrays
+        wide = based(offsets, bases, self.intervals, self._runs.used)
+        bases[:] = 0
+        self._arrays = (wide, times, lags, head, count, bases)
+        self._offset_low, self._offset_high = I64_MIN, I64_MAX
         self._views()
 
     def clear(self, slot: int) -> None:
@@ -176,7 +213,7 @@ class CommitWindows:
         if not self._count[slot]:
             return None
         cell = slot * self.intervals + (self._head[slot] - 1) % self.intervals
-        return self._offsets[cell], self._timestamps[cell] + self.epoch_ms, self._lags[cell]
+        return self._offsets[cell] + self._bases[slot], self._timestamps[cell] + self.epoch_ms, self._lags[cell]
 
     def read(self, slot: int) -> tuple[list[int], list[int], list[int]]:
         """Offsets, timestamps and lags of the slot, oldest first (empty lists for an empty slot)."""
@@ -184,35 +221,51 @@ class CommitWindows:
         count = self._count[slot]
         base = slot * n
         start = (self._head[slot] - count) % n
-        epoch = self.epoch_ms
+        epoch, offset_base = self.epoch_ms, self._bases[slot]
         if start + count <= n:
             lo, hi = base + start, base + start + count
             times = [t + epoch for t in self._timestamps[lo:hi].tolist()]
-            return self._offsets[lo:hi].tolist(), times, self._lags[lo:hi].tolist()
+            return [o + offset_base for o in self._offsets[lo:hi].tolist()], times, self._lags[lo:hi].tolist()
         first = slice(base + start, base + n)
         second = slice(base, base + (start + count - n))
         return (
-            self._offsets[first].tolist() + self._offsets[second].tolist(),
+            [o + offset_base for o in self._offsets[first].tolist() + self._offsets[second].tolist()],
             [t + epoch for t in self._timestamps[first].tolist() + self._timestamps[second].tolist()],
             self._lags[first].tolist() + self._lags[second].tolist(),
         )
 
     def buffers(self) -> tuple[np.ndarray[Any, Any], ...]:
-        """The rings as numpy arrays, read only: per cell `slot * intervals + i` offsets (int64), timestamps less
-        `epoch_ms` and lags (int32, or int64 once a value needed it); per slot head and count (uint8). `cells`
-        reads them as the values pushed."""
-        return self._arrays
+        """The rings as numpy arrays, read only: per cell `slot * intervals + i` offsets less their slot's base,
+        timestamps less `epoch_ms` and lags (int32, or int64 once a value needed it); per slot head and count
+        (uint8). `cells` and `add_bases` read them as the values pushed."""
+        return self._arrays[:5]
 
     def cells(self, cells: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
-        """Offsets, timestamps and lags (int64, as pushed) of the flat cell indexes `cells`, in their shape."""
-        offsets, times, lags = self._arrays[:3]
+        """Offsets, timestamps and lags (int64, as pushed) of the flat cell indexes `cells`, in their shape; each row
+        of a 2-D `cells` lies in one slot's ring (as `columns.py` gathers them)."""
+        offsets, times, lags, bases = *self._arrays[:3], self._arrays[5]
+        n = self.intervals
+        if cells.ndim == 2 and cells.shape[1]:
+            slot_base = bases.take(cells[:, 0] // n)[:, None]
+        else:
+            slot_base = bases.take(cells // n)
         stamps = np.add(times.take(cells), self.epoch_ms, dtype=np.int64)  # widen and add in one pass
-        return offsets.take(cells), stamps, lags.take(cells).astype(np.int64, copy=False)
+        values = np.add(offsets.take(cells), slot_base, dtype=np.int64)
+        return values, stamps, lags.take(cells).astype(np.int64, copy=False)
+
+    def add_bases(self, deltas: np.ndarray[Any, Any], slots: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """Offsets as pushed (int64) from `deltas` (rows, k) read from the offsets of `buffers`, row r from slot
+        `slots[r]`."""
+        values: np.ndarray[Any, Any] = deltas.astype(np.int64, copy=False)
+        if values is deltas:  # int64 already (widened, bases 0): a copy, so the caller's array stays as it was
+            values = deltas.copy()
+        values += self._arrays[5].take(slots)[:, None]
+        return values
 
     def nbytes(self) -> int:
         """Bytes of the slots handed out so far (capacity beyond them is mapped zeroed and not touched)."""
         cell = sum(int(a.dtype.itemsize) for a in self._arrays[:3])
-        return self._runs.used * (cell * self.intervals + 2)
+        return self._runs.used * (cell * self.intervals + 2 + 8)
 
 
 class HwmWindows:

@@ -172,6 +172,46 @@ def test_narrow_cells_keep_every_value_through_rebases_and_widening() -> None:
     assert w.buffers()[2].dtype == np.int64  # widened by the lags past int32
 
 
+def test_offsets_read_back_through_slot_rebases_and_widening() -> None:
+    """Offsets live in int32 as deltas from their slot's base: reads must return what was pushed when offsets move
+    on by more than int32 (the slot is rebased), go back (a rewind), merge, and when one window spans more than
+    int32 (the offsets become int64, up to 2**63 - 1)."""
+    rng = random.Random(16)
+    n, min_distance = 4, 1000
+    w = CommitWindows(intervals=n, min_distance_ms=min_distance)
+    base = w.allocate(5)
+    model: dict[int, list[tuple[int, int, int]]] = {base + s: [] for s in range(5)}
+    offsets_now = {s: rng.choice([0, 2**40, 2**62]) for s in model}
+    t = 1_700_000_000_000
+    bases: set[int] = set()
+    for step in range(700):
+        slot = rng.choice(list(model))
+        if step == 500:
+            assert w.buffers()[0].dtype == np.int32 and len(bases) > 10  # rebased many times, still narrow
+            offsets_now[slot] = 2**63 - 1  # 2**62 or more from the window's other offsets
+        elif step > 500 and step % 50 == 0:
+            offsets_now[slot] = rng.choice([0, -1, 2**63 - 1])
+        else:
+            step_by = rng.choice([0, 1, 5000, -20, 2**28, 2**29, 2**30 + 7, -(2**29)])  # a window spans < 2**32
+            offsets_now[slot] = min(max(offsets_now[slot] + step_by, 0), 2**63 - 1)
+        t += rng.choice([0, 500, 1000, 60_000])
+        w.push(slot, offsets_now[slot], t, 7)
+        model_push(model[slot], n, min_distance, (offsets_now[slot], t, 7))
+        bases.add(int(w._arrays[5][slot]))
+        for s, cells in model.items():
+            offsets = [c[0] for c in cells]
+            assert w.read(s)[0] == offsets, (step, s)
+            assert (w.newest(s) or (None,))[0] == (offsets[-1] if offsets else None)
+            if cells:
+                head, count = int(w.buffers()[3][s]), len(cells)
+                ring = [s * n + (head - count + i) % n for i in range(count)]
+                assert w.cells(np.array(ring, dtype=np.int64))[0].tolist() == offsets, (step, s)
+                assert w.cells(np.array([ring], dtype=np.int64))[0].tolist() == [offsets], (step, s)
+                deltas = w.buffers()[0][np.array([ring], dtype=np.int64)]
+                assert w.add_bases(deltas, np.array([s], dtype=np.int64)).tolist() == [offsets], (step, s)
+    assert w.buffers()[0].dtype == np.int64  # widened by the span past int32
+
+
 def test_a_widened_store_evaluates_as_the_reference() -> None:
     """The columnar path reads the widened columns as the scalar one does."""
     s = OffsetStore(intervals=3, expire_group_ms=10_000 * DAY_MS)
@@ -181,7 +221,10 @@ def test_a_widened_store_evaluates_as_the_reference() -> None:
     for i, ts in enumerate((now - 60 * DAY_MS, now - 1000, now)):
         s.add_commit("c", "a", "t", 0, 100 + i, ts, now)  # lag past int32
         s.add_commit("c", "b", "t", 1, 2**40 - 5 + i, ts, now)
-    assert [a.dtype for a in s.commits.buffers()[1:3]] == [np.int64, np.int64]
+    assert [a.dtype for a in s.commits.buffers()[:3]] == [np.int32, np.int64, np.int64]  # offsets from a base
+    for i, offset in enumerate((2**40 - 3, 2**40 - 2**34, 2**40 - 1)):
+        s.add_commit("c", "d", "t", 1, offset, now - 1000 + i, now)  # a window wider than int32
+    assert s.commits.buffers()[0].dtype == np.int64
     for mode in MODES:
         evaluator = Evaluator(
             s, RuleParams(mode=mode, intervals=3, allowed_lag=0, minimum_complete=0.0, offset_refresh_ms=1000)
