@@ -14,6 +14,9 @@ timestamps around the epoch, a window's offsets within 2**31 of each other, lags
 
 from __future__ import annotations
 
+import ctypes
+from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -22,6 +25,31 @@ I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 _CHUNK_ROWS = 1 << 16
 """Rows per step of a rebase or a widening, so their temporary int64 copies stay a few MB."""
+
+
+TRIM_EVERY_ROWS = 1 << 16
+"""Rows handed out between two `release_freed_heap` calls while the arrays grow."""
+
+
+@cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    trim: Callable[[int], int] | None = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    return trim
+
+
+def release_freed_heap() -> bool:
+    """Give the OS back the free pages inside malloc's heap (glibc's `malloc_trim`; nothing where it is missing).
+
+    Why: once numpy frees a grown array that glibc had mapped, glibc raises its mmap threshold, serves the next
+    arrays of the store (up to 32 MB) from its heap and keeps the pages of the ones freed by later growth resident:
+    about 24 B a group of one partition at 1,000,000 (docs/benchmarks.md). A call takes milliseconds; made every
+    `TRIM_EVERY_ROWS` rows while the store grows, it costs nothing measurable per commit. Returns whether the C
+    library has it.
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+    return trim is not None
 
 
 class RunAllocator:

@@ -24,10 +24,12 @@ from lag.flat_arrays import (
     I32_MIN,
     I64_MAX,
     I64_MIN,
+    TRIM_EVERY_ROWS,
     RunAllocator,
     based,
     fitting_epoch,
     grown,
+    release_freed_heap,
     shift,
     stored_range,
     widened,
@@ -60,6 +62,7 @@ class CommitWindows:
         """Range of a stored offset delta; int64's once the offsets were widened (their bases are then 0)."""
         self._arrays: tuple[np.ndarray[Any, Any], ...] = ()
         self._runs = RunAllocator()
+        self._next_trim = TRIM_EVERY_ROWS
         self._resize(0)
 
     def _resize(self, slots: int) -> None:
@@ -95,8 +98,12 @@ class CommitWindows:
             for slot in range(base, base + n):
                 self._head[slot] = 0
                 self._count[slot] = 0
-        elif base + n > self.capacity:
+            return base
+        if base + n > self.capacity:
             self._resize(max(base + n, 2 * self.capacity, _GROWTH_MIN_ROWS))
+        if base + n >= self._next_trim:
+            release_freed_heap()
+            self._next_trim = base + n + TRIM_EVERY_ROWS
         return base
 
     def release(self, base: int, n: int) -> None:

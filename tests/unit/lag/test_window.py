@@ -247,3 +247,11 @@ def test_fitting_epoch_leaves_room_ahead_or_says_it_cannot() -> None:
     epoch = flat_arrays.fitting_epoch(low, high)
     assert epoch is not None and low - epoch == flat_arrays.I32_MIN and high - epoch == flat_arrays.I32_MAX
     assert flat_arrays.fitting_epoch(0, 2**32) is None
+
+
+def test_freed_heap_is_released_where_glibc_can() -> None:
+    """The store's growth hands freed heap pages back through glibc's malloc_trim (docs/benchmarks.md); on Linux
+    with glibc, where the service runs and CI tests, the call must be found."""
+    freed = [bytearray(1 << 16) for _ in range(64)]
+    del freed[::2]
+    assert flat_arrays.release_freed_heap()
