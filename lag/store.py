@@ -9,7 +9,9 @@ by reason so that nothing disappears silently.
 Index layout, chosen so that a million group-partitions cost little beyond their windows: a group is an integer id
 (one dict entry per cluster/group name), a group/topic is a *run* (a contiguous range of window slots, one per
 partition) kept in flat arrays and chained per group, and topics are the HWM store's interned topic ids. Owners
-(from group metadata) live in a dict only for groups that have any.
+(from group metadata) live in a dict only for groups that have any. The per-group and per-run arrays are as narrow
+as their values allow (a group's last commit time in int32 ms from an epoch, a run's topic id and partitions in
+uint16), widened for good when a value does not fit, as the windows are (`flat_arrays.py`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numpy as np
+
+from lag.flat_arrays import I32_MAX, I32_MIN, I64_MAX, I64_MIN, fitting_epoch
 from lag.window import CommitWindows, HwmWindows
 
 
@@ -45,6 +50,8 @@ _NONE = -1
 """End of a run chain / no run."""
 _WIDE_GROUP_RUNS = 8
 """A group with more topics than this gets a topic -> run dict instead of walking its chain."""
+_U16_MAX = 65535
+"""Topic ids and partition counts of runs are uint16 until one is larger (then int32 for good)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +88,10 @@ class OffsetStore:
         self._gids: dict[str, dict[str, int]] = {}
         self._group_names: list[str | None] = []
         self._free_gids: list[int] = []
-        self._last_commit_ms = array("q")
+        self._last_commit = array("i")
+        """Per group id: its newest commit's timestamp less `_last_epoch_ms`."""
+        self._last_epoch_ms = 0
+        self._last_low, self._last_high = I32_MIN, I32_MAX
         self._first_run = array("i")
         self._wide: dict[int, dict[int, int]] = {}
         """Group id -> topic id -> run, for groups with many topics."""
@@ -95,9 +105,9 @@ class OffsetStore:
         """Cluster -> share groups (KIP-932): listed, never judged."""
         # runs: one per group/topic
         self._run_group = array("i")
-        self._run_topic = array("i")
+        self._run_topic = array("H")
         self._run_base = array("i")
-        self._run_partitions = array("i")
+        self._run_partitions = array("H")
         self._run_next = array("i")
         self._free_runs: list[int] = []
 
@@ -140,10 +150,32 @@ class OffsetStore:
             if run == _NONE or self._run_topic[run] != tid or self._run_partitions[run] < partitions:
                 run = self._run(gid, tid, partitions)
         merged = self.commits.push(self._run_base[run] + partition, offset, timestamp_ms, max(0, hwm - offset))
-        self._last_commit_ms[gid] = timestamp_ms
+        last = timestamp_ms - self._last_epoch_ms
+        if not self._last_low <= last <= self._last_high:
+            last = self._fit_last(gid, timestamp_ms)
+        self._last_commit[gid] = last
         code = _MERGED if merged else _STORED
         self._counts[code] += 1
         return _INGEST[code]
+
+    def _fit_last(self, gid: int, timestamp_ms: int) -> int:
+        """Move the last-commit epoch so that `timestamp_ms` and every other stored group's last commit fit int32,
+        or widen them to int64 (epoch 0) when their span is too wide; returns `timestamp_ms` as stored."""
+        values = np.frombuffer(self._last_commit, dtype=np.int32).astype(np.int64) + self._last_epoch_ms  # still int32
+        live = np.array([name is not None for name in self._group_names], dtype=np.bool_)
+        live[gid] = False  # its value is being replaced
+        held = values[live]
+        low = min(int(held.min()), timestamp_ms) if len(held) else timestamp_ms
+        high = max(int(held.max()), timestamp_ms) if len(held) else timestamp_ms
+        epoch = fitting_epoch(low, high)
+        if epoch is None:
+            self._last_commit = array("q", values.tolist())
+            self._last_epoch_ms, self._last_low, self._last_high = 0, I64_MIN, I64_MAX
+        else:
+            shifted = np.where(live, values - epoch, 0).astype(np.int32)
+            self._last_commit = array("i", shifted.tobytes())
+            self._last_epoch_ms = epoch
+        return timestamp_ms - self._last_epoch_ms
 
     def _dropped(self, code: int) -> Ingest:
         self._counts[code] += 1
@@ -157,7 +189,7 @@ class OffsetStore:
         else:
             gid = len(self._group_names)
             self._group_names.append(group)
-            self._last_commit_ms.append(0)
+            self._last_commit.append(0)
             self._first_run.append(_NONE)
         self._gids.setdefault(cluster, {})[group] = gid
         early = self._early_owners.pop((cluster, group), None)
@@ -188,11 +220,22 @@ class OffsetStore:
                 for o, t, lag in zip(offsets, timestamps, lags, strict=True):
                     self.commits.push(bigger + p, o, t, lag)
             self.commits.release(old, have)
+            if partitions > _U16_MAX:
+                self._widen_runs(0, partitions)
             self._run_base[run] = bigger
             self._run_partitions[run] = partitions
         return run
 
+    def _widen_runs(self, tid: int, partitions: int) -> None:
+        """A topic id or a partition count past uint16: that column becomes int32 for good."""
+        if tid > _U16_MAX and self._run_topic.typecode == "H":
+            self._run_topic = array("i", self._run_topic)
+        if partitions > _U16_MAX and self._run_partitions.typecode == "H":
+            self._run_partitions = array("i", self._run_partitions)
+
     def _new_run(self, gid: int, tid: int, base: int, partitions: int) -> int:
+        if tid > _U16_MAX or partitions > _U16_MAX:
+            self._widen_runs(tid, partitions)
         following = self._first_run[gid]
         if self._free_runs:
             run = self._free_runs.pop()
@@ -369,15 +412,20 @@ class OffsetStore:
         gid = self._gid(cluster, group)
         if gid is None:
             return False
-        if self._last_commit_ms[gid] < now_ms - self.expire_group_ms:
+        if self._last_commit[gid] + self._last_epoch_ms < now_ms - self.expire_group_ms:
             self.delete_group(cluster, group)
             return False
         return True
 
+    def last_commit_ms(self, cluster: str, group: str) -> int | None:
+        """The timestamp of the group's newest commit (what expire-group is measured from); None when not stored."""
+        gid = self._gid(cluster, group)
+        return None if gid is None else self._last_commit[gid] + self._last_epoch_ms
+
     def purge_expired(self, cluster: str, now_ms: int) -> list[str]:
         """`has_group` over every group of the cluster at once; returns the names purged."""
-        cutoff = now_ms - self.expire_group_ms
-        last = self._last_commit_ms
+        cutoff = now_ms - self.expire_group_ms - self._last_epoch_ms
+        last = self._last_commit
         expired = [name for name, gid in self._gids.get(cluster, {}).items() if last[gid] < cutoff]
         for name in expired:
             self.delete_group(cluster, name)

@@ -255,3 +255,44 @@ def test_freed_heap_is_released_where_glibc_can() -> None:
     freed = [bytearray(1 << 16) for _ in range(64)]
     del freed[::2]
     assert flat_arrays.release_freed_heap()
+
+
+def test_last_commit_times_read_back_through_rebases_and_widening() -> None:
+    """A group's last commit time lives in int32 ms from an epoch: it must read back exactly (and expire the group
+    exactly expire-group later) while time moves on by weeks (rebases), and after a span past int32 (widening)."""
+    rng = random.Random(17)
+    s = OffsetStore(intervals=2, expire_group_ms=10_000 * DAY_MS)
+    s.add_hwm("c", "t", 0, 1000, 0)
+    last: dict[str, int] = {}
+    epochs: set[int] = set()
+    t = 1_700_000_000_000
+    for step in range(300):
+        if step == 200:
+            assert s._last_commit.typecode == "i" and len(epochs) > 3  # rebased several times, still narrow
+            t -= 100 * DAY_MS  # a commit 100 days before the others: wider than int32 can hold
+        else:
+            t += rng.choice([0, 1, 1000, DAY_MS, 5 * DAY_MS])
+        group = f"g{step % 8}"  # every group commits within 8 steps (40 days at most): the times fit int32
+        assert s.add_commit("c", group, "t", 0, step, t, t) in (Ingest.STORED, Ingest.MERGED)  # merged: went back
+        last[group] = t
+        epochs.add(s._last_epoch_ms)
+        assert {g: s.last_commit_ms("c", g) for g in last} == last, step
+    assert s._last_commit.typecode == "q"
+    group, ts = min(last.items(), key=lambda item: item[1])
+    assert s.has_group("c", group, ts + 10_000 * DAY_MS)
+    assert not s.has_group("c", group, ts + 10_000 * DAY_MS + 1)
+
+
+def test_runs_past_uint16_topic_ids_and_partitions() -> None:
+    """Run topic ids and partition counts are uint16 until one is larger; the group keeps its windows."""
+    s = OffsetStore(intervals=1)
+    s.add_hwm("c", "wide", 69_999, 10, 0)
+    assert s.add_commit("c", "g", "wide", 69_999, 4, 0, 0) is Ingest.STORED
+    for i in range(65_536):
+        s.add_hwm("c", f"t{i}", 0, 10, 0)
+    assert s.add_commit("c", "g", "t65535", 0, 5, 0, 0) is Ingest.STORED
+    assert [buf.typecode for buf in s.run_buffers()] == ["i", "i", "i", "i"]
+    slots = {(x.topic, x.partition): x.slot for x in s.slots("c", "g")}
+    assert len(slots) == 70_001
+    assert s.commits.read(slots[("wide", 69_999)])[0] == [4] and s.commits.read(slots[("t65535", 0)])[0] == [5]
+    assert s.group_topics("c", "g") == ["t65535", "wide"]
