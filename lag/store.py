@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lag.flat_arrays import I32_MAX, I32_MIN, I64_MAX, I64_MIN, fitting_epoch
+from lag.flat_arrays import fitting_epoch
 from lag.window import CommitWindows, HwmWindows
 
 
@@ -91,7 +91,6 @@ class OffsetStore:
         self._last_commit = array("i")
         """Per group id: its newest commit's timestamp less `_last_epoch_ms`."""
         self._last_epoch_ms = 0
-        self._last_low, self._last_high = I32_MIN, I32_MAX
         self._first_run = array("i")
         self._wide: dict[int, dict[int, int]] = {}
         """Group id -> topic id -> run, for groups with many topics."""
@@ -150,10 +149,10 @@ class OffsetStore:
             if run == _NONE or self._run_topic[run] != tid or self._run_partitions[run] < partitions:
                 run = self._run(gid, tid, partitions)
         merged = self.commits.push(self._run_base[run] + partition, offset, timestamp_ms, max(0, hwm - offset))
-        last = timestamp_ms - self._last_epoch_ms
-        if not self._last_low <= last <= self._last_high:
-            last = self._fit_last(gid, timestamp_ms)
-        self._last_commit[gid] = last
+        try:
+            self._last_commit[gid] = timestamp_ms - self._last_epoch_ms
+        except OverflowError:  # not within int32 of the epoch
+            self._last_commit[gid] = self._fit_last(gid, timestamp_ms)
         code = _MERGED if merged else _STORED
         self._counts[code] += 1
         return _INGEST[code]
@@ -170,7 +169,7 @@ class OffsetStore:
         epoch = fitting_epoch(low, high)
         if epoch is None:
             self._last_commit = array("q", values.tolist())
-            self._last_epoch_ms, self._last_low, self._last_high = 0, I64_MIN, I64_MAX
+            self._last_epoch_ms = 0
         else:
             shifted = np.where(live, values - epoch, 0).astype(np.int32)
             self._last_commit = array("i", shifted.tobytes())

@@ -57,9 +57,9 @@ class CommitWindows:
         self.min_distance_ms = min_distance_ms
         self.epoch_ms = 0
         """Stored timestamps are `timestamp_ms - epoch_ms`."""
-        self._time_low, self._time_high, self._lag_high = I32_MIN, I32_MAX, I32_MAX
-        self._offset_low, self._offset_high = I32_MIN, I32_MAX
-        """Range of a stored offset delta; int64's once the offsets were widened (their bases are then 0)."""
+        self._time_low, self._time_high = I32_MIN, I32_MAX
+        self._offsets_based = True
+        """Offsets are int32 deltas from their slot's base; False once widened to int64 (their bases are then 0)."""
         self._arrays: tuple[np.ndarray[Any, Any], ...] = ()
         self._runs = RunAllocator()
         self._next_trim = TRIM_EVERY_ROWS
@@ -119,44 +119,58 @@ class CommitWindows:
         are bucket starts (`core/internal/storage/inmemory.go`). Burrow compares with `<`, so with min-distance 0 only a
         commit whose timestamp goes backwards merges.
         """
-        stored = timestamp_ms - self.epoch_ms
-        if not (self._time_low <= stored <= self._time_high and I32_MIN <= lag <= self._lag_high):
-            stored = self._fit(timestamp_ms, lag)
+        stored = timestamp_ms - self.epoch_ms  # may not fit the column yet: the writes below fall back to `_fit`
         n = self.intervals
         head = self._head[slot]
         count = self._count[slot]
         base = slot * n
         if count:
-            delta = offset - self._bases[slot]
-            if not self._offset_low <= delta <= self._offset_high:
-                delta = self._fit_offset(slot, offset)
             prev = base + (head - 1) % n
-            if stored - self._timestamps[prev] < self.min_distance_ms:
-                self._offsets[prev] = delta
-                self._lags[prev] = lag
+            if stored - self._timestamps[prev] < self.min_distance_ms:  # a difference: the same from any epoch
+                try:
+                    self._lags[prev] = lag
+                    self._offsets[prev] = offset - self._bases[slot]
+                except ValueError:
+                    self._store_slow(slot, prev, offset, None, lag)
                 return True
-        elif self._offset_high == I32_MAX:  # an empty window: its first offset is its base
+        elif self._offsets_based:  # an empty window: its first offset is its base
             self._bases[slot] = offset
-            delta = 0
-        else:
-            delta = offset
         cell = base + head
-        self._offsets[cell] = delta
-        self._timestamps[cell] = stored
-        self._lags[cell] = lag
+        try:  # what does not fit int32 (or int64) raises before the head moves: no reader sees the cell
+            self._timestamps[cell] = stored
+            self._lags[cell] = lag
+            self._offsets[cell] = offset - self._bases[slot]
+        except ValueError:
+            self._store_slow(slot, cell, offset, timestamp_ms, lag)
         self._head[slot] = (head + 1) % n
         if count < n:
             self._count[slot] = count + 1
         return False
 
+    def _store_slow(self, slot: int, cell: int, offset: int, timestamp_ms: int | None, lag: int) -> None:
+        """Write a cell whose timestamp (None: kept, a merge), lag or offset did not fit its column, after making
+        room for it."""
+        if timestamp_ms is None:
+            self._fit_lag(lag)
+        else:
+            self._timestamps[cell] = self._fit(timestamp_ms, lag)
+        self._lags[cell] = lag
+        try:
+            self._offsets[cell] = offset - self._bases[slot]
+        except ValueError:
+            self._offsets[cell] = self._fit_offset(slot, offset)
+
     def _fit(self, timestamp_ms: int, lag: int) -> int:
-        """Make room for a commit whose timestamp or lag does not fit the columns; returns the timestamp as stored."""
-        if not I32_MIN <= lag <= I32_MAX and self._arrays[2].dtype != np.int64:
-            self._widen_lags()
+        """Make room for a commit whose timestamp or lag may not fit the columns; returns the timestamp as stored."""
+        self._fit_lag(lag)
         stored = timestamp_ms - self.epoch_ms
         if self._time_low <= stored <= self._time_high:
             return stored
         return self._fit_time(timestamp_ms)
+
+    def _fit_lag(self, lag: int) -> None:
+        if not I32_MIN <= lag <= I32_MAX and self._arrays[2].dtype != np.int64:
+            self._widen_lags()
 
     def _fit_time(self, timestamp_ms: int) -> int:
         """Move the epoch so that `timestamp_ms` and every stored timestamp fit int32, or widen the timestamps to
@@ -180,12 +194,13 @@ class CommitWindows:
         """A lag beyond int32: the lags become int64 for good."""
         offsets, times, lags, head, count, bases = self._arrays
         self._arrays = (offsets, times, widened(lags, 0, self._runs.used * self.intervals), head, count, bases)
-        self._lag_high = I64_MAX
         self._views()
 
     def _fit_offset(self, slot: int, offset: int) -> int:
         """Move the slot's base so that `offset` and the slot's stored offsets are int32 deltas from it, or widen
         the offsets to int64 (bases 0) when their span is too wide; returns `offset` as stored."""
+        if not self._offsets_based:
+            raise ValueError(f"offset {offset} does not fit int64")
         n, count, base = self.intervals, self._count[slot], self._bases[slot]
         cells = [slot * n + (self._head[slot] - count + i) % n for i in range(count)]
         held = [self._offsets[c] + base for c in cells]
@@ -204,7 +219,7 @@ class CommitWindows:
         wide = based(offsets, bases, self.intervals, self._runs.used)
         bases[:] = 0
         self._arrays = (wide, times, lags, head, count, bases)
-        self._offset_low, self._offset_high = I64_MIN, I64_MAX
+        self._offsets_based = False
         self._views()
 
     def clear(self, slot: int) -> None:
