@@ -3,7 +3,8 @@ their rows in use, and the helpers that keep commit timestamps and lags in 32 bi
 
 Why numpy's zeroed allocation and not anonymous mappings: a mapping would keep capacity not yet used and freed old
 arrays out of RSS (about 24 B a group-partition at 1,000,000 once glibc serves the grown arrays from its heap), but
-evaluation read it 25 % slower (measured in docs/benchmarks.md), so the windows keep numpy's allocator.
+evaluation read it 25 % slower (measured in docs/benchmarks.md), so the windows keep numpy's allocator and
+`release_freed_heap` hands those pages back instead.
 
 Why 32 bits: at intervals=10 a commit cell was three int64 (24 B); a timestamp kept as milliseconds from a store
 epoch, an offset kept as a delta from its slot's base (8 B a slot) and a lag fit int32 in any normal run (49 days of
