@@ -160,7 +160,9 @@ class OffsetStore:
     def _fit_last(self, gid: int, timestamp_ms: int) -> int:
         """Move the last-commit epoch so that `timestamp_ms` and every other stored group's last commit fit int32,
         or widen them to int64 (epoch 0) when their span is too wide; returns `timestamp_ms` as stored."""
-        values = np.frombuffer(self._last_commit, dtype=np.int32).astype(np.int64) + self._last_epoch_ms  # still int32
+        if self._last_commit.typecode != "i":
+            raise OverflowError(f"commit timestamp {timestamp_ms} does not fit int64")
+        values = np.frombuffer(self._last_commit, dtype=np.int32).astype(np.int64) + self._last_epoch_ms
         live = np.array([name is not None for name in self._group_names], dtype=np.bool_)
         live[gid] = False  # its value is being replaced
         held = values[live]
