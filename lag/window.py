@@ -281,10 +281,10 @@ class CommitWindows:
     def add_bases(self, deltas: np.ndarray[Any, Any], slots: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         """Offsets as pushed (int64) from `deltas` (rows, k) read from the offsets of `buffers`, row r from slot
         `slots[r]`."""
-        values: np.ndarray[Any, Any] = deltas.astype(np.int64, copy=False)
-        if values is deltas:  # int64 already (widened, bases 0): a copy, so the caller's array stays as it was
-            values = deltas.copy()
-        values += self._arrays[5].take(slots)[:, None]
+        # each row's base repeated, then the deltas added in place: faster than a cast copy plus an add, or one add
+        # of mixed types (about 14 against 16-17 ms per 1,000,000 rows of 10 in blocks of 32,768)
+        values: np.ndarray[Any, Any] = self._arrays[5].take(slots).repeat(deltas.shape[1]).reshape(deltas.shape)
+        values += deltas
         return values
 
     def nbytes(self) -> int:
