@@ -7,6 +7,7 @@ listener, then sources, then the notifier that reads them) and stopped in revers
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -41,6 +42,33 @@ _LOG = logging.getLogger(__name__)
 CLIENT_ID = "kafka-pulse-lag"
 
 
+class SwitchInterval:
+    """`lag.switch_interval_s` applied to the interpreter while lag runs and the previous interval restored on stop:
+    a thread decoding commits holds the interpreter lock until another thread has waited this long for it, so it
+    bounds how long an API request waits behind ingestion (docs/benchmarks.md, status while ingesting)."""
+
+    def __init__(self, interval_s: float | None) -> None:
+        """None: the interpreter's interval is left as it is."""
+        self.interval_s = interval_s
+        self._before: float | None = None
+
+    def start(self) -> None:
+        if self.interval_s is not None:
+            self._before = sys.getswitchinterval()
+            _set_switch_interval(self.interval_s)
+
+    def stop(self) -> None:
+        if self._before is not None:
+            _set_switch_interval(self._before)
+            self._before = None
+
+
+def _set_switch_interval(interval_s: float) -> None:
+    """The interpreter truncates to whole microseconds (0.007 is kept as 6,999 us); half a microsecond more makes
+    it keep the nearest one, so an interval read back and set again stays the same."""
+    sys.setswitchinterval(interval_s + 5e-7)
+
+
 class LagRunner:
     """Everything lag runs for `kafka-pulse lag` and `kafka-pulse run`, built from config; `start()` returns once
     every source made its first round (a cluster that is down at start is simply unknown until it answers). The
@@ -66,6 +94,7 @@ class LagRunner:
         self.service = LagService(lag, self.health, clock_ms)
         self.service.broker_health = broker_health
         self.service.ready = False
+        self.switch_interval = SwitchInterval(lag.switch_interval_s)
         self.sources: list[KafkaLagSource] = []
         self.registry = registry if registry is not None else CollectorRegistry()
         self.kafka_log = limiter_for(self.registry)
@@ -115,6 +144,7 @@ class LagRunner:
             )
 
     def start(self) -> None:
+        self.switch_interval.start()  # before the sources: their first poll may be a backlog decoded flat out
         starting = [threading.Thread(target=s.start, name=f"lag-start-{s.cluster}") for s in self.sources]
         for thread in starting:  # in parallel: an unreachable cluster must not hold up the others
             thread.start()
@@ -138,6 +168,7 @@ class LagRunner:
             fetcher.stop()
         for source in reversed(self.sources):
             source.stop()
+        self.switch_interval.stop()
 
 
 def _profile(cluster: ClusterConfig) -> Json:

@@ -42,6 +42,7 @@ def valid_config() -> dict[str, Any]:
             "page_cache": {"enabled": True, "size_bytes": 32 << 30, "record_bytes": 512},
             "notify": {"enabled": True, "severity": "WARN", "interval_s": 30},
             "listen": "127.0.0.1:8000",
+            "switch_interval_s": 0.0005,
         },
         "alerting": {"enabled": True, "alertmanager_url": "http://127.0.0.1:9093"},
     }
@@ -61,6 +62,7 @@ def test_valid_lag_config_parses_and_becomes_settings() -> None:
     )  # fmt: skip
     rules = rule_params(lag)
     assert (rules.allowed_lag, rules.minimum_complete, rules.offset_refresh_ms) == (1, 0.5, 30_000)
+    assert lag.switch_interval_s == 0.0005
 
 
 def test_defaults_derive_staleness_from_the_refresh_intervals() -> None:
@@ -186,6 +188,20 @@ CASES = [
             "alerting.alertmanager_url",
         ),
         id="notify-without-alerting",
+    ),
+    pytest.param(
+        Case(
+            _set("lag", "switch_interval_s", value=0.5),
+            "lag.switch_interval_s: Input should be less than or equal to 0.1 (got 0.5)",
+        ),
+        id="switch-interval-longer-than-100-ms",
+    ),
+    pytest.param(
+        Case(
+            _set("lag", "switch_interval_s", value=0),
+            "lag.switch_interval_s: Input should be greater than 0 (got 0)",
+        ),
+        id="switch-interval-zero",
     ),
     pytest.param(
         Case(_set("lag", "listen", value="8000"), "lag.listen: '8000' is not host:port (e.g. kafka1:9092)"),
