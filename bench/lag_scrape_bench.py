@@ -5,7 +5,7 @@ commits are being ingested, on synthetic group-partitions stored through the ser
 Run: python bench/lag_scrape_bench.py [--groups 100000] [--partitions 10] [--topics 1000] [--intervals 10]
                                       [--hwm-samples 1] [--mode burrow] [--scrapes 3] [--no-objects]
                                       [--statuses 2000] [--statuses-only] [--batches 10000]
-                                      [--ingest-rate 0]
+                                      [--ingest-rate 0] [--switch-interval-s S|none]
 
 Workload: as bench/lag_bench.py (group i reads topic i mod topics; every group-partition gets `--intervals`
 commits 60 s apart; a quarter of the groups each catch up, stall, are caught up and rewind). Figures printed:
@@ -18,7 +18,8 @@ commits 60 s apart; a quarter of the groups each catch up, stall, are caught up 
 3. status: `--statuses` requests for random groups through the Burrow route table (`GET .../consumer/{group}/status`,
    JSON included), each timed: idle, then while a thread hands `__consumer_offsets` records to
    `KafkaLagSource.ingest` in polls of `--batches` records (`--ingest-rate` records/s, 0 = as fast as it can);
-   p50/p99/max and the ingestion rate reached.
+   p50/p99/max and the ingestion rate reached. The interpreter's switch interval is `lag.switch_interval_s`
+   (`--switch-interval-s`, validated by `LagConfig`; `none` keeps Python's 5 ms), applied as `LagRunner` applies it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +41,7 @@ from prometheus_client import generate_latest
 
 from lag.api import BurrowApi
 from lag.metrics import LagCollector
+from lag.runner import SwitchInterval
 from lag.scrape import scrape_rows
 from lag.service import LagService, SourceHealth
 from lag.source import INGEST_CHUNK, KafkaLagSource
@@ -120,10 +123,12 @@ def ingest(
     start_ms: int,
     counted: list[int],
     holds: list[float],
+    spent: list[float],
 ) -> None:
     """Commits to existing group-partitions through `KafkaLagSource.ingest`, a poll of `batch` records at a time
     (it decodes outside the service lock and applies `INGEST_CHUNK` records per hold), until `stop`; `holds` gets
-    the CPU seconds of each hold of the lock, which is what a status request can wait for."""
+    the CPU seconds of each hold of the lock, which is what a status request can wait for, and `spent` this
+    thread's CPU seconds in all (what ingestion costs, thread switches included)."""
     records = [
         offset_record(f"group-{g:07d}", f"topic-{g % topics:05d}", p, 1_000_000 - 5, start_ms)
         for g in range(min(groups, max(1, batch // parts) * 4))
@@ -144,6 +149,7 @@ def ingest(
                     holds.append(time.thread_time() - c0)
 
     setattr(source.service, "locked", timed_locked)  # noqa: B010  # this bench's instrument only
+    cpu0 = time.thread_time()
     while not stop.is_set():
         source.ingest([records[(done + i) % len(records)] for i in range(batch)])
         done += batch
@@ -151,43 +157,70 @@ def ingest(
             ahead = done / rate - (time.perf_counter() - began)
             if ahead > 0:
                 time.sleep(ahead)
+    spent.append(time.thread_time() - cpu0)
     delattr(source.service, "locked")
     counted.append(done)
 
 
-def statuses(
-    api: BurrowApi, args: argparse.Namespace, batch: int, now_ms: int
-) -> tuple[list[float], list[float], float, list[float]]:
-    """Wall and CPU seconds (this thread's) per status request for random groups, with a thread ingesting `batch`
-    records per lock (0: none); and the records/s it ingested meanwhile."""
+@dataclass
+class StatusRun:
+    """Status requests for random groups, each timed, and what a thread ingesting meanwhile did."""
+
+    wall_s: list[float]
+    cpu_s: list[float]
+    """The requesting thread's CPU per request."""
+    queued_s: list[float]
+    """Per request, how long the kernel kept the requesting thread waiting for a core (its schedstat run delay):
+    the host's load, not the process's locks."""
+    rate: float
+    """Records per second the ingesting thread applied meanwhile (0: none ran)."""
+    holds_s: list[float]
+    """CPU seconds of each of its holds of the service lock."""
+    cpu_per_record_s: float
+    """Its CPU seconds per record, thread switches included."""
+
+
+def run_queue_s() -> float:
+    """Seconds this thread has waited for a core since it started (Linux schedstat, second field, ns)."""
+    return int(Path("/proc/thread-self/schedstat").read_text().split()[1]) / 1e9
+
+
+def statuses(api: BurrowApi, args: argparse.Namespace, batch: int, now_ms: int) -> StatusRun:
+    """`--statuses` requests, with a thread ingesting polls of `batch` records meanwhile (0: none)."""
     service = api.service
     source = KafkaLagSource(CLUSTER, {}, service, SourceHealth(60, 0, service.clock_ms))
     route = next(r for r in api.routes() if r.pattern.endswith("/status"))
     rng = random.Random(15)
-    stop, counted, holds = threading.Event(), list[int](), list[float]()
+    stop, counted, holds, spent = threading.Event(), list[int](), list[float](), list[float]()
     feeder = threading.Thread(
         target=ingest,
-        args=(source, stop, batch, args.ingest_rate, args.groups, args.partitions, args.topics, now_ms, counted, holds),
-    )
+        args=(
+            source, stop, batch, args.ingest_rate, args.groups, args.partitions, args.topics, now_ms, counted, holds,
+            spent,
+        ),
+    )  # fmt: skip
     if batch:
         feeder.start()
-    latencies, cpu = list[float](), list[float]()
+    latencies, cpu, queued = list[float](), list[float](), list[float]()
     began = time.perf_counter()
     for _ in range(args.statuses):
         group = f"group-{rng.randrange(args.groups):07d}"
         path = f"/v3/kafka/{CLUSTER}/consumer/{group}/status"
         request = Request("GET", path, params={"cluster": CLUSTER, "group": group})
+        q0 = run_queue_s()
         t0, c0 = time.perf_counter(), time.thread_time()
         response = route.handler(request)
         latencies.append(time.perf_counter() - t0)
         cpu.append(time.thread_time() - c0)
+        queued.append(run_queue_s() - q0)
         if response.status != 200:
             raise SystemExit(f"{group}: status {response.status}")
     elapsed = time.perf_counter() - began
     stop.set()
     if batch:
         feeder.join()
-    return latencies, cpu, (counted[0] / elapsed if counted else 0.0), holds
+    per_record = spent[0] / counted[0] if counted and counted[0] else 0.0
+    return StatusRun(latencies, cpu, queued, counted[0] / elapsed if counted else 0.0, holds, per_record)
 
 
 def main() -> None:
@@ -206,9 +239,20 @@ def main() -> None:
         "--batches", default="10000", help="records per poll while ingesting (10,000: the Kafka source's poll)"
     )
     parser.add_argument("--ingest-rate", type=float, default=0.0)
+    parser.add_argument(
+        "--switch-interval-s", help="lag.switch_interval_s (default: the config's default; none: Python's own)"
+    )
     args = parser.parse_args()
     args.batches = [int(b) for b in args.batches.split(",") if b]
-    config = LagConfig(mode=args.mode, intervals=args.intervals, min_distance_s=1, hwm_history=max(args.hwm_samples, 2))
+    settings: dict[str, object] = {
+        "mode": args.mode, "intervals": args.intervals, "min_distance_s": 1, "hwm_history": max(args.hwm_samples, 2),
+    }  # fmt: skip
+    if args.switch_interval_s is not None:
+        settings["switch_interval_s"] = None if args.switch_interval_s == "none" else args.switch_interval_s
+    config = LagConfig.model_validate(settings)
+    interval = SwitchInterval(config.switch_interval_s)
+    interval.start()
+    print(f"switch interval: {sys.getswitchinterval() * 1000:g} ms (lag.switch_interval_s {config.switch_interval_s})")
     now = [0]
     service = LagService(config, clock_ms=lambda: now[0])
     print(f"load average before: {load()}")
@@ -255,23 +299,32 @@ def main() -> None:
 
     api = BurrowApi(service)
     for batch in [0, *args.batches] if args.statuses else []:  # --statuses 0: the scrapes only
-        latencies, cpu_s, rate, holds = statuses(api, args, batch, now[0])
-        ms, cpu_ms = np.array(latencies) * 1000, np.array(cpu_s) * 1000
+        run = statuses(api, args, batch, now[0])
+        ms, cpu_ms = np.array(run.wall_s) * 1000, np.array(run.cpu_s) * 1000
+        unqueued_ms = ms - np.array(run.queued_s) * 1000
         what = f"while ingesting polls of {batch:,} records, {INGEST_CHUNK:,} per lock" if batch else "idle"
         print(f"status, {what} ({args.statuses:,} requests, load {load()}):")
         print(
             f"  p50 {np.percentile(ms, 50):.2f} ms, p99 {np.percentile(ms, 99):.2f} ms, max {ms.max():.2f} ms   "
             f"target p99 <= {TARGET_STATUS_P99_MS} ms"
-            + (f"; ingested meanwhile {rate:,.0f} records/s" if batch else "")
+            + (f"; ingested meanwhile {run.rate:,.0f} records/s" if batch else "")
         )
+        print(
+            f"  wall less the requesting thread's wait for a core (the host's load): p50 "
+            f"{np.percentile(unqueued_ms, 50):.2f} ms, p99 {np.percentile(unqueued_ms, 99):.2f} ms, max "
+            f"{unqueued_ms.max():.2f} ms"
+        )
+        if batch:
+            print(f"  CPU of the ingesting thread per record: {run.cpu_per_record_s * 1e6:.2f} us (switches included)")
         p50, p99 = np.percentile(cpu_ms, 50), np.percentile(cpu_ms, 99)
         print(f"  CPU of the requesting thread: p50 {p50:.2f} ms, p99 {p99:.2f} ms")
-        if holds:
-            held = np.array(holds) * 1000
+        if run.holds_s:
+            held = np.array(run.holds_s) * 1000
             print(
                 f"  the ingesting thread held the lock {len(held):,} times: CPU p50 {np.percentile(held, 50):.2f} ms, "
                 f"p99 {np.percentile(held, 99):.2f} ms, max {held.max():.2f} ms (a request waits at most one hold)"
             )
+    interval.stop()
     print(f"load average after: {load()}")
 
 
