@@ -6,7 +6,6 @@ notifier (readers) under one lock, with the wall clock read here and nowhere in 
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -17,6 +16,7 @@ from typing import Any
 from lag.evaluator import ClusterHealth, Evaluator
 from lag.pagecache import PageCacheEstimate, is_beyond_page_cache
 from lag.rules import RuleParams
+from lag.service_lock import ServiceLock
 from lag.status import GroupStatus, PartitionVerdict
 from lag.store import OffsetStore
 from lag.timelag import RecordTimes, exact_lag_seconds
@@ -138,7 +138,8 @@ class LagService:
         self.store = self.evaluator.store
         self.health = health
         self.clock_ms = clock_ms
-        self.lock = threading.RLock()
+        self.lock = ServiceLock()
+        """Reentrant; the sources apply commits in chunks and let waiting readers in between two (service_lock.py)."""
         self.ready = True
         """`/burrow/admin/ready`: False while a runner is still starting its sources."""
         self.cluster_info: dict[str, dict[str, Any]] = {}

@@ -355,9 +355,11 @@ class KafkaLagSource:
 
     def ingest(self, records: list[tuple[bytes | None, bytes | None]]) -> None:
         """Decode a batch of `__consumer_offsets` records, then apply it `INGEST_CHUNK` records per hold of the
-        service lock, so a status request or scrape waits for at most one chunk, not a whole poll."""
+        service lock, letting the threads that wait for it in between, so a status request or scrape waits for at
+        most one chunk, not a whole poll."""
         decoded = [decode_record(key, value) for key, value in records]  # pure: no lock needed
         for at in range(0, len(decoded), INGEST_CHUNK):
+            self.service.lock.let_waiting_in()  # else a request woken on the other core can lose every chunk to us
             with self.service.locked() as store:
                 self._apply(store, decoded[at : at + INGEST_CHUNK])
 
