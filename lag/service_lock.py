@@ -1,7 +1,7 @@
 """The lag service's lock: a reentrant lock whose writer, between two holds, lets the threads already waiting have it
 first. Python's locks are not fair: a thread that releases and takes the lock again at once gets it back before a
 waiter woken on the other core does, so a status request waited through a whole 10-chunk poll (docs/benchmarks.md,
-"Fourth round")."""
+"Status while ingesting")."""
 
 from __future__ import annotations
 

@@ -131,7 +131,8 @@ class LagConfig(Section):
     switch_interval_s: float | None = Field(default=0.001, gt=0, le=0.1, allow_inf_nan=False)
     """The interpreter's thread switch interval (`sys.setswitchinterval`) while lag runs, for the whole process:
     how long an API request may wait for the interpreter lock while a thread decodes commits. Python's 5 ms made
-    status p99 27-36 ms while ingesting (docs/benchmarks.md, "Fourth round"); None leaves the interpreter's."""
+    status p99 7-8 ms while ingesting, 2-4 ms with 1 ms (docs/benchmarks.md, "Status while ingesting"); None
+    leaves the interpreter's."""
 
     @model_validator(mode="after")
     def _stale_after_a_refresh(self) -> Self:

@@ -1,5 +1,5 @@
 """`LagRunner` applies `lag.switch_interval_s` to the interpreter while it runs and gives the previous interval back
-on stop (issue #15: status p99 while commits are decoded; docs/benchmarks.md, "Fourth round")."""
+on stop (issue #15; docs/benchmarks.md, "Status while ingesting")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The service lock's turns: a writer applying commits in chunks lets a reader that waits in between two chunks,
-whichever core the reader wakes on (issue #15, status p99 while ingesting; docs/benchmarks.md, "Fourth round")."""
+whichever core the reader wakes on (issue #15; docs/benchmarks.md, "Status while ingesting")."""
 
 from __future__ import annotations
 
