@@ -128,11 +128,11 @@ class LagConfig(Section):
     metrics_per_member: bool = False
     """Also export each member's lag on /metrics (`kafka_pulse_lag_member_*`, by client id and host): which member
     owns the worst partitions. Off by default: it costs one more evaluation per scrape and a series per member."""
-    switch_interval_s: float | None = Field(default=0.001, gt=0, le=0.1, allow_inf_nan=False)
+    switch_interval_s: float | None = Field(default=0.002, gt=0, le=0.1, allow_inf_nan=False)
     """The interpreter's thread switch interval (`sys.setswitchinterval`) while lag runs, for the whole process:
-    how long an API request may wait for the interpreter lock while a thread decodes commits. Python's 5 ms made
-    status p99 7-8 ms while ingesting, 2-4 ms with 1 ms (docs/benchmarks.md, "Status while ingesting"); None
-    leaves the interpreter's."""
+    how long an API request may wait for the interpreter lock while a thread decodes commits. Status p99 while
+    ingesting flat out was 11-12 ms with Python's 5 ms, 6.2-6.4 ms with 2 ms for 6-8 % more CPU per record, 3.4-3.9
+    ms with 1 ms for 20 % more (docs/benchmarks.md, "Status while ingesting"); None leaves the interpreter's."""
 
     @model_validator(mode="after")
     def _stale_after_a_refresh(self) -> Self:
