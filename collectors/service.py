@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry
 
 from collectors.catalogue import TopicSelection, scrape_plan
 from collectors.clients import client_scraper
-from collectors.cluster_state import ClusterHealth, ClusterStateTimeout, assess, fetch_racks, fetch_snapshot
+from collectors.cluster_state import ClusterHealth, assess, fetch_racks, fetch_snapshot
 from collectors.collector import CLIENT_HEALTH, ClusterStateCollector, JmxCollector
 from collectors.mapping import BrokerIdentity
 from collectors.scrapers import BrokerScraper, PeriodicScraper
@@ -39,10 +39,6 @@ def topic_selection(config: CollectorsConfig) -> TopicSelection:
         allow=config.topic_allow,
         deny=config.topic_deny,
     )
-
-
-MAX_STATE_CLIENTS = 4
-"""Admin clients a cluster-state reader may open over its life: one more for each of its first timed-out reads."""
 
 
 class CollectorService:
@@ -163,22 +159,13 @@ class CollectorService:
         return PeriodicScraper(f"cluster {cluster.name} racks", scrape, self.config.scrape_interval_s)
 
     def _state_scraper(self, cluster: ClusterConfig) -> PeriodicScraper[ClusterHealth]:
-        admins = [self._admin(cluster)]
+        admin = self._admin(cluster)
         expected = {b.broker_id for b in cluster.jmx.brokers} if cluster.jmx is not None else set()
 
         def scrape() -> ClusterHealth:
-            admin = admins[-1]
             admin.poll(0)  # serves its queued librdkafka lines to the limiter (pulse/kafka_log.py)
-            try:
-                # Default (None): the time limit grows with the partitions the read's metadata lists.
-                snapshot = fetch_snapshot(admin, cluster.name, self.config.admin_timeout_s)
-            except ClusterStateTimeout:
-                # After a kill -9 of the broker a client holds as controller, its reads waited "for controller"
-                # for minutes in CI; a new client bootstraps afresh. The old one stays open (self._admins) until
-                # stop, since destroying a client with requests in flight can abort librdkafka; one renewal a read.
-                if len(admins) < MAX_STATE_CLIENTS:
-                    admins.append(self._admin(cluster))
-                raise
+            # Default (None): the time limit grows with the partitions the read's metadata lists.
+            snapshot = fetch_snapshot(admin, cluster.name, self.config.admin_timeout_s)
             for broker, rack in snapshot.brokers.items():
                 self.racks[(cluster.name, broker)] = rack
             expected.update(snapshot.brokers)  # a broker once seen stays expected: its absence is news
