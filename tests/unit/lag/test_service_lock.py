@@ -16,7 +16,9 @@ from pulse.config import LagConfig
 def until(*, waiting: tuple[ServiceLock, int]) -> None:
     """Waits for a thread to be blocked on a lock (polled: blocking is not an event anyone can signal)."""
     lock, n = waiting
+    deadline = time.monotonic() + 30
     while lock.waiting < n:
+        assert time.monotonic() < deadline, f"{n} thread(s) never blocked on the lock"
         time.sleep(0.001)
 
 
