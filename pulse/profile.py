@@ -77,6 +77,28 @@ def client_config(cluster: ClusterConfig) -> dict[str, str]:
     return config
 
 
+ADMIN_SETTINGS: dict[str, str] = {"enable.sparse.connections": "false"}
+"""What every librdkafka AdminClient of the product adds to `client_config`: connections to all brokers, kept up
+by librdkafka itself, instead of connections opened on demand.
+
+With on-demand ("sparse") connections, an Admin request bound for a broker that is down makes librdkafka's broker
+lookup schedule a connection each time the broker's state changes, and a scheduled connection skips the reconnect
+backoff (librdkafka 2.x, `rd_kafka_broker_find_by_nodeid0` -> `RD_KAFKA_OP_CONNECT` sets `rkb_ts_reconnect = 0`).
+Against a kill -9'd broker each refused connect is such a change, so the broker thread and rdk:main reconnect in a
+loop until the request times out: ~13,000 refused connects a second, a core per client, seen from collect's
+cluster-state reads (requests go to the "controller", under KRaft a random live broker from the last metadata,
+which names a dead broker until the quorum fences it) and its slow-broker probes (one DescribeConfigs per broker
+per round, so the loop never ends while the broker is down). `reconnect.backoff.ms` has no effect on it. Kept
+connections reconnect on librdkafka's backoff (`reconnect.backoff.ms` doubling up to `reconnect.backoff.max.ms`),
+and an Admin client talks to every broker over time anyway (controller picks, per-broker probes and configs).
+`enable.sparse.connections` is a hidden librdkafka setting (present since 1.x); docs/kafka-clients.md has more."""
+
+
+def admin_config(cluster: ClusterConfig) -> dict[str, str]:
+    """`client_config` plus `ADMIN_SETTINGS`: the base of every AdminClient built from a cluster's profile."""
+    return {**client_config(cluster), **ADMIN_SETTINGS}
+
+
 def kafka_python_config(
     cluster: ClusterConfig, client_id: str, timeout_s: float, servers: Sequence[str] = ()
 ) -> dict[str, Any]:
@@ -116,7 +138,7 @@ def check_connection(cluster: ClusterConfig, timeout_s: float = 10) -> ClusterSu
     errors: list[KafkaError] = []
     # Any: confluent-kafka types its config as scalars only, but error_cb and logger take objects.
     settings: dict[str, Any] = {
-        **client_config(cluster),
+        **admin_config(cluster),
         "client.id": "kafka-pulse-check",
         # librdkafka reports failures through error_cb, served by poll(). Its log lines repeat them every
         # reconnect (about 20 a second against a closed port), so they go to logging at DEBUG, not stderr.

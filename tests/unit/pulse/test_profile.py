@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka.admin import AdminClient
 
 from pulse.config import ClusterConfig
 from pulse.errors import AuthenticationFailed, KafkaUnavailable
 from pulse.ports import free_ports
-from pulse.profile import check_connection, client_config
+from pulse.profile import admin_config, check_connection, client_config
 
 
 @pytest.fixture
@@ -88,6 +89,17 @@ def test_protocol_and_mechanism_are_case_insensitive() -> None:
         cluster(protocol="sasl_plaintext", sasl={"mechanism": "scram-sha-256", "username": "u", "password": "p"})
     )
     assert (config["security.protocol"], config["sasl.mechanism"]) == ("SASL_PLAINTEXT", "SCRAM-SHA-256")
+
+
+def test_admin_clients_keep_a_connection_to_every_broker() -> None:
+    """Admin clients turn off on-demand connections: librdkafka skipped the reconnect backoff for them, and a request
+    bound for a kill -9'd broker reconnected in a loop (docs/kafka-clients.md). The librdkafka bundled with
+    confluent-kafka must still know the (hidden) setting: an unknown one makes the constructor raise."""
+    (port,) = free_ports(1)
+    closed = ClusterConfig(name="gone", bootstrap_servers=[f"127.0.0.1:{port}"])
+    assert admin_config(closed) == {**client_config(closed), "enable.sparse.connections": "false"}
+    assert "enable.sparse.connections" not in client_config(closed)  # producers and consumers keep the default
+    AdminClient({**admin_config(closed), "log_level": 0})
 
 
 def test_check_connection_to_a_closed_port_names_the_cluster() -> None:
