@@ -27,7 +27,7 @@ from pulse.broker_health import BrokerHealthBoard
 from pulse.config import ClusterConfig, CollectorsConfig, SlowBrokersConfig
 from pulse.kafka_log import KafkaLogLimiter, limiter_for
 from pulse.lifecycle import Part
-from pulse.profile import client_config
+from pulse.profile import admin_config
 
 ADMIN_TIMEOUT_S = 10.0
 
@@ -138,7 +138,7 @@ class CollectorService:
 
     def _admin(self, cluster: ClusterConfig) -> AdminClient:
         settings: dict[str, Any] = {
-            **client_config(cluster),
+            **admin_config(cluster),
             "client.id": "kafka-pulse-collect",
             **self.kafka_log.settings(cluster.name),
         }

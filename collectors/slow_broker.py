@@ -34,7 +34,7 @@ from collectors.slow_broker_rules import (
 )
 from pulse.broker_health import BrokerHealthBoard, BrokerSlowness
 from pulse.config import ClusterConfig, SlowBrokersConfig
-from pulse.profile import client_config
+from pulse.profile import admin_config
 
 _LOG = logging.getLogger(__name__)
 _CLIENT_LOG = logging.getLogger(f"{__name__}.librdkafka")
@@ -224,7 +224,7 @@ class SlowBrokerDetector:
         self.thresholds = thresholds(config)
         self.board = board
         self._extra = extra
-        settings: dict[str, Any] = {**client_config(cluster), "client.id": "kafka-pulse-slow-brokers"}
+        settings: dict[str, Any] = {**admin_config(cluster), "client.id": "kafka-pulse-slow-brokers"}
         settings.update(client_settings if client_settings is not None else {"logger": _CLIENT_LOG})
         self.prober = BrokerProber(lambda: AdminClient(settings), brokers, config)
         self.states: dict[int, BrokerState] = {}
