@@ -34,7 +34,7 @@ from canary.view import ClusterView, PartitionLeader
 from pulse.config import CanaryConfig, ClusterConfig, PulseConfig
 from pulse.errors import ConfigError, KafkaUnavailable
 from pulse.kafka_log import limiter_for
-from pulse.profile import client_config
+from pulse.profile import admin_config
 
 _LOG = logging.getLogger(__name__)
 
@@ -292,8 +292,8 @@ class MirrorCanary:
     def start(self) -> Self:
         """Create the clients and start both loops; nothing before this connects to Kafka."""
         log = self.kafka_log
-        self._source_admin = AdminClient({**client_config(self.source), **log.settings(self.source.name)})
-        self._target_admin = AdminClient({**client_config(self.target), **log.settings(self.target.name)})
+        self._source_admin = AdminClient({**admin_config(self.source), **log.settings(self.source.name)})
+        self._target_admin = AdminClient({**admin_config(self.target), **log.settings(self.target.name)})
         self._topics = TopicManager(self._source_admin, self._reassigner, self._config)
         target_config = self._config.model_copy(update={"topic": self.mirrored_topic})
         self._producer = ProbeProducer(

@@ -43,7 +43,7 @@ from canary.view import ClusterView
 from pulse.config import CanaryConfig, ClusterConfig
 from pulse.errors import KafkaUnavailable
 from pulse.kafka_log import limiter_for
-from pulse.profile import client_config
+from pulse.profile import admin_config
 
 _LOG = logging.getLogger(__name__)
 HISTORY_ROUNDS = 600
@@ -118,7 +118,7 @@ class CanaryService:
     def start(self) -> None:
         config, cluster = self.config, self.cluster
         admin_settings: dict[str, Any] = {
-            **client_config(cluster),
+            **admin_config(cluster),
             **self.kafka_log.settings(cluster.name),
             # A hung broker keeps its connection up, and librdkafka may keep asking it for metadata until the
             # socket times out (60 s by default): the view would freeze exactly when attribution needs it.

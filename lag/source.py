@@ -42,6 +42,7 @@ from lag.pagecache import Placement, estimate, produce_rate
 from lag.service import LagService, SourceHealth
 from lag.store import OffsetStore
 from pulse.config import PageCacheConfig
+from pulse.profile import ADMIN_SETTINGS
 
 _LOG = logging.getLogger(__name__)
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -217,7 +218,7 @@ class KafkaLagSource:
                 self._apply_members(store, group)
 
     def _new_admin(self) -> AdminClient:
-        return AdminClient({**self.client_config, "socket.timeout.ms": 5000})
+        return AdminClient({**self.client_config, **ADMIN_SETTINGS, "socket.timeout.ms": 5000})
 
     def _new_hwm_reader(self) -> Consumer:
         """Never subscribes, joins or commits; reads uncommitted ends (HWMs, as Burrow does), not the LSO."""

@@ -45,7 +45,7 @@ from kafka_pulse.check.facts import (
 from kafka_pulse.check.lag_summary import group_lag
 from pulse.config import ClusterConfig, split_host_port
 from pulse.kafka_log import verdict_settings
-from pulse.profile import client_config, kafka_python_config
+from pulse.profile import admin_config, kafka_python_config
 
 CLIENT_ID = "kafka-pulse-check"
 MAX_GROUPS = 200
@@ -54,7 +54,7 @@ MAX_GROUPS = 200
 
 def admin_settings(cluster: ClusterConfig, servers: Iterable[str]) -> dict[str, Any]:
     return {
-        **client_config(cluster),
+        **admin_config(cluster),
         "bootstrap.servers": ",".join(servers),
         "client.id": CLIENT_ID,
         **verdict_settings(cluster.name),  # reconnect chatter about a dead broker: the verdict says it better
