@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,6 +27,7 @@ from pulse.config import ClusterConfig, CollectorsConfig, JmxBrokerConfig
 from pulse.paths import cache_dir
 from pulse.ports import free_ports
 from tests.fixtures.kafka import KafkaHandle
+from tests.support.threads import librdkafka_cpu_s, names
 
 pytestmark = pytest.mark.integration
 
@@ -148,6 +149,51 @@ def test_kill9_survivors_report_urp_and_diagnosis_names_the_dead_broker(
         kafka.cluster.restart(victim, cache_dir())
     service.states["dev"].wait_for(lambda r: r.ok and r.value is not None and r.value.under_replicated == 0, 90)
     assert service.brokers[("dev", victim)].wait_for(lambda r: r.ok, 60).ok
+
+
+SPIN_CORES = 0.3
+"""The bound on collect's librdkafka threads after a kill -9, in cores: a spinning client burns about one (its broker
+thread and rdk:main handing the reconnect to each other), clients waiting on a backoff a few thousandths."""
+
+
+def finished_after(after_s: float) -> Callable[[ScrapeResult[Any]], bool]:
+    return lambda result: result.finished_s > after_s
+
+
+def test_kill9_leaves_the_collect_clients_waiting_not_spinning(
+    kafka: KafkaHandle, service_factory: list[CollectorService]
+) -> None:
+    """After kill -9 of a broker, collect's Admin clients (cluster state, slow-broker probes) reconnect to it on
+    librdkafka's backoff: over five cluster-state reads, their threads use under 0.3 of a core. With on-demand
+    connections, each request bound for the dead broker (every probe round, and every read while the metadata named
+    it controller) made librdkafka reconnect in a loop, ~13,000 refused connects a second (pulse/profile.py
+    `ADMIN_SETTINGS`): the host saturated and the cluster-state reads timed out for minutes."""
+    kafka.create_topic("spin", partitions=3, replication_factor=3)
+    others = set(librdkafka_cpu_s())  # the fixture's clients and any an earlier test left behind
+    # JMX is configured (the slow-broker detector needs it) but not awaited: this test is about the Admin clients.
+    service = CollectorService([cluster_config(kafka, 5)], CollectorsConfig(transport="jpype", scrape_interval_s=1))
+    service_factory.append(service)
+    service.start()  # returns after the first cluster-state read, with the slow-broker probes started
+    assert service.states["dev"].wait_for(lambda r: r.ok, 30).ok
+    victim = 3
+    kafka.cluster.kill(victim)
+    killed_s = time.time()
+    try:
+        before, started = librdkafka_cpu_s(), time.monotonic()
+        state = service.states["dev"]
+        last_s = killed_s
+        for _ in range(5):  # the window: five reads, each with the slow-broker probes still asking the dead broker
+            last_s = state.wait_for(finished_after(last_s), 60).finished_s
+        after, elapsed = librdkafka_cpu_s(), time.monotonic() - started
+        used = {tid: cpu - before.get(tid, 0.0) for tid, cpu in after.items() if tid not in others}
+        assert used, "collect started no librdkafka client"
+        hot = {f"{name}/{tid}": round(used[tid] / elapsed, 2) for tid, name in names(set(used)).items()}
+        assert sum(used.values()) / elapsed < SPIN_CORES, (
+            f"collect's librdkafka threads, cores over {elapsed:.0f} s: {hot}"
+        )
+    finally:
+        kafka.cluster.restart(victim, cache_dir())
+    service.states["dev"].wait_for(lambda r: r.ok and r.value is not None and r.value.under_replicated == 0, 90)
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
