@@ -74,6 +74,11 @@ def librdkafka_threads() -> int:
 
 
 COMMANDS = ("canary", "collect", "run")
+MIN_SUPPRESSED = {"canary": 10, "collect": 3, "run": 10}
+"""Suppressed lines each command must have counted: proof there was chatter to thin. collect's clients are Admin
+clients, which reconnect on librdkafka's backoff (up to 10 s apart, docs/kafka-clients.md): 9 lines in 30 s on one
+run, 11 in 90 s on a loaded host, against some 370 in 30 s before. The canary's producer and readers still reconnect
+every ~50 ms while no broker is up (librdkafka's on-demand connections)."""
 RAW_LINE = re.compile(r"^%\d+\|\d+\.\d+\|", re.MULTILINE)
 """How librdkafka writes a log line to stderr when no `logger` takes it: `%3|1764000000.123|FAIL|rdkafka#...`."""
 
@@ -125,7 +130,7 @@ def test_canary_collect_and_run_write_a_bounded_number_of_lines_and_count_the_re
         def all_suppressing() -> bool:
             for command, (proc, _, log_path) in procs.items():
                 assert proc.poll() is None, f"{command} exited: {log_path.read_text(errors='replace')[-3000:]}"
-            return all(_counts(port).get("suppressed", 0) >= 10 for _, port, _ in procs.values())
+            return all(_counts(port).get("suppressed", 0) >= MIN_SUPPRESSED[c] for c, (_, port, _) in procs.items())
 
         assert wait_until(all_suppressing, 90, interval_s=0.5), {c: _counts(p) for c, (_, p, _) in procs.items()}
         counts = {command: _counts(port) for command, (_, port, _) in procs.items()}
@@ -145,5 +150,5 @@ def test_canary_collect_and_run_write_a_bounded_number_of_lines_and_count_the_re
         ours = [line for line in output.splitlines() if "librdkafka" in line]
         # Within a minute the limiter logs each (cluster, kind) once; everything else was only counted.
         assert len(ours) <= counts[command].get("logged", 0) <= 30, (command, counts[command], ours)
-        assert counts[command]["suppressed"] >= 10, (command, counts[command])
+        assert counts[command]["suppressed"] >= MIN_SUPPRESSED[command], (command, counts[command])
         print(f"{command}: {len(ours)} librdkafka lines in {elapsed_s:.0f} s, {counts[command]}")
