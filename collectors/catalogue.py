@@ -29,6 +29,8 @@ class BeanQuery:
     """One JMX read: every MBean matching `pattern` (an ObjectName pattern), these attributes of each."""
 
     pattern: str
+    """An exact name (no wildcard) is read without a lookup and its readings carry it as written here, so its keys
+    must be in the order the broker registers them (`type=...,name=...`), which `mapping.py` relies on."""
     attributes: tuple[str, ...]
     """Attribute names; a composite attribute (HeapMemoryUsage) comes back as one reading per key."""
 

@@ -12,7 +12,10 @@ the attribute key it ignores is picked in `mapping.py`; a value with an unescape
 the whole batch's JSON, is isolated by splitting the batch; its crash on timeout becomes `JmxTimeout`. It refuses
 brokers with JMX credentials or TLS, because the jar takes the password as a command-line argument.
 `JpypeTransport` keeps one JMX connection per broker in an in-process JVM (JPype1): no fork per scrape, and
-credentials and trust-store passwords stay inside the process.
+credentials and trust-store passwords stay inside the process. Every RMI call is a round trip the broker's JVM must
+schedule, so a read makes few of them: one `queryNames` per domain (its patterns OR-ed into one query the broker
+evaluates), none for exact names, and one `getAttributes` per bean with every attribute any query asks of it,
+`READS_IN_FLIGHT` at a time.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from collectors.catalogue import BeanQuery, Reading
@@ -33,6 +37,9 @@ from pulse.config import JmxBrokerConfig, JmxConfig
 from pulse.errors import ConfigError, PulseError
 
 _LOG = logging.getLogger(__name__)
+READS_IN_FLIGHT = 4
+"""`getAttributes` calls a JPype read keeps in flight per broker: on a loaded broker each round trip waits for a core,
+and overlapping them keeps a 10,000-partition broker's read well inside `jmx.timeout_s`."""
 _JAR_NUMBER_TYPES = frozenset({"Byte", "Short", "Float", "BigInteger", "BigDecimal", "AtomicInteger", "AtomicLong"})
 """Java types the jmxquery jar prints as JSON strings although they hold numbers."""
 
@@ -240,6 +247,9 @@ class JpypeTransport:
         self._connection: Any = None
         # One worker per broker: a read stuck on a paused broker blocks only this broker's next scrape.
         self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"jmx-{broker.broker_id}")
+        self._getters = concurrent.futures.ThreadPoolExecutor(
+            READS_IN_FLIGHT, thread_name_prefix=f"jmx-{broker.broker_id}-get"
+        )
         self._pending: concurrent.futures.Future[list[Reading]] | None = None
         self.vanished: list[str] = []
         """Beans matched by the last scrape's queries but removed before their attributes were read."""
@@ -328,34 +338,40 @@ class JpypeTransport:
     def _query(self, connection: Any, queries: list[BeanQuery]) -> list[Reading]:
         import jpype
 
-        ObjectName = jpype.JClass("javax.management.ObjectName")
         CompositeData = jpype.JClass("javax.management.openmbean.CompositeData")
         InstanceNotFound = jpype.JClass("javax.management.InstanceNotFoundException")
+        Strings = jpype.JArray(jpype.JString)
+        beans = _beans_to_read(connection, queries)
+
+        def get(bean: _Bean) -> Any:
+            # Attributes a bean lacks are left out by getAttributes, not errors.
+            try:
+                return connection.getAttributes(bean.name, Strings(bean.attributes))
+            except InstanceNotFound:
+                return None
+
         readings: list[Reading] = []
         self.vanished = []
-        for query in queries:
-            names = connection.queryNames(ObjectName(query.pattern), None)
-            for name in sorted(names, key=str):
-                bean = str(name)
-                # getAttributes: one round trip per bean; attributes a bean lacks are left out, not errors.
-                try:
-                    attributes = connection.getAttributes(name, jpype.JArray(jpype.JString)(query.attributes))
-                except InstanceNotFound:
-                    # Kafka removes beans at run time (a deleted topic or partition, a closed connection, request
-                    # versions): one gone since queryNames is absent from this scrape, not a failed broker.
-                    self.vanished.append(bean)
+        for bean, attributes in zip(beans, self._getters.map(get, beans), strict=True):
+            name = str(bean.name)
+            if attributes is None:
+                # Kafka removes beans at run time (a deleted topic or partition, a closed connection, request
+                # versions): one gone since queryNames is absent from this scrape, not a failed broker. An exact
+                # name the broker never registered (a bean of another role or version) is simply absent.
+                if not bean.exact:
+                    self.vanished.append(name)
+                continue
+            for attribute in attributes:
+                value = attribute.getValue()
+                if isinstance(value, CompositeData):
+                    for key in value.getCompositeType().keySet():
+                        number = _number_or_string(_to_python(value.get(key)))
+                        if number is not None:
+                            readings.append(Reading(name, str(attribute.getName()), number, str(key)))
                     continue
-                for attribute in attributes:
-                    value = attribute.getValue()
-                    if isinstance(value, CompositeData):
-                        for key in value.getCompositeType().keySet():
-                            number = _number_or_string(_to_python(value.get(key)))
-                            if number is not None:
-                                readings.append(Reading(bean, str(attribute.getName()), number, str(key)))
-                        continue
-                    converted = _number_or_string(_to_python(value))
-                    if converted is not None:
-                        readings.append(Reading(bean, str(attribute.getName()), converted))
+                converted = _number_or_string(_to_python(value))
+                if converted is not None:
+                    readings.append(Reading(name, str(attribute.getName()), converted))
         return readings
 
     def _close_connector(self) -> None:
@@ -369,6 +385,61 @@ class JpypeTransport:
     def close(self) -> None:
         self._worker.submit(self._close_connector)
         self._worker.shutdown(wait=False)
+        self._getters.shutdown(wait=False)
+
+
+@dataclass(frozen=True)
+class _Bean:
+    """One `getAttributes` call of a read: a registered (or, when `exact`, a named) MBean and what to ask of it."""
+
+    name: Any
+    """The javax.management.ObjectName."""
+    attributes: tuple[str, ...]
+    """Every attribute any query matching the bean asks for, in the queries' order, each once."""
+    exact: bool
+    """Named by a query without wildcards, so not looked up first: absence is no race, nothing vanished."""
+
+
+def _beans_to_read(connection: Any, queries: Sequence[BeanQuery]) -> list[_Bean]:
+    """The beans `queries` match, each once, in the queries' order (names sorted within a query), in one
+    `queryNames` round trip per domain: a domain's patterns OR-ed into one query the broker evaluates, exact names
+    not looked up at all. The broker tries each bean of the domain against at most every pattern either way; the
+    round trips are what a busy broker makes slow."""
+    import jpype
+
+    ObjectName = jpype.JClass("javax.management.ObjectName")
+    Query = jpype.JClass("javax.management.Query")
+    compiled = [(ObjectName(query.pattern), query) for query in queries]
+    matched: dict[int, list[Any]] = {}
+    by_domain: dict[str, list[int]] = {}
+    for index, (name, _query) in enumerate(compiled):
+        if name.isDomainPattern():  # wildcards in the domain: no scan to share, a query of its own
+            matched[index] = list(connection.queryNames(name, None))
+        elif name.isPattern():
+            by_domain.setdefault(str(name.getDomain()), []).append(index)
+    for domain, indices in by_domain.items():
+        patterns = [compiled[i][0] for i in indices]
+        if len(patterns) == 1:
+            matched[indices[0]] = list(connection.queryNames(patterns[0], None))
+            continue
+        either = patterns[0]
+        for pattern in patterns[1:]:
+            either = Query.or_(either, pattern)
+        found = list(connection.queryNames(ObjectName(f"{domain}:*"), either))
+        for index, pattern in zip(indices, patterns, strict=True):
+            matched[index] = [name for name in found if pattern.apply(name)]
+    beans: dict[str, tuple[Any, list[str]]] = {}
+    listed: set[str] = set()
+    """Beans some pattern matched, so registered when listed."""
+    for index, (name, query) in enumerate(compiled):
+        names = sorted(matched[index], key=str) if index in matched else [name]
+        for found in names:
+            key = str(found)
+            _, attributes = beans.setdefault(key, (found, []))
+            attributes.extend(a for a in query.attributes if a not in attributes)
+            if index in matched:
+                listed.add(key)
+    return [_Bean(name, tuple(attributes), key not in listed) for key, (name, attributes) in beans.items()]
 
 
 def _to_python(value: Any) -> Any:

@@ -380,3 +380,116 @@ def test_a_bean_removed_mid_scrape_is_left_out_and_the_rest_is_read(quote_jmx_po
         for name in beans:
             if server_mbeans.isRegistered(name):
                 server_mbeans.unregisterMBean(name)
+
+
+# --- what one read asks the broker ----------------------------------------------------------------------------------
+
+
+class _CountingCalls:
+    """The real MBean server connection, counting the round trips a read makes (a busy broker answers each late)."""
+
+    def __init__(self, connection: Any) -> None:
+        self._connection = connection
+        self.query_names: list[str] = []
+        self.get_attributes: list[tuple[str, tuple[str, ...]]] = []
+
+    def queryNames(self, pattern: Any, query: Any) -> Any:
+        self.query_names.append(str(pattern))
+        return self._connection.queryNames(pattern, query)
+
+    def getAttributes(self, name: Any, attributes: Any) -> Any:
+        self.get_attributes.append((str(name), tuple(str(a) for a in attributes)))
+        return self._connection.getAttributes(name, attributes)
+
+
+@pytest.fixture
+def sample_beans() -> Iterator[list[str]]:
+    """Four JDK StringMonitor beans in a domain of their own: two of key set {type, name}, one with an extra key
+    (which `type=A,name=*` must not match), and one of another type."""
+    import jpype
+
+    server_mbeans = jpype.JClass("java.lang.management.ManagementFactory").getPlatformMBeanServer()
+    ObjectName = jpype.JClass("javax.management.ObjectName")
+    names = [
+        "kafka.pulse.plan:type=A,name=x1",
+        "kafka.pulse.plan:type=A,name=x2",
+        "kafka.pulse.plan:type=A,name=x3,extra=e",
+        "kafka.pulse.plan:type=B,name=y",
+    ]
+    for name in names:
+        monitor = jpype.JClass("javax.management.monitor.StringMonitor")()
+        monitor.setStringToCompare(f"value of {name}")
+        server_mbeans.registerMBean(monitor, ObjectName(name))
+    try:
+        yield names
+    finally:
+        for name in names:
+            if server_mbeans.isRegistered(ObjectName(name)):
+                server_mbeans.unregisterMBean(ObjectName(name))
+
+
+PLAN_QUERIES = [
+    BeanQuery("kafka.pulse.plan:type=A,name=*", ("StringToCompare",)),
+    BeanQuery("kafka.pulse.plan:type=A,name=x1", ("GranularityPeriod",)),
+    BeanQuery("kafka.pulse.plan:type=B,*", ("StringToCompare",)),
+    BeanQuery("kafka.pulse.plan:type=Absent,name=none", ("StringToCompare",)),
+    BeanQuery("java.lang:type=Threading", ("ThreadCount",)),
+]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_each_query_reads_exactly_the_beans_its_pattern_names(
+    quote_jmx_port: int, sample_beans: list[str], transport: str
+) -> None:
+    """Both transports, same answer: a domain's patterns are OR-ed into one query, so each pattern's own matches
+    must still be told apart (x3's extra key keeps it out of `name=*`), and an exact name nobody registered is
+    absent, not an error."""
+    x1, x2, _x3, y = sample_beans
+    broker = JmxBrokerConfig(broker_id=1, port=quote_jmx_port)
+    jmx: JmxTransport = JmxqueryTransport(broker, 20) if transport == "jmxquery" else JpypeTransport(broker, 20)
+    try:
+        readings = jmx.read(PLAN_QUERIES)
+    finally:
+        jmx.close()
+    read = sorted((r.bean, r.attribute) for r in readings)
+    assert read == sorted(
+        [
+            (x1, "StringToCompare"),
+            (x1, "GranularityPeriod"),
+            (x2, "StringToCompare"),
+            (y, "StringToCompare"),
+            ("java.lang:type=Threading", "ThreadCount"),
+        ]
+    )
+
+
+def test_a_jpype_read_makes_one_names_query_per_domain_and_one_attributes_call_per_bean(
+    quote_jmx_port: int, sample_beans: list[str]
+) -> None:
+    """Round trips, not the broker's work, made a 10,000-partition broker's read miss jmx.timeout_s: patterns of a
+    domain share one queryNames, exact names skip it, and a bean two queries match is read once for both."""
+    x1, x2, _x3, y = sample_beans
+    calls: list[_CountingCalls] = []
+
+    class Counting(JpypeTransport):
+        def _connect(self) -> Any:
+            calls.append(_CountingCalls(super()._connect()))
+            return calls[-1]
+
+    jmx = Counting(JmxBrokerConfig(broker_id=1, port=quote_jmx_port), 20)
+    try:
+        jmx.read(PLAN_QUERIES)
+        assert jmx.vanished == []  # the absent exact name was never listed, so nothing vanished
+    finally:
+        jmx.close()
+    (counted,) = calls
+    assert counted.query_names == ["kafka.pulse.plan:*"]
+    assert sorted(counted.get_attributes) == sorted(
+        [
+            (x1, ("StringToCompare", "GranularityPeriod")),
+            (x2, ("StringToCompare",)),
+            (y, ("StringToCompare",)),
+            ("kafka.pulse.plan:type=Absent,name=none", ("StringToCompare",)),
+            ("java.lang:type=Threading", ("ThreadCount",)),
+        ]
+    )
