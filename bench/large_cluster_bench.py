@@ -315,6 +315,8 @@ def lag_round(
             "idle_cores": idle,
             "loaded_cores": loaded / wall,
             "records_read": read,
+            "commits_sent": committer.commits,  # every group's 10 partitions a round, over COMMIT_CLIENTS clients
+            "commit_rounds": committer.rounds,
             "records_per_s": read / wall,
             "us_per_commit": loaded / max(1.0, read) * 1e6,
             "us_per_commit_net": (loaded - idle * wall) / max(1.0, read) * 1e6,
@@ -391,6 +393,7 @@ def phase_burrow(home: Path, shape: DataShape, args: argparse.Namespace) -> dict
             for name, pid in pids.items()
         }
         out["commits_per_s"] = read / wall
+        out["commits_sent"], out["commit_rounds"] = committer.commits, committer.rounds
         say(f"steady: {out['steady']} at {out['commits_per_s']:.0f} commit records/s (read by kafka-pulse lag)")
     finally:
         if ours is not None:
