@@ -13,6 +13,9 @@ commits 60 s apart; a quarter of the groups each catch up, stall, are caught up 
    text format (`scrape_rows` under the lock, then the text, made piece by piece as `pulse.http` streams it), the
    best of `--scrapes`; the split between the two; how much the process grew meanwhile; bytes and sample lines;
    and the gzip that `pulse.http` adds when the scraper accepts it (`GZIP_LEVEL`), beside client_python's level 9;
+   before them, the process's RSS growth per group-partition from before the fill, right after it and once
+   `--steady-scrapes` renders at `--steady-granularity` have been sent piece by piece and dropped, as the listener
+   sends them: what a running service holds between two scrapes (names included);
 2. the object path (`LagService.all_statuses` into client_python families, tests/support/lag_metrics_oracle.py),
    once, and whether its text is byte-identical;
 3. status: `--statuses` requests for random groups through the Burrow route table (`GET .../consumer/{group}/status`,
@@ -25,7 +28,9 @@ commits 60 s apart; a quarter of the groups each catch up, stall, are caught up 
 from __future__ import annotations
 
 import argparse
+import gc
 import gzip
+import hashlib
 import random
 import sys
 import threading
@@ -36,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from lag_bench import COMMIT_EVERY_MS, START_MS, Took, load, offset_record, timed
+from lag_bench import COMMIT_EVERY_MS, START_MS, Took, load, offset_record, rss_bytes, timed
 from prometheus_client import generate_latest
 
 from lag.api import BurrowApi
@@ -232,6 +237,8 @@ def main() -> None:
     parser.add_argument("--hwm-samples", type=int, default=1)
     parser.add_argument("--mode", default="burrow")
     parser.add_argument("--scrapes", type=int, default=3)
+    parser.add_argument("--steady-scrapes", type=int, default=2, help="scrapes before the steady-state RSS")
+    parser.add_argument("--steady-granularity", choices=("partition", "group"), default="partition")
     parser.add_argument("--no-objects", action="store_true", help="skip the object path (7-12 s at 1M)")
     parser.add_argument("--statuses", type=int, default=2000)
     parser.add_argument("--statuses-only", action="store_true", help="skip the scrapes")
@@ -256,20 +263,36 @@ def main() -> None:
     now = [0]
     service = LagService(config, clock_ms=lambda: now[0])
     print(f"load average before: {load()}")
+    gc.collect()
+    rss_before = rss_bytes()
     end_ms = fill(service, args.groups, args.partitions, args.topics, args.intervals, args.hwm_samples)
     now[0] = end_ms + 1000
     gp = args.groups * args.partitions
+    gc.collect()
+    rss_filled = rss_bytes()
     print(
         f"workload: {args.groups:,} groups x {args.partitions} partitions = {gp:,} group-partitions, "
         f"{args.topics:,} topics, intervals={args.intervals}, {args.hwm_samples} HWM sample(s), mode {args.mode}"
     )
 
-    texts: dict[str, bytes] = {}
+    if args.steady_scrapes:
+        collector = LagCollector(service, args.steady_granularity)
+        for _ in range(args.steady_scrapes):
+            for _piece in collector.render(generate_latest):
+                pass
+        gc.collect()
+        print(
+            f"RSS: {(rss_filled - rss_before) / gp:,.0f} B per group-partition after the fill, "
+            f"{(rss_bytes() - rss_before) / gp:,.0f} B after {args.steady_scrapes} scrapes at "
+            f"{args.steady_granularity} granularity (steady state, load {load()})"
+        )
+
+    digests: dict[str, bytes] = {}
     cpu: dict[str, float] = {}
     for granularity in () if args.statuses_only else ("partition", "group"):
         collector = LagCollector(service, granularity)
         took, rows_took, text, grew = scrape(collector, args.scrapes)
-        texts[granularity], cpu[granularity] = text, took.cpu_s
+        digests[granularity], cpu[granularity] = hashlib.sha256(text).digest(), took.cpu_s
         lines = text.count(b"\n") - 2 * text.count(b"# TYPE")
         zipped = []
         for level in sorted({GZIP_LEVEL, 9}):  # ours, and client_python's
@@ -284,6 +307,7 @@ def main() -> None:
         print(f"    of which evaluation and arrays (scrape_rows): {rows_took.cpu_s:.2f} s CPU")
         print(f"    the process grew by at most {grew / 2**20:,.0f} MiB while it ran (text streamed in pieces)")
         print(f"  output:      {len(text):,} B, {lines:,} samples; gzip {', '.join(zipped)}")
+        del text
 
     if not (args.no_objects or args.statuses_only):
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the oracle lives under tests/
@@ -291,7 +315,7 @@ def main() -> None:
 
         with timed() as took:
             old = encode_families(generate_latest, list(ObjectLagCollector(service, "partition").collect()))
-        same = "identical" if old == texts["partition"] else "DIFFERENT"
+        same = "identical" if hashlib.sha256(old).digest() == digests["partition"] else "DIFFERENT"
         print(
             f"object path (all_statuses + client_python), partition: {took.cpu_s:.2f} s CPU, {took.wall_s:.2f} s "
             f"wall; its text and the render's: {same}; CPU ratio render/objects {cpu['partition'] / took.cpu_s:.3f}"
