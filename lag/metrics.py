@@ -8,18 +8,21 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Literal
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from lag.flat_arrays import release_freed_heap
 from lag.metrics_text import FAMILIES, Family, Template, render
 from lag.scrape import scrape_rows
 from lag.service import LagService
 from pulse.http.exposition import Encoder, RenderedFamilies, encode_families
 
 _MARK = re.compile("\0([0-9])\0")
+RELEASE_FROM_ROWS = 1 << 16
+"""A scrape of at least this many groups and group-partitions hands the freed heap back once its text is written."""
 
 
 class LagCollector(Collector):
@@ -27,10 +30,17 @@ class LagCollector(Collector):
     as text from the evaluator's arrays (`RenderedFamilies`, served by pulse.http's exposition); the service's own
     families stay client_python objects."""
 
-    def __init__(self, service: LagService, granularity: Literal["partition", "group"] = "partition") -> None:
+    def __init__(
+        self,
+        service: LagService,
+        granularity: Literal["partition", "group"] = "partition",
+        release_heap: Callable[[], object] = release_freed_heap,
+    ) -> None:
         self.service = service
         self.granularity = granularity
         """`group` leaves out the per-partition families: at 200k partitions they are most of a scrape's series."""
+        self.release_heap = release_heap
+        """Called after a large scrape's last piece (`RELEASE_FROM_ROWS`); a test passes a recorder."""
 
     def collect(self) -> Iterator[Metric]:
         yield RenderedFamilies(self.render)
@@ -41,7 +51,10 @@ class LagCollector(Collector):
         piece by piece as the listener sends them."""
         rows = scrape_rows(self.service, self.service.clock_ms())
         templates = [template(encoder, f) for f in FAMILIES]
-        return render(rows, templates, self.granularity)
+        pieces = render(rows, templates, self.granularity)
+        if sum(len(r.names) + len(r.current_lag) for r in rows) < RELEASE_FROM_ROWS:
+            return pieces
+        return _then_release(pieces, self.release_heap)
 
     def _service_families(self) -> Iterator[Metric]:
         """Per cluster: is it judged (fresh), page-cache windows, records read; per result: commits ingested."""
@@ -78,6 +91,18 @@ class LagCollector(Collector):
             for result, n in sorted(svc.store.ingested.items(), key=lambda item: item[0].value):
                 commits.add_metric([result.value], n)
         yield from (up, windows, records, commits)
+
+
+def _then_release(pieces: Iterator[bytes], release_heap: Callable[[], object]) -> Iterator[bytes]:
+    """The pieces, then `release_heap` once they are sent or dropped, when the rows that the finished `render` held
+    are freed. Why: a scrape's arrays come from malloc's heap, whose pages glibc keeps once they are freed (at
+    1,000,000 groups of one partition, 20-50 B a group between two scrapes: docs/benchmarks.md); the next scrape
+    faults them in again instead."""
+    try:
+        yield from pieces
+    finally:
+        del pieces  # closed or exhausted: its frame, and with it the rows, is gone
+        release_heap()
 
 
 def template(encoder: Encoder, family: Family) -> Template:
