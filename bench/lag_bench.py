@@ -189,7 +189,7 @@ def main() -> None:
     )
 
     # 4. evaluate every group, per mode
-    gids = list(store.group_ids(CLUSTER).values())
+    gids = store.sorted_groups(CLUSTER)[1].tolist()
     rng = random.Random(5)
     checked = rng.sample(range(len(gids)), min(args.check, len(gids)))
     now_ms = end_ms + 1000

@@ -96,7 +96,7 @@ class PartitionIndex:
     """(partitions,) HWM ring row; -1 when the topic has no row for the partition."""
 
 
-def partition_index(store: OffsetStore, gids: Sequence[int]) -> PartitionIndex:
+def partition_index(store: OffsetStore, gids: Sequence[int] | I64) -> PartitionIndex:
     """The index of the given groups' partitions, from the store's run arrays."""
     gid_arr = np.asarray(gids, dtype=np.int64)
     run_group_buf, run_topic_buf, run_base_buf, run_parts_buf = store.run_buffers()

@@ -95,17 +95,20 @@ class Evaluator:
         why = self._unavailable(cluster, now_ms)
         if why is not None:
             return _unknown(cluster, group, why)
-        verdicts = self.evaluate_groups(cluster, [self.store.group_ids(cluster)[group]], now_ms)
+        gid = self.store.group_id(cluster, group)
+        if gid is None:  # has_group said it is stored
+            raise KeyError(group)
+        verdicts = self.evaluate_groups(cluster, [gid], now_ms)
         return self.group_status(verdicts, 0)
 
     def evaluate_cluster(self, cluster: str, now_ms: int) -> Iterator[GroupStatus]:
         """Every group of the cluster in name order, decided in one columnar pass (expired groups are NOTFOUND)."""
-        names = self.store.groups(cluster)
+        names, ids = self.store.sorted_groups(cluster)
         expired = set(self.store.purge_expired(cluster, now_ms))
         why = self._unavailable(cluster, now_ms) if len(expired) < len(names) else None
-        ids = self.store.group_ids(cluster)
         live = [name for name in names if name not in expired]
-        verdicts = self.evaluate_groups(cluster, [ids[name] for name in live], now_ms) if why is None else None
+        live_ids = ids[np.array([name not in expired for name in names], dtype=np.bool_)] if names else ids
+        verdicts = self.evaluate_groups(cluster, live_ids, now_ms) if why is None else None
         position = {name: i for i, name in enumerate(live)}
         for name in names:
             if name in expired:
@@ -115,7 +118,7 @@ class Evaluator:
             else:
                 yield self.group_status(verdicts, position[name])
 
-    def evaluate_groups(self, cluster: str, gids: Sequence[int], now_ms: int) -> GroupVerdicts:
+    def evaluate_groups(self, cluster: str, gids: Sequence[int] | I64, now_ms: int) -> GroupVerdicts:
         """The columnar pass: decide every partition of the given groups and roll each group up, as arrays.
 
         No expiry or health check here (`evaluate_group`/`evaluate_cluster` do those)."""

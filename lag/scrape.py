@@ -65,13 +65,14 @@ def scrape_rows(service: LagService, now_ms: int) -> list[ClusterRows]:
 
 def _cluster_rows(service: LagService, cluster: str, now_ms: int) -> ClusterRows:
     store, evaluator = service.store, service.evaluator
-    names = store.groups(cluster)
+    names, ids = store.sorted_groups(cluster)
     expired = set(store.purge_expired(cluster, now_ms))
     health = evaluator.health
     why = health.unavailable_reason(cluster, now_ms) if health is not None and len(expired) < len(names) else None
-    ids = store.group_ids(cluster)
     live = [] if why is not None else [name for name in names if name not in expired] if expired else names
-    v = evaluator.evaluate_groups(cluster, list(map(ids.__getitem__, live)), now_ms)
+    if len(live) < len(names):
+        ids = ids[np.array([name not in expired for name in names], dtype=np.bool_)] if live else ids[:0]
+    v = evaluator.evaluate_groups(cluster, ids, now_ms)
     index = v.index
     # per group, in name order: live groups take their row of the columnar result
     if len(live) == len(names):  # nothing expired, cluster judged: row i is group i

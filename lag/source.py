@@ -383,7 +383,7 @@ class KafkaLagSource:
                 # tombstone and keeps every offset, and a deleted group's offset tombstones come first (and
                 # delete it in the store once none is left).
                 store.clear_owners(c, record.group)
-                store.set_members(c, record.group, 0 if record.group in store.group_ids(c) else None)
+                store.set_members(c, record.group, 0 if store.group_id(c, record.group) is not None else None)
                 self.members.forget(record.group)
                 changed.discard(record.group)
             elif isinstance(record, GroupMetadata) and record.protocol_type == "consumer":

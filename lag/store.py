@@ -7,8 +7,9 @@ commit for a topic or partition with no HWM sample yet is dropped (its lag could
 by reason so that nothing disappears silently.
 
 Index layout, chosen so that a million group-partitions cost little beyond their windows: a group is an integer id
-(one dict entry per cluster/group name), a group/topic is a *run* (a contiguous range of window slots, one per
-partition) kept in flat arrays and chained per group, and topics are the HWM store's interned topic ids. Owners
+(an int32 slot per cluster/group name in a `GroupIndex`, no dict entry or `int` object per group), a group/topic is
+a *run* (a contiguous range of window slots, one per partition) kept in flat arrays and chained per group, and
+topics are the HWM store's interned topic ids. Owners
 (from group metadata) live in a dict only for groups that have any. The per-group and per-run arrays are as narrow
 as their values allow (a group's last commit time in int32 ms from an epoch, a run's topic id and partitions in
 uint16), widened for good when a value does not fit, as the windows are (`flat_arrays.py`).
@@ -22,10 +23,13 @@ from array import array
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from lag.flat_arrays import fitting_epoch
+from lag.group_index import GroupIndex
 from lag.window import CommitWindows, HwmWindows
 
 
@@ -85,7 +89,7 @@ class OffsetStore:
         self._deny = re.compile(group_deny) if group_deny else None
         self._counts = [0] * len(_INGEST)
         # groups: cluster -> name -> id; per id its name, last commit time and first run
-        self._gids: dict[str, dict[str, int]] = {}
+        self._gids: dict[str, GroupIndex] = {}
         self._group_names: list[str | None] = []
         self._free_gids: list[int] = []
         self._last_commit = array("i")
@@ -192,7 +196,10 @@ class OffsetStore:
             self._group_names.append(group)
             self._last_commit.append(0)
             self._first_run.append(_NONE)
-        self._gids.setdefault(cluster, {})[group] = gid
+        index = self._gids.get(cluster)
+        if index is None:
+            index = self._gids[cluster] = GroupIndex(self._group_names)
+        index.add(group, gid)
         early = self._early_owners.pop((cluster, group), None)
         if early:
             self._owners[gid] = early
@@ -338,7 +345,7 @@ class OffsetStore:
     def delete_group(self, cluster: str, group: str) -> bool:
         """Forget a group (tombstone, API DELETE, expiry); True if it existed."""
         groups = self._gids.get(cluster)
-        gid = groups.pop(group, None) if groups is not None else None
+        gid = groups.remove(group) if groups is not None else None
         self._members.pop((cluster, group), None)
         self._early_owners.pop((cluster, group), None)
         if gid is None:
@@ -385,11 +392,23 @@ class OffsetStore:
         return sorted({c for c, groups in self._gids.items() if groups} | set(self.hwms.clusters()))
 
     def groups(self, cluster: str) -> list[str]:
-        return sorted(self._gids.get(cluster, ()))
+        return self.sorted_groups(cluster)[0]
 
-    def group_ids(self, cluster: str) -> dict[str, int]:
-        """Name -> group id of the cluster's stored groups (read only)."""
-        return self._gids.get(cluster, {})
+    def sorted_groups(self, cluster: str) -> tuple[list[str], NDArray[np.int64]]:
+        """The cluster's stored groups in name order and their ids, for readers of every group (the scrape): one
+        sort by name, no lookup per name."""
+        index = self._gids.get(cluster)
+        if index is None:
+            return [], np.zeros(0, dtype=np.int64)
+        ids = index.ids().tolist()  # in order of arrival: often near name order, which the sort is quick on
+        named: list[str] = self._group_names  # type: ignore[assignment]  # an indexed id is always named
+        ids.sort(key=named.__getitem__)
+        names = list(map(named.__getitem__, ids))
+        return names, np.array(ids, dtype=np.int64)
+
+    def group_id(self, cluster: str, group: str) -> int | None:
+        """The stored group's id; None when the cluster has no such group."""
+        return self._gid(cluster, group)
 
     def group_topics(self, cluster: str, group: str) -> list[str]:
         gid = self._gid(cluster, group)
@@ -425,9 +444,17 @@ class OffsetStore:
 
     def purge_expired(self, cluster: str, now_ms: int) -> list[str]:
         """`has_group` over every group of the cluster at once; returns the names purged."""
+        index = self._gids.get(cluster)
+        if index is None:
+            return []
         cutoff = now_ms - self.expire_group_ms - self._last_epoch_ms
-        last = self._last_commit
-        expired = [name for name, gid in self._gids.get(cluster, {}).items() if last[gid] < cutoff]
+        ids = index.ids()
+        wide = self._last_commit.typecode == "q"
+        last: NDArray[np.signedinteger[Any]] = np.frombuffer(self._last_commit, dtype=np.int64 if wide else np.int32)
+        old = ids[last[ids] < cutoff].tolist()
+        del last  # a view of the array, which could not grow while it lives
+        names = self._group_names
+        expired = [name for name in map(names.__getitem__, old) if name is not None]
         for name in expired:
             self.delete_group(cluster, name)
         return expired

@@ -289,9 +289,9 @@ def test_columnar_time_lags_are_the_scalar_ones(seed: int) -> None:
     service = build("enhanced", seed, groups=200)
     store = service.store
     for cluster in CLUSTERS:
-        ids = store.group_ids(cluster)
-        index = partition_index(store, list(ids.values()))
-        verdicts = service.evaluator.evaluate_groups(cluster, list(ids.values()), NOW)
+        ids = store.sorted_groups(cluster)[1]
+        index = partition_index(store, ids)
+        verdicts = service.evaluator.evaluate_groups(cluster, ids, NOW)
         has_commit = verdicts.rules != Rule.NO_COMMIT
         newest = [store.commits.newest(s) for s in index.slots.tolist()]
         last = np.array([n[0] if n else 0 for n in newest], dtype=np.int64)
