@@ -107,7 +107,7 @@ class Evaluator:
         expired = set(self.store.purge_expired(cluster, now_ms))
         why = self._unavailable(cluster, now_ms) if len(expired) < len(names) else None
         live = [name for name in names if name not in expired]
-        live_ids = ids[np.array([name not in expired for name in names], dtype=np.bool_)] if names else ids
+        live_ids = ids[np.array([name not in expired for name in names], dtype=np.bool_)] if expired else ids
         verdicts = self.evaluate_groups(cluster, live_ids, now_ms) if why is None else None
         position = {name: i for i, name in enumerate(live)}
         for name in names:
