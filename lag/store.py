@@ -56,6 +56,8 @@ _WIDE_GROUP_RUNS = 8
 """A group with more topics than this gets a topic -> run dict instead of walking its chain."""
 _U16_MAX = 65535
 """Topic ids and partition counts of runs are uint16 until one is larger (then int32 for good)."""
+_NO_RECENT: tuple[str, str | None, int] = ("", None, -1)
+"""No last commit (no group name equals None)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +94,9 @@ class OffsetStore:
         self._gids: dict[str, GroupIndex] = {}
         self._group_names: list[str | None] = []
         self._free_gids: list[int] = []
+        self._recent = _NO_RECENT
+        """(cluster, group, id) of the last commit stored: the records of one group's commit come one after another
+        in `__consumer_offsets`, and a string compare is cheaper than a probe of the `GroupIndex`."""
         self._last_commit = array("i")
         """Per group id: its newest commit's timestamp less `_last_epoch_ms`."""
         self._last_epoch_ms = 0
@@ -134,8 +139,11 @@ class OffsetStore:
         """Store one commit with its lag against the newest HWM known now (Burrow's lag at ingest)."""
         if timestamp_ms < now_ms - self.expire_group_ms:
             return self._dropped(_EXPIRED)
-        groups = self._gids.get(cluster)
-        gid = groups.get(group) if groups is not None else None
+        if group == self._recent[1] and cluster == self._recent[0]:  # a group's partitions are committed together
+            gid: int | None = self._recent[2]
+        else:
+            groups = self._gids.get(cluster)
+            gid = groups.get(group) if groups is not None else None
         if gid is None and not self.accepts_group(group):
             return self._dropped(_FILTERED)
         tid, partitions, hwm = self.hwms.probe(cluster, topic, partition)
@@ -152,6 +160,7 @@ class OffsetStore:
             run = self._first_run[gid]  # the group's newest topic, most often the only one
             if run == _NONE or self._run_topic[run] != tid or self._run_partitions[run] < partitions:
                 run = self._run(gid, tid, partitions)
+        self._recent = (cluster, group, gid)
         merged = self.commits.push(self._run_base[run] + partition, offset, timestamp_ms, max(0, hwm - offset))
         try:
             self._last_commit[gid] = timestamp_ms - self._last_epoch_ms
@@ -346,6 +355,7 @@ class OffsetStore:
         """Forget a group (tombstone, API DELETE, expiry); True if it existed."""
         groups = self._gids.get(cluster)
         gid = groups.remove(group) if groups is not None else None
+        self._recent = _NO_RECENT  # its id may be handed out again
         self._members.pop((cluster, group), None)
         self._early_owners.pop((cluster, group), None)
         if gid is None:

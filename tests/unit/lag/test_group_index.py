@@ -100,3 +100,29 @@ def test_expired_groups_are_purged_from_the_index() -> None:
     assert sorted(expired) == [f"g{i:03d}" for i in range(0, 100, 2)]
     assert store.groups("c") == [f"g{i:03d}" for i in range(1, 100, 2)]
     assert all(store.group_id("c", name) is None for name in expired)
+
+
+def test_the_last_committed_group_is_not_taken_for_another() -> None:
+    """The store remembers the last commit's group id (one group's commits come together); a deleted group's id
+    handed to a new group, or the same name in another cluster, must not be read through it."""
+    store = OffsetStore(intervals=3)
+    for cluster in ("a", "b"):
+        store.add_hwm(cluster, "t", 0, 100, 1000)
+        store.add_hwm(cluster, "t", 1, 100, 1000)
+    store.add_commit("a", "g", "t", 0, 10, 1000, 1000)
+    store.add_commit("a", "g", "t", 1, 11, 1000, 1000)
+    assert store.delete_group("a", "g")
+    store.add_commit("a", "g", "t", 0, 10, 1000, 1000)  # right after its deletion: a new group, indexed
+    first = store.group_id("a", "g")
+    assert first is not None and store.groups("a") == ["g"]
+    store.add_commit("b", "g", "t", 0, 12, 1000, 1000)
+    assert store.group_id("b", "g") not in (None, first)
+    assert store.delete_group("a", "g")
+    store.add_commit("a", "h", "t", 0, 20, 2000, 2000)  # takes the freed id
+    assert store.group_id("a", "h") == first
+    store.add_commit("a", "g", "t", 0, 30, 3000, 3000)
+    g, h = store.group_id("a", "g"), store.group_id("a", "h")
+    assert g is not None and g not in (first, store.group_id("b", "g"))
+    assert [store.commits.newest(s.slot) for s in store.slots("a", "h")] == [(20, 2000, 80), None]
+    assert [store.commits.newest(s.slot) for s in store.slots("a", "g")] == [(30, 3000, 70), None]
+    assert h == first
