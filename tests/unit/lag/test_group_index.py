@@ -126,3 +126,33 @@ def test_the_last_committed_group_is_not_taken_for_another() -> None:
     assert [store.commits.newest(s.slot) for s in store.slots("a", "h")] == [(20, 2000, 80), None]
     assert [store.commits.newest(s.slot) for s in store.slots("a", "g")] == [(30, 3000, 70), None]
     assert h == first
+
+
+def test_the_name_order_is_kept_until_a_group_is_added_or_removed() -> None:
+    """Sorting a million names that arrived shuffled costs a scrape about half a second, so the index keeps the
+    order; a group added, removed, or a freed id reused under another name must give a fresh one."""
+    store = OffsetStore(intervals=3)
+    store.add_hwm("c", "t", 0, 100, 1000)
+    groups = [f"g{i:04d}" for i in range(500)]
+    random.Random(7).shuffle(groups)
+    for i, group in enumerate(groups):
+        store.add_commit("c", group, "t", 0, 10, 1000 + i, 1000 + i)
+    index = store._gids["c"]
+    first = index.in_name_order()
+    assert index.in_name_order() is first  # kept: commits into stored groups do not re-sort
+    store.add_commit("c", groups[0], "t", 0, 11, 5000, 5000)
+    assert index.in_name_order() is first
+    assert store.groups("c") == sorted(groups)
+
+    store.add_commit("c", "a-new", "t", 0, 10, 6000, 6000)
+    assert store.groups("c") == sorted([*groups, "a-new"])
+    assert index.in_name_order() is not first
+
+    old = store.group_id("c", "g0000")
+    assert store.delete_group("c", "g0000")
+    assert "g0000" not in store.groups("c")
+    store.add_commit("c", "zz-reuses-the-id", "t", 0, 10, 7000, 7000)
+    assert store.group_id("c", "zz-reuses-the-id") == old
+    names, ids = store.sorted_groups("c")
+    assert names == sorted([*(g for g in groups if g != "g0000"), "a-new", "zz-reuses-the-id"])
+    assert names[-1] == "zz-reuses-the-id" and ids[-1] == old
