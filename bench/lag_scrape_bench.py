@@ -4,6 +4,7 @@ commits are being ingested, on synthetic group-partitions stored through the ser
 
 Run: python bench/lag_scrape_bench.py [--groups 100000] [--partitions 10] [--topics 1000] [--intervals 10]
                                       [--hwm-samples 1] [--mode burrow] [--scrapes 3] [--no-objects]
+                                      [--shuffled-names]
                                       [--statuses 2000] [--statuses-only] [--batches 10000]
                                       [--ingest-rate 0] [--switch-interval-s S|none]
 
@@ -60,9 +61,15 @@ TARGET_SCRAPE_CPU_S = {"partition": 1.0, "group": 0.3}
 TARGET_STATUS_P99_MS = 10.0
 
 
-def fill(service: LagService, groups: int, parts: int, topics: int, intervals: int, samples: int) -> int:
-    """The workload of bench/lag_bench.py; returns the end of the windows (ms)."""
+def fill(
+    service: LagService, groups: int, parts: int, topics: int, intervals: int, samples: int, shuffled: bool = False
+) -> int:
+    """The workload of bench/lag_bench.py; returns the end of the windows (ms). `shuffled` names the groups in an
+    order unrelated to their arrival, as a real cluster's first commits come, so the scrape's name order is work."""
     store = service.store
+    numbers = list(range(groups))
+    if shuffled:
+        random.Random(15).shuffle(numbers)
     hwm = 1_000_000
     end_ms = START_MS + intervals * COMMIT_EVERY_MS
     topic_names = [f"topic-{t:05d}" for t in range(topics)]
@@ -75,7 +82,7 @@ def fill(service: LagService, groups: int, parts: int, topics: int, intervals: i
         ts = START_MS + i * COMMIT_EVERY_MS
         behaviours = (hwm - 100 + 10 * i, hwm - 100, hwm, hwm - 100 + 10 * i - (50 if i == intervals - 1 else 0))
         for g in range(groups):
-            group, topic, offset = f"group-{g:07d}", topic_names[g % topics], behaviours[g % 4]
+            group, topic, offset = f"group-{numbers[g]:07d}", topic_names[g % topics], behaviours[g % 4]
             for p in range(parts):
                 add(CLUSTER, group, topic, p, offset, ts, end_ms)
     return end_ms
@@ -239,6 +246,7 @@ def main() -> None:
     parser.add_argument("--scrapes", type=int, default=3)
     parser.add_argument("--steady-scrapes", type=int, default=2, help="scrapes before the steady-state RSS")
     parser.add_argument("--steady-granularity", choices=("partition", "group"), default="partition")
+    parser.add_argument("--shuffled-names", action="store_true", help="groups arrive in no name order")
     parser.add_argument("--no-objects", action="store_true", help="skip the object path (7-12 s at 1M)")
     parser.add_argument("--statuses", type=int, default=2000)
     parser.add_argument("--statuses-only", action="store_true", help="skip the scrapes")
@@ -265,7 +273,9 @@ def main() -> None:
     print(f"load average before: {load()}")
     gc.collect()
     rss_before = rss_bytes()
-    end_ms = fill(service, args.groups, args.partitions, args.topics, args.intervals, args.hwm_samples)
+    end_ms = fill(
+        service, args.groups, args.partitions, args.topics, args.intervals, args.hwm_samples, args.shuffled_names
+    )
     now[0] = end_ms + 1000
     gp = args.groups * args.partitions
     gc.collect()
