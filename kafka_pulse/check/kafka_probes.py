@@ -14,6 +14,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -50,6 +51,11 @@ from pulse.profile import admin_config, kafka_python_config
 CLIENT_ID = "kafka-pulse-check"
 MAX_GROUPS = 200
 """Consumer groups whose offsets one check reads at most (the rest are named as not read)."""
+GROUP_REQUEST_TIMEOUT_S = 60.0
+"""librdkafka's own timeout for a group's offset fetch, far past any check deadline: with librdkafka 2.16 an Admin
+request to a group coordinator whose timeout expires while it waits for the coordinator aborts the process
+(`rd_kafka_enq_once_del_source_return: Assertion eonce->refcnt > 0`, librdkafka issue #4605). The check bounds
+only its own wait; the client dropped with the request in flight ends it cleanly."""
 
 
 def admin_settings(cluster: ClusterConfig, servers: Iterable[str]) -> dict[str, Any]:
@@ -73,6 +79,18 @@ def _failure(exc: BaseException, what: str) -> ProbeFailed:
     if error is not None and error.code() in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN):
         return ProbeFailed(FailureKind.UNREACHABLE, f"{what}: {text}")
     return ProbeFailed(FailureKind.ERROR, f"{what}: {text}")
+
+
+def await_result(future: Future[Any], timeout_s: float) -> Any:
+    """An Admin future's result; its error is raised as a new exception. Raising the stored one would tie future,
+    traceback, frame and AdminClient into a cycle that the garbage collector may free on librdkafka's own thread,
+    where the client's destruction aborts the process ("rd_kafka_destroy() called from librdkafka owned thread")."""
+    error = future.exception(timeout=timeout_s)  # TimeoutError when not done; raised afresh, so no cycle
+    if isinstance(error, KafkaException):
+        raise KafkaException(*error.args)
+    if error is not None:
+        raise RuntimeError(f"{type(error).__name__}: {error}")
+    return future.result(timeout=0)
 
 
 # --- metadata -----------------------------------------------------------------------------------------------------
@@ -104,7 +122,7 @@ def _metadata_from(
     admin = AdminClient(admin_settings(cluster, [server]))
     try:
         metadata = admin.list_topics(timeout=deadline.remaining())
-        described = admin.describe_cluster(request_timeout=deadline.remaining()).result(timeout=deadline.remaining())
+        described = await_result(admin.describe_cluster(request_timeout=deadline.remaining()), deadline.remaining())
         racks = {node.id: node.rack for node in described.nodes}
         brokers = {b.id: BrokerAddress(b.id, str(b.host), b.port, racks.get(b.id)) for b in metadata.brokers.values()}
         states = [
@@ -146,7 +164,7 @@ def _min_isr(admin: AdminClient, topics: list[str], deadline: Deadline) -> dict[
     )
     out: dict[str, int] = {}
     for resource, future in futures.items():
-        entry = future.result(timeout=deadline.remaining()).get("min.insync.replicas")
+        entry = await_result(future, deadline.remaining()).get("min.insync.replicas")
         if entry is not None and entry.value is not None:
             out[resource.name] = int(entry.value)
     return out
@@ -260,7 +278,7 @@ def read_lag(cluster: ClusterConfig, servers: Iterable[str], deadline: Deadline)
     admin = AdminClient(admin_settings(cluster, servers))
     try:
         # ListGroups goes to every broker: a hung one would hold the listing to its timeout, so it gets a share.
-        listing = admin.list_consumer_groups(request_timeout=deadline.share(0.4)).result(timeout=deadline.remaining())
+        listing = await_result(admin.list_consumer_groups(request_timeout=deadline.share(0.4)), deadline.remaining())
     except (KafkaException, TimeoutError) as exc:
         return _failure(exc, "consumer group listing")
     groups = sorted(listing.valid, key=lambda g: g.group_id)
@@ -268,7 +286,7 @@ def read_lag(cluster: ClusterConfig, servers: Iterable[str], deadline: Deadline)
     chosen, skipped = groups[:MAX_GROUPS], [g.group_id for g in groups[MAX_GROUPS:]]
     pending = {
         g.group_id: admin.list_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(g.group_id)], request_timeout=deadline.share(0.5)
+            [ConsumerGroupTopicPartitions(g.group_id)], request_timeout=GROUP_REQUEST_TIMEOUT_S
         )[g.group_id]
         for g in chosen
     }
@@ -276,7 +294,7 @@ def read_lag(cluster: ClusterConfig, servers: Iterable[str], deadline: Deadline)
     unread = list(skipped)
     for group, future in pending.items():
         try:
-            result = future.result(timeout=deadline.remaining())
+            result = await_result(future, deadline.remaining())
         except (KafkaException, TimeoutError):
             unread.append(group)
             continue
