@@ -14,7 +14,6 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping
-from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -44,6 +43,7 @@ from kafka_pulse.check.facts import (
     VoterState,
 )
 from kafka_pulse.check.lag_summary import group_lag
+from pulse.admin_requests import GROUP_REQUEST_TIMEOUT_S, await_result
 from pulse.config import ClusterConfig, split_host_port
 from pulse.kafka_log import verdict_settings
 from pulse.profile import admin_config, kafka_python_config
@@ -51,11 +51,6 @@ from pulse.profile import admin_config, kafka_python_config
 CLIENT_ID = "kafka-pulse-check"
 MAX_GROUPS = 200
 """Consumer groups whose offsets one check reads at most (the rest are named as not read)."""
-GROUP_REQUEST_TIMEOUT_S = 60.0
-"""librdkafka's own timeout for a group's offset fetch, far past any check deadline: with librdkafka 2.16 an Admin
-request to a group coordinator whose timeout expires while it waits for the coordinator aborts the process
-(`rd_kafka_enq_once_del_source_return: Assertion eonce->refcnt > 0`, librdkafka issue #4605). The check bounds
-only its own wait; the client dropped with the request in flight ends it cleanly."""
 
 
 def admin_settings(cluster: ClusterConfig, servers: Iterable[str]) -> dict[str, Any]:
@@ -79,18 +74,6 @@ def _failure(exc: BaseException, what: str) -> ProbeFailed:
     if error is not None and error.code() in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN):
         return ProbeFailed(FailureKind.UNREACHABLE, f"{what}: {text}")
     return ProbeFailed(FailureKind.ERROR, f"{what}: {text}")
-
-
-def await_result(future: Future[Any], timeout_s: float) -> Any:
-    """An Admin future's result; its error is raised as a new exception. Raising the stored one would tie future,
-    traceback, frame and AdminClient into a cycle that the garbage collector may free on librdkafka's own thread,
-    where the client's destruction aborts the process ("rd_kafka_destroy() called from librdkafka owned thread")."""
-    error = future.exception(timeout=timeout_s)  # TimeoutError when not done; raised afresh, so no cycle
-    if isinstance(error, KafkaException):
-        raise KafkaException(*error.args)
-    if error is not None:
-        raise RuntimeError(f"{type(error).__name__}: {error}")
-    return future.result(timeout=0)
 
 
 # --- metadata -----------------------------------------------------------------------------------------------------
