@@ -25,11 +25,15 @@ from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, Ka
 
 from lag.admin_clients import AdminClients
 from lag.service import LagService, SourceHealth
+from pulse.admin_requests import GROUP_REQUEST_TIMEOUT_S, await_result
 
 _LOG = logging.getLogger(__name__)
 GROUP_OFFSETS_FEED = "group-offsets"
 """The SourceHealth feed this reader keeps fresh; the cluster is unknown while it is stale."""
 _REQUEST_TIMEOUT_S = 5.0
+"""The group listing's request timeout (ListGroups goes to every broker, not to a coordinator)."""
+_WAIT_S = 10.0
+"""How long a round waits for one group's answers; one that does not come in time fails the round."""
 _BATCH = 200
 """OffsetFetch requests in flight at once (confluent-kafka takes one group per request)."""
 
@@ -107,16 +111,18 @@ class AdminOffsetsReader:
         """The groups Kafka lists (those the filters accept) and a snapshot of each that could be read."""
         admin = self.clients.client
         listed = admin.list_consumer_groups(request_timeout=_REQUEST_TIMEOUT_S)
-        listing = self.clients.track([listed])[0].result(timeout=_REQUEST_TIMEOUT_S + 5)
+        listing = await_result(self.clients.track([listed])[0], _REQUEST_TIMEOUT_S + 5)
         with self.service.locked() as store:
             groups = sorted(g.group_id for g in listing.valid if store.accepts_group(g.group_id))
         snapshots: list[GroupSnapshot] = []
         for i in range(0, len(groups), _BATCH):
             batch = groups[i : i + _BATCH]
-            described = admin.describe_consumer_groups(batch, request_timeout=_REQUEST_TIMEOUT_S)
+            # Coordinator requests keep librdkafka's long timeout (pulse/admin_requests.py); `_snapshot` bounds
+            # our wait.
+            described = admin.describe_consumer_groups(batch, request_timeout=GROUP_REQUEST_TIMEOUT_S)
             offsets = {
                 g: admin.list_consumer_group_offsets(
-                    [ConsumerGroupTopicPartitions(g)], request_timeout=_REQUEST_TIMEOUT_S
+                    [ConsumerGroupTopicPartitions(g)], request_timeout=GROUP_REQUEST_TIMEOUT_S
                 )[g]
                 for g in batch
             }
@@ -149,8 +155,8 @@ def _snapshot(group: str, described: Future[Any], offsets: Future[Any]) -> Group
     """The group's snapshot; None when the group was deleted between the listing and the fetch, or is not ours to
     read: it is skipped this round. Every other error raises."""
     try:
-        description = described.result(timeout=10)
-        committed = offsets.result(timeout=10)
+        description = await_result(described, _WAIT_S)
+        committed = await_result(offsets, _WAIT_S)
     except KafkaException as exc:
         error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
         if error is None or error.code() not in _SKIPPED_GROUP_ERRORS:
