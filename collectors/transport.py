@@ -251,6 +251,7 @@ class JpypeTransport:
             READS_IN_FLIGHT, thread_name_prefix=f"jmx-{broker.broker_id}-get"
         )
         self._pending: concurrent.futures.Future[list[Reading]] | None = None
+        self._closed = False
         self.vanished: list[str] = []
         """Beans matched by the last scrape's queries but removed before their attributes were read."""
 
@@ -340,7 +341,13 @@ class JpypeTransport:
         # Worker k reads beans k, k + n, k + 2n...: one task per worker, not one per bean, since with per-partition
         # beans (12,000 a broker at 1,000 partitions) a future per bean cost more than the reads gained.
         lanes = [beans[k::READS_IN_FLIGHT] for k in range(READS_IN_FLIGHT)]
-        results = list(self._getters.map(lambda lane: [_read_bean(connection, bean) for bean in lane], lanes))
+        try:
+            results = list(self._getters.map(lambda lane: [_read_bean(connection, bean) for bean in lane], lanes))
+        except RuntimeError as exc:
+            if not self._closed:
+                raise
+            # close() shut the readers down while this read was under way: the service is stopping.
+            raise JmxUnreachable(f"broker {self.broker.broker_id}: the JMX transport is closed") from exc
         readings: list[Reading] = []
         self.vanished = []
         for index, bean in enumerate(beans):
@@ -364,6 +371,7 @@ class JpypeTransport:
                 _LOG.debug("closing the JMX connector of broker %s failed", self.broker.broker_id, exc_info=True)
 
     def close(self) -> None:
+        self._closed = True
         self._worker.submit(self._close_connector)
         self._worker.shutdown(wait=False)
         self._getters.shutdown(wait=False)

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,7 +21,14 @@ from collectors.cluster_state import Scope
 from collectors.mapping import BrokerIdentity, Family, map_readings, merge_families
 from collectors.scrapers import ScrapeResult
 from collectors.service import CollectorService
-from collectors.transport import JmxqueryTransport, JmxTransport, JpypeTransport, ensure_jvm, open_transport
+from collectors.transport import (
+    JmxqueryTransport,
+    JmxTransport,
+    JmxUnreachable,
+    JpypeTransport,
+    ensure_jvm,
+    open_transport,
+)
 from devstack.prometheus import Prometheus, ScrapeTarget
 from kafka_pulse.clusters import dev_cluster_config
 from pulse.config import ClusterConfig, CollectorsConfig, JmxBrokerConfig
@@ -493,3 +501,43 @@ def test_a_jpype_read_makes_one_names_query_per_domain_and_one_attributes_call_p
             ("java.lang:type=Threading", ("ThreadCount",)),
         ]
     )
+
+
+def test_a_read_under_way_when_the_transport_closes_ends_as_unreachable(
+    quote_jmx_port: int, sample_beans: list[str]
+) -> None:
+    """`run` and `collect` close each broker's transport on stop while its read may be under way; the read must end
+    as the transport's own error (logged in one line), not a RuntimeError from readers already shut down, which the
+    scraper logged as a crash with a traceback."""
+    listing, closed = threading.Event(), threading.Event()
+
+    class HeldInQueryNames(_CountingCalls):
+        def queryNames(self, pattern: Any, query: Any) -> Any:
+            listing.set()
+            assert closed.wait(30), "the test never closed the transport"
+            return super().queryNames(pattern, query)
+
+    class Held(JpypeTransport):
+        def _connect(self) -> Any:
+            return HeldInQueryNames(super()._connect())
+
+    jmx = Held(JmxBrokerConfig(broker_id=1, port=quote_jmx_port), 20)
+    outcome: list[BaseException | None] = []
+
+    def read() -> None:
+        try:
+            jmx.read(PLAN_QUERIES)
+            outcome.append(None)
+        except BaseException as exc:  # the test inspects whatever the read raised
+            outcome.append(exc)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    assert listing.wait(30), "the read never reached the broker"
+    jmx.close()
+    closed.set()
+    reader.join(30)
+    assert not reader.is_alive()
+    (raised,) = outcome
+    assert isinstance(raised, JmxUnreachable), repr(raised)
+    assert "closed" in str(raised)
