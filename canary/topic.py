@@ -18,6 +18,7 @@ from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicParti
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
 
 from canary.placement import Plan, TopicLayout, default_min_insync, default_replication_factor, plan
+from pulse.admin_requests import describe_cluster
 from pulse.config import CanaryConfig, ClusterConfig
 from pulse.errors import KafkaUnavailable
 from pulse.profile import BrokerInfo, kafka_python_config
@@ -28,7 +29,7 @@ _LOG = logging.getLogger(__name__)
 def read_brokers(admin: AdminClient, timeout_s: float) -> dict[int, BrokerInfo]:
     """Live brokers (registered and unfenced): endpoint and rack, from DescribeCluster."""
     try:
-        description = admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s + 1)
+        description = describe_cluster(admin, timeout_s)
     except (KafkaException, TimeoutError) as exc:
         raise KafkaUnavailable(f"describe cluster failed: {exc}") from exc
     return {node.id: BrokerInfo(node.id, node.host, node.port, node.rack) for node in description.nodes}

@@ -18,6 +18,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource
 
+from pulse.admin_requests import describe_cluster
 from pulse.errors import KafkaUnavailable
 
 CONFIGS_BATCH = 100
@@ -246,7 +247,7 @@ def fetch_snapshot(admin: AdminClient, cluster: str, timeout_s: float | None) ->
             timeout_s = read_timeout_s(sum(len(t.partitions) for t in metadata.topics.values()))
             deadline = started + timeout_s
         step = "describe_cluster"
-        described = admin.describe_cluster(request_timeout=_left(deadline)).result(timeout=_left(deadline))
+        described = describe_cluster(admin, _left(deadline))
         step = f"describe_configs of {len(metadata.topics)} topics"
         min_isr = _min_isr(admin, list(metadata.topics), deadline)
     except TimeoutError as exc:
@@ -280,9 +281,10 @@ def fetch_racks(admin: AdminClient, cluster: str, timeout_s: float) -> dict[int,
     """Live brokers and their racks in one describe_cluster call: what a shard that leaves the cluster's state to
     another shard still needs to label its brokers' samples, at a cost that does not grow with partitions."""
     try:
-        described = admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s)
-    except KafkaException as exc:
-        raise KafkaUnavailable(f"cluster {cluster!r}: cannot read its brokers: {exc.args[0]}") from exc
+        described = describe_cluster(admin, timeout_s)
+    except (KafkaException, TimeoutError) as exc:
+        reason = exc.args[0] if exc.args else "timed out"
+        raise KafkaUnavailable(f"cluster {cluster!r}: cannot read its brokers: {reason}") from exc
     return {node.id: node.rack for node in described.nodes}
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from pulse.admin_requests import describe_cluster
 from pulse.config import ClusterConfig
 from pulse.errors import AuthenticationFailed, KafkaUnavailable
 from pulse.kafka_log import verdict_settings
@@ -148,12 +149,11 @@ def check_connection(cluster: ClusterConfig, timeout_s: float = 10) -> ClusterSu
     deadline = time.monotonic() + timeout_s
     try:
         _await_metadata(admin, deadline, errors)
-        description = admin.describe_cluster(
-            include_authorized_operations=False, request_timeout=max(deadline - time.monotonic(), 0.1)
-        ).result()
-    except KafkaException as exc:
+        description = describe_cluster(admin, max(deadline - time.monotonic(), 0.1))
+    except (KafkaException, TimeoutError) as exc:
         admin.poll(0)  # deliver the error_cb calls queued while we waited
-        raise _translate(cluster, exc.args[0], errors) from exc
+        failure = exc.args[0] if exc.args else KafkaError(KafkaError._TIMED_OUT, "DescribeCluster timed out")
+        raise _translate(cluster, failure, errors) from exc
     brokers = tuple(sorted((BrokerInfo(n.id, n.host, n.port, n.rack) for n in description.nodes), key=lambda b: b.id))
     controller = description.controller
     return ClusterSummary(description.cluster_id, controller.id if controller is not None else None, brokers)

@@ -43,7 +43,7 @@ from kafka_pulse.check.facts import (
     VoterState,
 )
 from kafka_pulse.check.lag_summary import group_lag
-from pulse.admin_requests import GROUP_REQUEST_TIMEOUT_S, await_result
+from pulse.admin_requests import GROUP_REQUEST_TIMEOUT_S, await_result, describe_cluster
 from pulse.config import ClusterConfig, split_host_port
 from pulse.kafka_log import verdict_settings
 from pulse.profile import admin_config, kafka_python_config
@@ -105,7 +105,7 @@ def _metadata_from(
     admin = AdminClient(admin_settings(cluster, [server]))
     try:
         metadata = admin.list_topics(timeout=deadline.remaining())
-        described = await_result(admin.describe_cluster(request_timeout=deadline.remaining()), deadline.remaining())
+        described = describe_cluster(admin, deadline.remaining())
         racks = {node.id: node.rack for node in described.nodes}
         brokers = {b.id: BrokerAddress(b.id, str(b.host), b.port, racks.get(b.id)) for b in metadata.brokers.values()}
         states = [
