@@ -104,7 +104,8 @@ class Task(Generic[T]):
 
 def first_success(tasks: Sequence[Task[T]], done: threading.Event, deadline: Deadline) -> T | ProbeFailed:
     """The first task result that is not a ProbeFailed; when all fail, the most telling failure (anything but a
-    timeout); at the deadline, a timeout naming what was tried. `done` is the event every task sets."""
+    timeout); at the deadline, a timeout naming what was still waited for and how the others failed. `done` is the
+    event every task sets."""
     while True:
         done.clear()
         results = [t.result() for t in tasks]
@@ -118,7 +119,9 @@ def first_success(tasks: Sequence[Task[T]], done: threading.Event, deadline: Dea
         if deadline.expired:
             waiting = [t.name for t, r in zip(tasks, results, strict=True) if r is None]
             waited = time.monotonic() - min(t.started_s for t in tasks)
-            return ProbeFailed(FailureKind.TIMEOUT, f"no answer within {waited:.1f} s from {', '.join(waiting)}")
+            failed = [r.reason for r in results if isinstance(r, ProbeFailed)]
+            also = f" ({'; '.join(dict.fromkeys(failed))})" if failed else ""
+            return ProbeFailed(FailureKind.TIMEOUT, f"no answer within {waited:.1f} s from {', '.join(waiting)}{also}")
         done.wait(min(deadline.remaining(), 0.05) or 0.001)
 
 

@@ -260,6 +260,22 @@ def test_all_failing_gives_the_most_telling_failure() -> None:
     assert got == ProbeFailed(FailureKind.REFUSED, "b: SASL authentication failed")
 
 
+def test_at_the_deadline_the_timeout_also_says_how_the_finished_tasks_failed() -> None:
+    """A metadata read that failed fast beside one still waiting: the report names both, or the fast failure's
+    reason (the telling one) would be lost behind "no answer"."""
+    done, release = threading.Event(), threading.Event()
+    tasks: list[Task[str]] = [
+        Task(
+            "metadata from a", lambda: ProbeFailed(FailureKind.ERROR, "metadata from a: Broker: Not controller"), done
+        ),
+        Task("metadata from b", lambda: str(release.wait(60)), done),
+    ]
+    got = first_success(tasks, done, Deadline.after(0.2))
+    release.set()
+    assert isinstance(got, ProbeFailed) and got.kind is FailureKind.TIMEOUT
+    assert "from metadata from b (metadata from a: Broker: Not controller)" in got.reason, got.reason
+
+
 def test_process_age_is_read_from_proc() -> None:
     age = process_age_s()
     assert age is not None and age > 0
