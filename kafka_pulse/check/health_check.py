@@ -22,7 +22,7 @@ from kafka_pulse.check.facts import (
     RoundTripFacts,
     SloFacts,
 )
-from kafka_pulse.check.kafka_probes import answering_servers, probe_brokers, read_lag, read_metadata, read_quorum
+from kafka_pulse.check.kafka_probes import AnsweringServers, probe_brokers, read_lag, read_metadata, read_quorum
 from kafka_pulse.check.noisy_neighbours import NoisyNeighbourFacts, add_noisy_neighbours, read_noisy_neighbours
 from kafka_pulse.check.round_trip import round_trip
 from kafka_pulse.check.run_metrics import RunMetrics
@@ -81,11 +81,21 @@ def run_check(
     )
     slow_task: Task[SlowBrokerFacts] = Task("slow brokers", read_slow or partial(read_slow_brokers, run, cluster.name))
     configured = {b.broker_id for b in cluster.jmx.brokers} if cluster.jmx is not None else set()
-    answering = answering_servers(cluster, deadline)
-    meta = read_metadata(cluster, configured, deadline.earlier(deadline.share(METADATA_SHARE)))
+    answering = AnsweringServers(cluster, deadline)
+    metadata_deadline = deadline.earlier(deadline.share(METADATA_SHARE))
+    meta = read_metadata(cluster, configured, metadata_deadline)
     if isinstance(meta, ProbeFailed) and meta.kind is FailureKind.TIMEOUT and answering():
         # The brokers are there but their metadata did not come in time: too slow to judge, not down.
         reason = f"{meta.reason}; yet {', '.join(answering())} answered ApiVersions (overloaded cluster or check host?)"
+        meta = ProbeFailed(FailureKind.ERROR, reason)
+    elif (
+        isinstance(meta, ProbeFailed)
+        and meta.kind is FailureKind.UNREACHABLE
+        and (up := answering.settle(metadata_deadline))
+    ):
+        # A transport failure from brokers that answer on a connection of ours: a dropped login or TLS session
+        # (whose own error librdkafka may report after the request's), or overload; not a cluster that is down.
+        reason = f"{meta.reason}; yet {', '.join(up)} answered ApiVersions (login or TLS refused, or overload?)"
         meta = ProbeFailed(FailureKind.ERROR, reason)
     slo = judge_slo(slo_task.wait(deadline), now(), stale_after_s(config))
     own = judge_self(self_task.wait(deadline), now())

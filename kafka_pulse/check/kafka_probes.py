@@ -53,14 +53,20 @@ MAX_GROUPS = 200
 """Consumer groups whose offsets one check reads at most (the rest are named as not read)."""
 
 
-def admin_settings(cluster: ClusterConfig, servers: Iterable[str]) -> dict[str, Any]:
+def admin_settings(
+    cluster: ClusterConfig, servers: Iterable[str], on_error: Callable[[Any], None] | None = None
+) -> dict[str, Any]:
     return {
         **admin_config(cluster),
         "bootstrap.servers": ",".join(servers),
         "client.id": CLIENT_ID,
-        **verdict_settings(cluster.name),  # reconnect chatter about a dead broker: the verdict says it better
+        # reconnect chatter about a dead broker: the verdict says it better
+        **verdict_settings(cluster.name, on_error=on_error),
         "allow.auto.create.topics": False,
     }
+
+
+_LOGIN_ERRORS = (KafkaError._AUTHENTICATION, KafkaError._SSL)
 
 
 def _failure(exc: BaseException, what: str) -> ProbeFailed:
@@ -69,7 +75,7 @@ def _failure(exc: BaseException, what: str) -> ProbeFailed:
     text = error.str() if error is not None else str(exc)
     if isinstance(exc, TimeoutError) or (error is not None and error.code() == KafkaError._TIMED_OUT):
         return ProbeFailed(FailureKind.TIMEOUT, f"{what}: timed out")
-    if error is not None and error.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL):
+    if error is not None and error.code() in _LOGIN_ERRORS:
         return ProbeFailed(FailureKind.REFUSED, f"{what}: {text}")
     if error is not None and error.code() in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN):
         return ProbeFailed(FailureKind.UNREACHABLE, f"{what}: {text}")
@@ -102,7 +108,8 @@ def read_metadata(
 def _metadata_from(
     cluster: ClusterConfig, server: str, configured: Collection[int], deadline: Deadline
 ) -> MetadataRead | ProbeFailed:
-    admin = AdminClient(admin_settings(cluster, [server]))
+    reported: list[KafkaError] = []
+    admin = AdminClient(admin_settings(cluster, [server], on_error=reported.append))
     try:
         metadata = admin.list_topics(timeout=deadline.remaining())
         described = describe_cluster(admin, deadline.remaining())
@@ -117,6 +124,10 @@ def _metadata_from(
         short = sorted({s.topic for s in states if s.is_under_replicated})
         min_isr = _min_isr(admin, short, deadline) if short else {}
     except (KafkaException, TimeoutError) as exc:
+        admin.poll(0)  # deliver the errors librdkafka queued for error_cb while we waited
+        refused = [e for e in reported if isinstance(e, KafkaError) and e.code() in _LOGIN_ERRORS]
+        if refused:  # the request itself often fails as a transport error once the broker drops the connection
+            return ProbeFailed(FailureKind.REFUSED, f"metadata from {server}: {refused[0].str()}")
         return _failure(exc, f"metadata from {server}")
     states = [
         PartitionState(s.topic, s.partition, s.leader, s.replicas, s.isr, min_isr.get(s.topic, 1)) for s in states
@@ -175,20 +186,27 @@ def probe_brokers(
     return out
 
 
-def answering_servers(cluster: ClusterConfig, deadline: Deadline) -> Callable[[], list[str]]:
-    """ApiVersions to every bootstrap server, started now; the returned function lists those that have answered so
-    far. It tells a cluster that does not answer from one (or a check host) too slow for the deadline."""
-    context = tls_context(cluster)
-    tasks = []
-    for server in cluster.bootstrap_servers:
-        host, port = split_host_port(server)
-        address = BrokerAddress(-1, host, port)
-        tasks.append((server, Task(f"bootstrap {server}", partial(_ask, address, deadline, context))))
+class AnsweringServers:
+    """ApiVersions to every bootstrap server, started at construction. Served before authentication, so it tells a
+    cluster that does not answer from one that refuses our login or is too slow for the deadline."""
 
-    def answered() -> list[str]:
-        return [s for s, t in tasks if isinstance(r := t.result(), CheckResult) and r.ok]
+    def __init__(self, cluster: ClusterConfig, deadline: Deadline) -> None:
+        context = tls_context(cluster)
+        self._tasks: list[tuple[str, Task[CheckResult]]] = []
+        for server in cluster.bootstrap_servers:
+            host, port = split_host_port(server)
+            address = BrokerAddress(-1, host, port)
+            self._tasks.append((server, Task(f"bootstrap {server}", partial(_ask, address, deadline, context))))
 
-    return answered
+    def __call__(self) -> list[str]:
+        """The servers that have answered so far."""
+        return [s for s, t in self._tasks if isinstance(r := t.result(), CheckResult) and r.ok]
+
+    def settle(self, deadline: Deadline) -> list[str]:
+        """The servers that answered once every exchange is over (a closed port fails at once), or at `deadline`."""
+        for _, task in self._tasks:
+            task.wait(deadline)
+        return self()
 
 
 def _ask(broker: BrokerAddress, limit: Deadline, context: ssl.SSLContext | None) -> CheckResult:
