@@ -103,20 +103,20 @@ class Evaluator:
 
     def evaluate_cluster(self, cluster: str, now_ms: int) -> Iterator[GroupStatus]:
         """Every group of the cluster in name order, decided in one columnar pass (expired groups are NOTFOUND)."""
-        names, ids = self.store.sorted_groups(cluster)
-        expired = set(self.store.purge_expired(cluster, now_ms))
-        why = self._unavailable(cluster, now_ms) if len(expired) < len(names) else None
-        live = [name for name in names if name not in expired]
-        live_ids = ids[np.array([name not in expired for name in names], dtype=np.bool_)] if expired else ids
+        names, ids, expired = self.store.groups_at(cluster, now_ms)
+        all_expired = expired is not None and bool(expired.all())
+        why = self._unavailable(cluster, now_ms) if names and not all_expired else None
+        live_ids = ids if expired is None else ids[~expired]
         verdicts = self.evaluate_groups(cluster, live_ids, now_ms) if why is None else None
-        position = {name: i for i, name in enumerate(live)}
-        for name in names:
-            if name in expired:
+        row = 0  # the group's row in `verdicts`: live groups keep their name order
+        for i, name in enumerate(names):
+            if expired is not None and expired[i]:
                 yield not_found(cluster, name)
             elif verdicts is None:
                 yield _unknown(cluster, name, why or "")
             else:
-                yield self.group_status(verdicts, position[name])
+                yield self.group_status(verdicts, row)
+                row += 1
 
     def evaluate_groups(self, cluster: str, gids: Sequence[int] | I64, now_ms: int) -> GroupVerdicts:
         """The columnar pass: decide every partition of the given groups and roll each group up, as arrays.

@@ -65,26 +65,23 @@ def scrape_rows(service: LagService, now_ms: int) -> list[ClusterRows]:
 
 def _cluster_rows(service: LagService, cluster: str, now_ms: int) -> ClusterRows:
     store, evaluator = service.store, service.evaluator
-    names, ids = store.sorted_groups(cluster)
-    expired = set(store.purge_expired(cluster, now_ms))
+    names, ids, expired = store.groups_at(cluster, now_ms)
     health = evaluator.health
-    why = health.unavailable_reason(cluster, now_ms) if health is not None and len(expired) < len(names) else None
-    live = [] if why is not None else [name for name in names if name not in expired] if expired else names
-    if len(live) < len(names):
-        ids = ids[np.array([name not in expired for name in names], dtype=np.bool_)] if live else ids[:0]
-    v = evaluator.evaluate_groups(cluster, ids, now_ms)
+    all_expired = expired is not None and bool(expired.all())
+    why = health.unavailable_reason(cluster, now_ms) if health is not None and names and not all_expired else None
+    # the groups judged, in name order: not expired, and none while the cluster is unreadable
+    judged = np.zeros(len(names), dtype=np.bool_) if why is not None else np.ones(len(names), dtype=np.bool_)
+    if expired is not None:
+        judged &= ~expired
+    live = bool(judged.any())
+    v = evaluator.evaluate_groups(cluster, ids if bool(judged.all()) else ids[judged], now_ms)
     index = v.index
-    # per group, in name order: live groups take their row of the columnar result
-    if len(live) == len(names):  # nothing expired, cluster judged: row i is group i
-        which = np.arange(len(names), dtype=np.int64)
-    else:
-        position = {name: i for i, name in enumerate(live)}
-        which = np.array([position.get(name, -1) for name in names], dtype=np.int64)
-    judged = which >= 0
+    # per group, in name order: judged groups take their row of the columnar result, the others -1
+    which = np.where(judged, np.cumsum(judged) - 1, -1)
     at = np.where(judged, which, 0)
     status = np.full(len(names), int(Status.UNKNOWN), dtype=np.int64)
-    if expired:
-        status[[i for i, name in enumerate(names) if name in expired]] = int(Status.NOTFOUND)
+    if expired is not None:
+        status[expired] = int(Status.NOTFOUND)
     totallag = np.zeros(len(names), dtype=np.int64)
     maxlag = np.zeros(len(names), dtype=np.int64)
     sizes = np.zeros(len(names), dtype=np.int64)

@@ -415,6 +415,15 @@ class OffsetStore:
         names = list(map(named.__getitem__, order))
         return names, np.frombuffer(order, dtype=np.int32).astype(np.int64)
 
+    def groups_at(self, cluster: str, now_ms: int) -> tuple[list[str], NDArray[np.int64], NDArray[np.bool_] | None]:
+        """`sorted_groups`, then `purge_expired`: every group in name order with its id, and which of them expired
+        (None when none did). The readers of every group (evaluation, scrape) take the others' ids."""
+        names, ids = self.sorted_groups(cluster)
+        expired = set(self.purge_expired(cluster, now_ms))
+        if not expired:
+            return names, ids, None
+        return names, ids, np.fromiter((name in expired for name in names), dtype=np.bool_, count=len(names))
+
     def group_id(self, cluster: str, group: str) -> int | None:
         """The stored group's id; None when the cluster has no such group."""
         return self._gid(cluster, group)
