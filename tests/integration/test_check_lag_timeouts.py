@@ -8,9 +8,6 @@ with time to spare must still read every group it chose. Before the fix the chil
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import uuid
 from concurrent.futures import Future
 from typing import Any
@@ -20,6 +17,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
 from kafka_pulse.check.kafka_probes import MAX_GROUPS
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
+from tests.support.child import run_child
 
 pytestmark = pytest.mark.integration
 
@@ -90,15 +88,7 @@ def test_lag_reads_cut_short_leave_the_process_alive(kafka: KafkaHandle) -> None
     for future in futures.values():
         assert not [tp for tp in future.result(timeout=90).topic_partitions if tp.error is not None]
 
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, kafka.bootstrap_servers, topic, str(LOOP_S)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-    assert done.returncode == 0, f"exit {done.returncode} (a negative code is a signal): {done.stderr[-2000:]}"
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = run_child(CHILD, kafka.bootstrap_servers, topic, str(LOOP_S), timeout_s=300)
     assert result["cut_short"] > 0, result  # some reads really ended with offset fetches in flight
     assert result["left"] == 0, result  # no client is left for the garbage collector to free on any thread
     assert result["listed"] >= GROUPS, result

@@ -7,13 +7,10 @@ cleanly, report the failures as failures, and still read the right offsets after
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 
 from tests.fixtures.kafka import KafkaHandle
+from tests.support.child import run_child
 
 pytestmark = pytest.mark.integration
 
@@ -67,14 +64,7 @@ def test_offset_reads_survive_timeouts_and_renewals(kafka: KafkaHandle) -> None:
     for i in range(7):
         producer.produce(topic, value=f"r{i}".encode(), partition=0)
     assert producer.flush(30) == 0
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, kafka.bootstrap_servers, topic, str(PARTITIONS)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert done.returncode == 0, f"exit {done.returncode} (a negative code is a signal): {done.stderr[-2000:]}"
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = run_child(CHILD, kafka.bootstrap_servers, topic, str(PARTITIONS), timeout_s=180)
     assert result["timed_out"] > 0, result  # the timeouts really happened
     assert result["ends"] == [7] + [0] * (PARTITIONS - 1)
     assert result["failed"] == 9, result  # start's round and the 8 after it: three renewals (every third)
