@@ -66,6 +66,78 @@ def test_text_without_secrets_is_unchanged() -> None:
     assert redact_url(f"https://u:{SECRET}@am:9093/x?y=1") == "https://***@am:9093/x?y=1"
 
 
+# Every form a client library or a header dump prints a secret in, with the exact text shown: the secret masked,
+# the key, the scheme, the quotes and the rest kept (so JSON stays JSON).
+FORMS = [
+    pytest.param(f"Starting KafkaAdminClient with configuration: {{'bootstrap_servers': ['b:9093'], "
+                 f"'sasl_plain_username': 'admin', 'sasl_plain_password': '{SECRET}', 'ssl_password': None}}",
+                 "Starting KafkaAdminClient with configuration: {'bootstrap_servers': ['b:9093'], "
+                 "'sasl_plain_username': 'admin', 'sasl_plain_password': '***', 'ssl_password': None}",
+                 id="kafka-python-config-dict"),
+    pytest.param(f"{{'ssl_password': b'{SECRET}', 'ssl_check_hostname': True}}",
+                 "{'ssl_password': '***', 'ssl_check_hostname': True}", id="dict-bytes-value"),
+    pytest.param(f"{{'sasl_plain_password': \"it's-{SECRET}\"}}", "{'sasl_plain_password': \"***\"}",
+                 id="dict-double-quoted-value"),
+    pytest.param(f'{{"password": "{SECRET}\\"x", "user": "ops"}}', '{"password": "***", "user": "ops"}',
+                 id="json-escaped-quote"),
+    pytest.param(f'{{"api_key": 12345, "token": null, "client_secret": "{SECRET}"}}',
+                 '{"api_key": "***", "token": null, "client_secret": "***"}', id="json-bare-and-null"),
+    pytest.param(f"SaslConfig(mechanism='SCRAM-SHA-512', password='{SECRET}')",
+                 "SaslConfig(mechanism='SCRAM-SHA-512', password='***')", id="repr-kwargs"),
+    pytest.param(f"openssl pkcs12 -passin passphrase={SECRET} done", "openssl pkcs12 -passin passphrase=*** done",
+                 id="passphrase"),
+    pytest.param(f"x_credentials={SECRET} apikey={TOKEN} my.api-key={TOKEN} PRIVATE_KEY={SECRET} passwd={SECRET}",
+                 "x_credentials=*** apikey=*** my.api-key=*** PRIVATE_KEY=*** passwd=***", id="secret-words"),
+    pytest.param(f"Authorization: Token {TOKEN}", "Authorization: Token ***", id="token-scheme"),
+    pytest.param(f"authorization: basic {SECRET} was refused", "authorization: basic *** was refused",
+                 id="basic-lower-case"),
+    pytest.param(f"Authorization: {TOKEN}", "Authorization: ***", id="no-scheme"),
+    pytest.param(f"Proxy-Authorization: AWS4-HMAC-SHA256 Credential=AKIA/x, SignedHeaders=host, Signature={TOKEN}",
+                 "Proxy-Authorization: AWS4-HMAC-SHA256 ***", id="parameter-list"),
+    pytest.param(f'Authorization: Digest username="ops", response="{TOKEN}"', "Authorization: Digest ***",
+                 id="digest"),
+    pytest.param(f'{{"Authorization": "Negotiate {TOKEN}"}}', '{"Authorization": "Negotiate ***"}',
+                 id="header-json"),
+    pytest.param(f"GET https://h/x?access_token={TOKEN}&sig={TOKEN}&X-Amz-Signature={TOKEN}&key={TOKEN}&y=1#k",
+                 "GET https://h/x?access_token=***&sig=***&X-Amz-Signature=***&key=***&y=1#k", id="query-parameters"),
+    pytest.param(f"POST http://am/api?auth={TOKEN}&jwt={TOKEN};password={SECRET}",
+                 "POST http://am/api?auth=***&jwt=***;password=***", id="query-auth-jwt"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "shown"), FORMS)
+def test_redact_text_masks_every_form_exactly(text: str, shown: str) -> None:
+    assert redact_text(text) == shown
+
+
+ORDINARY = [
+    "consumer group payments on prod: lag 5 (OK), worst partition orders[3]",
+    "http.basic_auth.password: is empty; give the password",
+    "topic=orders partition=3 key=foo offset=42",
+    "authorization failed for user ops; see GET http://127.0.0.1:9093/api/v2/alerts?silenced=false&active=true",
+    "{'bootstrap_servers': ['b:9093'], 'ssl_password': None, 'security_protocol': 'SASL_SSL'}",
+    '{"password": null, "passwords_rotated": true, "token": ""}',
+    "brokers 1,2,3 up; keyboard=us; monkey=1",
+]
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_text_is_unchanged(text: str) -> None:
+    assert redact_text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (f"https://ops:{SECRET}@am:9093/x?token={TOKEN}&y=1", "https://***@am:9093/x?token=***&y=1"),
+        (f"http://pg:9091/metrics?signature={TOKEN}", "http://pg:9091/metrics?signature=***"),
+        ("http://127.0.0.1:9093/api/v2/alerts?active=true", "http://127.0.0.1:9093/api/v2/alerts?active=true"),
+    ],
+)
+def test_redact_url_masks_the_login_and_secret_query_parameters(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
+
+
 # --- config errors: every command that refuses the file, and check --------------------------------------------
 
 
