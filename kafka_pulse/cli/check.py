@@ -66,8 +66,7 @@ def check(
     """
     started = time.monotonic() - (startup_s() or 0.0)
     deadline = Deadline(started + timeout_s - EXIT_RESERVE_S)
-    configure_logging()
-    logging.getLogger("kafka").setLevel(logging.CRITICAL)  # kafka-python's connection errors: the verdict says it
+    configure_logging(quieter={"kafka": logging.CRITICAL})  # kafka-python's connection errors: the verdict says it
     cluster_label = cluster_name or "?"
     servers: tuple[str, ...] = ()
     try:

@@ -198,6 +198,58 @@ def test_a_log_line_never_shows_a_secret() -> None:
     assert SECRET not in done.stderr and TOKEN not in done.stderr
 
 
+PIN_PROGRAM = """
+import logging, sys, warnings
+from lag.api import BurrowApi, invalid_request
+from lag.service import LagService
+from pulse.config import LagConfig
+from pulse.http import Request, Router
+from pulse.lifecycle import PINNED_LOGGERS, configure_logging
+
+configure_logging()
+api = Router(BurrowApi(LagService(LagConfig())).routes(), invalid_request)
+answer = api.handle(Request("POST", "/v3/admin/loglevel", body=b'{"level": "debug"}', listener="127.0.0.1:1"))
+assert answer.status == 200, answer.body
+logging.getLogger("pulse.probe").debug("ours at debug")
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    import kafka
+try:  # kafka-python logs its whole config at DEBUG when an admin client starts; nothing listens on port 1
+    kafka.KafkaAdminClient(
+        bootstrap_servers=["127.0.0.1:1"], security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+        sasl_plain_username="u", sasl_plain_password=sys.argv[1], request_timeout_ms=1000,
+        api_version_auto_timeout_ms=1000,
+    )
+except kafka.errors.KafkaError:
+    pass
+for name in PINNED_LOGGERS:
+    logging.getLogger(name + ".child").info("%s %s", name, sys.argv[1])
+logging.getLogger("kafka.conn").setLevel(logging.DEBUG)  # lowering a pinned logger itself is not enough either
+logging.getLogger("kafka.conn").debug("lowered %s", sys.argv[1])
+logging.getLogger("kafka").warning("kafka warns at debug")
+logging.getLogger().setLevel(logging.ERROR)
+logging.getLogger("kafka").warning("kafka warns at error %s", sys.argv[1])
+logging.getLogger("pulse.probe").error("ours at error")
+"""
+
+
+def test_third_party_loggers_stay_at_warning_after_the_loglevel_route_sets_debug() -> None:
+    # A fresh interpreter: configure_logging as every long-running command calls it, the root level then set to
+    # debug through the real /v3/admin/loglevel route, and kafka-python's admin client started with a password.
+    planted = "PLANTED-pin-" + "s3cr3t"
+    done = subprocess.run(
+        [sys.executable, "-c", PIN_PROGRAM, planted], capture_output=True, text=True, cwd=REPO, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [line.split(" ", 2)[2] for line in done.stderr.splitlines()]  # without the time stamp
+    assert "DEBUG pulse.probe: ours at debug" in lines, done.stderr  # the route's debug level took effect
+    assert planted not in done.stderr, done.stderr
+    assert [line for line in lines if line.startswith(("DEBUG", "INFO")) and "pulse.probe" not in line] == []
+    assert "WARNING kafka: kafka warns at debug" in lines
+    assert "kafka warns at error" not in done.stderr  # never louder than the root level either
+    assert lines[-1] == "ERROR pulse.probe: ours at error"
+
+
 def test_the_burrow_notifier_route_shows_the_url_without_its_login() -> None:
     shown = alertmanager_notifier_json(f"https://ops:{SECRET}@am:9093", 2, 30.0, 60.0)
     assert shown["url"] == "https://***@am:9093" and SECRET not in str(shown)
