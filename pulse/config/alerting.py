@@ -16,7 +16,9 @@ class AlertingConfig(HttpClientConfig):
     `basic_auth`, `bearer_token` and `ca_file` are the login and CA for Alertmanager (pulse/config/outbound.py)."""
 
     enabled: bool = False
+    """Send alerts (SLO pages and tickets, lag incidents, the heartbeat); needs `alertmanager_url`."""
     alertmanager_url: HttpUrl | None = None
+    """Alertmanager's base URL (`/api/v2/alerts` is appended); a `user:password@` is redacted."""
     spool_dir: ConfigRelativeDir | None = None
     """Where alerts wait while Alertmanager is unreachable; default `<state dir>/alert-spool`."""
     spool_max_bytes: int = Field(default=16 * 1024 * 1024, ge=64 * 1024, le=1 << 30)
