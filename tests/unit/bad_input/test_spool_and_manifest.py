@@ -1,4 +1,4 @@
-"""Hostile files where kafka-pulse keeps state: the alert spool (pulse/alert_spool.py) and a Parquet log's
+"""Hostile files where kafka-pulse keeps state: the alert spool (pulse/alerts/spool.py) and a Parquet log's
 compaction manifest (pulse/parquet_compaction.py). One row per file; each must leave the process running, count
 what it could not read, deliver or keep everything readable, and touch nothing outside its own directory.
 
@@ -20,8 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pulse.alert_spool import SPOOL_FILE
 from pulse.alerts import Alert, AlertCodec, AlertSink
+from pulse.alerts.spool import SPOOL_FILE
 from pulse.parquet_compaction import MANIFEST, recover
 from tests.support.receiver import HttpReceiver
 
