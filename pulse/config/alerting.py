@@ -1,4 +1,4 @@
-"""Config section `alerting:`: the Alertmanager sink and its on-disk spool (pulse/alerts.py; docs/alerting.md)."""
+"""Config section `alerting:`: the Alertmanager sink and its on-disk spool (pulse/alerts/; docs/alerting.md)."""
 
 from typing import Self
 from urllib.parse import urlsplit
