@@ -14,7 +14,6 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from collectors.cluster_state import PartitionState
 from kafka_pulse.check.facts import (
     BrokerProbe,
     FailureKind,
@@ -27,6 +26,7 @@ from kafka_pulse.check.facts import (
     RoundTripFacts,
     SloFacts,
 )
+from pulse.kafka.partitions import PartitionState
 
 VOTER_STALE_S = 10.0
 """A KRaft voter that has not caught up with the leader for this long is reported (WARN): five times the quorum's

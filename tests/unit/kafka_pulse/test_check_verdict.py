@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from collectors.cluster_state import PartitionState
 from kafka_pulse.check.facts import (
     BrokerAddress,
     BrokerProbe,
@@ -39,6 +38,7 @@ from kafka_pulse.check.verdict import (
     judge_slo,
     overall,
 )
+from pulse.kafka.partitions import PartitionState
 
 ADDRESSES = {b: BrokerAddress(b, "127.0.0.1", 9090 + b, f"az-{'abc'[b - 1]}") for b in (1, 2, 3)}
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
