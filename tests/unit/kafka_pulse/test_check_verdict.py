@@ -25,16 +25,15 @@ from kafka_pulse.check.facts import (
     VoterState,
 )
 from kafka_pulse.check.lag_summary import group_lag
+from kafka_pulse.check.round_trip_verdict import blame, judge_round_trip
 from kafka_pulse.check.verdict import (
     VOTER_STALE_S,
     Section,
     Status,
-    blame,
     judge_brokers,
     judge_controller,
     judge_lag,
     judge_partitions,
-    judge_round_trip,
     judge_slo,
     overall,
 )
