@@ -38,8 +38,8 @@ from kafka_pulse.check.verdict import (
     judge_partitions,
     judge_slo,
 )
+from kafka_pulse.self_health import ComponentHealth
 from pulse.config import ClusterConfig, PulseConfig
-from pulse.self_health import ComponentHealth
 
 METADATA_SHARE = 0.5
 """Of the budget, what the first metadata answer may take before the check gives up on the cluster."""

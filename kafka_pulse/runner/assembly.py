@@ -10,12 +10,12 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from kafka_pulse.self_health import SelfHealth
 from pulse.alerts import AlertSink, AlertSinkCollector
 from pulse.broker_health import BrokerHealthBoard
 from pulse.config import ClusterConfig, HttpConfig, PulseConfig
 from pulse.http import Handler, HttpServer, Route
 from pulse.lifecycle import Part, Parts
-from pulse.self_health import SelfHealth
 
 
 class Assembly:

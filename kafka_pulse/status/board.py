@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import NotAvailable
 from kafka_pulse.check.verdict import Report, Section, Status
+from kafka_pulse.self_health import ComponentHealth, SelfHealth
 from kafka_pulse.status.document import CanaryReading, SloPoint, SloView, StatusInputs, slo_key, status_document
 from kafka_pulse.status.quantiles import bucket_delta
 from lag.neighbours import with_noisy_neighbours
 from lag.status import GroupStatus
 from pulse.config import ClusterConfig, PulseConfig
-from pulse.self_health import ComponentHealth, SelfHealth
 
 if TYPE_CHECKING:
     from canary import CanaryService
