@@ -83,7 +83,9 @@ _HOMES = {
     "stutter_node": "devstack.stutter",
 }
 """Exported name -> the module that defines it, imported on first use (PEP 562), so importing the package is free."""
-__getattr__ = lazy_exports(__name__, _HOMES)
+
+if not TYPE_CHECKING:  # mypy reads the imports above, so a name missing from them is an error, not an `object`
+    __getattr__ = lazy_exports(__name__, _HOMES)
 
 
 def require_dev_extra() -> None:

@@ -104,4 +104,6 @@ _HOMES = {
     "write_results": "slo.output",
 }
 """Exported name -> the module that defines it, imported on first use (PEP 562), so importing the package is free."""
-__getattr__ = lazy_exports(__name__, _HOMES)
+
+if not TYPE_CHECKING:  # mypy reads the imports above, so a name missing from them is an error, not an `object`
+    __getattr__ = lazy_exports(__name__, _HOMES)
