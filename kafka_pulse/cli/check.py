@@ -75,8 +75,8 @@ def check(
                 f"start-up took {time.monotonic() - started:.1f} s of the {timeout_s:g} s budget, nothing was "
                 "asked; give a larger --timeout"
             )
+        from devstack import dev_home
         from kafka_pulse.check.health_check import run_check
-        from kafka_pulse.cli.dev import dev_home
         from kafka_pulse.clusters import load_or_default, resolve_cluster
 
         loading = time.monotonic()

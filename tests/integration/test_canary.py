@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 import pytest
 from confluent_kafka import TopicPartition
 
-from canary.payload import decode
 from devstack.services import poll
+from pulse.kafka.probe_payload import decode
 from tests.fixtures.kafka import KafkaHandle
 from tests.integration.canary_support import await_healthy, running_canary, sample
 
