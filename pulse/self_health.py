@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
@@ -60,6 +61,21 @@ class Watched:
     component: str
     interval_s: float
     last_success_s: Callable[[], float | None]
+
+
+class Loop(Protocol):
+    """What self-health reads of a worker loop (pulse.lifecycle.Periodic)."""
+
+    @property
+    def interval_s(self) -> float: ...
+
+    @property
+    def last_success_s(self) -> float | None: ...
+
+
+def watch_loop(component: str, loop: Loop) -> Watched:
+    """A loop whose last successful tick is its component's last success."""
+    return Watched(component, loop.interval_s, lambda: loop.last_success_s)
 
 
 class SelfHealth:
