@@ -7,7 +7,6 @@ own loops, the heartbeat stops and the receiver outside raises the alarm (Alertm
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -18,8 +17,8 @@ from prometheus_client.registry import Collector
 
 from pulse.alerts import Alert
 from pulse.config import PulseConfig
-from pulse.lifecycle import Part
-from pulse.self_health import SelfHealth, SelfHealthCollector, Watched
+from pulse.lifecycle import Part, Periodic
+from pulse.self_health import SelfHealth, SelfHealthCollector, Watched, watch_loop
 
 if TYPE_CHECKING:
     from kafka_pulse.runner.assembly import Assembly
@@ -82,25 +81,16 @@ class Heartbeat:
         """Cycles the heartbeat was not sent because a check failed."""
         self.failures = 0
         self.last_success_s: float | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        # A pause of `interval_s` after each post, not a fixed rate: the sink's own timeouts space the posts out.
+        self._loop = Periodic("heartbeat", interval_s, self.beat_once, fixed_rate=False)
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="heartbeat", daemon=True)
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
         """Stops posting; the heartbeat then resolves `lifetime` later, like after a crash (a stopped monitor
         is a stopped monitor)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-
-    def _loop(self) -> None:
-        while True:
-            self.beat_once()
-            if self._stop.wait(self.interval_s):
-                return
+        self._loop.stop(timeout_s=30)
 
     def beat_once(self) -> bool:
         """One cycle; True when the heartbeat was handed to the sink. Never raises."""
@@ -178,8 +168,8 @@ def watch_parts(health: SelfHealth, config: PulseConfig, parts: Sequence[Part]) 
                 health.add(Watched("lag_notifier", notifier.interval_s, _attribute(notifier, "last_success_s")))
                 checks.append(_thread_check("lag notifier", notifier))
         elif part.name == "slo":
-            health.add(Watched("slo_schedule", config.slo.schedule_s, _attribute(service, "last_success_s")))
-            checks.append(_thread_check("SLO schedule", service))
+            health.add(watch_loop("slo_schedule", service.loop))
+            checks.append(_thread_check("SLO schedule", service.loop))
     return checks
 
 
