@@ -89,16 +89,19 @@ class Periodic:
         fixed_rate: bool = True,
         first_delay_s: float = 0.0,
         min_pause_s: float = 0.0,
+        failure_pause_s: float = 0.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         """`first_delay_s` passes before the first tick; `min_pause_s` bounds the pause after a tick from below
-        (so a tick slower than `interval_s` cannot make the loop spin); `clock` gives Unix time."""
+        (so a tick slower than `interval_s` cannot make the loop spin), `failure_pause_s` the pause after a failed
+        one (so a loop with no interval cannot spin on a lasting fault); `clock` gives Unix time."""
         self.name = name
         self.interval_s = interval_s
         self._tick = tick
         self.fixed_rate = fixed_rate
         self.first_delay_s = first_delay_s
         self.min_pause_s = min_pause_s
+        self.failure_pause_s = failure_pause_s
         self._clock = clock
         self.stopping = threading.Event()
         """Set once `stop` is asked: a tick that waits on something passes it on, so `stop` interrupts the wait."""
@@ -155,9 +158,9 @@ class Periodic:
             return
         while not self.stopping.is_set():
             started = time.monotonic()
-            self.tick_once()
+            floor = self.min_pause_s if self.tick_once() else max(self.min_pause_s, self.failure_pause_s)
             pause = self.interval_s - (time.monotonic() - started) if self.fixed_rate else self.interval_s
-            if self.stopping.wait(max(pause, self.min_pause_s, 0.0)):
+            if self.stopping.wait(max(pause, floor, 0.0)):
                 return
 
     def _log_failure(self, exc: Exception) -> None:

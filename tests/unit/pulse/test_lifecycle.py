@@ -140,3 +140,20 @@ def test_a_first_delay_passes_before_the_first_tick_and_stop_cuts_it_short() -> 
     assert loop.is_alive()
     assert loop.stop(30)
     assert ticks == []
+
+
+def test_a_failed_tick_pauses_the_loop_for_failure_pause_s() -> None:
+    calls: list[int] = []
+
+    def tick() -> None:
+        calls.append(1)
+        raise RuntimeError("broken")
+
+    loop = Periodic("no-interval", 0, tick, failure_pause_s=3600)
+    loop.start()
+    try:
+        assert wait_until(lambda: loop.failures >= 1, 30, interval_s=0.01)
+        assert loop.is_alive()
+    finally:
+        assert loop.stop(30)  # the failure pause, too, is cut short
+    assert calls == [1]  # no spinning on a lasting fault
