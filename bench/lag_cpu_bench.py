@@ -21,7 +21,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from concurrent.futures import Future
 from pathlib import Path
@@ -37,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the Burrow and Z
 from devstack.cluster import DevCluster
 from devstack.runtime import LEGACY_VERSION
 from devstack.topology import Security
+from pulse.lifecycle import Periodic
 from pulse.paths import cache_dir
 from pulse.ports import free_ports, wait_until
 from tests.support.burrow import Burrow, BurrowOptions
@@ -75,19 +75,17 @@ class Workload:
         """Offset-commit records written (one per group-partition per round)."""
         self.produced = 0
         self._offset = 0
-        self._stop = threading.Event()
-        self._producer_thread = threading.Thread(target=self._produce, daemon=True)
+        self._producing = Periodic("bench-producer", 0.1, self._produce, fixed_rate=False, first_delay_s=0.1)
 
     def start_producing(self) -> None:
-        self._producer_thread.start()
+        self._producing.start()
 
     def _produce(self) -> None:
-        while not self._stop.wait(0.1):
-            for i in range(self.produce_rate // 10):
-                self.producer.produce(TOPIC, value=b"x" * 100, partition=i % self.partitions)
-            self.produced += self.produce_rate // 10
-            self.producer.poll(0)
-        self.producer.flush(30)
+        """A tenth of a second's records."""
+        for i in range(self.produce_rate // 10):
+            self.producer.produce(TOPIC, value=b"x" * 100, partition=i % self.partitions)
+        self.produced += self.produce_rate // 10
+        self.producer.poll(0)
 
     def commit_round(self) -> None:
         """Every group commits every partition once (offsets trail the log end)."""
@@ -117,8 +115,8 @@ class Workload:
         return self.commits - before
 
     def stop(self) -> None:
-        self._stop.set()
-        self._producer_thread.join(timeout=30)
+        self._producing.stop(timeout_s=30)
+        self.producer.flush(30)
 
 
 def measure(pids: dict[str, int], action: Any) -> tuple[dict[str, float], float, Any]:
