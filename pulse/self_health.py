@@ -115,15 +115,18 @@ class SelfHealthCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         now = self.health.clock()
         components = self.health.snapshot()
-        last = GaugeMetricFamily(LAST_SUCCESS_GAUGE, "Unix time of the component's last successful cycle.",
-                                 labels=["component"])  # fmt: skip
+        last = GaugeMetricFamily(
+            LAST_SUCCESS_GAUGE, "Unix time of the component's last successful cycle.", labels=["component"]
+        )
         interval = GaugeMetricFamily(INTERVAL_GAUGE, "The component's configured cycle.", labels=["component"])
-        started = GaugeMetricFamily(STARTED_GAUGE, "When this process started watching the component.",
-                                    labels=["component"])  # fmt: skip
+        started = GaugeMetricFamily(
+            STARTED_GAUGE, "When this process started watching the component.", labels=["component"]
+        )
         stale = GaugeMetricFamily(
-            STALE_GAUGE, f"1 when the last successful cycle is older than {STALE_INTERVALS} intervals.",
+            STALE_GAUGE,
+            f"1 when the last successful cycle is older than {STALE_INTERVALS} intervals.",
             labels=["component"],
-        )  # fmt: skip
+        )
         for c in components:
             if c.last_success_s is not None:
                 last.add_metric([c.component], c.last_success_s)

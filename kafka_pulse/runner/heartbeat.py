@@ -38,8 +38,9 @@ class Sender(Protocol):
     def send(self, alerts: Sequence[Alert]) -> object: ...
 
 
-def heartbeat_alert(labels: Mapping[str, str], started: datetime, now: datetime, lifetime: timedelta,
-                    stale: Sequence[str]) -> Alert:  # fmt: skip
+def heartbeat_alert(
+    labels: Mapping[str, str], started: datetime, now: datetime, lifetime: timedelta, stale: Sequence[str]
+) -> Alert:
     """The heartbeat as posted at `now` (pure): it resolves by itself `lifetime` after the last post."""
     annotations = {
         "summary": "kafka-pulse is running: this alert always fires; its absence means kafka-pulse stopped",
@@ -120,9 +121,10 @@ class HeartbeatCollector(Collector):
         h = self.heartbeat
         yield CounterMetricFamily("kafka_pulse_heartbeat_sent", "Heartbeat alerts handed to the alert sink.", h.sent)
         yield CounterMetricFamily(
-            "kafka_pulse_heartbeat_withheld", "Cycles the heartbeat was withheld: one of run's own loops died.",
+            "kafka_pulse_heartbeat_withheld",
+            "Cycles the heartbeat was withheld: one of run's own loops died.",
             h.withheld,
-        )  # fmt: skip
+        )
         yield CounterMetricFamily("kafka_pulse_heartbeat_failures", "Heartbeat cycles that failed.", h.failures)
         if h.last_success_s is not None:
             yield GaugeMetricFamily(
@@ -140,8 +142,9 @@ def add_self_health(assembly: Assembly, config: PulseConfig, sender: Sender | No
     assembly.registry.register(SelfHealthCollector(health))
     if sender is not None:
         alerting = config.alerting
-        heartbeat = Heartbeat(sender, health, alerting.resend_interval_s, alerting.keepalive_cycles, alerting.labels,
-                              checks)  # fmt: skip
+        heartbeat = Heartbeat(
+            sender, health, alerting.resend_interval_s, alerting.keepalive_cycles, alerting.labels, checks
+        )
         assembly.registry.register(HeartbeatCollector(heartbeat))
         description = f"{HEARTBEAT_ALERTNAME} alert every {alerting.resend_interval_s:g} s"
         assembly.add([Part("heartbeat", heartbeat, description)])
