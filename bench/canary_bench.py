@@ -266,8 +266,10 @@ def main() -> None:
                     f"\nLatency, {reader}, {args.seconds:g} s at one probe per partition every {args.interval:g} s"
                     " (ms):"
                 )
-                print("| broker (rack) | probes | e2e p50 | e2e p99 | produce p50 | produce p99 | rtt p50 | rtt avg |"
-                      " e2e p50 - rtt p50 | target <= 2 ms |")  # fmt: skip
+                print(
+                    "| broker (rack) | probes | e2e p50 | e2e p99 | produce p50 | produce p99 | rtt p50 | rtt avg |"
+                    " e2e p50 - rtt p50 | target <= 2 ms |"
+                )
                 print("|---|---|---|---|---|---|---|---|---|---|")
                 for r in rows:
                     gap = r["e2e_p50"] - r["rtt_p50"]

@@ -224,19 +224,25 @@ def main() -> None:
         load_cpu, load_wall, commits = measure(pids, loaded)
         rss = {name: rss_mb(pid) for name, pid in pids.items()}
 
-        print(f"workload: {args.groups} groups x {args.partitions} partitions every {args.commit_interval:g} s "
-              f"= {commits / load_wall:,.0f} commit records/s over {load_wall:.1f} s ({commits:,} commits); "
-              f"{args.produce_rate} records/s produced; intervals={args.intervals} offset-refresh="
-              f"{args.offset_refresh} s min-distance={args.min_distance} s")  # fmt: skip
-        print(f"{'process':<18} {'idle CPU %':>10} {'loaded CPU %':>12} {'us/commit':>10} {'us/commit-idle':>15} "
-              f"{'RSS MB':>7}")  # fmt: skip
+        print(
+            f"workload: {args.groups} groups x {args.partitions} partitions every {args.commit_interval:g} s "
+            f"= {commits / load_wall:,.0f} commit records/s over {load_wall:.1f} s ({commits:,} commits); "
+            f"{args.produce_rate} records/s produced; intervals={args.intervals} offset-refresh="
+            f"{args.offset_refresh} s min-distance={args.min_distance} s"
+        )
+        print(
+            f"{'process':<18} {'idle CPU %':>10} {'loaded CPU %':>12} {'us/commit':>10} {'us/commit-idle':>15} "
+            f"{'RSS MB':>7}"
+        )
         per_commit: dict[str, float] = {}
         for name in pids:
             idle_rate = idle_cpu[name] / idle_wall
             per_commit[name] = load_cpu[name] / commits * 1e6
             net = (load_cpu[name] - idle_rate * load_wall) / commits * 1e6
-            print(f"{name:<18} {100 * idle_rate:>10.1f} {100 * load_cpu[name] / load_wall:>12.1f} "
-                  f"{per_commit[name]:>10.1f} {net:>15.1f} {rss[name]:>7.0f}")  # fmt: skip
+            print(
+                f"{name:<18} {100 * idle_rate:>10.1f} {100 * load_cpu[name] / load_wall:>12.1f} "
+                f"{per_commit[name]:>10.1f} {net:>15.1f} {rss[name]:>7.0f}"
+            )
         ratio = per_commit["kafka-pulse lag"] / per_commit["burrow-1.2.1"]
         print(f"ratio kafka-pulse / Burrow, CPU per commit: {ratio:.2f}")
     finally:

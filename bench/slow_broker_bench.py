@@ -86,8 +86,11 @@ class Watch:
     def load_figures(self) -> dict[str, float]:
         """Min, mean and max of the 1-minute load average over the phase just watched, then start a new phase."""
         samples, self.load1 = self.load1 or [os.getloadavg()[0]], []
-        return {"load1_min": round(min(samples), 1), "load1_mean": round(sum(samples) / len(samples), 1),
-                "load1_max": round(max(samples), 1)}  # fmt: skip
+        return {
+            "load1_min": round(min(samples), 1),
+            "load1_mean": round(sum(samples) / len(samples), 1),
+            "load1_max": round(max(samples), 1),
+        }
 
     def flags(self) -> dict[int, bool]:
         self.load1.append(os.getloadavg()[0])
@@ -179,10 +182,15 @@ def main() -> None:
             detect_s, others = watch.until(args.stutter_broker, True, 600)
         finally:
             stutter.stop()
-        results["stutter"] = {"broker": args.stutter_broker, "stop_ms": 300, "period_ms": 1000,
-                              "detection_s": detect_s, "other_brokers_flagged": sorted(others),
-                              "reason": assembly.broker_health.snapshot("dev")[args.stutter_broker].reason,
-                              **watch.load_figures()}  # fmt: skip
+        results["stutter"] = {
+            "broker": args.stutter_broker,
+            "stop_ms": 300,
+            "period_ms": 1000,
+            "detection_s": detect_s,
+            "other_brokers_flagged": sorted(others),
+            "reason": assembly.broker_health.snapshot("dev")[args.stutter_broker].reason,
+            **watch.load_figures(),
+        }
         print(json.dumps(results["stutter"]), flush=True)
         clear_s, others = watch.until(args.stutter_broker, False, 900)
         results["recovery"] = {"clear_s": clear_s, "other_brokers_flagged": sorted(others), **watch.load_figures()}
