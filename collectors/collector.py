@@ -78,19 +78,37 @@ class JmxCollector(Collector):
                 continue  # not scraped yet: unknown, not down
             if result.ok and result.value is not None:
                 parts.append(result.value)
-            health.add(f"{p}_up", "gauge", f"1 when the latest JMX scrape of the {subject} succeeded.",
-                       labels, 1.0 if result.ok else 0.0)  # fmt: skip
+            health.add(
+                f"{p}_up",
+                "gauge",
+                f"1 when the latest JMX scrape of the {subject} succeeded.",
+                labels,
+                1.0 if result.ok else 0.0,
+            )
             if result.last_success_s is not None:
-                health.add(f"{p}_last_success_timestamp_seconds", "gauge",
-                           f"When the latest successful JMX scrape of the {subject} ended.", labels,
-                           result.last_success_s)  # fmt: skip
-            health.add(f"{p}_scrape_duration_seconds", "gauge",
-                       f"How long the latest JMX scrape of the {subject} took.", labels, result.duration_s)  # fmt: skip
+                health.add(
+                    f"{p}_last_success_timestamp_seconds",
+                    "gauge",
+                    f"When the latest successful JMX scrape of the {subject} ended.",
+                    labels,
+                    result.last_success_s,
+                )
+            health.add(
+                f"{p}_scrape_duration_seconds",
+                "gauge",
+                f"How long the latest JMX scrape of the {subject} took.",
+                labels,
+                result.duration_s,
+            )
             for reason in ("timeout", "unreachable"):
-                health.add(f"{p}_scrape_failures", "counter",
-                           f"Failed JMX scrapes of the {subject} by reason (timeout: no answer within "
-                           f"{self.health.timeout_key}).",
-                           {**labels, "reason": reason}, scraper.failures.by_reason.get(reason, 0))  # fmt: skip
+                health.add(
+                    f"{p}_scrape_failures",
+                    "counter",
+                    f"Failed JMX scrapes of the {subject} by reason (timeout: no answer within "
+                    f"{self.health.timeout_key}).",
+                    {**labels, "reason": reason},
+                    scraper.failures.by_reason.get(reason, 0),
+                )
         for family in merge_families(parts).values():
             yield to_metric(family)
         yield from health
@@ -109,16 +127,30 @@ class ClusterStateCollector(Collector):
             if result is None:
                 continue
             c = {"cluster": cluster}
-            out.add("kafka_pulse_cluster_state_up", "gauge", "1 when the latest Admin API read succeeded.", c,
-                    1.0 if result.ok else 0.0)  # fmt: skip
+            out.add(
+                "kafka_pulse_cluster_state_up",
+                "gauge",
+                "1 when the latest Admin API read succeeded.",
+                c,
+                1.0 if result.ok else 0.0,
+            )
             if result.last_success_s is not None:
-                out.add("kafka_pulse_cluster_state_last_success_timestamp_seconds", "gauge",
-                        "When the latest successful Admin API read ended.", c, result.last_success_s)  # fmt: skip
+                out.add(
+                    "kafka_pulse_cluster_state_last_success_timestamp_seconds",
+                    "gauge",
+                    "When the latest successful Admin API read ended.",
+                    c,
+                    result.last_success_s,
+                )
             for reason in ("timeout", "unreachable"):
-                out.add("kafka_pulse_cluster_state_failures", "counter",
-                        "Failed Admin API reads of the cluster state by reason (timeout: not done within "
-                        "collectors.admin_timeout_s).", {**c, "reason": reason},
-                        scraper.failures.by_reason.get(reason, 0))  # fmt: skip
+                out.add(
+                    "kafka_pulse_cluster_state_failures",
+                    "counter",
+                    "Failed Admin API reads of the cluster state by reason (timeout: not done within "
+                    "collectors.admin_timeout_s).",
+                    {**c, "reason": reason},
+                    scraper.failures.by_reason.get(reason, 0),
+                )
             if result.ok and result.value is not None:
                 _add_health(out, c, result.value)
         yield from out

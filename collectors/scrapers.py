@@ -18,6 +18,7 @@ from collectors.cluster_state import ClusterStateTimeout
 from collectors.mapping import Family, Origin, map_readings
 from collectors.transport import JmxTimeout, JmxTransport
 from pulse.errors import PulseError
+from pulse.lifecycle import Periodic
 
 _LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -58,8 +59,9 @@ class PeriodicScraper(Generic[T]):
         self._scrape = scrape
         self.interval_s = interval_s
         self._clock = clock
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        # Fixed rate, not fixed delay: a slow scrape shortens the pause rather than shifting the schedule. A bug
+        # in one scrape is logged by the loop and must not end the schedule.
+        self.loop = Periodic(f"scrape-{name}", interval_s, lambda: self.scrape_once().ok)
         self._lock = threading.Lock()
         self._result: ScrapeResult[T] | None = None
         self.failures = FailureCounts()
@@ -104,22 +106,13 @@ class PeriodicScraper(Generic[T]):
                 self.completed.wait(remaining)
             return self._result
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            started = time.monotonic()
-            try:
-                self.scrape_once()
-            except Exception:  # a bug in one scrape must not end the schedule
-                _LOG.exception("%s: scrape crashed", self.name)
-            # Fixed rate, not fixed delay: a slow scrape shortens the pause rather than shifting the schedule.
-            self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - started)))
-
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name=f"scrape-{self.name}", daemon=True)
-        self._thread.start()
+        self.loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
+        """Ask the loop to end without waiting: a scrape in flight may be blocked on a hung broker, and a
+        BrokerScraper closes its transport right after, which ends such a read."""
+        self.loop.stop(timeout_s=0)
 
 
 class BrokerScraper(PeriodicScraper[dict[str, Family]]):

@@ -52,10 +52,11 @@ class TrafficPlan:
 def quota_command(runtime: KafkaRuntime, bootstrap_servers: str, client_id: str, bytes_per_s: int) -> list[str]:
     """`kafka-configs.sh --alter --add-config consumer_byte_rate=N --entity-type clients --entity-name ID` (pure)."""
     return [
-        "java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", runtime.classpath, "kafka.admin.ConfigCommand",
-        "--bootstrap-server", bootstrap_servers, "--alter", "--add-config", f"consumer_byte_rate={bytes_per_s}",
-        "--entity-type", "clients", "--entity-name", client_id,
-    ]  # fmt: skip
+        *("java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", runtime.classpath, "kafka.admin.ConfigCommand"),
+        *("--bootstrap-server", bootstrap_servers),
+        *("--alter", "--add-config", f"consumer_byte_rate={bytes_per_s}"),
+        *("--entity-type", "clients", "--entity-name", client_id),
+    ]
 
 
 def set_consumer_quota(
@@ -93,19 +94,32 @@ class DemoTraffic:
         try:
             self.clients.append(
                 start_producer(
-                    self.tools_runtime, self.workdir, self.bootstrap_servers, DEMO_TOPIC, "demo-producer",
-                    throughput=p.records_per_s, duration_s=PRODUCE_DURATION_S, record_size=p.record_size,
+                    self.tools_runtime,
+                    self.workdir,
+                    self.bootstrap_servers,
+                    DEMO_TOPIC,
+                    "demo-producer",
+                    throughput=p.records_per_s,
+                    duration_s=PRODUCE_DURATION_S,
+                    record_size=p.record_size,
                     settings={"acks": "all", "linger.ms": "20"},
                 )
-            )  # fmt: skip
+            )
             commits = {"auto.commit.interval.ms": str(COMMIT_INTERVAL_MS)}
             for group, records in ((KEEPS_UP, 10**12), (TOO_SLOW, 10**12), (STOPS, p.stops_after_records)):
                 self.clients.append(
                     start_consumer(
-                        self.tools_runtime, self.workdir, self.bootstrap_servers, DEMO_TOPIC, group, group,
-                        idle_timeout_s=PRODUCE_DURATION_S, records=records, settings=commits,
+                        self.tools_runtime,
+                        self.workdir,
+                        self.bootstrap_servers,
+                        DEMO_TOPIC,
+                        group,
+                        group,
+                        idle_timeout_s=PRODUCE_DURATION_S,
+                        records=records,
+                        settings=commits,
                     )
-                )  # fmt: skip
+                )
         except BaseException:
             self.stop()
             raise

@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
@@ -62,6 +63,21 @@ class Watched:
     last_success_s: Callable[[], float | None]
 
 
+class Loop(Protocol):
+    """What self-health reads of a worker loop (pulse.lifecycle.Periodic)."""
+
+    @property
+    def interval_s(self) -> float: ...
+
+    @property
+    def last_success_s(self) -> float | None: ...
+
+
+def watch_loop(component: str, loop: Loop) -> Watched:
+    """A loop whose last successful tick is its component's last success."""
+    return Watched(component, loop.interval_s, lambda: loop.last_success_s)
+
+
 class SelfHealth:
     """The components of one process, read at each scrape (nothing runs on its own)."""
 
@@ -99,15 +115,18 @@ class SelfHealthCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         now = self.health.clock()
         components = self.health.snapshot()
-        last = GaugeMetricFamily(LAST_SUCCESS_GAUGE, "Unix time of the component's last successful cycle.",
-                                 labels=["component"])  # fmt: skip
+        last = GaugeMetricFamily(
+            LAST_SUCCESS_GAUGE, "Unix time of the component's last successful cycle.", labels=["component"]
+        )
         interval = GaugeMetricFamily(INTERVAL_GAUGE, "The component's configured cycle.", labels=["component"])
-        started = GaugeMetricFamily(STARTED_GAUGE, "When this process started watching the component.",
-                                    labels=["component"])  # fmt: skip
+        started = GaugeMetricFamily(
+            STARTED_GAUGE, "When this process started watching the component.", labels=["component"]
+        )
         stale = GaugeMetricFamily(
-            STALE_GAUGE, f"1 when the last successful cycle is older than {STALE_INTERVALS} intervals.",
+            STALE_GAUGE,
+            f"1 when the last successful cycle is older than {STALE_INTERVALS} intervals.",
             labels=["component"],
-        )  # fmt: skip
+        )
         for c in components:
             if c.last_success_s is not None:
                 last.add_metric([c.component], c.last_success_s)

@@ -129,19 +129,29 @@ def _period_html(r: SloReport, p: PeriodReport) -> str:
         ["compliance", "objective", "verdict", "budget consumed", "budget left", "events", "minutes with data"],
         [
             [
-                percent(p.compliance), f"{r.objective:g} %", verdict, percent(p.budget_consumed, 1),
-                percent(p.budget_remaining, 1), f"{p.total:g}", f"{p.data_minutes} of {p.minutes}",
+                percent(p.compliance),
+                f"{r.objective:g} %",
+                verdict,
+                percent(p.budget_consumed, 1),
+                percent(p.budget_remaining, 1),
+                f"{p.total:g}",
+                f"{p.data_minutes} of {p.minutes}",
             ]
         ],
-    )  # fmt: skip
+    )
     summary = summary.replace(f"<td>{verdict}</td>", f'<td class="{escape(verdict.replace(" ", "-"))}">{verdict}</td>')
     parts = [f"<h3>{escape(_span(p))}</h3>", summary, "<h4>Error budget left</h4>", burndown_svg(p)]
     if p.incidents:
         rows = [
-            [i.severity, iso(i.start) or "", (iso(i.end) or "") + (" (ongoing)" if i.ongoing else ""),
-             f"{i.bad:g}", percent(i.budget_consumed, 1)]
+            [
+                i.severity,
+                iso(i.start) or "",
+                (iso(i.end) or "") + (" (ongoing)" if i.ongoing else ""),
+                f"{i.bad:g}",
+                percent(i.budget_consumed, 1),
+            ]
             for i in p.incidents
-        ]  # fmt: skip
+        ]
         parts += ["<h4>Incidents</h4>", _table(["severity", "start", "end", "bad events", "budget"], rows)]
     else:
         parts.append('<p class="muted">No incidents.</p>')

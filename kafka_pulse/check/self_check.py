@@ -51,12 +51,17 @@ def judge_self(facts: Sequence[ComponentHealth] | NotAvailable | ProbeFailed, no
     stale = [c for c in facts if c.is_stale(now_s)]
     details = {
         "components": [
-            {"component": c.component, "interval_s": c.interval_s, "last_success_s": c.last_success_s,
-             "age_s": round(c.age_s(now_s), 3), "stale": c.is_stale(now_s)}
+            {
+                "component": c.component,
+                "interval_s": c.interval_s,
+                "last_success_s": c.last_success_s,
+                "age_s": round(c.age_s(now_s), 3),
+                "stale": c.is_stale(now_s),
+            }
             for c in facts
         ],
         "stale_after_intervals": STALE_INTERVALS,
-    }  # fmt: skip
+    }
     if stale:
         summary = f"{len(stale)} of {len(facts)} components stale: {', '.join(c.component for c in stale)}"
         return Section(SECTION, Status.WARN, summary, tuple(c.describe(now_s) for c in stale), details=details)

@@ -42,9 +42,13 @@ def _render(cluster: DevCluster, console: Console) -> None:
         table.add_column(column)
     for broker in status["brokers"]:
         table.add_row(
-            str(broker["id"]), broker["rack"], str(broker["port"]), str(broker["jmx_port"]),
-            str(broker["pid"] or "-"), "yes" if broker["running"] else "NO",
-        )  # fmt: skip
+            str(broker["id"]),
+            broker["rack"],
+            str(broker["port"]),
+            str(broker["jmx_port"]),
+            str(broker["pid"] or "-"),
+            "yes" if broker["running"] else "NO",
+        )
     console.print(table)
     console.print(f"bootstrap servers: {status['bootstrap_servers']}")
     creds = cluster.credentials()
@@ -81,9 +85,12 @@ def dev() -> None:
 @click.option("--partitions-per-topic", type=int, help="Partitions of each of those topics [profile's, else 1].")
 @click.option("--groups", type=int, help="Consumer groups committing offsets on those topics [profile's, else 0].")
 @click.option(
-    "--slow-disk", "slow_disks", multiple=True, metavar="NODE:MS",
+    "--slow-disk",
+    "slow_disks",
+    multiple=True,
+    metavar="NODE:MS",
     help="Node NODE's log directory is a FUSE pass-through sleeping MS before every write and fsync (repeatable).",
-)  # fmt: skip
+)
 def up(
     config_path: Path | None,
     brokers: str,
@@ -271,17 +278,21 @@ def noisy(config_path: Path | None, node: int, backlog_mb: int, reader_kb_per_s:
     version = cluster.spec.kafka_version
     plan = NoisyPlan(node, backlog_records=backlog_mb * 1024, reader_bytes_per_s=reader_kb_per_s * 1024)
     workload = NoisyNeighbourWorkload(
-        ensure_runtime(version, cache_dir()), ensure_tools(version, cache_dir()), dev_home() / "noisy",
-        cluster.spec.internal_bootstrap, plan,
-    )  # fmt: skip
+        ensure_runtime(version, cache_dir()),
+        ensure_tools(version, cache_dir()),
+        dev_home() / "noisy",
+        cluster.spec.internal_bootstrap,
+        plan,
+    )
     click.echo(f"node {node}: writing {backlog_mb} MB to {plan.backlog_topic}, then starting the clients", err=True)
     try:
         with sigterm_as_interrupt():
             workload.start()
             click.echo(
                 f"group {plan.reader_group} reads {plan.backlog_topic} from its start at {reader_kb_per_s} kB/s per "
-                f"broker; producers write {plan.victim_topic}; pids {workload.pids}", err=True,
-            )  # fmt: skip
+                f"broker; producers write {plan.victim_topic}; pids {workload.pids}",
+                err=True,
+            )
             until = time.monotonic() + duration_s if duration_s is not None else None
             while until is None or time.monotonic() < until:
                 time.sleep(0.5)

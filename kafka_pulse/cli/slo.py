@@ -155,11 +155,15 @@ def report(config_path: Path | None, from_time: str, to_time: str, period: str, 
     by_name = {s.name: s for s in slos}
     reports = [
         slo_report(
-            by_name[s.name], s, fired.get((s.name, tuple(sorted(s.labels.items()))), ()), PERIOD_UNITS[period],
-            start, end,
+            by_name[s.name],
+            s,
+            fired.get((s.name, tuple(sorted(s.labels.items()))), ()),
+            PERIOD_UNITS[period],
+            start,
+            end,
         )
         for s in series
-    ]  # fmt: skip
+    ]
     if fmt == "json":
         text, suffix = json.dumps(report_json(reports, start, end, period), indent=2) + "\n", "json"
     elif fmt == "html":

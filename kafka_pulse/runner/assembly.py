@@ -107,9 +107,14 @@ def add_lag(
     from lag.runner import LagRunner
 
     runner = LagRunner(
-        config, clusters, sink, assembly.url, state=state, registry=assembly.registry,
+        config,
+        clusters,
+        sink,
+        assembly.url,
+        state=state,
+        registry=assembly.registry,
         broker_health=assembly.broker_health,
-    )  # fmt: skip
+    )
     assembly.mount(runner.api.routes(), invalid_request)
     rules = f"{config.lag.mode} rules" + (", incidents to Alertmanager" if runner.notifier is not None else "")
     assembly.add([Part("lag", runner, rules)])

@@ -129,16 +129,22 @@ class Demo:
         self._start_traffic(cluster)
         (port,) = free_ports(1)
         listen = f"127.0.0.1:{port}"
-        alertmanager = self._side("prometheus-alertmanager", lambda: Alertmanager(
-            self.workdir / "alertmanager", webhook_url="http://127.0.0.1:9/unused", config_text=ALERTMANAGER_CONFIG
-        ))  # fmt: skip
-        prometheus = self._side("prometheus", lambda: Prometheus(
-            self.workdir / "prometheus",
-            [ScrapeTarget("kafka-pulse", (listen,))],
-            alertmanagers=[alertmanager.address] if alertmanager else (),
-            scrape_interval_s=15.0,  # also the scrape timeout: a loaded laptop may take seconds per scrape
-            evaluation_interval_s=15.0,
-        ))  # fmt: skip
+        alertmanager = self._side(
+            "prometheus-alertmanager",
+            lambda: Alertmanager(
+                self.workdir / "alertmanager", webhook_url="http://127.0.0.1:9/unused", config_text=ALERTMANAGER_CONFIG
+            ),
+        )
+        prometheus = self._side(
+            "prometheus",
+            lambda: Prometheus(
+                self.workdir / "prometheus",
+                [ScrapeTarget("kafka-pulse", (listen,))],
+                alertmanagers=[alertmanager.address] if alertmanager else (),
+                scrape_interval_s=15.0,  # also the scrape timeout: a loaded laptop may take seconds per scrape
+                evaluation_interval_s=15.0,
+            ),
+        )
         config = demo_config(
             listen,
             prometheus.url if prometheus else None,
@@ -197,11 +203,10 @@ class Demo:
 
     def check_once(self) -> None:
         """One `kafka-pulse check` of the running cluster, printed as a first look (its exit code is not ours)."""
+        check = ["check", "--config", str(self.config_path), "--timeout", "15"]
         done = subprocess.run(
-            [sys.executable, "-m", "kafka_pulse.cli.main", "check",
-             "--config", str(self.config_path), "--timeout", "15"],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+            [sys.executable, "-m", "kafka_pulse.cli.main", *check], capture_output=True, text=True, timeout=120
+        )
         print(done.stdout, end="", flush=True)
 
     def stop(self) -> None:

@@ -11,7 +11,6 @@ schedule: it is logged, counted in `kafka_pulse_slo_schedule_failures_total` and
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -23,6 +22,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from pulse.config import SloConfig
+from pulse.lifecycle import Periodic
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -57,8 +57,8 @@ class SloSchedule:
         self.delivery = delivery
         self.descriptions = dict(descriptions or {})
         self._clock = clock
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.loop = Periodic("slo-schedule", settings.schedule_s, lambda: self.run_once(self._clock()))
+        """Its thread: self-health reads the last successful cycle and the liveness from it."""
         self.latest: list[SloResult] = []
         self._gauges = CollectorRegistry()
         self.runs: dict[str, int] = {"ok": 0, "failed": 0}
@@ -70,18 +70,11 @@ class SloSchedule:
         self.last_error: str | None = None
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="slo-schedule", daemon=True)
-        self._thread.start()
+        self.loop.start()
 
     def is_alive(self) -> bool:
         """Whether its thread runs (False before `start` and after `stop`)."""
-        return self._thread is not None and self._thread.is_alive()
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            started = time.monotonic()
-            self.run_once(self._clock())
-            self._stop.wait(max(0.0, self.settings.schedule_s - (time.monotonic() - started)))
+        return self.loop.is_alive()
 
     def run_once(self, at: datetime) -> bool:
         """One evaluation at `at` and everything that follows from it; False when any of it failed (logged and
@@ -108,7 +101,7 @@ class SloSchedule:
         except Exception as exc:  # Spark or a source failing must not end the schedule (nor `run`)
             self.runs["failed"] += 1
             self.last_error = f"{type(exc).__name__}: {exc}".splitlines()[0]
-            if self._stop.is_set():  # `stop` stopped Spark under it
+            if self.loop.stopping.is_set():  # `stop` stopped Spark under it
                 _LOG.info("SLO evaluation at %s cut short by the stop: %s", at.isoformat(), self.last_error)
                 return False
             _LOG.error("SLO evaluation at %s failed: %s", at.isoformat(), self.last_error)
@@ -143,14 +136,11 @@ class SloSchedule:
     def stop(self) -> None:
         """End the schedule; an evaluation still running after STOP_WAIT_S is cut short by stopping Spark under it
         (when this schedule owns the session), so a SIGTERM never waits on a long job or a JVM start."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=STOP_WAIT_S)
+        self.loop.stop(STOP_WAIT_S)
         if self._owns_session:
             stop_spark(self._session)
             self._session = None
-        if self._thread is not None:
-            self._thread.join(timeout=STOP_WAIT_S)
+        self.loop.stop(STOP_WAIT_S)
 
     def gauges(self) -> Iterator[Metric]:
         """The latest evaluation's budget gauges (slo/output.py's families), for /metrics."""

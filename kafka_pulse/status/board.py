@@ -5,7 +5,6 @@ opens a Kafka connection."""
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections import deque
@@ -23,13 +22,13 @@ from kafka_pulse.status.quantiles import bucket_delta
 from lag.neighbours import with_noisy_neighbours
 from lag.status import GroupStatus
 from pulse.config import ClusterConfig, PulseConfig
+from pulse.lifecycle import Periodic
 
 if TYPE_CHECKING:
     from canary import CanaryService
     from lag.service import LagService
     from slo import SloResult
 
-_LOG = logging.getLogger(__name__)
 REFRESH_S = 5.0
 """Seconds between two refreshes of the document (the page polls at the same pace)."""
 CHECK_TIMEOUT_S = 4.0
@@ -107,29 +106,15 @@ class StatusBoard:
         self._reports: list[Report] = []
         self._latency: deque[tuple[float, dict[int, dict[float, float]]]] = deque()
         self._history: dict[str, deque[SloPoint]] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        # A refresh failing must never end the page (nor `run`): the loop logs it and refreshes again.
+        self._loop = Periodic("status-board", refresh_s, self.refresh, min_pause_s=0.5)
         self.refreshes = 0
 
     def start(self) -> None:
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, name="status-board", daemon=True)
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=CHECK_TIMEOUT_S + 5)
-            self._thread = None
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            started = time.monotonic()
-            try:
-                self.refresh()
-            except Exception:  # a refresh failing must never end the page (nor `run`)
-                _LOG.exception("status page refresh failed")
-            self._stop.wait(max(0.5, self.refresh_s - (time.monotonic() - started)))
+        self._loop.stop(CHECK_TIMEOUT_S + 5)
 
     def refresh(self) -> None:
         """One round: every cluster's check, in parallel, each within CHECK_TIMEOUT_S."""

@@ -146,9 +146,16 @@ def _brokers(reports: Sequence[Report], canary: CanaryReading | None) -> list[di
         for broker, rack in canary.racks.items():
             row = rows.setdefault(
                 (canary.cluster, broker),
-                {"cluster": canary.cluster, "id": broker, "rack": rack, "host": None, "port": None, "up": None,
-                 "reason": None},
-            )  # fmt: skip
+                {
+                    "cluster": canary.cluster,
+                    "id": broker,
+                    "rack": rack,
+                    "host": None,
+                    "port": None,
+                    "up": None,
+                    "reason": None,
+                },
+            )
             row["rack"] = row["rack"] or rack
             buckets = canary.latency.get(broker, {})
             row["canary"] = {

@@ -55,15 +55,18 @@ class PulseConfig(Section):
         for name in lag.ingestion_by_cluster:
             if name not in names:
                 known = ", ".join(names) or "none"
-                raise config_problem(f"no cluster named {name!r} is configured (clusters: {known})",
-                                     ("ingestion_by_cluster", name))  # fmt: skip
+                raise config_problem(
+                    f"no cluster named {name!r} is configured (clusters: {known})", ("ingestion_by_cluster", name)
+                )
         return lag
 
     @model_validator(mode="after")
     def _lag_notify_has_a_sink(self) -> Self:
         if self.lag.notify.enabled and not self.alerting.enabled:
-            raise config_problem("lag.notify is enabled but alerting is not; set alerting.enabled and "
-                                 "alerting.alertmanager_url", ("lag", "notify", "enabled"))  # fmt: skip
+            raise config_problem(
+                "lag.notify is enabled but alerting is not; set alerting.enabled and alerting.alertmanager_url",
+                ("lag", "notify", "enabled"),
+            )
         return self
 
     def cluster(self, name: str | None = None) -> ClusterConfig:

@@ -41,16 +41,20 @@ REPO = Path(__file__).resolve().parents[3]
 # --- the redaction function -------------------------------------------------------------------------------------
 
 TEXTS = [
-    pytest.param(f"alertmanager https://ops:{SECRET}@am.example.com:9093 is down", "https://***@am.example.com:9093",
-                 id="userinfo"),
+    pytest.param(
+        f"alertmanager https://ops:{SECRET}@am.example.com:9093 is down",
+        "https://***@am.example.com:9093",
+        id="userinfo",
+    ),
     pytest.param(f"https://ops:{SECRET}@x@am:9093/api", "https://***@am:9093/api", id="raw-at-in-password"),
-    pytest.param(f'{{"url": "http://{SECRET}@h:1", "x": "a@b"}}', '{"url": "http://***@h:1", "x": "a@b"}',
-                 id="json-stays-json"),
+    pytest.param(
+        f'{{"url": "http://{SECRET}@h:1", "x": "a@b"}}', '{"url": "http://***@h:1", "x": "a@b"}', id="json-stays-json"
+    ),
     pytest.param(f"Authorization: Bearer {TOKEN}", "Authorization: Bearer ***", id="bearer-header"),
     pytest.param(f"{{'authorization': 'Basic {SECRET}'}}", "{'authorization': 'Basic ***'}", id="header-dict"),
     pytest.param(f"GET /metrics?token={TOKEN}&x=1", "GET /metrics?token=***&x=1", id="query-token"),
     pytest.param(f"sasl.password={SECRET}", "sasl.password=***", id="key-value"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("text", "shown"), TEXTS)
@@ -153,22 +157,46 @@ def source(url: str) -> dict[str, object]:
 
 
 PLANTED = [
-    pytest.param(Planted({"alerting": {"enabled": True, "alertmanager_url": f"ftp://ops:{SECRET}@am:9093"}},
-                         "alerting.alertmanager_url"), id="alertmanager-url-scheme"),
-    pytest.param(Planted({"alerting": {"alertmanager_url": f"http://ops:{SECRET}@am:9093", "timeout_s": 1000}},
-                         "alerting.timeout_s"), id="valid-url-other-key"),
-    pytest.param(Planted({"slo": {"pushgateway_url": f"gopher://pg:{SECRET}@pg:9091"}}, "slo.pushgateway_url"),
-                 id="pushgateway-url"),
-    pytest.param(Planted({"slos": [source(f"tcp://prom:{SECRET}@prom:9090")]}, "slos[0].source.url"),
-                 id="prometheus-source-url"),
+    pytest.param(
+        Planted(
+            {"alerting": {"enabled": True, "alertmanager_url": f"ftp://ops:{SECRET}@am:9093"}},
+            "alerting.alertmanager_url",
+        ),
+        id="alertmanager-url-scheme",
+    ),
+    pytest.param(
+        Planted(
+            {"alerting": {"alertmanager_url": f"http://ops:{SECRET}@am:9093", "timeout_s": 1000}}, "alerting.timeout_s"
+        ),
+        id="valid-url-other-key",
+    ),
+    pytest.param(
+        Planted({"slo": {"pushgateway_url": f"gopher://pg:{SECRET}@pg:9091"}}, "slo.pushgateway_url"),
+        id="pushgateway-url",
+    ),
+    pytest.param(
+        Planted({"slos": [source(f"tcp://prom:{SECRET}@prom:9090")]}, "slos[0].source.url"), id="prometheus-source-url"
+    ),
     pytest.param(Planted({"alerting": {"bearer_token": [TOKEN]}}, "alerting.bearer_token"), id="token-wrong-type"),
-    pytest.param(Planted({"alerting": {"basic_auth": {"username": "u", "password": SECRET}, "bearer_token": TOKEN}},
-                         "alerting.bearer_token"), id="token-and-login"),
-    pytest.param(Planted({"http": {"basic_auth": {"username": "u", "password": [SECRET]}}},
-                         "http.basic_auth.password"), id="password-wrong-type"),
-    pytest.param(Planted({"clusters": [{"name": "c", "bootstrap_servers": [f"u:{SECRET}@kafka:9092"]}]},
-                         "clusters[0].bootstrap_servers[0]"), id="userinfo-in-host-port"),
-]  # fmt: skip
+    pytest.param(
+        Planted(
+            {"alerting": {"basic_auth": {"username": "u", "password": SECRET}, "bearer_token": TOKEN}},
+            "alerting.bearer_token",
+        ),
+        id="token-and-login",
+    ),
+    pytest.param(
+        Planted({"http": {"basic_auth": {"username": "u", "password": [SECRET]}}}, "http.basic_auth.password"),
+        id="password-wrong-type",
+    ),
+    pytest.param(
+        Planted(
+            {"clusters": [{"name": "c", "bootstrap_servers": [f"u:{SECRET}@kafka:9092"]}]},
+            "clusters[0].bootstrap_servers[0]",
+        ),
+        id="userinfo-in-host-port",
+    ),
+]
 
 
 @pytest.mark.parametrize("planted", PLANTED)
@@ -295,12 +323,16 @@ def test_ca_file_is_what_makes_a_private_ca_trusted(https_echo: tuple[str, Path]
 @pytest.mark.parametrize(
     ("login", "in_url", "header"),
     [
-        pytest.param({"basic_auth": {"username": "ops", "password": SECRET}}, "", "Basic b3BzOlBMQU5URUQtczNjcjN0",
-                     id="basic_auth"),
+        pytest.param(
+            {"basic_auth": {"username": "ops", "password": SECRET}},
+            "",
+            "Basic b3BzOlBMQU5URUQtczNjcjN0",
+            id="basic_auth",
+        ),
         pytest.param({"bearer_token": TOKEN}, "", f"Bearer {TOKEN}", id="bearer_token"),
         pytest.param({}, f"ops:{SECRET}@", "Basic b3BzOlBMQU5URUQtczNjcjN0", id="url-userinfo"),
     ],
-)  # fmt: skip
+)
 def test_the_login_reaches_the_server(
     https_echo: tuple[str, Path], login: dict[str, object], in_url: str, header: str
 ) -> None:

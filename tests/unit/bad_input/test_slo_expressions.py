@@ -18,27 +18,52 @@ from slo.spec import InvalidSpec, _sql_problems, parse_slos, read_spec_file
 EXAMPLES = Path(__file__).parents[3] / "examples"
 
 REFUSED = [
-    pytest.param("good", "reflect('java.lang.System', 'getenv', 'SECRET') IS NOT NULL",
-                 "function 'reflect' is not allowed in an SLO expression", id="reflect"),
-    pytest.param("good", "java_method('java.lang.Runtime', 'getRuntime') IS NULL",
-                 "function 'java_method' is not allowed in an SLO expression", id="java_method"),
-    pytest.param("total", "try_reflect('java.lang.System', 'exit', 1) IS NULL",
-                 "function 'try_reflect' is not allowed in an SLO expression", id="try_reflect"),
-    pytest.param("good", "`reflect`('java.lang.System', 'getenv', 'X') = ''",
-                 "function 'reflect' is not allowed in an SLO expression", id="quoted-name"),
+    pytest.param(
+        "good",
+        "reflect('java.lang.System', 'getenv', 'SECRET') IS NOT NULL",
+        "function 'reflect' is not allowed in an SLO expression",
+        id="reflect",
+    ),
+    pytest.param(
+        "good",
+        "java_method('java.lang.Runtime', 'getRuntime') IS NULL",
+        "function 'java_method' is not allowed in an SLO expression",
+        id="java_method",
+    ),
+    pytest.param(
+        "total",
+        "try_reflect('java.lang.System', 'exit', 1) IS NULL",
+        "function 'try_reflect' is not allowed in an SLO expression",
+        id="try_reflect",
+    ),
+    pytest.param(
+        "good",
+        "`reflect`('java.lang.System', 'getenv', 'X') = ''",
+        "function 'reflect' is not allowed in an SLO expression",
+        id="quoted-name",
+    ),
     pytest.param("good", "my_udf(ok)", "function 'my_udf' is not allowed in an SLO expression", id="udf"),
     pytest.param("good", "db.my_udf(ok)", "function 'my_udf' is not allowed in an SLO expression", id="catalog-udf"),
-    pytest.param("filter", "cluster IN (SELECT 'prod')", repr("cluster IN (SELECT 'prod')") + " aggregates or queries",
-                 id="subquery"),
+    pytest.param(
+        "filter",
+        "cluster IN (SELECT 'prod')",
+        repr("cluster IN (SELECT 'prod')") + " aggregates or queries",
+        id="subquery",
+    ),
     pytest.param("filter", "EXISTS(SELECT 1)", "'EXISTS(SELECT 1)' aggregates or queries", id="exists"),
-    pytest.param("good", "transform(tags, t -> reflect('a', 'b'))[0] IS NULL", "lambda functions are not allowed",
-                 id="lambda"),
-    pytest.param("good", "transform(tags, t -> reflect('a', 'b'))[0] IS NULL", "function 'reflect' is not allowed",
-                 id="inside-lambda"),
+    pytest.param(
+        "good", "transform(tags, t -> reflect('a', 'b'))[0] IS NULL", "lambda functions are not allowed", id="lambda"
+    ),
+    pytest.param(
+        "good",
+        "transform(tags, t -> reflect('a', 'b'))[0] IS NULL",
+        "function 'reflect' is not allowed",
+        id="inside-lambda",
+    ),
     pytest.param("good", "rand() < 0.5", "function 'rand' is not allowed in an SLO expression", id="unknown"),
     pytest.param("total", "current_user() = 'root'", "function 'current_user' is not allowed", id="current-user"),
     pytest.param("good", "assert_true(ok)", "function 'assert_true' is not allowed", id="assert_true"),
-]  # fmt: skip
+]
 
 
 def spec_with(key: str, text: str) -> dict[str, object]:

@@ -46,20 +46,35 @@ AT = "client target orders-producer JMX at 127.0.0.1:9999: "
 @pytest.mark.parametrize(
     ("raised", "want"),
     [
-        pytest.param(JmxTimeout("broker 0 JMX at 127.0.0.1:9999: no answer in 5 s"), AT + "no answer in 5 s",
-                     id="timeout-stays-timeout"),
-        pytest.param(JmxUnreachable("broker 0 JMX at 127.0.0.1:9999: java.rmi.ConnectException: refused"),
-                     AT + "java.rmi.ConnectException: refused", id="refused"),
-        pytest.param(JmxUnreachable("broker 0: the JMX transport is closed"), AT + "the JMX transport is closed",
-                     id="closed"),
-        pytest.param(JmxUnreachable("broker 0 JMX at 127.0.0.1:9999: TLS handshake failed (PKIX path building "
-                                    "failed); check jmx.brokers[].ssl and jmx.truststore"),
-                     AT + "TLS handshake failed (PKIX path building failed); check collectors.clients[].ssl and "
-                     "collectors.clients[].truststore", id="hint-names-the-client-keys"),
-        pytest.param(JmxUnreachable("the in-process JVM is not available: shut down"),
-                     AT + "the in-process JVM is not available: shut down", id="other-message-kept-whole"),
+        pytest.param(
+            JmxTimeout("broker 0 JMX at 127.0.0.1:9999: no answer in 5 s"),
+            AT + "no answer in 5 s",
+            id="timeout-stays-timeout",
+        ),
+        pytest.param(
+            JmxUnreachable("broker 0 JMX at 127.0.0.1:9999: java.rmi.ConnectException: refused"),
+            AT + "java.rmi.ConnectException: refused",
+            id="refused",
+        ),
+        pytest.param(
+            JmxUnreachable("broker 0: the JMX transport is closed"), AT + "the JMX transport is closed", id="closed"
+        ),
+        pytest.param(
+            JmxUnreachable(
+                "broker 0 JMX at 127.0.0.1:9999: TLS handshake failed (PKIX path building "
+                "failed); check jmx.brokers[].ssl and jmx.truststore"
+            ),
+            AT + "TLS handshake failed (PKIX path building failed); check collectors.clients[].ssl and "
+            "collectors.clients[].truststore",
+            id="hint-names-the-client-keys",
+        ),
+        pytest.param(
+            JmxUnreachable("the in-process JVM is not available: shut down"),
+            AT + "the in-process JVM is not available: shut down",
+            id="other-message-kept-whole",
+        ),
     ],
-)  # fmt: skip
+)
 def test_errors_name_the_client_target_not_a_broker(raised: Exception, want: str) -> None:
     transport = ClientTransport(CLIENT, Scripted(raised))
     with pytest.raises(JmxUnreachable) as excinfo:

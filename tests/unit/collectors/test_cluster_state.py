@@ -45,7 +45,7 @@ def part(p: int, leader: int, replicas: tuple[int, ...], isr: tuple[int, ...], m
             id="healthy-partitions-do-not-vote",
         ),
     ],
-)  # fmt: skip
+)
 def test_diagnosis(partitions: list[PartitionState], want: Diagnosis) -> None:
     assert diagnose_under_replicated(partitions) == want
 
