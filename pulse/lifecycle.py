@@ -97,7 +97,7 @@ Tick = Callable[[], bool | None]
 
 class Periodic:
     """`tick` every `interval_s` on a daemon thread named `name`, until `stop`: one shape for every worker loop, so
-    each has an interruptible wait, a liveness check and a last success for self-health (pulse/self_health.py).
+    each has an interruptible wait, a liveness check and a last success for self-health (kafka_pulse/self_health.py).
 
     A tick that raises is logged (the first of each exception type per `TICK_LOG_PERIOD_S`, the rest counted) and
     the loop goes on. By default the rate is fixed (a slow tick shortens the pause rather than shifting the
