@@ -18,10 +18,10 @@ from devstack.services import (
     decode_json,
     duration,
     http_ok,
-    poll,
     run_checker,
 )
 from pulse.errors import ConfigError
+from pulse.polling import poll
 from pulse.process import require_program
 
 PACKAGE = "prometheus"

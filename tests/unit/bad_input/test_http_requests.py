@@ -1,6 +1,6 @@
 """Hostile HTTP requests against the one HTTP stack (pulse.http), in process on loopback: each row a raw request
 and the answer it must get, in plain text, with no traceback logged and the listener still serving afterwards.
-The same requests against every command's real listener: tests/integration/test_listeners.py."""
+The same requests against every command's real listener: tests/integration/app/test_listeners.py."""
 
 from __future__ import annotations
 

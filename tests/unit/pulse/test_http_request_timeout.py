@@ -1,6 +1,6 @@
 """`http.request_timeout_s` is the deadline every listener built from config enforces: 30 s unless set, refused
 when not positive, and a request dripped past it is answered 408 naming it. In process on loopback; the same
-deadline on every command's real listener is tests/integration/test_listeners.py."""
+deadline on every command's real listener is tests/integration/app/test_listeners.py."""
 
 from __future__ import annotations
 

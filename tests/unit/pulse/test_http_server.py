@@ -1,5 +1,5 @@
 """The one HTTP stack: basic auth, routing, /metrics, health, TLS, the connection cap and bad requests; a real
-server on loopback, no Kafka. The same behaviour per command's listener: tests/integration/test_listeners.py."""
+server on loopback, no Kafka. The same behaviour per command's listener: tests/integration/app/test_listeners.py."""
 
 from __future__ import annotations
 

@@ -1,0 +1,127 @@
+"""Who watches the watcher, end to end: `kafka-pulse run` (a real process) keeps KafkaPulseHeartbeat firing through
+a real Alertmanager running examples/alertmanager.yml, whose dead-man route repeats it to the receiver; `check`
+reads the run's self-health and names its stale lag reader (its cluster does not exist); after `kill -9` the
+heartbeat resolves at its endsAt and the dead-man receiver sees no more repeats.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from devstack.alertmanager import Alertmanager, AlertRouting, retarget_config
+from devstack.services import ServiceTimeout
+from kafka_pulse.cli.main import cli
+from kafka_pulse.runner.heartbeat import HEARTBEAT_ALERTNAME
+from pulse.ports import free_ports, is_listening, wait_until
+from tests.fixtures.logs import register_log
+from tests.fixtures.services import EXAMPLE_ALERTMANAGER_CONFIG, PAGERDUTY_TEST_KEY
+from tests.support.receiver import HttpReceiver, ReceivedRequest
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[3]
+DEADMAN_PATH = "/deadman"
+REPEAT_S = 2.0
+"""The dead-man route's repeat interval here (1m in examples/alertmanager.yml)."""
+
+
+@pytest.fixture
+def deadman_alertmanager(tmp_path: Path, http_receiver: HttpReceiver) -> Iterator[Alertmanager]:
+    """examples/alertmanager.yml as written, its webhooks (the dead-man's switch among them) pointed at the receiver
+    and its repeats every 2 s, so repeats are visible in seconds."""
+    workdir = tmp_path / "alertmanager"
+    workdir.mkdir()
+    key_file = workdir / "pagerduty.key"
+    key_file.write_text(PAGERDUTY_TEST_KEY + "\n")
+    text = retarget_config(
+        EXAMPLE_ALERTMANAGER_CONFIG.read_text(),
+        pagerduty_url=http_receiver.pagerduty_url,
+        webhook_url=http_receiver.url + DEADMAN_PATH,
+        routing_key_file=key_file,
+        routing=AlertRouting(group_wait_s=0.5, group_interval_s=1.0, repeat_interval_s=REPEAT_S),
+    )
+    service = Alertmanager(workdir, webhook_url=http_receiver.url + DEADMAN_PATH, config_text=text)
+    register_log("deadman-alertmanager", service.log_path)
+    try:
+        yield service.start()
+    finally:
+        service.stop()
+
+
+def is_heartbeat(request: ReceivedRequest) -> bool:
+    body = request.json
+    return (
+        request.path == DEADMAN_PATH
+        and isinstance(body, dict)
+        and body.get("commonLabels", {}).get("alertname") == HEARTBEAT_ALERTNAME
+        and body.get("receiver") == "kafka-pulse-deadman"
+    )
+
+
+def test_kill_9_stops_the_heartbeat_reaching_the_dead_man_receiver(
+    deadman_alertmanager: Alertmanager, http_receiver: HttpReceiver, tmp_path: Path
+) -> None:
+    listen_port, dead_kafka = free_ports(2)
+    config = {
+        "clusters": [{"name": "gone", "bootstrap_servers": [f"127.0.0.1:{dead_kafka}"]}],
+        "collectors": {"enabled": False},
+        "canary": {"enabled": False},
+        "lag": {"offset_refresh_s": 1},
+        "alerting": {"enabled": True, "alertmanager_url": deadman_alertmanager.url, "resend_interval_s": 1,
+                     "keepalive_cycles": 2, "labels": {"team": "kafka"}},
+        "http": {"listen": f"127.0.0.1:{listen_port}"},
+    }  # fmt: skip
+    path = tmp_path / "pulse.yaml"
+    path.write_text(yaml.safe_dump(config))
+    log_path = tmp_path / "run.log"
+    register_log("kafka-pulse run", log_path)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "KAFKA_PULSE_HOME": str(tmp_path / "home")}
+    mark = http_receiver.mark()
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kafka_pulse.cli.main", "run", "--config", str(path)],
+            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env,
+        )  # fmt: skip
+    try:
+        assert wait_until(lambda: proc.poll() is not None or is_listening(listen_port), 120), "run never listened"
+        assert proc.poll() is None, log_path.read_text()[-3000:]
+
+        # Alive: the heartbeat reaches the dead-man receiver, and again at the route's repeat interval.
+        first = http_receiver.wait_for(is_heartbeat, timeout_s=60, after=mark)
+        assert first.json["commonLabels"]["team"] == "kafka" and first.json["status"] == "firing"
+        index = http_receiver.requests.index(first)
+        http_receiver.wait_for(is_heartbeat, timeout_s=30, after=index + 1)
+
+        # check reads the run's self-health: its lag reader has no cluster to read, so it is stale.
+        assert wait_until(lambda: stale_components(path) == ["lag_reader"], 60, interval_s=1.0)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+    # Dead: Alertmanager resolves the heartbeat at its endsAt (2 s after the last post) and stops repeating it.
+    def heartbeat_active() -> bool:
+        alerts = deadman_alertmanager.alerts(active_only=True)
+        return any(a["labels"].get("alertname") == HEARTBEAT_ALERTNAME for a in alerts)
+
+    assert wait_until(lambda: not heartbeat_active(), 30, interval_s=0.5)
+    quiet_from = http_receiver.mark()
+    with pytest.raises(ServiceTimeout):  # three repeat intervals and more: nothing reaches the dead-man receiver
+        http_receiver.wait_for(is_heartbeat, timeout_s=3 * REPEAT_S + 2, after=quiet_from)
+
+
+def stale_components(config: Path) -> list[str]:
+    """The stale components `check --json` reports in its `self` section."""
+    result = CliRunner().invoke(cli, ["check", "--config", str(config), "--json"])
+    report = json.loads(result.stdout)
+    (own,) = [c for c in report["checks"] if c["name"] == "self"]
+    return sorted(c["component"] for c in own["details"].get("components", []) if c["stale"])
