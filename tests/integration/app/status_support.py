@@ -5,7 +5,6 @@ canary log."""
 from __future__ import annotations
 
 import base64
-import subprocess
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from canary.events import ProbeResult
 from canary.sli_log import date_of, table_of
 from pulse.ports import wait_until
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
+from tests.fixtures.pulse_process import PulseProcess
 
 REPO = Path(__file__).resolve().parents[3]
 SHOTS = REPO / "docs" / "screenshots"
@@ -39,12 +39,11 @@ class Page:
     driver: webdriver.Chrome
     url: str
     kafka: KafkaHandle
-    proc: subprocess.Popen[bytes]
-    log_path: Path
+    run: PulseProcess
     cluster: str
 
     def log(self) -> str:
-        return self.log_path.read_text(errors="replace")[-4000:]
+        return self.run.log()[-4000:]
 
 
 def seed_sli_log(directory: Path, cluster: str) -> None:

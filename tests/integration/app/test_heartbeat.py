@@ -9,21 +9,20 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 from click.testing import CliRunner
 
 from devstack.alertmanager import Alertmanager, AlertRouting, retarget_config
 from devstack.services import ServiceTimeout
 from kafka_pulse.cli.main import cli
 from kafka_pulse.runner.heartbeat import HEARTBEAT_ALERTNAME
-from pulse.ports import free_ports, is_listening, wait_until
+from pulse.polling import poll
+from pulse.ports import free_ports, wait_until
 from tests.fixtures.logs import register_log
+from tests.fixtures.pulse_process import PulseProcesses
 from tests.fixtures.services import EXAMPLE_ALERTMANAGER_CONFIG, PAGERDUTY_TEST_KEY
 from tests.support.receiver import HttpReceiver, ReceivedRequest
 
@@ -69,9 +68,9 @@ def is_heartbeat(request: ReceivedRequest) -> bool:
 
 
 def test_kill_9_stops_the_heartbeat_reaching_the_dead_man_receiver(
-    deadman_alertmanager: Alertmanager, http_receiver: HttpReceiver, tmp_path: Path
+    deadman_alertmanager: Alertmanager, http_receiver: HttpReceiver, pulse_process: PulseProcesses, tmp_path: Path
 ) -> None:
-    listen_port, dead_kafka = free_ports(2)
+    (dead_kafka,) = free_ports(1)
     config = {
         "clusters": [{"name": "gone", "bootstrap_servers": [f"127.0.0.1:{dead_kafka}"]}],
         "collectors": {"enabled": False},
@@ -79,23 +78,11 @@ def test_kill_9_stops_the_heartbeat_reaching_the_dead_man_receiver(
         "lag": {"offset_refresh_s": 1},
         "alerting": {"enabled": True, "alertmanager_url": deadman_alertmanager.url, "resend_interval_s": 1,
                      "keepalive_cycles": 2, "labels": {"team": "kafka"}},
-        "http": {"listen": f"127.0.0.1:{listen_port}"},
     }  # fmt: skip
-    path = tmp_path / "pulse.yaml"
-    path.write_text(yaml.safe_dump(config))
-    log_path = tmp_path / "run.log"
-    register_log("kafka-pulse run", log_path)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "KAFKA_PULSE_HOME": str(tmp_path / "home")}
     mark = http_receiver.mark()
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kafka_pulse.cli.main", "run", "--config", str(path)],
-            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env,
-        )  # fmt: skip
+    env = {"KAFKA_PULSE_HOME": str(tmp_path / "home")}
+    run = pulse_process.start("run", config, home=tmp_path, env=env)
     try:
-        assert wait_until(lambda: proc.poll() is not None or is_listening(listen_port), 120), "run never listened"
-        assert proc.poll() is None, log_path.read_text()[-3000:]
-
         # Alive: the heartbeat reaches the dead-man receiver, and again at the route's repeat interval.
         first = http_receiver.wait_for(is_heartbeat, timeout_s=60, after=mark)
         assert first.json["commonLabels"]["team"] == "kafka" and first.json["status"] == "firing"
@@ -103,10 +90,12 @@ def test_kill_9_stops_the_heartbeat_reaching_the_dead_man_receiver(
         http_receiver.wait_for(is_heartbeat, timeout_s=30, after=index + 1)
 
         # check reads the run's self-health: its lag reader has no cluster to read, so it is stale.
-        assert wait_until(lambda: stale_components(path) == ["lag_reader"], 60, interval_s=1.0)
+        poll(
+            lambda: stale_components(run.config_path), lambda stale: stale == ["lag_reader"], 60, "lag_reader stale", 1
+        )
     finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+        os.kill(run.pid, signal.SIGKILL)
+        run.popen.wait()
 
     # Dead: Alertmanager resolves the heartbeat at its endsAt (2 s after the last post) and stops repeating it.
     def heartbeat_active() -> bool:

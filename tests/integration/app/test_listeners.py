@@ -11,13 +11,10 @@ from __future__ import annotations
 import base64
 import contextlib
 import gzip
-import os
 import select
-import signal
 import socket
 import ssl
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -27,16 +24,15 @@ from typing import Any
 
 import httpx
 import pytest
-import yaml
 from prometheus_client.exposition import choose_encoder
 
 from devstack.tls import create_pem_files
 from kafka_pulse.clusters import dev_cluster_config
 from pulse.http import MAX_CONNECTIONS
 from pulse.polling import poll
-from pulse.ports import free_ports, wait_until
+from pulse.ports import wait_until
 from tests.fixtures.kafka import KafkaHandle
-from tests.fixtures.logs import register_log
+from tests.fixtures.pulse_process import PulseProcesses
 
 pytestmark = pytest.mark.integration
 
@@ -98,56 +94,42 @@ class Listener:
 
 @pytest.fixture(scope="module", params=["collect", "canary", "lag", "run", "run-lag-off"])
 def listener(
-    request: pytest.FixtureRequest, kafka: KafkaHandle, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    kafka: KafkaHandle,
+    pulse_process: PulseProcesses,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Listener]:
     command: str = request.param
     home = tmp_path_factory.mktemp(f"listener-{command}")
     pem = create_pem_files(home / "tls")
-    (port,) = free_ports(1)
     cluster = dev_cluster_config(kafka.cluster).model_dump(mode="json")
     cluster["jmx"]["timeout_s"] = 30  # a first JMX connect on a busy 2-core machine can take seconds
     config = {
         "clusters": [cluster],
         **settings(command, f"pulse-listen-{uuid.uuid4().hex[:8]}"),
         "http": {
-            "listen": f"127.0.0.1:{port}",
             "basic_auth": {"username": USER, "password": "${PULSE_TEST_HTTP_PASSWORD}"},
             "tls": {"cert_file": str(pem.cert_file), "key_file": str(pem.key_file)},
             "request_timeout_s": DEADLINE_S,
         },
     }
-    path = home / "pulse.yaml"
-    path.write_text(yaml.safe_dump(config))
-    log_path = home / f"{command}.log"
-    register_log(f"kafka-pulse {command}", log_path)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "KAFKA_PULSE_HOME": str(home), "PULSE_TEST_HTTP_PASSWORD": PASSWORD}
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kafka_pulse.cli.main", command.removesuffix("-lag-off"), "--config", str(path)],
-            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env,
-        )  # fmt: skip
-    handle = Listener(command, cluster["name"], proc, port, f"https://127.0.0.1:{port}", pem.ca_file, log_path)
+    env = {"PULSE_TEST_HTTP_PASSWORD": PASSWORD}
+    run = pulse_process.start(
+        command.removesuffix("-lag-off"),
+        config,
+        home=home,
+        env=env,
+        auth=(USER, PASSWORD),
+        ca_file=pem.ca_file,
+        name=f"kafka-pulse {command}",
+    )
+    handle = Listener(command, cluster["name"], run.popen, run.port, run.url, pem.ca_file, run.log_path)
     try:
-        with handle.client(auth=(USER, PASSWORD)) as http:
-
-            def ready() -> bool:
-                assert proc.poll() is None, handle.log()[-3000:]  # exited: fail now, not after the wait
-                try:
-                    return http.get(f"{handle.url}/-/ready").status_code == 200
-                except httpx.HTTPError:
-                    return False
-
-            assert wait_until(ready, 120, interval_s=0.2), f"{command} never ready: {handle.log()[-3000:]}"
         yield handle
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        returncode = run.stop()
     output = handle.log()
-    assert proc.returncode == 0, output[-3000:]
+    assert returncode == 0, output[-3000:]
     assert "Traceback" not in output and PASSWORD not in output
 
 

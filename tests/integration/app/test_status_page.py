@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import os
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -21,7 +18,6 @@ from typing import Any
 
 import httpx
 import pytest
-import yaml
 from confluent_kafka import TopicPartition
 from selenium import webdriver
 from selenium.webdriver.common.by import By
@@ -33,9 +29,9 @@ from devstack.topology import FAST_FENCING, Security
 from kafka_pulse.clusters import dev_cluster_config
 from pulse.paths import cache_dir
 from pulse.polling import poll
-from pulse.ports import free_ports, is_listening, wait_until
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.fixtures.logs import register_log
+from tests.fixtures.pulse_process import PulseProcesses
 from tests.integration.app.status_support import (
     PAGE_DEADLINE_S,
     SHOTS,
@@ -74,10 +70,11 @@ def status_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaHand
 
 
 @pytest.fixture(scope="module")
-def page(status_kafka: KafkaHandle, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Page]:
+def page(
+    status_kafka: KafkaHandle, pulse_process: PulseProcesses, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Page]:
     home = tmp_path_factory.mktemp("status-run")
     pem = create_pem_files(home / "tls")
-    (port,) = free_ports(1)
     cluster = dev_cluster_config(status_kafka.cluster).model_dump(mode="json")
     sli = home / "canary-sli"  # apart from <state>/sli/lag, which a Spark read of the same tree would meet
     seed_sli_log(sli, cluster["name"])
@@ -106,44 +103,29 @@ def page(status_kafka: KafkaHandle, tmp_path_factory: pytest.TempPathFactory) ->
         ],
         "dashboards": {"grafana_url": "http://127.0.0.1:3000"},
         "http": {
-            "listen": f"127.0.0.1:{port}",
             "basic_auth": {"username": USER, "password": "${PULSE_TEST_STATUS_PASSWORD}"},
             "tls": {"cert_file": str(pem.cert_file), "key_file": str(pem.key_file)},
         },
     }
-    path = home / "pulse.yaml"
-    path.write_text(yaml.safe_dump(config))
-    log_path = home / "run.log"
-    register_log("kafka-pulse run (status page)", log_path)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "KAFKA_PULSE_HOME": str(home), "PULSE_TEST_STATUS_PASSWORD": PASSWORD}
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kafka_pulse.cli.main", "run", "--config", str(path)],
-            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env,
-        )  # fmt: skip
+    env = {"PULSE_TEST_STATUS_PASSWORD": PASSWORD}
+    run = pulse_process.start(
+        "run", config, home=home, env=env, auth=(USER, PASSWORD), ca_file=pem.ca_file, name="kafka-pulse run (status)"
+    )
     driver: webdriver.Chrome | None = None
     try:
-        assert wait_until(lambda: proc.poll() is not None or is_listening(port), 120), "run never listened"
-        assert proc.poll() is None, log_path.read_text()[-3000:]
         driver = chromium()
         # The login a user types at the browser's prompt, sent with every request of the page (its fetches too).
         token = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
         driver.execute_cdp_cmd("Network.enable", {})
         driver.execute_cdp_cmd("Network.setExtraHTTPHeaders", {"headers": {"Authorization": f"Basic {token}"}})
-        url = f"https://127.0.0.1:{port}/"
+        url = run.url + "/"
         driver.get(url)
         SHOTS.mkdir(parents=True, exist_ok=True)
-        yield Page(driver, url, status_kafka, proc, log_path, cluster["name"])
+        yield Page(driver, url, status_kafka, run, cluster["name"])
     finally:
         if driver is not None:
             driver.quit()
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        run.stop()
 
 
 def test_healthy_cluster_shows_ok_with_every_broker_up(page: Page) -> None:
@@ -261,28 +243,18 @@ def test_lagging_group_turns_err_with_the_rule(page: Page) -> None:
     assert console_problems(page) == []
 
 
-def test_lag_serves_the_page_without_canary_or_slos(status_kafka: KafkaHandle, tmp_path: Path) -> None:
+def test_lag_serves_the_page_without_canary_or_slos(
+    status_kafka: KafkaHandle, pulse_process: PulseProcesses, tmp_path: Path
+) -> None:
     """`kafka-pulse lag` carries the page too: the check's verdict and the groups, the canary and SLO parts null
     with the reason, and the Burrow API linked."""
-    (port,) = free_ports(1)
     config = {
         "clusters": [dev_cluster_config(status_kafka.cluster).model_dump(mode="json")],
         "lag": {"offset_refresh_s": 1},
-        "http": {"listen": f"127.0.0.1:{port}"},
     }
-    path = tmp_path / "pulse.yaml"
-    path.write_text(yaml.safe_dump(config))
-    log_path = tmp_path / "lag.log"
-    register_log("kafka-pulse lag (status page)", log_path)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "KAFKA_PULSE_HOME": str(tmp_path)}
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kafka_pulse.cli.main", "lag", "--config", str(path)],
-            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env,
-        )  # fmt: skip
+    lag = pulse_process.start("lag", config, home=tmp_path, name="kafka-pulse lag (status page)")
     try:
-        assert wait_until(lambda: proc.poll() is not None or is_listening(port), 120), "lag never listened"
-        base = f"http://127.0.0.1:{port}"
+        base = lag.url
         topic = status_kafka.create_topic("status-lag-cmd")
         consumer = status_kafka.consumer("lag-cmd")
         try:
@@ -308,7 +280,6 @@ def test_lag_serves_the_page_without_canary_or_slos(status_kafka: KafkaHandle, t
         assert all(b["canary"] is None for b in doc["brokers"]) and len(doc["brokers"]) == 3
         page = httpx.get(base + "/", timeout=10)
         assert page.status_code == 200 and "/static/status.js" in page.text
-        assert f"status page on {base}/" in log_path.read_text()
+        assert f"status page on {base}/" in lag.log()
     finally:
-        proc.terminate()
-        assert proc.wait(timeout=60) == 0, log_path.read_text()[-3000:]
+        assert lag.stop() == 0, lag.log()[-3000:]

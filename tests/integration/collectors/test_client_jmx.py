@@ -15,7 +15,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from collectors.mapping import Family
@@ -28,8 +27,9 @@ from pulse.config import CollectorsConfig, JmxClientConfig
 from pulse.paths import cache_dir
 from pulse.polling import poll
 from pulse.ports import free_ports, is_listening
-from tests.fixtures.kafka import KafkaHandle, _start
+from tests.fixtures.kafka import KafkaHandle
 from tests.fixtures.logs import register_log
+from tests.fixtures.pulse_process import PulseProcesses, _start
 from tests.support.mirrormaker import MirrorMaker, MirrorSpec
 
 pytestmark = pytest.mark.integration
@@ -95,10 +95,13 @@ def positive(v: float | None) -> bool:
 
 @pytest.mark.parametrize("transport", ["jmxquery", "jpype"])
 def test_perf_tools_are_scraped_and_a_killed_client_is_reported_down(
-    kafka: KafkaHandle, perf_clients: tuple[PerfClient, PerfClient, str], transport: str, tmp_path: Path
+    kafka: KafkaHandle,
+    perf_clients: tuple[PerfClient, PerfClient, str],
+    transport: str,
+    pulse_process: PulseProcesses,
+    tmp_path: Path,
 ) -> None:
     producer, consumer, _topic = perf_clients
-    (port,) = free_ports(1)
     cluster = dev_cluster_config(kafka.cluster).model_dump(mode="json", exclude={"jmx"})  # clients only, no brokers
     cluster["security"] = {"protocol": "PLAINTEXT"}
     clients = [
@@ -108,20 +111,11 @@ def test_perf_tools_are_scraped_and_a_killed_client_is_reported_down(
     config = {
         "clusters": [cluster],
         "collectors": {"transport": transport, "scrape_interval_s": 2, "clients": clients},
-        "http": {"listen": f"127.0.0.1:{port}"},
     }
-    path = tmp_path / "pulse.yaml"
-    path.write_text(yaml.safe_dump(config))
-    log_path = tmp_path / "collect.log"
-    register_log(f"collect ({transport})", log_path)
-    url = f"http://127.0.0.1:{port}/metrics"
+    collect = pulse_process.start("collect", config, home=tmp_path, name=f"collect ({transport})")
+    url = f"{collect.url}/metrics"
     p = {"client_target": "perf-producer", "cluster": "dev", "clientid": producer.client_id}
     c = {"client_target": "perf-consumer", "cluster": "dev", "clientid": consumer.client_id}
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kafka_pulse.cli.main", "collect", "--config", str(path)],
-            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO)},
-        )  # fmt: skip
     try:
         # Producer families, once a produce request has completed inside the metrics window.
         seen = poll(lambda: scrape(url), lambda s: positive(value(s, "kafka_producer_request_latency_avg", **p)),
@@ -179,15 +173,10 @@ def test_perf_tools_are_scraped_and_a_killed_client_is_reported_down(
         assert value(later, "kafka_pulse_client_jmx_last_success_timestamp_seconds",
                      client_target="perf-producer") == last_success  # fmt: skip
     finally:
-        proc.terminate()  # SIGTERM: collect shuts its listener and scrapers down
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 0, log_path.read_text()[-3000:]
+        returncode = collect.stop(grace_s=15)  # SIGTERM: collect shuts its listener and scrapers down
+    assert returncode == 0, collect.log()[-3000:]
     # The failure is logged under the client's name and address, never as a broker.
-    assert f"client target perf-producer JMX at 127.0.0.1:{producer.jmx_port}" in log_path.read_text()
+    assert f"client target perf-producer JMX at 127.0.0.1:{producer.jmx_port}" in collect.log()
 
 
 # A process that used the jpype transport, exiting while Java collects garbage: RMI's DGC client runs System.gc()

@@ -3,10 +3,7 @@ both JMX transports through the same tests."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -14,7 +11,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-import yaml
 
 from collectors.catalogue import BeanQuery, scrape_plan
 from collectors.cluster_state import Scope
@@ -33,8 +29,10 @@ from devstack.prometheus import Prometheus, ScrapeTarget
 from kafka_pulse.clusters import dev_cluster_config
 from pulse.config import ClusterConfig, CollectorsConfig, JmxBrokerConfig
 from pulse.paths import cache_dir
+from pulse.polling import poll
 from pulse.ports import free_ports
 from tests.fixtures.kafka import KafkaHandle
+from tests.fixtures.pulse_process import PulseProcesses
 from tests.support.threads import librdkafka_cpu_s, names
 
 pytestmark = pytest.mark.integration
@@ -226,58 +224,44 @@ def test_sigstop_broker_times_out_while_others_are_scraped_on_time(
 
 
 def test_prometheus_scrapes_collect_and_promql_finds_every_documented_family(
-    kafka: KafkaHandle, prometheus: Prometheus, tmp_path: Path
+    kafka: KafkaHandle, prometheus: Prometheus, pulse_process: PulseProcesses, tmp_path: Path
 ) -> None:
-    (port,) = free_ports(1)
     cluster = dev_cluster_config(kafka.cluster).model_dump(mode="json")
     cluster["security"] = {"protocol": "PLAINTEXT"}
     config = {
         "clusters": [cluster],
         "collectors": {"transport": "jpype", "scrape_interval_s": 1},
-        "http": {"listen": f"127.0.0.1:{port}"},
     }
-    path = tmp_path / "pulse.yaml"
-    path.write_text(yaml.safe_dump(config))
-    log = (tmp_path / "collect.log").open("wb")
-    # The repo's own interpreter and source tree, as CI runs it (not whatever `kafka-pulse` is first on PATH).
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kafka_pulse.cli.main", "collect", "--config", str(path)],
-        cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO)},
-    )  # fmt: skip
+    collect = pulse_process.start("collect", config, home=tmp_path)
+    port = collect.port
     try:
         job = "kafka-pulse-collect"
         with prometheus.extended(targets=[ScrapeTarget(job, (f"127.0.0.1:{port}",))]):
             prometheus.wait_for_target_up(job, timeout_s=60)
             wanted = always_present_families()
-            deadline = time.monotonic() + 60
-            while True:
+
+            def missing() -> list[str]:
                 found = {r["metric"]["__name__"] for r in prometheus.query(f'count by (__name__) ({{job="{job}"}})')}
-                missing = sorted(set(wanted) - found)
-                if not missing or time.monotonic() > deadline:
-                    break
-                time.sleep(0.5)
-            assert missing == []
+                return sorted(set(wanted) - found)
+
+            poll(missing, lambda names: names == [], 60, "every always-present family in Prometheus", 0.5)
             # The families appear with the first broker scraped; the others' first JMX connect may still run
             # on a loaded host, so await all three up rather than reading the first scrape that has families.
-            while True:
-                up = prometheus.query(f'sum(kafka_pulse_jmx_up{{job="{job}"}})')
-                if float(up[0]["value"][1]) == 3 or time.monotonic() > deadline:
-                    break
-                time.sleep(0.5)
+            up = poll(
+                lambda: prometheus.query(f'sum(kafka_pulse_jmx_up{{job="{job}"}})'),
+                lambda result: float(result[0]["value"][1]) == 3,
+                60,
+                "kafka_pulse_jmx_up 3",
+                0.5,
+            )
             assert float(up[0]["value"][1]) == 3
             controllers = prometheus.query(
                 f'sum(kafka_controller_kafkacontroller_activecontrollercount{{job="{job}"}})'
             )
             assert float(controllers[0]["value"][1]) == 1
     finally:
-        proc.terminate()  # SIGTERM: collect shuts its listener and scrapers down
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-    assert proc.returncode == 0, (tmp_path / "collect.log").read_text()[-3000:]
+        returncode = collect.stop(grace_s=15)  # SIGTERM: collect shuts its listener and scrapers down
+    assert returncode == 0, collect.log()[-3000:]
 
 
 # --- a value with a quote and a backslash ---------------------------------------------------------------------------

@@ -6,10 +6,6 @@ commits. The broker comes back, its group is OK again, and SIGTERM stops the pro
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -17,12 +13,11 @@ from typing import Any
 
 import httpx
 import pytest
-import yaml
 from confluent_kafka import Consumer, TopicPartition
 
-from pulse.ports import free_ports, wait_until
+from pulse.polling import PollTimeout, poll
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
-from tests.fixtures.logs import register_log
+from tests.fixtures.pulse_process import PulseProcesses
 from tests.integration.devstack.test_dev_cluster import produce
 
 pytestmark = pytest.mark.integration
@@ -40,11 +35,12 @@ def status_of(http: httpx.Client, cluster: str, group: str) -> dict[str, Any]:
     return body.get("status") or {"status": "NOTFOUND", "partitions": []}
 
 
-def test_two_clusters_in_one_process_and_one_frozen(kafka: KafkaHandle, kafka39: KafkaHandle, tmp_path: Path) -> None:
+def test_two_clusters_in_one_process_and_one_frozen(
+    kafka: KafkaHandle, kafka39: KafkaHandle, pulse_process: PulseProcesses, tmp_path: Path
+) -> None:
     t4 = kafka.create_topic("svc4", partitions=1)
     t39 = kafka39.create_topic("svc39", partitions=1, replication_factor=1)
     c4, c39 = kafka.consumer("svc-g4"), kafka39.consumer("svc-g39")
-    port = free_ports(1)[0]
     config = {
         "clusters": [
             {"name": "k4", "bootstrap_servers": kafka.bootstrap_servers},
@@ -52,32 +48,17 @@ def test_two_clusters_in_one_process_and_one_frozen(kafka: KafkaHandle, kafka39:
         ],
         "lag": {
             "mode": "enhanced", "intervals": 5, "offset_refresh_s": 1, "stale_after_s": 4, "recovery_s": 3,
-            "group_allow": "^svc-", "listen": f"127.0.0.1:{port}",
+            "group_allow": "^svc-",
         },
     }  # fmt: skip
-    config_path = tmp_path / "pulse.yaml"
-    config_path.write_text(yaml.safe_dump(config))
-    log = tmp_path / "lag.log"
-    register_log("kafka-pulse lag", log)
-    env = {**os.environ, "KAFKA_PULSE_HOME": str(tmp_path / "home")}
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "kafka_pulse.cli.main", "lag", "--config", str(config_path)],
-            stdout=out, stderr=subprocess.STDOUT, env=env,
-        )  # fmt: skip
+    env = {"KAFKA_PULSE_HOME": str(tmp_path / "home")}
+    process = pulse_process.start(
+        "lag", config, home=tmp_path, env=env, listen="lag.listen", ready="/burrow/admin/ready", timeout_s=90
+    )
     hwm = {"k4": 0, "k39": 0}
     seen: dict[str, list[str]] = defaultdict(list)
     try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10, trust_env=False) as http:
-
-            def ready() -> bool:
-                assert process.poll() is None, log.read_text()[-3000:]  # exited: fail now, not after the wait
-                try:
-                    return http.get("/burrow/admin/ready").text == "READY"
-                except httpx.HTTPError:
-                    return False
-
-            assert wait_until(ready, 90, interval_s=0.5), log.read_text()[-3000:]
+        with httpx.Client(base_url=process.url, timeout=10, trust_env=False) as http:
 
             def round_on(cluster: str) -> None:
                 handle, topic, consumer = (kafka, t4, c4) if cluster == "k4" else (kafka39, t39, c39)
@@ -92,14 +73,16 @@ def test_two_clusters_in_one_process_and_one_frozen(kafka: KafkaHandle, kafka39:
                 return now
 
             def await_ok(clusters: tuple[str, ...], timeout_s: float) -> None:
-                deadline = time.monotonic() + timeout_s
-                while True:
+                def one_round() -> dict[str, str]:
                     for c in clusters:
                         round_on(c)
                     time.sleep(1.0)  # the groups' commit cadence
-                    if all(s == "OK" for s in sample(clusters).values()):
-                        return
-                    assert time.monotonic() < deadline, dict(seen)
+                    return sample(clusters)
+
+                try:
+                    poll(one_round, lambda now: all(s == "OK" for s in now.values()), timeout_s, "all OK", 0)
+                except PollTimeout as exc:
+                    raise AssertionError(dict(seen)) from exc
 
             await_ok(("k4", "k39"), 60)
             assert http.get("/v3/kafka").json()["clusters"] == ["k39", "k4"]
@@ -130,12 +113,9 @@ def test_two_clusters_in_one_process_and_one_frozen(kafka: KafkaHandle, kafka39:
             await_ok(("k4", "k39"), 90)
             assert set(seen["k39"]) <= {"OK", "UNKNOWN"}, seen["k39"]
 
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=60) == 0, log.read_text()[-3000:]
-        assert "lag: stopped" in log.read_text()
+        assert process.stop() == 0, process.log()[-3000:]
+        assert "lag: stopped" in process.log()
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=30)
+        process.stop(grace_s=0)
         c4.close()
         c39.close()

@@ -11,9 +11,11 @@ both windows hold the same commits with the same broker timestamps.
 
 from __future__ import annotations
 
+import operator
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from typing import cast
 
 import httpx
 import pytest
@@ -22,6 +24,7 @@ from confluent_kafka import Consumer, TopicPartition
 from lag.service import LagService, SourceHealth
 from lag.source import KafkaLagSource
 from pulse.config import LagConfig
+from pulse.polling import PollTimeout, poll
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.fixtures.services import BurrowFactory
 from tests.integration.devstack.test_dev_cluster import produce
@@ -93,12 +96,8 @@ def newest_commit(http: httpx.Client, base_url: str, cluster: str, group: str) -
     return None
 
 
-def await_condition(what: str, check: Callable[[], bool], timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:g} s waiting until {what}")
-        time.sleep(0.1)
+AWAIT_S = 20.0
+"""How long either side may take to show an HWM or a commit it was given."""
 
 
 def commit(consumer: Consumer, topic: str, offset: int) -> None:
@@ -141,11 +140,13 @@ def test_burrow_12_and_kafka_pulse_agree_on_real_groups(kafka39: KafkaHandle, bu
                 produce(kafka39, topic, PER_ROUND, f"r{rnd}")
                 hwm += PER_ROUND
                 for url in sides.values():
-
-                    def sees_hwm(u: str = url, h: int = hwm) -> bool:
-                        return topic_hwm(http, u, CLUSTER, topic) == h
-
-                    await_condition(f"{url} sees HWM {hwm}", sees_hwm)
+                    poll(
+                        partial(topic_hwm, http, url, CLUSTER, topic),
+                        partial(operator.eq, hwm),
+                        AWAIT_S,
+                        f"{url} sees HWM {hwm}",
+                        0.1,
+                    )
                 before = {g: {n: newest_commit(http, u, CLUSTER, g) for n, u in sides.items()} for g in EXPECTED}
                 committed: dict[str, int] = {}
                 for group in EXPECTED:
@@ -162,23 +163,28 @@ def test_burrow_12_and_kafka_pulse_agree_on_real_groups(kafka39: KafkaHandle, bu
                     for name, url in sides.items():
 
                         def stored(
-                            g: str = group, o: int = offset, u: str = url, old: object = before[group][name]
+                            newest: tuple[int, int] | None, o: int = offset, old: object = before[group][name]
                         ) -> bool:
-                            newest = newest_commit(http, u, CLUSTER, g)
                             return newest is not None and newest[0] == o and newest != old
 
-                        await_condition(f"{name} stores {group}'s commit of {offset} in round {rnd}", stored)
+                        poll(
+                            partial(newest_commit, http, url, CLUSTER, group),
+                            stored,
+                            AWAIT_S,
+                            f"{name} stores {group}'s commit of {offset} in round {rnd}",
+                            0.1,
+                        )
                 if rnd in COMPARED_ROUNDS:
                     for group in EXPECTED:
                         # Burrow caches a group's evaluation for expire-cache (1 s), so right after an HWM
                         # refresh it may still answer from the old HWM: re-read until both agree or 5 s pass.
-                        deadline = time.monotonic() + 5
-                        while True:
-                            theirs = read_status(http, burrow.url, CLUSTER, group)
-                            ours = read_status(http, api.url, CLUSTER, group)
-                            if theirs == ours or time.monotonic() > deadline:
-                                break
-                            time.sleep(0.2)
+                        def both(g: str = group) -> tuple[Verdict, Verdict]:
+                            return read_status(http, burrow.url, CLUSTER, g), read_status(http, api.url, CLUSTER, g)
+
+                        try:
+                            theirs, ours = poll(both, lambda pair: pair[0] == pair[1], 5, f"agreement on {group}")
+                        except PollTimeout as exc:
+                            theirs, ours = cast(tuple[Verdict, Verdict], exc.last)  # compared below, as seen last
                         compared.append((rnd, group, theirs, ours))
 
         disagreements = [(r, g, t, o) for r, g, t, o in compared if t != o]

@@ -12,9 +12,6 @@ waits on its leader only and a stopped broker does not slow its peers' probes as
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,7 +20,6 @@ from typing import Any
 
 import httpx
 import pytest
-import yaml
 from click.testing import CliRunner, Result
 
 from devstack.noisy_neighbour import NoisyNeighbourWorkload, NoisyPlan
@@ -32,9 +28,8 @@ from devstack.stutter import StutterPlan, stutter_node
 from kafka_pulse.clusters import dev_cluster_config
 from pulse.paths import cache_dir
 from pulse.polling import poll
-from pulse.ports import free_ports, is_listening, wait_until
 from tests.fixtures.kafka import KafkaHandle
-from tests.fixtures.logs import register_log
+from tests.fixtures.pulse_process import PulseProcess, PulseProcesses
 
 pytestmark = pytest.mark.integration
 
@@ -51,24 +46,28 @@ class NoisyRun:
     """The `run` process, its config file and home, the cluster and the workload it watches."""
 
     kafka: KafkaHandle
-    proc: subprocess.Popen[bytes]
-    url: str
+    run: PulseProcess
     cluster: str
-    config_path: Path
-    home: Path
     plan: NoisyPlan
 
+    @property
+    def config_path(self) -> Path:
+        return self.run.config_path
+
+    @property
+    def home(self) -> Path:
+        return self.run.home
+
     def get(self, path: str) -> httpx.Response:
-        return httpx.get(self.url + path, timeout=10)
+        return self.run.client.get(self.run.url + path)
 
 
 @pytest.fixture
-def noisy_run(kafka: KafkaHandle, tmp_path: Path) -> Iterator[NoisyRun]:
+def noisy_run(kafka: KafkaHandle, pulse_process: PulseProcesses, tmp_path: Path) -> Iterator[NoisyRun]:
     """`kafka-pulse run` started, then the workload (its backlog fill overlaps run's start-up); both stopped after."""
     plan = NoisyPlan(
         broker=BROKER, prefix=f"nn-{uuid.uuid4().hex[:6]}", backlog_records=16_384, reader_bytes_per_s=32 * 1024
     )
-    (port,) = free_ports(1)
     cluster = dev_cluster_config(kafka.cluster).model_dump(mode="json")
     cluster["jmx"]["timeout_s"] = 30  # a first JMX connect on a busy 2-core machine can take seconds
     config = {
@@ -84,33 +83,21 @@ def noisy_run(kafka: KafkaHandle, tmp_path: Path) -> Iterator[NoisyRun]:
             "page_cache": {"enabled": True, "window_s": WINDOW_S},
             "exact_time_lag": {"enabled": True, "interval_s": 1},
         },
-        "http": {"listen": f"127.0.0.1:{port}"},
     }  # fmt: skip
-    config_path = tmp_path / "pulse.yaml"
-    config_path.write_text(yaml.safe_dump(config))
-    log_path = tmp_path / "run.log"
-    register_log("kafka-pulse run (noisy neighbour)", log_path)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "KAFKA_PULSE_HOME": str(tmp_path)}
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kafka_pulse.cli.main", "run", "--config", str(config_path)],
-            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env,
-        )  # fmt: skip
     version = kafka.cluster.spec.kafka_version
     workload = NoisyNeighbourWorkload(
         ensure_runtime(version, cache_dir()), ensure_tools(version, cache_dir()), tmp_path / "noisy",
         kafka.bootstrap_servers, plan,
     )  # fmt: skip
     try:
-        workload.start()
-        assert wait_until(lambda: proc.poll() is not None or is_listening(port), 120), "run never listened"
-        assert proc.poll() is None, log_path.read_text()[-3000:]
-        yield NoisyRun(kafka, proc, f"http://127.0.0.1:{port}", cluster["name"], config_path, tmp_path, plan)
+        workload.start()  # its backlog fill overlaps run's start-up
+        run = pulse_process.start("run", config, home=tmp_path, name="kafka-pulse run (noisy neighbour)")
+        try:
+            yield NoisyRun(kafka, run, cluster["name"], plan)
+        finally:
+            run.stop(grace_s=0)  # test_run covers the graceful stop; here only the time matters
     finally:
         workload.stop()
-        if proc.poll() is None:  # test_run covers the graceful stop; here only the time matters
-            proc.kill()
-            proc.wait()
 
 
 def named(text: str, group: str) -> list[str]:
