@@ -14,12 +14,8 @@ import contextlib
 import json
 import os
 import re
-import signal
-import subprocess
-import sys
 import threading
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -44,12 +40,13 @@ from kafka_pulse.cli.main import cli
 from kafka_pulse.clusters import dev_cluster_config
 from pulse.names import SLO_PUSH_JOB
 from pulse.paths import cache_dir
-from pulse.ports import free_ports, is_listening, wait_until
+from pulse.ports import free_ports, wait_until
 from slo.rules import RuleOptions
 from slo.rules_files import load_rule_slos, output_files, select
 from tests.fixtures.kafka import KafkaHandle
 from tests.fixtures.kafka import _start as start_cluster
 from tests.fixtures.logs import register_log
+from tests.fixtures.pulse_process import PulseProcesses
 from tests.fixtures.spark import minutes, write_rows
 from tests.support.mirrormaker import MirrorMaker, MirrorSpec
 
@@ -80,28 +77,6 @@ class PanelQuery:
 
 
 # --- kafka-pulse processes ---------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def kafka_pulse(argv: list[str], config: Path, home: Path, name: str) -> Iterator[subprocess.Popen[bytes]]:
-    """`kafka-pulse <argv> --config <config>` as a real process; SIGTERM (then kill) by PID at the end."""
-    log = home / f"{name}.log"
-    register_log(f"kafka-pulse {name}", log)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "KAFKA_PULSE_HOME": str(home)}
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "kafka_pulse.cli.main", *argv, "--config", str(config)],
-            cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=env,
-        )  # fmt: skip
-    try:
-        yield process
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=30)
 
 
 def pulse_config(
@@ -381,6 +356,7 @@ def test_every_panel_query_parses_and_returns_data(
     prometheus: Prometheus,
     pushgateway: Pushgateway,
     spark: SparkSession,
+    pulse_process: PulseProcesses,
     tmp_path: Path,
 ) -> None:
     load_topic = kafka.create_topic("dash-load", partitions=3)
@@ -398,8 +374,7 @@ def test_every_panel_query_parses_and_returns_data(
             contextlib.contextmanager(start_cluster)(tmp_path / "target", 1, DEFAULT_VERSION, Security.PLAINTEXT,
                                                      "dash-target")
         )  # fmt: skip
-        config = tmp_path / "pulse.yaml"
-        config.write_text(yaml.safe_dump(pulse_config(kafka, target, ports, mirror_topic, ports["mm2"])))
+        config = pulse_config(kafka, target, ports, mirror_topic, ports["mm2"])
         spec = MirrorSpec(
             kafka.bootstrap_servers, target.bootstrap_servers, topics=(mirror_topic,), source_brokers=3,
             target_brokers=1, source_alias=CLUSTER, target_alias=MIRROR_TARGET,
@@ -410,16 +385,14 @@ def test_every_panel_query_parses_and_returns_data(
         stack.callback(mirrormaker.stop)
         mirrormaker.start(240)  # before the canary, whose mirror reader starts once the copy exists
         stack.enter_context(Load(kafka, load_topic, 3))
-        run = stack.enter_context(kafka_pulse(["run"], config, home, "run"))
-        assert wait_until(lambda: run.poll() is not None or is_listening(ports["run"]), 90), "run never listened"
-        assert run.poll() is None, "kafka-pulse run exited; see its log"
+        run = stack.enter_context(pulse_process.start("run", config, home=home, timeout_s=90))
         stack.enter_context(prometheus.extended(targets=targets))
         push_slo_gauges(tmp_path / "slo", pushgateway)
         prometheus.wait_for_query(f'kafka_pulse_canary_e2e_latency_seconds_count{{cluster="{CLUSTER}"}}', 120)
         stack.enter_context(prometheus.extended(rule_files=slo_rules(tmp_path / "rules", prometheus.url)))
         checks = QueryChecks(prometheus)
         wait_until(checks.done, DATA_TIMEOUT_S, interval_s=3.0)
-        assert run.poll() is None, "kafka-pulse run exited during the test; see its log"
+        assert run.alive(), "kafka-pulse run exited during the test; see its log"
     assert checks.unparsed == [], "queries Prometheus cannot parse:\n" + "\n".join(checks.unparsed)
     assert checks.empty_variables == [], "variables whose query found nothing:\n" + "\n".join(checks.empty_variables)
     failing = checks.failing()

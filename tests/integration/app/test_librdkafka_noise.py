@@ -5,26 +5,23 @@ closed loopback port: what librdkafka does there is what it does for a dead clus
 
 from __future__ import annotations
 
-import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import yaml
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from lag.runner import LagRunner
 from pulse.config import ClusterConfig, PulseConfig
 from pulse.names import LIBRDKAFKA_LOGS_METRIC
+from pulse.polling import poll
 from pulse.ports import free_ports, wait_until
-from tests.fixtures.logs import register_log
+from tests.fixtures.pulse_process import PulseProcess, PulseProcesses
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[3]
@@ -99,53 +96,46 @@ def _counts(port: int) -> dict[str, float]:
     return totals
 
 
-def test_canary_collect_and_run_write_a_bounded_number_of_lines_and_count_the_rest(tmp_path: Path) -> None:
+def test_canary_collect_and_run_write_a_bounded_number_of_lines_and_count_the_rest(
+    pulse_process: PulseProcesses, tmp_path: Path
+) -> None:
     """The three commands at once against a closed port (a cluster down): each exports the counter on its own
     /metrics, writes no raw librdkafka line, and logs at most one line per kind and client part."""
-    (closed, *ports) = free_ports(1 + len(COMMANDS))
+    (closed,) = free_ports(1)
     cluster = {"name": "gone", "bootstrap_servers": [f"127.0.0.1:{closed}"]}
     sections: dict[str, dict[str, Any]] = {
         "canary": {"canary": {"topic": "pulse-noise", "interval_s": 0.5}},
         "collect": {"collectors": {"scrape_interval_s": 1}},
         "run": {"canary": {"topic": "pulse-noise", "interval_s": 0.5}, "lag": {"offset_refresh_s": 0.5}},
     }
-    procs: dict[str, tuple[subprocess.Popen[bytes], int, Path]] = {}
+    procs: dict[str, PulseProcess] = {}
     started = time.monotonic()
     try:
-        for command, port in zip(COMMANDS, ports, strict=True):
+        for command in COMMANDS:
             home = tmp_path / command
             home.mkdir()
-            config = {"clusters": [cluster], **sections[command], "http": {"listen": f"127.0.0.1:{port}"}}
-            (home / "pulse.yaml").write_text(yaml.safe_dump(config))
-            log_path = home / f"{command}.log"
-            register_log(f"noise {command}", log_path)
-            env = {**os.environ, "PYTHONPATH": str(REPO), "KAFKA_PULSE_HOME": str(home)}
-            with log_path.open("wb") as log:
-                proc = subprocess.Popen(
-                    [sys.executable, "-m", "kafka_pulse.cli.main", command, "--config", str(home / "pulse.yaml")],
-                    cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env,
-                )  # fmt: skip
-            procs[command] = (proc, port, log_path)
+            config = {"clusters": [cluster], **sections[command]}
+            # Listening is enough: the counter is on /metrics from the start, whatever the cluster's state.
+            procs[command] = pulse_process.start(command, config, home=home, ready=None, name=f"noise {command}")
 
-        def all_suppressing() -> bool:
-            for command, (proc, _, log_path) in procs.items():
-                assert proc.poll() is None, f"{command} exited: {log_path.read_text(errors='replace')[-3000:]}"
-            return all(_counts(port).get("suppressed", 0) >= MIN_SUPPRESSED[c] for c, (_, port, _) in procs.items())
+        def suppressed() -> dict[str, dict[str, float]]:
+            for command, proc in procs.items():
+                assert proc.alive(), f"{command} exited: {proc.log()[-3000:]}"
+            return {command: _counts(proc.port) for command, proc in procs.items()}
 
-        assert wait_until(all_suppressing, 90, interval_s=0.5), {c: _counts(p) for c, (_, p, _) in procs.items()}
-        counts = {command: _counts(port) for command, (_, port, _) in procs.items()}
+        def enough(counts: dict[str, dict[str, float]]) -> bool:
+            return all(counts[c].get("suppressed", 0) >= MIN_SUPPRESSED[c] for c in procs)
+
+        poll(suppressed, enough, 90, f"suppressed lines counted, at least {MIN_SUPPRESSED}", 0.5)
+        counts = {command: _counts(proc.port) for command, proc in procs.items()}
     finally:
-        for proc, _, _ in procs.values():
-            proc.send_signal(signal.SIGTERM)
-        for proc, _, _ in procs.values():
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        for proc in procs.values():
+            proc.popen.send_signal(signal.SIGTERM)  # all at once: they stop side by side
+        for proc in procs.values():
+            proc.stop()
     elapsed_s = time.monotonic() - started
-    for command, (_, _, log_path) in procs.items():
-        output = log_path.read_text(errors="replace")
+    for command, proc in procs.items():
+        output = proc.log()
         assert not RAW_LINE.search(output), f"{command} wrote raw librdkafka lines: {output[-2000:]}"
         ours = [line for line in output.splitlines() if "librdkafka" in line]
         # Within a minute the limiter logs each (cluster, kind) once; everything else was only counted.

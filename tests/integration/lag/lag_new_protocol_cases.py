@@ -9,6 +9,7 @@ owners and member counts in the Burrow v3 API, /metrics (member counts and per-m
 
 from __future__ import annotations
 
+import itertools
 import time
 import uuid
 from collections import defaultdict
@@ -31,6 +32,7 @@ from lag.evaluation_log import GROUPS, PARTITIONING, PARTITIONS
 from lag.runner import LagRunner
 from lag.status import Status
 from pulse.config import parse_config
+from pulse.polling import poll
 from pulse.ports import wait_until
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.integration.devstack.test_dev_cluster import produce
@@ -110,9 +112,13 @@ def test_new_protocol_groups_are_judged_as_classic_ones(
     runner.start()
     try:
         service = runner.service
-        deadline = time.monotonic() + 120
-        rnd = 0
-        while True:
+        rounds = itertools.count()
+
+        def one_round() -> tuple[bool, dict[str, list[str]]]:
+            """One round of commits (the groups' commit cadence); whether every group is judged as wanted, and
+            every status seen so far."""
+            nonlocal hwm
+            rnd = next(rounds)
             produce(kafka, topic, 10, f"r{rnd}")
             hwm += 10
             for c in consumers.values():
@@ -124,16 +130,15 @@ def test_new_protocol_groups_are_judged_as_classic_ones(
                 commit_offsets(consumers["stop"], [TopicPartition(topic, 0, 10 + rnd)])
             elif rnd == 3:
                 consumers.pop("stop").close()  # leaves the group: no member, no commit
-            rnd += 1
             time.sleep(1.0)  # the groups' commit cadence
             statuses = {name: service.group_status(CLUSTER, group[name]) for name in WANT}
             for name, status in statuses.items():
                 if status.partitions and status.partitions[0].end is not None:
                     seen[name].add(status.partitions[0].status)
             done = all(s.partitions and s.partitions[0].status is WANT[n] for n, s in statuses.items())
-            if done and rnd > 5:
-                break
-            assert time.monotonic() < deadline, {n: sorted(s.name for s in v) for n, v in seen.items()}
+            return bool(done) and rnd + 1 > 5, {n: sorted(s.name for s in v) for n, v in seen.items()}
+
+        poll(one_round, lambda result: result[0], 120, "every group judged as wanted", 0)
         assert seen["ok"] <= {Status.OK}, seen["ok"]  # the caught-up group was never judged otherwise
 
         store = service.store

@@ -5,7 +5,7 @@ transactional groups. Commits are made by real consumers of real groups.
 
 from __future__ import annotations
 
-import time
+import itertools
 import uuid
 from collections import defaultdict
 
@@ -18,6 +18,7 @@ from lag.metrics import LagCollector
 from lag.service import LagService, SourceHealth
 from lag.source import KafkaLagSource
 from pulse.config import LagConfig
+from pulse.polling import poll
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.integration.devstack.test_dev_cluster import produce
 from tests.support.lag_api import serve_lag_api
@@ -45,13 +46,15 @@ def transactional_group(kafka: KafkaHandle, topic: str, group: str) -> None:
     producer.commit_transaction(30)
     consumer = kafka.consumer(group, **{"isolation.level": "read_committed"})
     consumer.subscribe([topic])
-    seen = 0
-    deadline = time.monotonic() + 30
-    while seen < 5 and time.monotonic() < deadline:
+    read: list[object] = []
+
+    def records_read() -> int:
         msg = consumer.poll(0.5)
         if msg is not None and msg.error() is None:
-            seen += 1
-    assert seen == 5
+            read.append(msg)
+        return len(read)
+
+    assert poll(records_read, lambda n: n >= 5, 30, "the 5 committed transactional records read", 0) == 5
     consumer.commit(asynchronous=False)
     consumer.close()
 
@@ -84,10 +87,13 @@ def test_groups_on_a_real_cluster_get_the_right_status(kafka: KafkaHandle) -> No
     try:
         commit(consumers["g-idle"], quiet, 10)
         rewinds = [10, 20, 30, 40, 15, 16, 17, 18]
-        deadline = time.monotonic() + 60
-        rnd = 0
+        rounds = itertools.count()
         with httpx.Client(base_url=api.url, timeout=5) as http:
-            while time.monotonic() < deadline:
+
+            def one_round() -> tuple[bool, dict[str, set[str]]]:
+                """One commit per group (the commit cadence under test, a second apart); whether every group
+                was seen with its wanted status, and every status seen so far."""
+                rnd = next(rounds)
                 produce(kafka, busy, 10, f"r{rnd}")
                 commit(consumers["g-caught-up"], busy, hwm(kafka, consumers["g-caught-up"], busy))
                 commit(consumers["g-slow"], busy, 50 + 3 * rnd)
@@ -96,17 +102,19 @@ def test_groups_on_a_real_cluster_get_the_right_status(kafka: KafkaHandle) -> No
                     commit(consumers["g-stopped"], busy, 10 * (rnd + 1))
                 if rnd < len(rewinds):
                     commit(consumers["g-rewind"], busy, rewinds[rnd])
-                rnd += 1
                 for group in want:
                     body = http.get(f"/v3/kafka/{CLUSTER}/consumer/{group}/lag").json()
                     partitions = [p for p in (body.get("status") or {}).get("partitions", []) if p["end"]]
                     if partitions:
                         seen[group].add(partitions[0]["status"])
                         if partitions[0]["status"] != want[group]:
-                            notes.append(f"{group} round {rnd}: {partitions[0]['status']} {partitions[0]['reason']}")
-                if all(want[g] in seen[g] for g in want) and rnd > 5:
-                    break
-                time.sleep(1.0)  # the commit cadence under test: one commit per group per second
+                            notes.append(
+                                f"{group} round {rnd + 1}: {partitions[0]['status']} {partitions[0]['reason']}"
+                            )
+                return all(want[g] in seen[g] for g in want) and rnd + 1 > 5, dict(seen)
+
+            # the interval is the commit cadence under test: one commit per group per second
+            poll(one_round, lambda result: result[0], 60, "every group seen with its wanted status", 1.0)
 
             assert {g: want[g] in seen[g] for g in want} == dict.fromkeys(want, True), dict(seen)
             # groups that were fine were never judged otherwise

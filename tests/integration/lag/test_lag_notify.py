@@ -19,6 +19,7 @@ from lag.source import KafkaLagSource
 from lag.status import Status
 from pulse.alerts import AlertSink
 from pulse.config import AlertingConfig, LagConfig
+from pulse.polling import poll
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.fixtures.services import WEBHOOK_PATH
 from tests.integration.devstack.test_dev_cluster import produce
@@ -68,12 +69,17 @@ def test_a_stopped_group_opens_an_incident_and_its_recovery_resolves_it(
             hwm += 20
             commit_offsets(consumer, [TopicPartition(topic, 0, offset)])
             time.sleep(1.0)  # the group's commit cadence
-        deadline = time.monotonic() + 60
-        while service.group_status(CLUSTER, GROUP).status is not Status.ERR:
-            produce(kafka, topic, 5, "more")
-            hwm += 5
-            assert time.monotonic() < deadline, service.group_status(CLUSTER, GROUP)
-            time.sleep(1.0)  # records keep arriving at the producers' pace
+
+        def status_while_producing() -> Any:  # the GroupStatus, shown whole if the wait times out
+            nonlocal hwm
+            status = service.group_status(CLUSTER, GROUP)
+            if status.status is not Status.ERR:
+                produce(kafka, topic, 5, "more")
+                hwm += 5
+            return status
+
+        # records keep arriving at the producers' pace (one batch a second) until the group is judged ERR
+        poll(status_while_producing, lambda s: s.status is Status.ERR, 60, f"{GROUP} ERR", 1.0)
 
         fired = http_receiver.wait_for(webhook("firing"), timeout_s=60, after=mark)
         alert = next(a for a in fired.json["alerts"] if a["labels"]["group"] == GROUP)

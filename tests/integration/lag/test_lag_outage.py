@@ -6,6 +6,7 @@ evaluation resumes: new commits are read and the groups are OK again. Both the e
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from lag.source import KafkaLagSource
 from lag.status import Mode, Status
 from pulse.config import LagConfig
 from pulse.paths import cache_dir
+from pulse.polling import poll
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.fixtures.logs import register_log
 from tests.integration.devstack.test_dev_cluster import produce
@@ -83,18 +85,21 @@ def test_an_unreachable_cluster_is_unknown_never_stopped(lone_kafka: KafkaHandle
         return {(m, g): s.group_status(CLUSTER, g).status for m, s in services.items() for g in GROUPS}
 
     def await_all_ok(phase: str, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        rnd = 0
-        while True:
-            live_round(f"{phase}{rnd}")
-            rnd += 1
+        rounds = itertools.count(1)
+
+        def one_round() -> tuple[int, dict[tuple[Mode, str], Status]]:
+            rnd = next(rounds)
+            live_round(f"{phase}{rnd - 1}")
             now = statuses()
             for key, status in now.items():
                 seen[key].append(status)
-            if rnd > 5 and all(s is Status.OK for s in now.values()):
-                return
-            assert time.monotonic() < deadline, f"{phase}: not all OK after {timeout_s:g} s: {now}"
-            time.sleep(1.0)  # the consumer's commit cadence
+            return rnd, now
+
+        def all_ok(result: tuple[int, dict[tuple[Mode, str], Status]]) -> bool:
+            rnd, now = result
+            return rnd > 5 and all(s is Status.OK for s in now.values())
+
+        poll(one_round, all_ok, timeout_s, f"{phase}: all OK", 1.0)  # the interval: the consumer's commit cadence
 
     try:
         for source in sources:
