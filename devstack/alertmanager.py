@@ -202,4 +202,4 @@ class Alertmanager(LocalService):
             timeout_s,
             f"alertmanager: alert {alertname!r}",
         )
-        return cast(dict[str, Any], found[0])
+        return found[0]

@@ -79,13 +79,14 @@ def first_drop(service: CanaryService, broker: int, after_round: int) -> RoundRe
         ratio = record.availability.get(broker)
         return record.round > after_round and ratio is not None and ratio < 1.0
 
-    record: RoundRecord = poll(
+    record = poll(
         lambda: next((r for r in list(service.history) if dropped(r)), None),
         lambda record: record is not None,
         60,
         f"broker {broker}'s availability below 1.0",
         interval_s=0.1,
     )
+    assert record is not None
     return record
 
 
@@ -246,6 +247,7 @@ def test_unclean_election_truncates_acknowledged_probes(faulty_kafka: KafkaHandl
             poll(lambda: consumed_since(sink.events, alone), lambda n: n >= 2, 60, f"two probes read from {a} alone")
             canary.consumer.pause([0])
             first_unread = poll(lambda: canary.ledger.first_unread_offset(0), lambda o: o is not None, 30, "unread")
+            assert first_unread is not None
             poll(
                 lambda: log_end(admin, topic),
                 lambda end: end >= first_unread + 2,

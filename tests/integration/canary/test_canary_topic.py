@@ -72,6 +72,7 @@ def test_manage_topic_false_reports_the_gap_and_changes_nothing(kafka: KafkaHand
             60,
             "the placement gaps reported",
         )
+        assert report is not None
         gaps = " | ".join(report.gaps)
         assert "topic has 2 partitions, needs 3 for 3 brokers" in gaps
         assert "broker 3 " in gaps

@@ -27,9 +27,9 @@ from pulse.config import CollectorsConfig, JmxClientConfig
 from pulse.paths import cache_dir
 from pulse.polling import poll
 from pulse.ports import free_ports, is_listening
-from tests.fixtures.kafka import KafkaHandle
+from tests.fixtures.kafka import KafkaHandle, _start
 from tests.fixtures.logs import register_log
-from tests.fixtures.pulse_process import PulseProcesses, _start
+from tests.fixtures.pulse_process import PulseProcesses
 from tests.support.mirrormaker import MirrorMaker, MirrorSpec
 
 pytestmark = pytest.mark.integration
