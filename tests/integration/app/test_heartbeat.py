@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from devstack.alertmanager import Alertmanager, AlertRouting, retarget_config
+from devstack.alertmanager import Alertmanager, AlertRouting
 from devstack.services import ServiceTimeout
 from kafka_pulse.cli.main import cli
 from kafka_pulse.runner.heartbeat import HEARTBEAT_ALERTNAME
@@ -23,7 +23,7 @@ from pulse.polling import poll
 from pulse.ports import free_ports, wait_until
 from tests.fixtures.logs import register_log
 from tests.fixtures.pulse_process import PulseProcesses
-from tests.fixtures.services import EXAMPLE_ALERTMANAGER_CONFIG, PAGERDUTY_TEST_KEY
+from tests.fixtures.services import example_alertmanager_service
 from tests.support.receiver import HttpReceiver, ReceivedRequest
 
 pytestmark = pytest.mark.integration
@@ -38,18 +38,8 @@ REPEAT_S = 2.0
 def deadman_alertmanager(tmp_path: Path, http_receiver: HttpReceiver) -> Iterator[Alertmanager]:
     """examples/alertmanager.yml as written, its webhooks (the dead-man's switch among them) pointed at the receiver
     and its repeats every 2 s, so repeats are visible in seconds."""
-    workdir = tmp_path / "alertmanager"
-    workdir.mkdir()
-    key_file = workdir / "pagerduty.key"
-    key_file.write_text(PAGERDUTY_TEST_KEY + "\n")
-    text = retarget_config(
-        EXAMPLE_ALERTMANAGER_CONFIG.read_text(),
-        pagerduty_url=http_receiver.pagerduty_url,
-        webhook_url=http_receiver.url + DEADMAN_PATH,
-        routing_key_file=key_file,
-        routing=AlertRouting(group_wait_s=0.5, group_interval_s=1.0, repeat_interval_s=REPEAT_S),
-    )
-    service = Alertmanager(workdir, webhook_url=http_receiver.url + DEADMAN_PATH, config_text=text)
+    routing = AlertRouting(group_wait_s=0.5, group_interval_s=1.0, repeat_interval_s=REPEAT_S)
+    service = example_alertmanager_service(tmp_path / "alertmanager", http_receiver, DEADMAN_PATH, routing)
     register_log("deadman-alertmanager", service.log_path)
     try:
         yield service.start()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import logging
-import select
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from prometheus_client import CollectorRegistry, Counter
 from pulse.config import HttpConfig
 from pulse.http import BasicAuth, HttpApp, HttpServer, Response, Route, Router, metrics_routes
 from pulse.ports import free_ports, wait_until
+from tests.support.http_drip import drip, read_all
 
 DEADLINE_S = 2.0
 """The test listener's request deadline (30 s in production)."""
@@ -117,16 +117,6 @@ def exchange(port: int, data: bytes) -> bytes:
         return read_all(client)
 
 
-def read_all(client: socket.socket) -> bytes:
-    chunks: list[bytes] = []
-    try:
-        while chunk := client.recv(65536):
-            chunks.append(chunk)
-    except ConnectionResetError:  # the answer came before the reset of unread bytes
-        pass
-    return b"".join(chunks)
-
-
 @pytest.mark.parametrize("case", CASES)
 def test_a_hostile_request_gets_a_plain_answer_naming_the_problem(server: HttpServer, case: Case) -> None:
     answer = exchange(server.port, case.data)
@@ -176,21 +166,9 @@ def test_the_config_key_allows_writes_and_defaults_to_refusing() -> None:
 def test_a_request_dripped_past_its_deadline_gets_408_and_is_closed(server: HttpServer, start: bytes) -> None:
     """A client sending a byte every 0.4 s: a socket timeout restarts with each byte (it kept its thread for ever);
     the request deadline does not, so the server answers 408 and closes while the client is still dripping."""
-    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as client:
-        client.sendall(start)
-        answer = b""
-        for _ in range(int(5 * DEADLINE_S / 0.4)):  # up to 5 deadlines of dripping
-            readable, _, _ = select.select([client], [], [], 0.4)
-            if readable:
-                answer = read_all(client)
-                break
-            try:
-                client.sendall(b"a")
-            except (BrokenPipeError, ConnectionResetError):
-                answer = read_all(client)
-                break
-        assert answer.startswith(b"HTTP/1.0 408 "), answer[:200]
-        assert f"not complete within {DEADLINE_S:g} s".encode() in answer
+    answer = drip(server.port, start, 0.4, int(5 * DEADLINE_S / 0.4))  # up to 5 deadlines of dripping
+    assert answer.startswith(b"HTTP/1.0 408 "), answer[:200]
+    assert f"not complete within {DEADLINE_S:g} s".encode() in answer
 
 
 def test_a_silent_connection_is_closed_at_the_deadline_without_an_answer(server: HttpServer) -> None:
