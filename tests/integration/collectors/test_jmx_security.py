@@ -5,9 +5,7 @@ is refused (collectors/jmx_tls.py) and counted as a failed scrape."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +34,8 @@ from kafka_pulse.clusters import dev_cluster_config
 from pulse.config import ClusterConfig, JmxBrokerConfig, JmxConfig
 from pulse.errors import ConfigError
 from pulse.paths import cache_dir
-from pulse.ports import free_ports
+from pulse.polling import poll
+from pulse.ports import free_ports, is_listening
 from tests.fixtures.logs import register_log
 
 pytestmark = pytest.mark.integration
@@ -139,15 +138,11 @@ def _write_private(path: Path, text: str) -> None:
 
 
 def _await_listening(port: int, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    def listening() -> bool:
         assert proc.poll() is None, f"the JMX agent's JVM exited with {proc.returncode}"
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.1)  # polling a port that is not open yet; the deadline bounds it
-    raise TimeoutError(f"no JMX agent listening on 127.0.0.1:{port} after {timeout_s} s")
+        return is_listening(port, timeout_s=1)
+
+    poll(listening, bool, timeout_s, f"a JMX agent listening on 127.0.0.1:{port}", interval_s=0.1)
 
 
 @pytest.fixture(scope="module")

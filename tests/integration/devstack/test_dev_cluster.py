@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
@@ -10,7 +9,7 @@ from confluent_kafka.admin import AdminClient
 from jmxquery import JMXConnection, JMXQuery
 
 from pulse.paths import cache_dir
-from pulse.polling import poll
+from pulse.polling import PollTimeout, poll
 from tests.fixtures.kafka import KafkaHandle
 
 pytestmark = pytest.mark.integration
@@ -34,14 +33,18 @@ def consume_values(handle: KafkaHandle, topic: str, expected: int, timeout_s: fl
     consumer = handle.consumer(f"test-{uuid.uuid4().hex[:6]}")
     consumer.subscribe([topic])
     values: list[str] = []
-    deadline = time.monotonic() + timeout_s
-    try:
-        while len(values) < expected and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
+
+    def read_one() -> list[str]:
+        msg = consumer.poll(0.5)
+        if msg is not None:
             assert msg.error() is None, msg.error()
             values.append((msg.value() or b"").decode())
+        return values
+
+    try:
+        poll(read_one, lambda read: len(read) >= expected, timeout_s, f"{expected} records of {topic}", interval_s=0)
+    except PollTimeout:
+        pass  # the caller compares what arrived with what it expected
     finally:
         consumer.close()
     return values

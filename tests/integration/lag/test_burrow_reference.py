@@ -5,10 +5,10 @@ This is the reference the lag evaluator is compared against, so the comparison s
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
+from confluent_kafka import Message
 
 from pulse.polling import poll
 from tests.fixtures.kafka import KafkaHandle
@@ -22,19 +22,20 @@ def commit_offsets(kafka39: KafkaHandle, topic: str, group: str, upto: int) -> N
     """Consume `upto` records of partition 0 and commit synchronously, so the group has a known offset."""
     consumer = kafka39.consumer(group)
     consumer.subscribe([topic])
-    seen = 0
-    deadline = time.monotonic() + 30
-    try:
-        while seen < upto and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None or msg.error():
-                continue
-            seen += 1
-            if seen == upto:
+    seen: list[Message] = []
+
+    def read_one() -> int:
+        msg = consumer.poll(0.5)
+        if msg is not None and not msg.error():
+            seen.append(msg)
+            if len(seen) == upto:
                 consumer.commit(message=msg, asynchronous=False)
+        return len(seen)
+
+    try:
+        poll(read_one, lambda n: n >= upto, 30, f"{upto} records read and committed", interval_s=0)
     finally:
         consumer.close()
-    assert seen == upto, f"read only {seen} of {upto} records"
 
 
 def test_burrow_reports_a_real_groups_lag(kafka39: KafkaHandle, burrow_factory: BurrowFactory) -> None:
