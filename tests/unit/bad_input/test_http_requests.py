@@ -17,7 +17,8 @@ from prometheus_client import CollectorRegistry, Counter
 
 from pulse.config import HttpConfig
 from pulse.http import BasicAuth, HttpApp, HttpServer, Response, Route, Router, metrics_routes
-from pulse.ports import free_ports, wait_until
+from pulse.polling import poll
+from pulse.ports import free_ports
 from tests.support.http_drip import drip, read_all
 
 DEADLINE_S = 2.0
@@ -186,7 +187,7 @@ def test_past_the_cap_and_its_reserve_connections_are_closed_but_the_listener_re
         for client in clients:
             client.close()
         with httpx.Client(timeout=5) as http:
-            assert wait_until(lambda: _serves(http, f"{listener.url}/metrics"), 15)
+            poll(lambda: _serves(http, f"{listener.url}/metrics"), bool, 15, "a scrape answered")
         listener.stop()
 
 
