@@ -30,7 +30,6 @@ from devstack.tls import create_pem_files
 from kafka_pulse.clusters import dev_cluster_config
 from pulse.http import MAX_CONNECTIONS
 from pulse.polling import poll
-from pulse.ports import wait_until
 from tests.fixtures.kafka import KafkaHandle
 from tests.fixtures.pulse_process import PulseProcesses
 
@@ -287,7 +286,7 @@ def test_past_the_connection_cap_a_client_gets_503_and_service_resumes(listener:
     finally:
         for client in idle:
             client.close()
-    assert wait_until(lambda: _scrapes(listener), 30), "no scrape answered after the idle clients left"
+    poll(lambda: _scrapes(listener), bool, 30, "a scrape answered after the idle clients left")
     assert "connections open, answering new ones 503" in listener.log()
 
 

@@ -27,7 +27,8 @@ from kafka_pulse.cli.dev import dev
 from kafka_pulse.clusters import dev_cluster_config
 from kafka_pulse.runner.assembly import Assembly, add_collectors
 from pulse.config import PulseConfig
-from pulse.ports import free_ports, wait_until
+from pulse.polling import PollTimeout, poll
+from pulse.ports import free_ports
 from tests.fixtures.kafka import KafkaHandle
 
 pytestmark = pytest.mark.integration
@@ -107,7 +108,7 @@ def load(kafka: KafkaHandle) -> Iterator[SteadyLoad]:
     """Started before the detector, which should learn the brokers' history on a steady cluster: a fresh one's
     first group join creates `__consumer_offsets` (50 partitions), a busy minute on a 2-core host."""
     with SteadyLoad(kafka) as running:
-        assert wait_until(lambda: running.consumed > 100, 120, interval_s=0.5), "the load never got going"
+        poll(lambda: running.consumed, lambda consumed: consumed > 100, 120, "the load going", interval_s=0.5)
         yield running
 
 
@@ -161,22 +162,25 @@ def test_stuttering_broker_is_flagged_named_and_cleared(
     kafka: KafkaHandle, load: SteadyLoad, detecting: Detecting
 ) -> None:
     # A healthy baseline: enough evaluations for every broker's history, nobody flagged.
-    assert wait_until(lambda: evaluations(detecting) >= 6, 90, interval_s=0.5), "the detector never evaluated"
+    poll(lambda: evaluations(detecting), lambda n: n >= 6, 90, "6 detector evaluations", interval_s=0.5)
     assert detecting.board() == {1: False, 2: False, 3: False}
 
     stutter = stutter_node(kafka.cluster, SLOW, StutterPlan(stop_ms=300, period_ms=1000)).start()
     try:
         others_flagged: set[int] = set()
 
-        def flagged() -> bool:
-            board = detecting.board()
-            others_flagged.update(b for b, slow in board.items() if slow and b != SLOW)
-            return board.get(SLOW, False)
+        def board() -> dict[int, bool]:
+            seen = detecting.board()
+            others_flagged.update(b for b, slow in seen.items() if slow and b != SLOW)
+            return seen
 
-        assert wait_until(flagged, 90, interval_s=0.5), (
-            f"broker {SLOW} never flagged: {detecting.assembly.broker_health.snapshot('dev')}; "
-            f"history: {detector(detecting).states.get(SLOW)}"
-        )
+        try:
+            poll(board, lambda seen: seen.get(SLOW, False), 90, f"broker {SLOW} flagged", interval_s=0.5)
+        except PollTimeout as exc:
+            raise AssertionError(
+                f"broker {SLOW} never flagged: {detecting.assembly.broker_health.snapshot('dev')}; "
+                f"history: {detector(detecting).states.get(SLOW)}"
+            ) from exc
         assert not others_flagged, f"healthy brokers flagged: {others_flagged}"
         samples = detecting.metrics()
         slow = {b: samples[("kafka_pulse_broker_slow", (("broker", b), ("cluster", "dev")))] for b in "123"}
@@ -197,9 +201,7 @@ def test_stuttering_broker_is_flagged_named_and_cleared(
     finally:
         stutter.stop()
 
-    assert wait_until(lambda: not detecting.board().get(SLOW, True), 60, interval_s=0.5), (
-        f"broker {SLOW}'s flag never cleared: {detecting.assembly.broker_health.snapshot('dev')}"
-    )
+    poll(detecting.board, lambda seen: not seen.get(SLOW, True), 60, f"broker {SLOW}'s flag cleared", interval_s=0.5)
     assert not any(detecting.board().values())
 
 

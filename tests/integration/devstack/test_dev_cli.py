@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pulse.ports import is_listening, wait_until
+from pulse.polling import poll
+from pulse.ports import is_listening
 from pulse.process import pid_alive
 
 pytestmark = pytest.mark.integration
@@ -42,7 +43,7 @@ def test_up_status_down_leaves_nothing_behind(tmp_path: Path) -> None:
     assert down.returncode == 0, down.stderr
     assert not pid_alive(broker["pid"])
     # The kernel may take a moment to release a closed listener; poll rather than sleep.
-    assert wait_until(lambda: not any(is_listening(p) for p in ports), timeout_s=10), "a port is still bound"
+    poll(lambda: [p for p in ports if is_listening(p)], lambda bound: bound == [], 10, "every port released")
     assert not (tmp_path / "dev").exists()
 
     gone = kafka_pulse(tmp_path, "dev", "status", "--json")
