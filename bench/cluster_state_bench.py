@@ -20,7 +20,8 @@ from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
-from collectors.cluster_state import ClusterSnapshot, PartitionState, assess, partition_states
+from collectors.cluster_state import ClusterSnapshot, assess, partition_states
+from pulse.kafka.partitions import PartitionState
 from tests.unit.collectors.cluster_state_reference import assess_reference
 
 

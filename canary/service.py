@@ -26,10 +26,10 @@ from canary.availability import AvailabilityWindow, BrokerHealth
 from canary.commit_probe import CommitProbe
 from canary.consumer import Arrival, ConsumerCounts, ProbeConsumer, fetch_brokers
 from canary.events import ProbeSink, SinkFanout
-from canary.health import CheckResult, HealthBoard, check_broker, tls_context
+from canary.health import HealthBoard
 from canary.ledger import Ledger
 from canary.metrics import CanaryMetrics, CanarySnapshot
-from canary.producer import NO_AUTO_CREATE, ProbeProducer
+from canary.producer import ProbeProducer
 from canary.topic import (
     KafkaPythonReassigner,
     Reassigner,
@@ -42,8 +42,9 @@ from canary.tracker import Tracker
 from canary.view import ClusterView
 from pulse.config import CanaryConfig, ClusterConfig
 from pulse.errors import KafkaUnavailable
+from pulse.kafka.broker_probe import CheckResult, check_broker, tls_context
 from pulse.kafka_log import limiter_for
-from pulse.profile import admin_config
+from pulse.profile import NO_AUTO_CREATE, admin_config
 
 _LOG = logging.getLogger(__name__)
 HISTORY_ROUNDS = 600

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -64,11 +64,41 @@ class Parts:
                 _LOG.exception("stopping %s failed", part.name)
 
 
-def configure_logging(level: int = logging.WARNING) -> None:
-    """Logs to stderr, one line each with time, level and logger, secrets redacted (pulse/redact.py)."""
+PINNED_LOGGERS = (
+    "kafka", "confluent_kafka", "py4j", "pyspark", "jpype", "urllib3", "requests", "httpx", "httpcore", "h11", "h2",
+    "hpack",
+)  # fmt: skip
+"""Third-party loggers that print a client's config or a request's headers below WARNING (kafka-python logs its
+whole config, passwords included, when an admin client starts): kept at WARNING or above whatever the root level,
+also after `/v3/admin/loglevel` sets it to debug. Their children (`kafka.conn`) follow."""
+
+
+def _pinned(name: str) -> bool:
+    return any(name == pin or name.startswith(f"{pin}.") for pin in PINNED_LOGGERS)
+
+
+class ThirdPartyFloor(logging.Filter):
+    """On the handler: a pinned logger's record passes only at WARNING or above, and not below the root level, even
+    if someone lowers that logger's own level."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not _pinned(record.name):
+            return True
+        return record.levelno >= max(logging.WARNING, logging.getLogger().getEffectiveLevel())
+
+
+def configure_logging(level: int = logging.WARNING, quieter: Mapping[str, int] | None = None) -> None:
+    """Logs to stderr, one line each with time, level and logger, secrets redacted (pulse/redact.py), the
+    third-party loggers pinned (PINNED_LOGGERS); `quieter` raises some further (`check`: kafka at CRITICAL)."""
     handler = logging.StreamHandler()
     handler.setFormatter(RedactingFormatter(LOG_FORMAT))
+    handler.addFilter(ThirdPartyFloor())
     logging.basicConfig(level=level, handlers=[handler])
+    for name in PINNED_LOGGERS:
+        pinned = logging.getLogger(name)
+        pinned.setLevel(max(logging.WARNING, pinned.level))
+    for name, floor in (quieter or {}).items():
+        logging.getLogger(name).setLevel(floor)
 
 
 def run_until_signal(service: Service, started: Callable[[], None] = lambda: None) -> None:

@@ -54,6 +54,19 @@ def _name(node: exp.Expr) -> str:
     return node.key
 
 
+SUBSTITUTION_REFUSAL = (
+    "'${' is not allowed in an SLO expression: Spark would replace ${env:VAR}, ${system:prop}, ${spark:key} and "
+    "${hiveconf:key} in its text before parsing it"
+)
+"""Checked on the text, before sqlglot, which reads `'${env:X}'` as a plain string literal; the session also
+turns Spark's substitution off (slo/session.py), so this is the first of two locks."""
+
+
+def substitution_refusal(text: str) -> str | None:
+    """Why `text` may not reach Spark's parser as it is, or None."""
+    return SUBSTITUTION_REFUSAL if "${" in text else None
+
+
 def expression_refusals(tree: exp.Expr) -> list[str]:
     """One reason per disallowed part of an SLO expression's parse tree (each named once), in reading order."""
     reasons: list[str] = []

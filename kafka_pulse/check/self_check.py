@@ -1,5 +1,5 @@
 """The check's `self` section: is the `kafka-pulse run` on `http.listen` still doing its work? Read from that
-process's /metrics (pulse/self_health.py's families): a component whose last successful cycle is older than
+process's /metrics (kafka_pulse/self_health.py's families): a component whose last successful cycle is older than
 3 intervals is WARN; no process there is not available (INFO), never a verdict on Kafka.
 """
 
@@ -12,8 +12,8 @@ from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import FailureKind, NotAvailable, ProbeFailed
 from kafka_pulse.check.run_metrics import RunMetrics
 from kafka_pulse.check.verdict import Section, Status
+from kafka_pulse.self_health import STALE_INTERVALS, ComponentHealth, parse_self_health
 from pulse.config import HttpConfig
-from pulse.self_health import STALE_INTERVALS, ComponentHealth, parse_self_health
 
 SECTION = "self"
 

@@ -11,21 +11,28 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from devstack import require_dev_extra
-from devstack.cluster import DevCluster
-from devstack.populate import fill
-from devstack.runtime import DEFAULT_VERSION, LEGACY_VERSION, ensure_runtime, ensure_tools
-from devstack.slow_disk import parse_slow_disk
-from devstack.stutter import StutterPlan, sigterm_as_interrupt, stutter_node
-from devstack.topology import PROFILES, JmxSecurity, Security, check_fits, data_shape
+from devstack import (
+    DEFAULT_VERSION,
+    LEGACY_VERSION,
+    PROFILES,
+    DevCluster,
+    JmxSecurity,
+    Security,
+    StutterPlan,
+    check_fits,
+    data_shape,
+    dev_home,
+    ensure_runtime,
+    ensure_tools,
+    fill,
+    parse_slow_disk,
+    require_dev_extra,
+    sigterm_as_interrupt,
+    stutter_node,
+)
 from kafka_pulse.cli.options import config_option
 from pulse.errors import ClusterError, ConfigError
-from pulse.paths import cache_dir, state_dir
-
-
-def dev_home() -> Path:
-    """Where the CLI's dev cluster lives; `KAFKA_PULSE_HOME` moves it."""
-    return state_dir() / "dev"
+from pulse.paths import cache_dir
 
 
 def _render(cluster: DevCluster, console: Console) -> None:
@@ -257,7 +264,7 @@ def slow_disk(config_path: Path | None, node: int, write_ms: float, fsync_ms: fl
 def noisy(config_path: Path | None, node: int, backlog_mb: int, reader_kb_per_s: int, duration_s: float | None) -> None:
     """A noisy neighbour on NODE: a group reading a large backlog from its start on partitions NODE leads, while
     producers write another topic NODE leads (Kafka's perf tools; stopped on exit)."""
-    from devstack.noisy_neighbour import NoisyNeighbourWorkload, NoisyPlan
+    from devstack import NoisyNeighbourWorkload, NoisyPlan
 
     cluster = DevCluster.load(dev_home())
     cluster.node(node)

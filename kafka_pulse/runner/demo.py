@@ -26,14 +26,19 @@ import httpx
 import yaml
 from rich.console import Console
 
-from devstack import traffic as demo_traffic
-from devstack.alertmanager import Alertmanager
-from devstack.cluster import DevCluster
-from devstack.prometheus import Prometheus, ScrapeTarget
-from devstack.runtime import ensure_runtime, ensure_tools
-from devstack.services import LocalService
-from devstack.traffic import DemoTraffic
-from kafka_pulse.cli.dev import dev_home
+from devstack import (
+    DEMO_GROUPS,
+    DEMO_TOPIC,
+    Alertmanager,
+    DemoTraffic,
+    DevCluster,
+    LocalService,
+    Prometheus,
+    ScrapeTarget,
+    dev_home,
+    ensure_runtime,
+    ensure_tools,
+)
 from pulse.errors import PulseError
 from pulse.lifecycle import configure_logging
 from pulse.paths import cache_dir, state_dir
@@ -172,7 +177,7 @@ class Demo:
         )
         with self.console.status("starting a producer and three consumer groups (Kafka's perf tools)..."):
             self.traffic.start()
-        self.console.print(f"demo: traffic on topic {demo_traffic.TOPIC!r}: groups {', '.join(demo_traffic.GROUPS)}")
+        self.console.print(f"demo: traffic on topic {DEMO_TOPIC!r}: groups {', '.join(DEMO_GROUPS)}")
 
     def _side(self, program: str, make: Any) -> Any:
         """Start a Debian-packaged service if its program is installed; the demo goes on without it otherwise."""

@@ -1,4 +1,4 @@
-"""`run` watching itself: what each component's last successful cycle is (pulse/self_health.py puts it on
+"""`run` watching itself: what each component's last successful cycle is (kafka_pulse/self_health.py puts it on
 /metrics, `check` judges it), and the heartbeat alert, always firing while the process is healthy, that
 examples/alertmanager.yml routes to a dead-man's-switch receiver: when `run` dies, hangs or loses one of its
 own loops, the heartbeat stops and the receiver outside raises the alarm (Alertmanager's "Watchdog" pattern).
@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from kafka_pulse.self_health import SelfHealth, SelfHealthCollector, Watched
 from pulse.alerts import Alert
 from pulse.config import PulseConfig
 from pulse.lifecycle import Part
-from pulse.self_health import SelfHealth, SelfHealthCollector, Watched
 
 if TYPE_CHECKING:
     from kafka_pulse.runner.assembly import Assembly

@@ -27,9 +27,7 @@ from pulse.config import SloConfig
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from slo.alerting import SloAlertDelivery
-    from slo.model import Slo
-    from slo.results import SloResult
+    from slo import Slo, SloAlertDelivery, SloResult
 
 _LOG = logging.getLogger(__name__)
 STOP_WAIT_S = 10.0
@@ -100,14 +98,13 @@ class SloSchedule:
         return False
 
     def _cycle(self, at: datetime) -> bool:
-        from slo import job, output
-        from slo.results import alert_states
+        from slo import alert_states, evaluate, gauges
 
         started = time.monotonic()
         try:
             if self._session is None:
                 self._session = self._session_factory()
-            results = job.evaluate(self._session, self.slos, at)
+            results = evaluate(self._session, self.slos, at)
         except Exception as exc:  # Spark or a source failing must not end the schedule (nor `run`)
             self.runs["failed"] += 1
             self.last_error = f"{type(exc).__name__}: {exc}".splitlines()[0]
@@ -121,7 +118,7 @@ class SloSchedule:
         finally:
             self.last_duration_s = time.monotonic() - started
         self.latest = results
-        self._gauges = output.gauges(results)
+        self._gauges = gauges(results)
         self.runs["ok"] += 1
         self.last_error = None
         self._publish(results)
@@ -130,17 +127,17 @@ class SloSchedule:
         return True
 
     def _publish(self, results: list[SloResult]) -> None:
-        from slo import output
+        from slo import PushFailed, push_gauges, write_results
 
         if self.settings.results_dir is not None:
             try:
-                output.write_results(results, Path(self.settings.results_dir))
+                write_results(results, Path(self.settings.results_dir))
             except OSError as exc:
                 _LOG.error("SLO results not written to %s: %s", self.settings.results_dir, exc)
         if self.settings.pushgateway_url is not None:
             try:
-                output.push_gauges(results, self.settings.pushgateway_url, login=self.settings.pushgateway_client)
-            except output.PushFailed as exc:
+                push_gauges(results, self.settings.pushgateway_url, login=self.settings.pushgateway_client)
+            except PushFailed as exc:
                 _LOG.warning("SLO gauges not pushed: %s", exc)
 
     def stop(self) -> None:

@@ -12,22 +12,22 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import NotAvailable
 from kafka_pulse.check.verdict import Report, Section, Status
+from kafka_pulse.self_health import ComponentHealth, SelfHealth
 from kafka_pulse.status.document import CanaryReading, SloPoint, SloView, StatusInputs, slo_key, status_document
 from kafka_pulse.status.quantiles import bucket_delta
 from lag.neighbours import with_noisy_neighbours
 from lag.status import GroupStatus
 from pulse.config import ClusterConfig, PulseConfig
-from pulse.self_health import ComponentHealth, SelfHealth
 
 if TYPE_CHECKING:
-    from canary.service import CanaryService
-    from kafka_pulse.runner.slo_schedule import SloSchedule
+    from canary import CanaryService
     from lag.service import LagService
+    from slo import SloResult
 
 _LOG = logging.getLogger(__name__)
 REFRESH_S = 5.0
@@ -38,6 +38,16 @@ LATENCY_WINDOW_S = 300.0
 """Span of the canary latency quantiles: the newest histogram reading minus the one about this old."""
 HISTORY_POINTS = 1440
 """Budget points kept per SLO instance (a day of 1-minute evaluations)."""
+
+
+class SloReadings(Protocol):
+    """What the board reads of the SLO schedule (kafka_pulse/runner/slo_schedule.py's `SloSchedule`): the runner
+    starts the board, so the board names only this, never the runner."""
+
+    latest: list[SloResult]
+    runs: dict[str, int]
+    last_error: str | None
+
 
 CheckRunner = Callable[[PulseConfig, ClusterConfig, Deadline], tuple[Section, ...]]
 
@@ -75,7 +85,7 @@ class StatusSources:
     clusters: Sequence[ClusterConfig]
     canary: CanaryService | None = None
     lag: LagService | None = None
-    slo: SloSchedule | None = None
+    slo: SloReadings | None = None
     off: dict[str, str] = field(default_factory=dict)
 
 

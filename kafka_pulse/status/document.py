@@ -15,7 +15,7 @@ from kafka_pulse.check.verdict import Report, Section, Status, overall
 from kafka_pulse.status.quantiles import Buckets, merge, quantile
 from lag.status import GroupStatus
 from lag.status import Status as LagStatus
-from slo.results import SloResult, iso
+from slo import SloResult, iso
 
 SCHEMA = "kafka-pulse-status/1"
 """Bumped when a field changes meaning or goes away; new fields may appear without a bump."""

@@ -6,10 +6,12 @@ from pulse.config.types import ExistingFile, HostPort, PositiveSeconds, Section
 
 
 class BasicAuthConfig(Section):
-    """HTTP basic auth for the /metrics and lag API listener."""
+    """An HTTP basic-auth login: the one our listener asks for (`http.basic_auth`), or one sent to a service."""
 
     username: str = Field(min_length=1)
+    """The login's user name."""
     password: SecretStr
+    """The login's password; not empty; give it as `${VAR}`."""
 
     @field_validator("password")
     @classmethod
@@ -23,15 +25,20 @@ class HttpTlsConfig(Section):
     """Serve HTTPS with this certificate and key."""
 
     cert_file: ExistingFile
+    """PEM certificate (chain) served."""
     key_file: ExistingFile
+    """PEM private key of `cert_file`."""
 
 
 class HttpConfig(Section):
     """The one HTTP listener: /metrics and the Burrow v3 API. Loopback by default."""
 
     listen: HostPort = "127.0.0.1:9308"
+    """`host:port` to listen on; loopback by default, so nothing is exposed until chosen."""
     basic_auth: BasicAuthConfig | None = None
+    """Login every route asks for (401 without it); absent means no login and reads only."""
     tls: HttpTlsConfig | None = None
+    """Serve HTTPS; absent means plain HTTP."""
     allow_unauthenticated_writes: bool = False
     """Accept requests that change state (Burrow's DELETE of a group, POST /v3/admin/loglevel) without
     `basic_auth`; off by default, so a listener without a login serves reads only (403 for anything else)."""

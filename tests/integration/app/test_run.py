@@ -105,9 +105,9 @@ def test_one_metrics_endpoint_serves_all_three_components(running: PulseProcess)
 
 
 def test_every_component_reports_a_fresh_last_success_on_metrics(running: PulseProcess) -> None:
-    """Self-health (pulse/self_health.py) reads each component's own state: on a healthy cluster every one has
+    """Self-health (kafka_pulse/self_health.py) reads each component's own state: on a healthy cluster every one has
     succeeded recently and none is stale."""
-    from pulse.self_health import parse_self_health
+    from kafka_pulse.self_health import parse_self_health
 
     seen: list[str] = []
 

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 import pytest
 from confluent_kafka import TopicPartition
 
-from canary.payload import decode
+from pulse.kafka.probe_payload import decode
 from pulse.polling import poll
 from tests.fixtures.kafka import KafkaHandle
 from tests.integration.canary.canary_support import await_healthy, running_canary, sample

@@ -1,7 +1,7 @@
 """Admin API ingestion on the real Kafka 4.3 cluster, side by side with `__consumer_offsets`
 ingestion on the same groups: both services read the same real consumer groups (subscribed members, so the Admin
 API sees their state) and both classify the caught-up group OK, the stalled one STALL and the stopped one STOP.
-What the Admin API cannot see (no commit events or timestamps) is in lag/admin_source.py and the README.
+What the Admin API cannot see (no commit events or timestamps) is in lag/admin_source.py and docs/lag.md.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ pytestmark = pytest.mark.integration
 
 
 class RecordingSender:
-    """The alert sink's seam (`slo.alerting.AlertSender`): keeps every batch, accepts them all."""
+    """The alert sink's seam (`pulse.alerts.AlertSender`): keeps every batch, accepts them all."""
 
     def __init__(self) -> None:
         self.batches: list[list[Alert]] = []

@@ -7,6 +7,7 @@ where no JVM exists until Spark starts one).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -103,12 +104,14 @@ def test_the_commands_print_the_same_json_on_a_standalone_cluster(
         remote = [CliRunner().invoke(cli, [*args, "--config", str(on_cluster)]) for args in (evaluate, backtest)]
         session = SparkSession.getActiveSession()
         master = None if session is None else session.sparkContext.master
+        substitute = None if session is None else session.conf.get("spark.sql.variable.substitute")
         apps = [(a["name"], a["cores"]) for a in spark_standalone.status()["activeapps"]]
     finally:
         stop_spark()
         spark_on("local[2]")  # the rest of the module shares the local session again
     assert [r.exit_code for r in local + remote] == [0, 0, 0, 0], [r.output for r in local + remote]
     assert master == spark_standalone.master_url
+    assert substitute == "false"  # slo/session.py's NO_SUBSTITUTION, on a cluster master too
     assert apps == [("kafka-pulse-slo", 2)]  # executors on both one-core workers
     assert [r.output for r in remote] == [r.output for r in local]
     (slo,) = json.loads(remote[1].output)["slos"]
@@ -168,6 +171,33 @@ def test_an_invalid_spec_never_reaches_spark(tmp_path: Path) -> None:
     first, *rest = done.stdout.splitlines()
     assert first == "2 True True", done.stdout + done.stderr
     assert rest[0].startswith(f"InvalidSpec: {config}: slos[0].alerting.page: default pair 1h/5m: burn factor 14.4")
+
+
+def test_the_product_session_keeps_variable_references_in_expression_text_as_written() -> None:
+    # A fresh interpreter, so that the JVM inherits PULSE_PLANTED: with Spark's default (substitution on) each
+    # literal would come back as the variable's value. `extra` asking for substitution must not turn it back on.
+    program = textwrap.dedent(
+        """
+        import json
+        from pyspark.sql import functions as F
+        from slo.session import spark_session
+        spark = spark_session("local[1]", extra={"spark.sql.variable.substitute": "true"})
+        texts = ["'${env:PULSE_PLANTED}'", "'${system:java.version}'", "'${spark:spark.app.name}'"]
+        row = spark.range(1).select(*[F.expr(text).alias(f"c{i}") for i, text in enumerate(texts)]).first()
+        print(json.dumps({"substitute": spark.conf.get("spark.sql.variable.substitute"), "values": list(row)}))
+        spark.stop()
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PULSE_PLANTED": "PLANTED-value-" + "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, cwd=REPO, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    answer = json.loads(done.stdout.splitlines()[-1])
+    assert answer == {
+        "substitute": "false",
+        "values": ["${env:PULSE_PLANTED}", "${system:java.version}", "${spark:spark.app.name}"],
+    }, answer
 
 
 def test_an_expression_spark_cannot_resolve_names_the_slo(spark: SparkSession, tmp_path: Path) -> None:

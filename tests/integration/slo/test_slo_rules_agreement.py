@@ -28,7 +28,8 @@ from slo.model import Slo
 from slo.results import Interval
 from slo.rules import RuleOptions
 from slo.rules_files import dump_yaml, rules_file_name, rules_text
-from slo.rules_scenarios import MinuteSeries, expected_intervals, promtool_case, selector_text, series_notation
+from slo.rules_promtool import promtool_case, selector_text, series_notation
+from slo.rules_scenarios import MinuteSeries, expected_intervals
 from slo.spec import parse_slos
 from tests.fixtures.logs import register_log
 

@@ -7,7 +7,7 @@ SLO 1 s, window 10 s, verdicts deferred at most 2 s for a fresh health view.
 import pytest
 
 from canary.availability import Availability, AvailabilityWindow, BrokerHealth, tally
-from canary.health import CheckResult
+from pulse.kafka.broker_probe import CheckResult
 
 ISR = frozenset({1, 2, 3})
 LEADERS = {0: 1, 1: 2, 2: 3}

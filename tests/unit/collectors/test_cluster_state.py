@@ -7,11 +7,11 @@ import pytest
 from collectors.cluster_state import (
     ClusterSnapshot,
     Diagnosis,
-    PartitionState,
     Scope,
     assess,
     diagnose_under_replicated,
 )
+from pulse.kafka.partitions import PartitionState
 
 RACKS = {1: "az-a", 2: "az-b", 3: "az-c"}
 

@@ -1,4 +1,4 @@
-"""pulse/alert_spool.py under a failing disk: a write that fails (ENOSPC injected, a temp file that cannot be made,
+"""pulse/alerts/spool.py under a failing disk: a write that fails (ENOSPC injected, a temp file that cannot be made,
 a directory gone) leaves the file, its entry count and the directory true (no half line, no .tmp)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pulse.alert_spool import LOCK_FILE, SPOOL_FILE
 from pulse.alerts import Alert, AlertSpool
+from pulse.alerts.spool import LOCK_FILE, SPOOL_FILE
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

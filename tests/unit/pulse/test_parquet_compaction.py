@@ -1,4 +1,4 @@
-"""Compaction of a Parquet log's closed dates (pulse/parquet_compaction.py): the minute files of a day become one,
+"""Compaction of a Parquet log's closed dates (pulse/parquet_log/compaction.py): the minute files of a day become one,
 every row kept once; a compaction cut short at any step is finished or undone by the next pass, and readers never
 see a row twice meanwhile; another writer holding the folder is left alone. Real files in a temporary directory."""
 
@@ -16,9 +16,9 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-import pulse.parquet_compaction as compaction
-from pulse.parquet_compaction import MANIFEST, chunks, compact, folder_lock, recover
+import pulse.parquet_log.compaction as compaction
 from pulse.parquet_log import PART_FILE, ParquetLog
+from pulse.parquet_log.compaction import MANIFEST, chunks, compact, folder_lock, recover
 from pulse.polling import poll
 
 Row = dict[str, Any]

@@ -1,5 +1,5 @@
 """Compaction of a Parquet log's closed date folders: the minute files of one day (1,440 for a log flushed every
-minute) become one file, so a 30-day SLO window is 30 files to open instead of 43,200. Used by `parquet_log.py`.
+minute) become one file, so a 30-day SLO window is 30 files to open instead of 43,200. Used by `writer.py`.
 
 Crash-safe through a manifest: the merged file is written under a dot-name readers skip, the manifest naming the
 inputs is written next, then the inputs are deleted and the merged file renamed into place; a compaction cut short

@@ -1,231 +1,30 @@
-"""How a broker scrape reaches JMX: one `JmxTransport` per broker, two implementations behind it.
+"""`JpypeTransport`: one JMX connection per broker, kept open across scrapes, in an in-process JVM (JPype1).
 
-First stage of the collectors' flow (transport -> mapping -> collector). Both implementations honour the same
-contract, so `collector.py` and the tests treat them alike:
-
-- `read(queries)` returns every `Reading` the queries match, or raises within about `timeout_s`:
-  `JmxTimeout` when the broker does not answer in time, `JmxUnreachable` when it refuses or fails.
-- Credentials never appear on a command line.
-
-`JmxqueryTransport` wraps the `jmxquery` package (a JVM forked per call) and disarms its defects:
-the attribute key it ignores is picked in `mapping.py`; a value with an unescaped quote or backslash, which breaks
-the whole batch's JSON, is isolated by splitting the batch; its crash on timeout becomes `JmxTimeout`. It refuses
-brokers with JMX credentials or TLS, because the jar takes the password as a command-line argument.
-`JpypeTransport` keeps one JMX connection per broker in an in-process JVM (JPype1): no fork per scrape, and
-credentials and trust-store passwords stay inside the process. Every RMI call is a round trip the broker's JVM must
-schedule, so a read makes few of them: one `queryNames` per domain (its patterns OR-ed into one query the broker
-evaluates), none for exact names, and one `getAttributes` per bean with every attribute any query asks of it,
-`READS_IN_FLIGHT` at a time.
+No fork per scrape, and credentials and trust-store passwords stay inside the process. Every RMI call is a round
+trip the broker's JVM must schedule, so a read makes few of them: one `queryNames` per domain (its patterns OR-ed
+into one query the broker evaluates), none for exact names, and one `getAttributes` per bean with every attribute
+any query asks of it, `READS_IN_FLIGHT` at a time. `import jpype` below is the third-party package: imports are
+absolute, so this module's own name does not shadow it.
 """
 
 from __future__ import annotations
 
-import atexit
 import concurrent.futures
-import json
 import logging
-import subprocess
-import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from collectors.catalogue import BeanQuery, Reading
 from collectors.jmx_tls import Endpoint, NameMismatch, TlsVerifier
-from pulse.config import JmxBrokerConfig, JmxConfig
-from pulse.errors import ConfigError, PulseError
+from collectors.transport.contract import JmxTimeout, JmxUnreachable, number_or_string, service_url
+from collectors.transport.jvm import ensure_jvm
+from pulse.config import JmxBrokerConfig
 
 _LOG = logging.getLogger(__name__)
 READS_IN_FLIGHT = 4
 """`getAttributes` calls a JPype read keeps in flight per broker: on a loaded broker each round trip waits for a core,
 and overlapping them keeps a 10,000-partition broker's read well inside `jmx.timeout_s`."""
-_JAR_NUMBER_TYPES = frozenset({"Byte", "Short", "Float", "BigInteger", "BigDecimal", "AtomicInteger", "AtomicLong"})
-"""Java types the jmxquery jar prints as JSON strings although they hold numbers."""
-
-
-class JmxUnreachable(PulseError):
-    """A broker's JMX endpoint refused the connection or failed the query."""
-
-
-class JmxTimeout(JmxUnreachable):
-    """A broker's JMX endpoint did not answer within the scrape's time limit (a hung or paused broker)."""
-
-
-class _BatchAborted(JmxUnreachable):
-    """jmxquery's jar gave up on a batch half-way ("general-exception"), typically a bean that disappeared."""
-
-
-class JmxTransport(Protocol):
-    """Reads MBean attributes from one broker; see the module docstring for the contract."""
-
-    def read(self, queries: Sequence[BeanQuery]) -> list[Reading]: ...
-
-    def close(self) -> None: ...
-
-
-def service_url(broker: JmxBrokerConfig) -> str:
-    return f"service:jmx:rmi:///jndi/rmi://{broker.host}:{broker.port}/jmxrmi"
-
-
-def _number_or_string(value: Any) -> float | str | None:
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        return value
-    return None
-
-
-# --- jmxquery ---------------------------------------------------------------------------------------------------
-
-
-class JmxqueryTransport:
-    """All queries of a scrape in one `jmxquery` call (one JVM fork), with a strict time limit."""
-
-    def __init__(self, broker: JmxBrokerConfig, timeout_s: float, java_path: str = "java") -> None:
-        if broker.username is not None or broker.ssl:
-            what = "credentials" if broker.username is not None else "TLS trust-store settings"
-            raise ConfigError(
-                f"jmx.brokers (broker {broker.broker_id}): the jmxquery transport would pass the JMX {what} on "
-                "the command line of its Java process; set collectors.transport to jpype"
-            )
-        from jmxquery import JMXConnection
-
-        self.broker = broker
-        self.timeout_s = timeout_s
-        self._connection = JMXConnection(service_url(broker), java_path=java_path)
-        self.dropped: list[BeanQuery] = []
-        """Queries left out of the last scrape because their values broke jmxquery's JSON."""
-
-    def read(self, queries: Sequence[BeanQuery]) -> list[Reading]:
-        self.dropped = []
-        deadline = time.monotonic() + self.timeout_s
-        try:
-            return self._read_batch(list(queries), deadline)
-        except _BatchAborted:
-            # The jar aborts the whole batch when a matched bean vanishes before its attributes are read (Kafka
-            # creates and removes RequestMetrics version beans at run time). A second try sees the new set.
-            self.dropped = []
-            return self._read_batch(list(queries), deadline)
-
-    def _read_batch(self, queries: list[BeanQuery], deadline: float) -> list[Reading]:
-        try:
-            return self._call(queries, deadline)
-        except json.JSONDecodeError:
-            # Defect 2: one value with a quote or backslash spoils the whole batch's JSON. Halve the batch until
-            # the bad query stands alone, keep everything else, and name the one left out.
-            if len(queries) == 1:
-                _LOG.warning("broker %s: %s returns a value jmxquery cannot encode; skipped", self.broker.broker_id,
-                             queries[0].pattern)  # fmt: skip
-                self.dropped.append(queries[0])
-                return []
-            middle = len(queries) // 2
-            return self._read_batch(queries[:middle], deadline) + self._read_batch(queries[middle:], deadline)
-
-    def _call(self, queries: list[BeanQuery], deadline: float) -> list[Reading]:
-        from jmxquery import JMXQuery
-
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise self._timeout()
-        jmx_queries = [JMXQuery(q.pattern, attribute=a) for q in queries for a in q.attributes]
-        started = time.monotonic()
-        try:
-            results = self._connection.query(jmx_queries, timeout=remaining)
-        except subprocess.CalledProcessError as exc:
-            reason = _jar_error(exc)
-            kind = _BatchAborted if reason.startswith("general-exception") else JmxUnreachable
-            raise kind(f"broker {self.broker.broker_id} JMX at {self._where()}: {reason}") from exc
-        except (AttributeError, subprocess.TimeoutExpired) as exc:
-            # Defect 3: on timeout jmxquery calls .decode() on a None output; the killed JVM is reaped by then.
-            raise self._timeout() from exc
-        if not results and time.monotonic() - started >= remaining * 0.95:
-            raise self._timeout()  # the other timeout path: jmxquery logs and returns an empty list
-        readings = []
-        for result in results:
-            value = _number_or_string(result.value)
-            if isinstance(value, str) and result.value_type in _JAR_NUMBER_TYPES:
-                # The jar writes only Integer, Long, Double and Boolean as JSON numbers; BrokerState is a Byte.
-                try:
-                    value = float(value)
-                except ValueError:
-                    continue
-            if value is not None:
-                readings.append(Reading(result.mBeanName, result.attribute, value, result.attributeKey))
-        return readings
-
-    def _where(self) -> str:
-        return f"{self.broker.host}:{self.broker.port}"
-
-    def _timeout(self) -> JmxTimeout:
-        return JmxTimeout(f"broker {self.broker.broker_id} JMX at {self._where()}: no answer in {self.timeout_s:g} s")
-
-    def close(self) -> None:
-        """Nothing to release: every call is its own process."""
-
-
-def _jar_error(exc: subprocess.CalledProcessError) -> str:
-    """The jar prints `{"error": ..., "message": ...}` and exits 2 on connect or query failure."""
-    text = (exc.output or b"").decode(errors="replace") + (exc.stderr or b"").decode(errors="replace")
-    try:
-        parsed = json.loads(text)
-        return f"{parsed.get('error')}: {parsed.get('message')}"
-    except (json.JSONDecodeError, AttributeError):
-        return text.strip()[-300:] or f"jmxquery exited with status {exc.returncode}"
-
-
-# --- JPype --------------------------------------------------------------------------------------------------------
-
-_JVM_LOCK = threading.Lock()
-
-
-def ensure_jvm(response_timeout_s: float) -> None:
-    """Start the in-process JVM once per process. RMI's response timeout is fixed then, for every broker: it is
-    what eventually frees a thread stuck on a paused broker after `read` has already given up on it."""
-    import jpype
-
-    with _JVM_LOCK:
-        if not jpype.isJVMStarted():
-            timeout_ms = str(int(response_timeout_s * 1000))
-            try:
-                _start_jvm(timeout_ms)
-            except OSError as exc:  # the JVM of this process was shut down (interpreter exit): no restart
-                raise JmxUnreachable(f"the in-process JVM is not available: {exc}") from exc
-
-
-def _start_jvm(timeout_ms: str) -> None:
-    import jpype
-    import jpype.config
-
-    # -Xrs and interrupt=False leave SIGINT/SIGTERM to Python, so `kafka-pulse collect` stops cleanly; and at
-    # exit the JVM is not destroyed, which would wait for RMI's non-daemon threads and never return.
-    jpype.config.destroy_jvm = False
-    jpype.startJVM(
-        "-Xrs",
-        "-Xmx64m",
-        "-XX:TieredStopAtLevel=1",
-        f"-Dsun.rmi.transport.tcp.responseTimeout={timeout_ms}",
-        f"-Dsun.rmi.transport.connectionTimeout={timeout_ms}",
-        "-Djava.rmi.server.disableHttp=true",
-        convertStrings=True,
-        interrupt=False,
-    )
-    atexit.register(_stop_reference_queue)  # runs before JPype's own exit hook (atexit is last-in, first-out)
-
-
-def _stop_reference_queue() -> None:
-    """Stop JPype's reference-queue thread at exit: `destroy_jvm = False` leaves it running, and its entry into
-    Python after a Java GC aborts a finalizing interpreter ("PyGILState_Release: thread state ... must be current")."""
-    import jpype
-
-    if not jpype.isJVMStarted():
-        return
-    try:
-        jpype.JClass("org.jpype.ref.JPypeReferenceQueue").getInstance().stop()
-    except Exception:  # exiting anyway: leaving the thread running is the old behaviour, not a new failure
-        _LOG.debug("could not stop JPype's reference queue at exit", exc_info=True)
 
 
 class JpypeTransport:
@@ -405,11 +204,11 @@ def _read_bean(connection: Any, bean: _Bean) -> list[Reading] | None:
         value = attribute.getValue()
         if isinstance(value, CompositeData):
             for key in value.getCompositeType().keySet():
-                number = _number_or_string(_to_python(value.get(key)))
+                number = number_or_string(_to_python(value.get(key)))
                 if number is not None:
                     readings.append(Reading(name, str(attribute.getName()), number, str(key)))
             continue
-        converted = _number_or_string(_to_python(value))
+        converted = number_or_string(_to_python(value))
         if converted is not None:
             readings.append(Reading(name, str(attribute.getName()), converted))
     return readings
@@ -470,14 +269,3 @@ def _to_python(value: Any) -> Any:
     if isinstance(value, str | jpype.JString):
         return str(value)
     return value
-
-
-def open_transport(kind: str, broker: JmxBrokerConfig, jmx: JmxConfig) -> JmxTransport:
-    """The transport `collectors.transport` names, for one broker of a cluster's `jmx` section."""
-    if kind == "jmxquery":
-        return JmxqueryTransport(broker, jmx.timeout_s)
-    if kind == "jpype":
-        truststore = str(jmx.truststore) if jmx.truststore is not None else None
-        password = jmx.truststore_password.get_secret_value() if jmx.truststore_password is not None else None
-        return JpypeTransport(broker, jmx.timeout_s, truststore, password)
-    raise ConfigError(f"collectors.transport: unknown transport {kind!r}; use jmxquery or jpype")

@@ -1,15 +1,7 @@
-"""Alerts to Alertmanager's v2 API: the `Alert` message, `Incidents` (which alerts are open, resent every cycle
-with a moving `endsAt`) and `AlertSink` (POST /api/v2/alerts, or a bounded on-disk spool while Alertmanager is away).
+"""Delivery to Alertmanager's v2 API: `AlertSink` posts to /api/v2/alerts and keeps what it cannot post in a
+bounded on-disk spool (`AlertSpool`) while Alertmanager is away; `AlertSender` is the seam components deliver through.
 
-Used by every component that alerts (slo/, lag/); docs/alerting.md explains the contract. In short:
-
-    sink = AlertSink("http://127.0.0.1:9093", spool_dir)          # one per process; thread-safe
-    incidents = Incidents(resend_interval_s=60)                    # one per alerting component
-    every cycle:
-        sink.send(incidents.reconcile(firing_alerts, now=utc_now()))
-
-Labels are identity only (alertname, severity, slo, cluster, group...): Alertmanager deduplicates on them, so a
-number in a label would open a new alert at every change. Numbers, summary and runbook go in annotations.
+One sink per process, shared by every component that alerts (slo/, lag/); docs/alerting.md explains the contract.
 """
 
 from __future__ import annotations
@@ -18,251 +10,27 @@ import contextlib
 import json
 import logging
 import os
-import re
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Self
-from urllib.parse import quote
+from typing import Literal, Protocol, Self
 
 import httpx
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
-from pydantic import (
-    AliasChoices,
-    AwareDatetime,
-    BaseModel,
-    ConfigDict,
-    Field,
-    field_validator,
-    model_validator,
-)
 
-from pulse.alert_spool import CorruptLine, Spool, SpoolContents, Trimmed
+from pulse.alerts.message import Alert, supersede, utc_now
+from pulse.alerts.spool import CorruptLine, Spool, SpoolContents, Trimmed
 from pulse.config import AlertingConfig, HttpClientConfig
 from pulse.errors import ConfigError
 from pulse.http.client import outbound_client
-from pulse.names import LABEL_NAME
 from pulse.private_files import Opener
 
 _LOG = logging.getLogger(__name__)
 
 
-Identity = tuple[tuple[str, str], ...]
-"""An alert's sorted label pairs: what Alertmanager deduplicates on."""
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-def identity(labels: Mapping[str, str]) -> Identity:
-    return tuple(sorted(labels.items()))
-
-
-_PLACEHOLDER = re.compile(r"\{(" + LABEL_NAME.pattern + r")\}")
-
-
-def render_link(template: str, labels: Mapping[str, str]) -> str:
-    """`alerting.runbook_url` with each `{label}` replaced by that label's value (URL-quoted; empty if absent)."""
-    return _PLACEHOLDER.sub(lambda m: quote(labels.get(m.group(1), ""), safe=""), template)
-
-
-# --- the message ------------------------------------------------------------------------------------------------
-
-
-def _check_names(names: Iterable[str], what: str) -> None:
-    for name in names:
-        if not LABEL_NAME.fullmatch(name):
-            raise ValueError(f"{what} name {name!r} is invalid: use letters, digits and '_', not starting with a digit")
-
-
-class Alert(BaseModel):
-    """One alert as Alertmanager's `postableAlert`; Python names here, the API's camelCase on the wire."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    labels: dict[str, str]
-    """Identity only; `alertname` is required. Empty values are dropped, as Alertmanager drops them."""
-    annotations: dict[str, str] = {}
-    """Information: summary, description, runbook_url and every number (burn rates, budget, lag)."""
-    starts_at: AwareDatetime | None = Field(
-        default=None, validation_alias=AliasChoices("starts_at", "startsAt"), serialization_alias="startsAt"
-    )
-    """When the incident began; Alertmanager uses the receipt time when absent."""
-    ends_at: AwareDatetime | None = Field(
-        default=None, validation_alias=AliasChoices("ends_at", "endsAt"), serialization_alias="endsAt"
-    )
-    """Firing: a time a few cycles ahead (the alert resolves by itself if we stop resending). Resolved: now/past."""
-    generator_url: str | None = Field(
-        default=None, validation_alias=AliasChoices("generator_url", "generatorURL"), serialization_alias="generatorURL"
-    )
-    """A link back to what produced the alert (a dashboard panel); shown as "Source" by Alertmanager."""
-
-    @field_validator("labels")
-    @classmethod
-    def _identity_labels(cls, labels: dict[str, str]) -> dict[str, str]:
-        kept = {name: value for name, value in labels.items() if value != ""}
-        _check_names(kept, "label")
-        if "alertname" not in kept:
-            raise ValueError("an alert needs a non-empty 'alertname' label")
-        return kept
-
-    @field_validator("annotations")
-    @classmethod
-    def _annotation_names(cls, annotations: dict[str, str]) -> dict[str, str]:
-        _check_names(annotations, "annotation")
-        return annotations
-
-    @model_validator(mode="after")
-    def _ends_after_start(self) -> Self:
-        if self.starts_at is not None and self.ends_at is not None and self.ends_at < self.starts_at:
-            raise ValueError(f"endsAt {self.ends_at.isoformat()} is before startsAt {self.starts_at.isoformat()}")
-        return self
-
-    @property
-    def identity(self) -> Identity:
-        return identity(self.labels)
-
-    @property
-    def name(self) -> str:
-        return self.labels["alertname"]
-
-    def is_resolved(self, now: datetime) -> bool:
-        """Alertmanager's rule: resolved once `endsAt` is set and not after `now`."""
-        return self.ends_at is not None and self.ends_at <= now
-
-    def to_api(self) -> dict[str, Any]:
-        """The JSON object for `POST /api/v2/alerts` (RFC 3339 times, unset fields omitted)."""
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-def supersede(alerts: Sequence[Alert]) -> tuple[list[Alert], int]:
-    """Keep only the last alert per incident (same labels and startsAt), where it stood; return (kept, removed).
-
-    Alertmanager keeps the last state posted for a label set, so posting the last state of an incident alone ends
-    in the same place as posting every keep-alive before it. A new incident of the same labels (a later startsAt)
-    is another key: its resolve-then-refire stays visible.
-    """
-    kept = [alerts[index] for index in _latest(alerts)]
-    return kept, len(alerts) - len(kept)
-
-
-def _latest(alerts: Sequence[Alert]) -> list[int]:
-    """Indexes of the last alert per incident, ascending."""
-    last = {(a.identity, a.starts_at): index for index, a in enumerate(alerts)}
-    return sorted(last.values())
-
-
-# --- which alerts are open (pure) ---------------------------------------------------------------------------------
-
-
-@dataclass
-class _Incident:
-    alert: Alert
-    """The latest content, with the incident's startsAt."""
-    resolved_at: datetime | None = None
-
-
-class Incidents:
-    """The alerts one component has open, and what to post each cycle to keep Alertmanager in step.
-
-    Alertmanager resolves a firing alert by itself once its `endsAt` passes, so an open alert is resent every
-    cycle with `endsAt = now + keepalive_cycles x resend_interval_s` (Prometheus sends 4 x its resend delay).
-    If this process dies, its alerts resolve that long after the last cycle. A closed alert is resent with its
-    `endsAt` for `resolved_retention_s`, so an Alertmanager that missed the resolve still gets it. Pure: the clock
-    is an argument; nothing here does I/O.
-    """
-
-    def __init__(
-        self, resend_interval_s: float, keepalive_cycles: int = 4, resolved_retention_s: float = 300.0
-    ) -> None:
-        """`resend_interval_s` must be at least the caller's cycle: a slower caller would let its alerts expire."""
-        if resend_interval_s <= 0:
-            raise ValueError(f"resend_interval_s must be > 0, got {resend_interval_s!r}")
-        if keepalive_cycles < 2:
-            raise ValueError(
-                f"keepalive_cycles must be >= 2 (one late cycle must not resolve), got {keepalive_cycles!r}"
-            )
-        if resolved_retention_s < 0:
-            raise ValueError(f"resolved_retention_s must be >= 0, got {resolved_retention_s!r}")
-        self.lifetime = timedelta(seconds=resend_interval_s * keepalive_cycles)
-        self.retention = timedelta(seconds=resolved_retention_s)
-        self._open: dict[Identity, _Incident] = {}
-        self._resolved: dict[Identity, _Incident] = {}
-
-    @classmethod
-    def from_config(cls, config: AlertingConfig, cycle_s: float = 0.0) -> Incidents:
-        """Incidents for a component that runs every `cycle_s` (the resend interval is at least that)."""
-        return cls(max(config.resend_interval_s, cycle_s), config.keepalive_cycles, config.resolved_retention_s)
-
-    def open(self, alert: Alert, now: datetime) -> Alert:
-        """Open an incident, or update the annotations of the open one (its startsAt is kept); returns what to post."""
-        key = alert.identity
-        current = self._open.get(key)
-        starts_at = current.alert.starts_at if current is not None else (alert.starts_at or now)
-        # A resolve of an earlier incident must not be resent after this one opened: Alertmanager would take it
-        # as the latest state of these labels.
-        self._resolved.pop(key, None)
-        incident = _Incident(alert.model_copy(update={"starts_at": starts_at, "ends_at": None}))
-        self._open[key] = incident
-        return self._firing(incident, now)
-
-    def close(self, labels: Mapping[str, str], now: datetime) -> Alert | None:
-        """Resolve the open incident with these labels (None if none is open); returns the resolving alert."""
-        key = identity({k: v for k, v in labels.items() if v != ""})
-        incident = self._open.pop(key, None)
-        if incident is None:
-            return None
-        incident.resolved_at = now
-        self._resolved[key] = incident
-        return self._closed(incident)
-
-    def refresh(self, now: datetime) -> list[Alert]:
-        """Every alert to post this cycle: open ones with a fresh `endsAt`, then recent resolves."""
-        expired = [key for key, i in self._resolved.items() if now - (i.resolved_at or now) > self.retention]
-        for key in expired:
-            del self._resolved[key]
-        return [self._firing(i, now) for i in self._open.values()] + [self._closed(i) for i in self._resolved.values()]
-
-    def reconcile(
-        self, firing: Iterable[Alert], now: datetime, scope: Callable[[Mapping[str, str]], bool] | None = None
-    ) -> list[Alert]:
-        """Make `firing` the open set and return what to post this cycle.
-
-        Open incidents absent from `firing` are closed if `scope` (default: all) accepts their labels; the others
-        are held open and refreshed. Pass a scope of what was actually evaluated this cycle, so an SLO or a group
-        whose state is unknown (source down) is never reported resolved.
-        """
-        seen: set[Identity] = set()
-        for alert in firing:
-            self.open(alert, now)
-            seen.add(alert.identity)
-        for key, incident in list(self._open.items()):
-            if key not in seen and (scope is None or scope(incident.alert.labels)):
-                self.close(incident.alert.labels, now)
-        return self.refresh(now)
-
-    def is_open(self, labels: Mapping[str, str]) -> bool:
-        return identity(labels) in self._open
-
-    @property
-    def open_alerts(self) -> list[Alert]:
-        """The open incidents' latest content (without endsAt)."""
-        return [i.alert for i in self._open.values()]
-
-    def _firing(self, incident: _Incident, now: datetime) -> Alert:
-        return incident.alert.model_copy(update={"ends_at": now + self.lifetime})
-
-    @staticmethod
-    def _closed(incident: _Incident) -> Alert:
-        return incident.alert.model_copy(update={"ends_at": incident.resolved_at})
-
-
-# --- the on-disk spool (pulse/alert_spool.py holds the file handling) ------------------------------------------
+# --- the on-disk spool (pulse/alerts/spool.py holds the file handling) -----------------------------------------
 
 SPOOL_FORMAT = 1
 """`v` of each spool line: {"v": 1, "spooled_at": RFC 3339, "alert": <postableAlert JSON>}."""
@@ -286,7 +54,7 @@ class AlertCodec:
 
 
 class AlertSpool(Spool[Alert]):
-    """Alerts waiting for Alertmanager (pulse/alert_spool.py's `Spool` of `Alert`s)."""
+    """Alerts waiting for Alertmanager (pulse/alerts/spool.py's `Spool` of `Alert`s)."""
 
     def __init__(self, directory: Path, max_bytes: int, opener: Opener = os.open) -> None:
         super().__init__(directory, max_bytes, AlertCodec(), opener)
@@ -334,6 +102,12 @@ class SendResult:
     """Alerts waiting in the spool after this call."""
     dropped: int = 0
     """Alerts lost in this call (overflow, corrupt spool lines, rejected)."""
+
+
+class AlertSender(Protocol):
+    """What a component needs from `AlertSink` to deliver its alerts; tests may pass another sender."""
+
+    def send(self, alerts: Sequence[Alert]) -> SendResult: ...
 
 
 class AlertSink:
@@ -569,40 +343,3 @@ class AlertSink:
     def _note_spool(self) -> None:
         self.stats.spool_entries = self.spool.entries
         self.stats.spool_bytes = self.spool.size_bytes()
-
-
-class AlertSinkCollector(Collector):
-    """The sink's counters as Prometheus families; register it with a `CollectorRegistry` (nothing module-level)."""
-
-    def __init__(self, sink: AlertSink) -> None:
-        self.sink = sink
-
-    def collect(self) -> Iterator[Metric]:
-        stats = self.sink.stats
-        yield CounterMetricFamily("kafka_pulse_alerts_sent", "Alerts Alertmanager accepted.", value=stats.sent)
-        yield CounterMetricFamily(
-            "kafka_pulse_alerts_failed", "Alerts in POSTs to Alertmanager that failed; they were spooled.", stats.failed
-        )
-        yield CounterMetricFamily("kafka_pulse_alerts_spooled", "Alerts written to the on-disk spool.", stats.spooled)
-        yield CounterMetricFamily(
-            "kafka_pulse_alerts_superseded",
-            "Spooled alert states replaced by a newer state of the same incident before delivery.",
-            stats.superseded,
-        )
-        dropped = CounterMetricFamily("kafka_pulse_alerts_dropped", "Alerts lost, by reason.", labels=["reason"])
-        for reason, count in stats.dropped.items():
-            dropped.add_metric([reason], count)
-        yield dropped
-        yield GaugeMetricFamily("kafka_pulse_alert_spool_entries", "Alerts waiting in the spool.", stats.spool_entries)
-        yield GaugeMetricFamily("kafka_pulse_alert_spool_bytes", "Size of the spool file.", stats.spool_bytes)
-        yield CounterMetricFamily(
-            "kafka_pulse_alert_spool_errors",
-            "Spool operations that failed (missing, read-only, full, unreadable); delivery went live meanwhile.",
-            stats.spool_errors,
-        )
-        if stats.last_success_s is not None:
-            yield GaugeMetricFamily(
-                "kafka_pulse_alerts_last_success_timestamp_seconds",
-                "Unix time of the last POST Alertmanager accepted.",
-                stats.last_success_s,
-            )

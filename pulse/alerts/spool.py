@@ -1,8 +1,8 @@
-"""The alert sink's on-disk spool (pulse/alerts.py): what Alertmanager could not take yet, as JSON lines in
+"""The alert sink's on-disk spool (pulse/alerts/sink.py): what Alertmanager could not take yet, as JSON lines in
 `<directory>/alerts.jsonl`, bounded in bytes, private to our user, and true to itself when the disk fails.
 
 Generic over what it holds (a `SpoolCodec` encodes, decodes and names the incident of an item), so this base
-module does not import the alert model; `pulse.alerts.AlertSpool` is the spool of `Alert`s.
+module does not import the alert model; `pulse.alerts.sink.AlertSpool` is the spool of `Alert`s.
 """
 
 from __future__ import annotations

@@ -1,43 +1,35 @@
-"""An append-only Parquet log under a directory, hive-partitioned (`date=YYYY-MM-DD/part-*.parquet`), shared by the
-SLI event logs of the canary (`canary/sli_log.py`) and the lag evaluator (`lag/evaluation_log.py`).
-
-The producing side never waits for the disk: `offer` only puts an item on a queue bounded in rows (full means the
-item is dropped and counted); one writer thread turns the queue into a file per folder every `flush_interval_s`,
-and keeps the directory under `max_bytes` by removing the oldest files first. What an item is, which folder it
-goes to and how items become an Arrow table is the caller's (`table_of`, `folder_of`, `size_of`).
+"""`ParquetLog`: the writer of a Parquet log. The producing side never waits for the disk: `offer` only puts an
+item on a queue bounded in rows (full means the item is dropped and counted); one writer thread turns the queue
+into a file per folder every `flush_interval_s` and keeps the directory under `max_bytes`, and a compactor thread
+merges the files of closed dates.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import os
 import queue
-import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Generic, Self, TypeVar
+from typing import Generic, Self, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
 
-from pulse.parquet_compaction import PART_FILE, chunks, compact, folder_lock, recover
+from pulse.parquet_log.compaction import chunks, compact, folder_lock, recover
+from pulse.parquet_log.files import part_files, remove_oldest
 from pulse.private_files import WRITE_NEW, make_private_dir, open_private
 
 _LOG = logging.getLogger(__name__)
 
 R = TypeVar("R")
 
-__all__ = ["PART_FILE", "ParquetLog", "ParquetLogCollector", "ParquetLogStats", "date_folder", "files_to_remove"]
-DATE_DIR = re.compile(r"date=\d{4}-\d{2}-\d{2}")
 COMPACTION_INTERVAL_S = 600.0
 """How often the writer looks for closed dates to compact."""
 
@@ -63,7 +55,7 @@ class ParquetLogStats:
     last_flush_unix_s: float | None = None
     """When the latest successful write ended (epoch seconds)."""
     files_compacted: int = 0
-    """Part files of closed dates merged into fewer, larger ones (`parquet_compaction.py`)."""
+    """Part files of closed dates merged into fewer, larger ones (`compaction.py`)."""
     compaction_errors: int = 0
 
 
@@ -75,24 +67,6 @@ class _Flush:
 
 
 _STOP = object()
-
-
-def files_to_remove(files: Sequence[tuple[str, int]], max_bytes: int) -> list[str]:
-    """Which part files (name, size) to delete, oldest first, so that the rest fit in `max_bytes` (pure).
-    Names start with their UTC write time, so name order is write order."""
-    total = sum(size for _, size in files)
-    doomed: list[str] = []
-    for name, size in sorted(files):
-        if total <= max_bytes:
-            break
-        doomed.append(name)
-        total -= size
-    return doomed
-
-
-def date_folder(moment: datetime) -> str:
-    """The hive folder of a UTC date: `date=YYYY-MM-DD`."""
-    return "date=" + moment.astimezone(UTC).strftime("%Y-%m-%d")
 
 
 class ParquetLog(Generic[R]):
@@ -324,7 +298,7 @@ class ParquetLog(Generic[R]):
         closed_before = (now.astimezone(UTC) - timedelta(seconds=self.compact_after_s)).strftime("date=%Y-%m-%d")
         merged = 0
         folders: dict[Path, list[tuple[str, int]]] = {}
-        for name, path, size in self._part_files():
+        for name, path, size in part_files(self.directory, self.subdirs):
             if path.parent.name < closed_before:
                 folders.setdefault(path.parent, []).append((name, size))
         for folder, files in sorted(folders.items()):
@@ -350,78 +324,12 @@ class ParquetLog(Generic[R]):
             self._stats.files_compacted += merged
         return merged
 
-    def _part_files(self) -> Iterator[tuple[str, Path, int]]:
-        """The part files in the log's `date=` folders, with their sizes."""
-        for subdir in self.subdirs:
-            try:
-                folders = [d for d in os.scandir(self.directory / subdir) if d.is_dir() and DATE_DIR.fullmatch(d.name)]
-            except OSError:
-                continue
-            for folder in folders:
-                try:
-                    entries = list(os.scandir(folder.path))
-                except OSError:
-                    continue
-                for entry in entries:
-                    if PART_FILE.fullmatch(entry.name):
-                        try:
-                            yield entry.name, Path(entry.path), entry.stat().st_size
-                        except FileNotFoundError:  # removed by another writer sharing the directory
-                            continue
-
     def _enforce_bound(self) -> None:
         """Delete the oldest part files until the log fits `max_bytes`; count what went."""
-        files = {name: (path, size) for name, path, size in self._part_files()}
-        removed = removed_bytes = 0
-        for name in files_to_remove([(n, s) for n, (_, s) in files.items()], self.max_bytes):
-            path, size = files.pop(name)
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                _LOG.warning("%s: cannot remove %s to stay under max_bytes: %s", self.name, path, exc)
-                continue
-            removed, removed_bytes = removed + 1, removed_bytes + size
-            with contextlib.suppress(OSError):
-                path.parent.rmdir()  # only succeeds once the folder holds nothing else
+        removed, removed_bytes, on_disk = remove_oldest(
+            part_files(self.directory, self.subdirs), self.max_bytes, self.name
+        )
         with self._lock:
             self._stats.files_removed += removed
             self._stats.bytes_removed += removed_bytes
-            self._stats.bytes_on_disk = sum(size for _, size in files.values())
-
-
-class ParquetLogCollector(Collector):
-    """A writer's health as Prometheus families `<prefix>_*` (docs/metrics.md), read from `stats()` at scrape."""
-
-    def __init__(self, log: ParquetLog[R], prefix: str) -> None:
-        self.log: ParquetLog[Any] = log
-        self.prefix = prefix
-
-    def collect(self) -> Iterator[Metric]:
-        s = self.log.stats()
-        prefix = self.prefix
-        yield CounterMetricFamily(f"{prefix}_rows_written", "Rows written to Parquet files.", value=s.rows_written)
-        yield CounterMetricFamily(f"{prefix}_files_written", "Parquet files written.", value=s.files_written)
-        dropped = CounterMetricFamily(
-            f"{prefix}_rows_dropped", "Rows given up: queue_full (the writer fell behind) or write_error.",
-            labels=["reason"],
-        )  # fmt: skip
-        for reason, count in sorted(s.rows_dropped.items()):
-            dropped.add_metric([reason], count)
-        yield dropped
-        yield CounterMetricFamily(f"{prefix}_write_errors", "Failed file writes (rows kept for retry).", s.write_errors)
-        yield CounterMetricFamily(f"{prefix}_files_removed", "Oldest files removed to stay under max_bytes.",
-                                  value=s.files_removed)  # fmt: skip
-        yield CounterMetricFamily(f"{prefix}_removed_bytes", "Bytes removed to stay under max_bytes.",
-                                  value=s.bytes_removed)  # fmt: skip
-        yield CounterMetricFamily(f"{prefix}_files_compacted", "Files of closed dates merged into larger ones.",
-                                  value=s.files_compacted)  # fmt: skip
-        yield CounterMetricFamily(f"{prefix}_compaction_errors", "Compactions that failed (files left as written).",
-                                  value=s.compaction_errors)  # fmt: skip
-        yield GaugeMetricFamily(f"{prefix}_bytes", "Size of the log's files after the latest flush.", s.bytes_on_disk)
-        yield GaugeMetricFamily(f"{prefix}_pending_rows", "Rows queued or buffered for the next flush.",
-                                value=s.pending_rows)  # fmt: skip
-        if s.last_flush_unix_s is not None:
-            yield GaugeMetricFamily(f"{prefix}_last_flush_timestamp_seconds", "When the latest write ended.",
-                                    value=s.last_flush_unix_s)  # fmt: skip
+            self._stats.bytes_on_disk = on_disk

@@ -1,8 +1,8 @@
 """Who watches the watcher: when each of kafka-pulse's own loops (collectors, canary, lag reader, SLO schedule) last
 completed a cycle, on /metrics, and the rule `check` applies to it: older than `STALE_INTERVALS` intervals is stale.
 
-`run` registers a `SelfHealthCollector` (kafka_pulse/runner/self_health.py says what each component's last
-success is); `check` reads the same families back from the running process (kafka_pulse/check/self_probe.py).
+`run` registers a `SelfHealthCollector` (kafka_pulse/runner/heartbeat.py says what each component's last
+success is); `check` reads the same families back from the running process (kafka_pulse/check/self_check.py).
 """
 
 from __future__ import annotations
