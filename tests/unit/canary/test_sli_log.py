@@ -26,7 +26,7 @@ from canary.sli_log import (
 )
 from pulse.config import SliLogConfig, parse_config
 from pulse.errors import ConfigError
-from pulse.ports import wait_until
+from pulse.polling import poll
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "sli-log.md"
 T0 = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -148,7 +148,7 @@ def test_rows_read_back_with_the_documented_schema_partitioned_by_utc_date(tmp_p
 def test_rows_wait_for_the_interval_and_are_written_on_stop(tmp_path: Path) -> None:
     log = SliLog(tmp_path, flush_interval_s=3600).start()
     log.record(CONSUMED)
-    assert wait_until(lambda: log._queue.qsize() == 0, 10), "the writer never took the row"
+    poll(log._queue.qsize, lambda queued: queued == 0, 10, "the writer took the row")
     assert list(tmp_path.rglob("*.parquet")) == []  # taken, but an hour is not up
     log.stop()
     assert read_log(tmp_path).num_rows == 1
@@ -158,10 +158,10 @@ def test_rows_are_written_when_the_interval_passes_without_a_stop(tmp_path: Path
     log = SliLog(tmp_path, flush_interval_s=0.2).start()
     try:
         log.record(CONSUMED)
-        assert wait_until(lambda: log.stats().rows_written == 1, 30), log.stats()
+        poll(log.stats, lambda stats: stats.rows_written == 1, 30, "one row written")
         assert read_log(tmp_path).num_rows == 1
         log.record(LOST)  # and again on the next interval, not only once
-        assert wait_until(lambda: log.stats().rows_written == 2, 30), log.stats()
+        poll(log.stats, lambda stats: stats.rows_written == 2, 30, "two rows written")
     finally:
         log.stop()
     assert log.stats().files_written == 2

@@ -1,4 +1,4 @@
-"""The demo traffic's plan and the quota command it runs (pure parts; tests/integration/test_demo.py runs it)."""
+"""The demo traffic's plan and the quota command it runs (pure parts; tests/integration/app/test_demo.py runs it)."""
 
 from pathlib import Path
 

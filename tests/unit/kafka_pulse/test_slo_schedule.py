@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 from kafka_pulse.runner.slo_schedule import SloSchedule, SloScheduleCollector
 from pulse.alerts import Alert, Incidents
 from pulse.config import SloConfig
-from pulse.ports import wait_until
+from pulse.polling import poll
 from slo.alerting import SloAlertDelivery
 
 
@@ -44,7 +44,7 @@ def test_a_cycle_whose_alert_delivery_raises_is_counted_and_the_schedule_keeps_r
     registry.register(SloScheduleCollector(schedule))
     schedule.start()
     try:
-        assert wait_until(lambda: schedule.runs["failed"] >= 4, 30, interval_s=0.02), schedule.runs
+        poll(lambda: schedule.runs, lambda runs: runs["failed"] >= 4, 30, "4 failed runs", interval_s=0.02)
         assert schedule.is_alive()
     finally:
         schedule.stop()

@@ -22,7 +22,7 @@ def alert(slo: str) -> Alert:
 
 def test_enospc_leaves_the_file_its_entry_count_and_no_temp_file(tmp_path: Path) -> None:
     """ENOSPC injected where the spool opens a file to write (a real full disk at the write itself is
-    tests/integration/test_alert_path_faults.py's 64 KiB tmpfs)."""
+    tests/integration/pulse/test_alert_path_faults.py's 64 KiB tmpfs)."""
     full = [False]
 
     def opener(path: str, flags: int, mode: int) -> int:

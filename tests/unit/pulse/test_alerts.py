@@ -1,7 +1,7 @@
 """pulse/alerts/: the Alert message, Incidents' keep-alive and resolve logic, and the
 AlertSink's bounded, ordered, restart-safe spool, against a real loopback HTTP server scripted per test.
 
-Alertmanager itself is exercised in tests/integration/test_alert_delivery.py.
+Alertmanager itself is exercised in tests/integration/pulse/test_alert_delivery.py.
 """
 
 from __future__ import annotations

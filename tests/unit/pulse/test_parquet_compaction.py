@@ -19,7 +19,7 @@ import pytest
 import pulse.parquet_log.compaction as compaction
 from pulse.parquet_log import PART_FILE, ParquetLog
 from pulse.parquet_log.compaction import MANIFEST, chunks, compact, folder_lock, recover
-from pulse.ports import wait_until
+from pulse.polling import poll
 
 Row = dict[str, Any]
 
@@ -193,7 +193,7 @@ def test_a_started_log_compacts_the_dates_an_earlier_run_left(tmp_path: Path) ->
     log.compaction_delay_s = 0.0
     log.start()
     try:
-        assert wait_until(lambda: log.stats().files_compacted == 4, 30), log.stats()
+        poll(log.stats, lambda stats: stats.files_compacted == 4, 30, "four files compacted")
     finally:
         log.stop()
     assert len(parts(tmp_path / "date=2026-11-20")) == 1 and rows(tmp_path) == list(range(40))
