@@ -17,7 +17,7 @@ from prometheus_client.registry import Collector
 
 from collectors.cluster_state import ClusterHealth
 from collectors.mapping import Family, merge_families
-from collectors.scrapers import BrokerScraper, PeriodicScraper
+from collectors.scrapers import FAILURE_REASONS, BrokerScraper, PeriodicScraper
 
 
 def to_metric(family: Family) -> Metric:
@@ -86,7 +86,7 @@ class JmxCollector(Collector):
                            result.last_success_s)  # fmt: skip
             health.add(f"{p}_scrape_duration_seconds", "gauge",
                        f"How long the latest JMX scrape of the {subject} took.", labels, result.duration_s)  # fmt: skip
-            for reason in ("timeout", "unreachable"):
+            for reason in FAILURE_REASONS:
                 health.add(f"{p}_scrape_failures", "counter",
                            f"Failed JMX scrapes of the {subject} by reason (timeout: no answer within "
                            f"{self.health.timeout_key}).",
@@ -114,7 +114,7 @@ class ClusterStateCollector(Collector):
             if result.last_success_s is not None:
                 out.add("kafka_pulse_cluster_state_last_success_timestamp_seconds", "gauge",
                         "When the latest successful Admin API read ended.", c, result.last_success_s)  # fmt: skip
-            for reason in ("timeout", "unreachable"):
+            for reason in FAILURE_REASONS:
                 out.add("kafka_pulse_cluster_state_failures", "counter",
                         "Failed Admin API reads of the cluster state by reason (timeout: not done within "
                         "collectors.admin_timeout_s).", {**c, "reason": reason},

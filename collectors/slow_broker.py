@@ -234,6 +234,8 @@ class SlowBrokerDetector:
         """Each broker's flush totals at the last evaluation."""
         """The signal values of the latest evaluation."""
         self.evaluations = 0
+        self.failed_evaluations = 0
+        """Evaluations that raised (each withdrew the previous verdicts)."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.evaluated = threading.Condition()
@@ -279,6 +281,20 @@ class SlowBrokerDetector:
             self.evaluated.notify_all()
         return evaluation
 
+    def evaluate_or_withdraw(self) -> Evaluation | None:
+        """`evaluate_once`; when it raises, the previous evaluation is withdrawn (from /metrics and the board: no
+        verdict rather than an old one passed off as current), the failure counted and logged, and None returned."""
+        try:
+            return self.evaluate_once()
+        except Exception:
+            self.board.publish(self.cluster, {})
+            with self.evaluated:
+                self.latest = None
+                self.failed_evaluations += 1
+                self.evaluated.notify_all()
+            _LOG.exception("slow-broker detector %s: evaluation failed; its previous verdicts withdrawn", self.cluster)
+            return None
+
     def _run(self) -> None:
         interval = self.config.interval_s
         step = interval / self.config.probes_per_interval
@@ -289,7 +305,7 @@ class SlowBrokerDetector:
                 self.prober.fire()
                 if started >= next_eval:
                     next_eval += interval * max(1, int((started - next_eval) // interval) + 1)
-                    self.evaluate_once()
+                    self.evaluate_or_withdraw()
             except Exception:  # one bad round must not end detection
                 _LOG.exception("slow-broker detector %s: evaluation failed", self.cluster)
             self._stop.wait(max(0.0, step - (time.monotonic() - started)))

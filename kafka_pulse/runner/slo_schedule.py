@@ -110,6 +110,7 @@ class SloSchedule:
             results = job.evaluate(self._session, self.slos, at)
         except Exception as exc:  # Spark or a source failing must not end the schedule (nor `run`)
             self.runs["failed"] += 1
+            self._gauges = CollectorRegistry()  # no budget gauges from an older evaluation passed off as current
             self.last_error = f"{type(exc).__name__}: {exc}".splitlines()[0]
             if self._stop.is_set():  # `stop` stopped Spark under it
                 _LOG.info("SLO evaluation at %s cut short by the stop: %s", at.isoformat(), self.last_error)
@@ -156,7 +157,8 @@ class SloSchedule:
             self._thread.join(timeout=STOP_WAIT_S)
 
     def gauges(self) -> Iterator[Metric]:
-        """The latest evaluation's budget gauges (slo/output.py's families), for /metrics."""
+        """The latest evaluation's budget gauges (slo/output.py's families), for /metrics; none while the latest
+        evaluation failed (`runs{result="failed"}` counts it, the last success time stays)."""
         yield from self._gauges.collect()
 
 
