@@ -70,6 +70,8 @@ class SloSchedule:
         """Unix time the last cycle completed, alerts handed to the sink included."""
         self.last_duration_s: float | None = None
         self.last_error: str | None = None
+        self.refused_results = 0
+        """Results refused because their SLO name and labels repeated another's in one evaluation (slo/identity.py)."""
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="slo-schedule", daemon=True)
@@ -122,6 +124,7 @@ class SloSchedule:
         finally:
             self.last_duration_s = time.monotonic() - started
         self.latest = results
+        self.refused_results += sum(r.repeated_label_sets for r in results)
         self._gauges = output.gauges(results)
         self.runs["ok"] += 1
         self.last_error = None
@@ -209,6 +212,11 @@ class SloScheduleCollector(Collector):
             "kafka_pulse_slo_schedule_failures",
             "Schedule cycles that failed (evaluation, publishing or alert delivery); the next cycle runs anyway.",
             s.failures,
+        )
+        yield CounterMetricFamily(
+            "kafka_pulse_slo_schedule_refused_results",
+            "SLO results refused because another of the same evaluation had the same SLO name and labels.",
+            s.refused_results,
         )
         if s.last_success_s is not None:
             yield GaugeMetricFamily(
