@@ -23,6 +23,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from pulse.config import SloConfig
+from pulse.redact import redact_text
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -95,7 +96,9 @@ class SloSchedule:
                 self.last_success_s = time.time()
                 return True
         except Exception as exc:
-            self.last_error = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+            self.last_error = redact_text(
+                f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+            )
             _LOG.error("SLO schedule: the cycle at %s failed: %s; retried next cycle", at.isoformat(), self.last_error)
             _LOG.debug("SLO schedule cycle failure", exc_info=True)
         self.failures += 1
@@ -113,7 +116,7 @@ class SloSchedule:
         except Exception as exc:  # Spark or a source failing must not end the schedule (nor `run`)
             self.runs["failed"] += 1
             self._gauges = CollectorRegistry()  # no budget gauges from an older evaluation passed off as current
-            self.last_error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            self.last_error = redact_text(f"{type(exc).__name__}: {exc}".splitlines()[0])
             if self._stop.is_set():  # `stop` stopped Spark under it
                 _LOG.info("SLO evaluation at %s cut short by the stop: %s", at.isoformat(), self.last_error)
                 return False
