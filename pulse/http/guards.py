@@ -1,8 +1,8 @@
 """Who may talk to a listener at all, and which requests may change state: the `Host` must name this listener
 (421 otherwise, so a DNS-rebound name reads nothing), and a write must be JSON (415) and not come from another
 site's page (403), so a browser holding the Basic login cannot be made to change the log level. Pure: the rules are
-tested without a socket; `HttpApp` applies them before the login check. docs/security.md, "Host, Origin and
-Content-Type"."""
+tested without a socket; `HttpApp` applies them (the Host check before the login check). docs/security.md,
+"Host, Origin and Content-Type on every listener"."""
 
 from __future__ import annotations
 
