@@ -17,7 +17,7 @@ from prometheus_client.registry import Collector
 
 from collectors.cluster_state import BrokerBalance, ClusterHealth
 from collectors.mapping import Family, merge_families
-from collectors.scrapers import BrokerScraper, PeriodicScraper
+from collectors.scrapers import FAILURE_REASONS, BrokerScraper, PeriodicScraper
 
 
 def to_metric(family: Family) -> Metric:
@@ -100,7 +100,7 @@ class JmxCollector(Collector):
                 labels,
                 result.duration_s,
             )
-            for reason in ("timeout", "unreachable"):
+            for reason in FAILURE_REASONS:
                 health.add(
                     f"{p}_scrape_failures",
                     "counter",
@@ -142,7 +142,7 @@ class ClusterStateCollector(Collector):
                     c,
                     result.last_success_s,
                 )
-            for reason in ("timeout", "unreachable"):
+            for reason in FAILURE_REASONS:
                 out.add(
                     "kafka_pulse_cluster_state_failures",
                     "counter",

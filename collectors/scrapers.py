@@ -38,7 +38,19 @@ class ScrapeResult(Generic[T]):
     """The latest good value; None while the latest scrape failed (stale values would mislead alerts)."""
     error: str | None = None
     reason: str | None = None
-    """"timeout" or "unreachable" when the scrape failed."""
+    """One of `FAILURE_REASONS` when the scrape failed."""
+
+
+FAILURE_REASONS = ("timeout", "unreachable", "error")
+"""Why a scrape failed: no answer in time; the endpoint refused or could not be reached; anything else (a malformed
+reading such as an MBean name that does not parse, a bug), which is still a failed read, never a frozen one."""
+
+
+def failure_reason(exc: BaseException) -> str:
+    """The `FAILURE_REASONS` entry of a scrape's exception."""
+    if isinstance(exc, JmxTimeout | ClusterStateTimeout):
+        return "timeout"
+    return "unreachable" if isinstance(exc, PulseError) else "error"
 
 
 @dataclass
@@ -78,13 +90,16 @@ class PeriodicScraper(Generic[T]):
         previous = self.result
         try:
             value = self._scrape()
-        except PulseError as exc:
-            reason = "timeout" if isinstance(exc, JmxTimeout | ClusterStateTimeout) else "unreachable"
+        except Exception as exc:  # any failure is a failed read: never the previous value left standing as current
+            reason = failure_reason(exc)
             last = previous.last_success_s if previous is not None else None
+            error = str(exc) if isinstance(exc, PulseError) else f"{type(exc).__name__}: {exc}"
             result: ScrapeResult[T] = ScrapeResult(
-                False, self._clock(), time.monotonic() - started, last, None, str(exc), reason
+                False, self._clock(), time.monotonic() - started, last, None, error, reason
             )
-            _LOG.warning("%s: scrape failed: %s", self.name, exc)
+            _LOG.warning("%s: scrape failed: %s", self.name, error)
+            if reason == "error":
+                _LOG.debug("%s: scrape failure", self.name, exc_info=True)
         else:
             now = self._clock()
             result = ScrapeResult(True, now, time.monotonic() - started, now, value)

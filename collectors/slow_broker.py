@@ -239,6 +239,8 @@ class SlowBrokerDetector:
         # One probe round every `step`, an evaluation every `interval_s`; one bad round must not end detection.
         step = config.interval_s / config.probes_per_interval
         self._loop = Periodic(f"slow-brokers-{self.cluster}", step, self._round)
+        self.failed_evaluations = 0
+        """Evaluations that raised (each withdrew the previous verdicts)."""
         self.evaluated = threading.Condition()
         """Notified after every evaluation (tests await it instead of sleeping)."""
 
@@ -289,7 +291,21 @@ class SlowBrokerDetector:
         self.prober.fire()
         if started >= self._next_eval_s:
             self._next_eval_s += interval * max(1, int((started - self._next_eval_s) // interval) + 1)
-            self.evaluate_once()
+            self.evaluate_or_withdraw()
+
+    def evaluate_or_withdraw(self) -> Evaluation | None:
+        """`evaluate_once`; when it raises, the previous evaluation is withdrawn (from /metrics and the board: no
+        verdict rather than an old one passed off as current), the failure counted and logged, and None returned."""
+        try:
+            return self.evaluate_once()
+        except Exception:
+            self.board.publish(self.cluster, {})
+            with self.evaluated:
+                self.latest = None
+                self.failed_evaluations += 1
+                self.evaluated.notify_all()
+            _LOG.exception("slow-broker detector %s: evaluation failed; its previous verdicts withdrawn", self.cluster)
+            return None
 
     def start(self) -> None:
         self._next_eval_s = time.monotonic() + self.config.interval_s

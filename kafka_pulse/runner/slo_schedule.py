@@ -23,6 +23,7 @@ from prometheus_client.registry import Collector
 
 from pulse.config import SloConfig
 from pulse.lifecycle import Periodic
+from pulse.redact import redact_text
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -68,6 +69,8 @@ class SloSchedule:
         """Unix time the last cycle completed, alerts handed to the sink included."""
         self.last_duration_s: float | None = None
         self.last_error: str | None = None
+        self.refused_results = 0
+        """Results refused because their SLO name and labels repeated another's in one evaluation (slo/identity.py)."""
 
     def start(self) -> None:
         self.loop.start()
@@ -84,7 +87,9 @@ class SloSchedule:
                 self.last_success_s = time.time()
                 return True
         except Exception as exc:
-            self.last_error = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+            self.last_error = redact_text(
+                f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+            )
             _LOG.error("SLO schedule: the cycle at %s failed: %s; retried next cycle", at.isoformat(), self.last_error)
             _LOG.debug("SLO schedule cycle failure", exc_info=True)
         self.failures += 1
@@ -100,7 +105,8 @@ class SloSchedule:
             results = evaluate(self._session, self.slos, at)
         except Exception as exc:  # Spark or a source failing must not end the schedule (nor `run`)
             self.runs["failed"] += 1
-            self.last_error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            self._gauges = CollectorRegistry()  # no budget gauges from an older evaluation passed off as current
+            self.last_error = redact_text(f"{type(exc).__name__}: {exc}".splitlines()[0])
             if self.loop.stopping.is_set():  # `stop` stopped Spark under it
                 _LOG.info("SLO evaluation at %s cut short by the stop: %s", at.isoformat(), self.last_error)
                 return False
@@ -111,6 +117,7 @@ class SloSchedule:
         finally:
             self.last_duration_s = time.monotonic() - started
         self.latest = results
+        self.refused_results += sum(r.repeated_label_sets for r in results)
         self._gauges = gauges(results)
         self.runs["ok"] += 1
         self.last_error = None
@@ -143,7 +150,8 @@ class SloSchedule:
         self.loop.stop(STOP_WAIT_S)
 
     def gauges(self) -> Iterator[Metric]:
-        """The latest evaluation's budget gauges (slo/output.py's families), for /metrics."""
+        """The latest evaluation's budget gauges (slo/output.py's families), for /metrics; none while the latest
+        evaluation failed (`runs{result="failed"}` counts it, the last success time stays)."""
         yield from self._gauges.collect()
 
 
@@ -194,6 +202,11 @@ class SloScheduleCollector(Collector):
             "kafka_pulse_slo_schedule_failures",
             "Schedule cycles that failed (evaluation, publishing or alert delivery); the next cycle runs anyway.",
             s.failures,
+        )
+        yield CounterMetricFamily(
+            "kafka_pulse_slo_schedule_refused_results",
+            "SLO results refused because another of the same evaluation had the same SLO name and labels.",
+            s.refused_results,
         )
         if s.last_success_s is not None:
             yield GaugeMetricFamily(

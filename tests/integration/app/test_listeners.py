@@ -304,10 +304,10 @@ def test_writes_with_the_login_reach_the_routes(listener: Listener) -> None:
         if listener.serves_burrow:
             deleted = http.delete(f"{listener.url}/v3/kafka/{listener.cluster}/consumer/no-such-group")
             assert (deleted.status_code, deleted.json()["message"]) == (200, "consumer group removed")
-            level = http.post(f"{listener.url}/v3/admin/loglevel", content=b'{"level": "info"}')
+            level = http.post(f"{listener.url}/v3/admin/loglevel", json={"level": "info"})
             assert level.json()["message"] == "set log level"
         else:
-            assert http.post(f"{listener.url}/metrics", content=b"{}").status_code == 405
+            assert http.post(f"{listener.url}/metrics", json={}).status_code == 405
 
 
 def test_each_listener_serves_its_components_families(listener: Listener) -> None:

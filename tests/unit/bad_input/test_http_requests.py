@@ -134,7 +134,7 @@ def test_writes_pass_with_the_flag_or_the_login() -> None:
     flagged, guarded = serve(allow_writes=True), serve(login=login)
     try:
         assert httpx.delete(f"{flagged.url}/v3/kafka/c/consumer/g", timeout=5).text == "changed\n"
-        assert httpx.post(f"{flagged.url}/v3/admin/loglevel", content=b"{}", timeout=5).status_code == 200
+        assert httpx.post(f"{flagged.url}/v3/admin/loglevel", json={}, timeout=5).status_code == 200
         refused = httpx.delete(f"{guarded.url}/v3/kafka/c/consumer/g", timeout=5)
         assert refused.status_code == 401 and SECRET not in refused.text
         done = httpx.delete(f"{guarded.url}/v3/kafka/c/consumer/g", auth=("ops", SECRET), timeout=5)
