@@ -1,5 +1,7 @@
-"""Regression guard: a bench run's figures beside the ones committed in docs/benchmarks.md, flagging any more than
-15 % worse (its ratio against the peer of the same run where the figure has a peer, else the figure itself).
+"""Regression guard: a bench run's figures beside the ones committed in docs/benchmarks.md.
+
+Flags any figure more than 15 % worse than its committed one: its ratio against the peer of the same run where the
+figure has a peer, else the figure itself in its direction (lower or higher is better).
 
 Run: python bench/compare.py [--threshold 15] [--table docs/benchmarks.md] FIGURES.json
      python bench/compare.py [--threshold 15] [--table docs/benchmarks.md] --run BENCH [bench args...]
@@ -134,7 +136,19 @@ def _fmt(value: float | None) -> str:
 
 def report(verdicts: list[Verdict], threshold: float) -> str:
     """A plain table: the committed figure, the run's, the ratios against the peer and the verdict."""
-    head = ("key", "at", "committed", "now", "unit", "peer then", "peer now", "ratio then", "ratio now", "worse", "")
+    head = (
+        "key",
+        "at",
+        "committed",
+        "now",
+        "unit",
+        "peer then",
+        "peer now",
+        "ratio then",
+        "ratio now",
+        "worse",
+        "verdict",
+    )
     rows = [head]
     for v in verdicts:
         c, n = v.committed, v.now
@@ -178,7 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     if "--run" in argv:
         at = argv.index("--run")
         argv, bench_argv = argv[:at], argv[at + 1 :]
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        usage="%(prog)s [--threshold PCT] [--table FILE] (FIGURES.json | --run BENCH [bench args ...])",
+    )
     parser.add_argument("figures", nargs="?", type=Path, help="a saved run (a bench's --figures-out file)")
     parser.add_argument("--threshold", type=float, default=15.0, help="percent worse that flags (default 15)")
     parser.add_argument("--table", type=Path, default=TABLE, help="the file holding the committed figures")
