@@ -37,6 +37,7 @@ import httpx
 import numpy as np
 import yaml
 from confluent_kafka.admin import AdminClient
+from figures import FigureLog
 from prometheus_client.parser import text_string_to_metric_families
 
 from canary.availability import AvailabilityWindow, BrokerHealth
@@ -246,7 +247,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--interval", type=float, default=0.1, help="probe interval of the latency part")
     parser.add_argument("--cpu-intervals", default="1,0.1", help="probe intervals of the CPU part")
+    parser.add_argument("--figures-out", type=Path, help="also write the figures as JSON (bench/compare.py)")
     args = parser.parse_args()
+    log = FigureLog("canary_bench")
     print(f"load average before: {os.getloadavg()[0]:.2f}", flush=True)
     with tempfile.TemporaryDirectory(prefix="pulse-canary-bench-") as tmp:
         home = Path(tmp)
@@ -284,9 +287,11 @@ def main() -> None:
                     f"{c['cpu_ms_per_probe']:.2f} | {c['e2e_mean_ms']:.2f} |",
                     flush=True,
                 )
+                log.add("canary.cpu_per_probe", f"every {interval_s:g} s", c["cpu_ms_per_probe"], "ms")
         finally:
             cluster.down()
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
+    log.write(args.figures_out)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
+from figures import FigureLog
 
 from devstack.cluster import DevCluster
 from devstack.runtime import DEFAULT_VERSION, ensure_tools
@@ -74,6 +75,7 @@ def row(case: str, walls: list[float], own: list[float], codes: list[int]) -> st
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--figures-out", type=Path, help="also write the figures as JSON (bench/compare.py)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pulse-check-bench-") as tmp:
         home = Path(tmp)
@@ -130,6 +132,11 @@ def main() -> None:
     )
     ratio = statistics.median(healthy[0]) / statistics.median(peer)
     print(f"healthy check / kafka-topics: {ratio:.2f}x")
+    log, at = FigureLog("check_bench"), "3 brokers"
+    log.add("check.healthy_wall", at, statistics.median(healthy[0]), "s", peer=statistics.median(peer))
+    log.add("check.stopped_broker_wall", at, statistics.median(hung[0]), "s")
+    log.add("check.imports_wall", at, statistics.median(imports), "s")
+    log.write(args.figures_out)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from figures import FigureLog
+
 from devstack.cluster import DevCluster
 from devstack.runtime import DEFAULT_VERSION, LEGACY_VERSION
 from devstack.topology import Security
@@ -39,7 +41,9 @@ def time_up(brokers: int, version: str, security: Security) -> tuple[float, floa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--figures-out", type=Path, help="also write the figures as JSON (bench/compare.py)")
     args = parser.parse_args()
+    log = FigureLog("dev_start")
     print("| topology | up median (s) | up min-max (s) | down median (s) |")
     print("|---|---|---|---|")
     for brokers, version, security in TOPOLOGIES:
@@ -48,6 +52,8 @@ def main() -> None:
             f"| {brokers} node(s), Kafka {version}, {security.value} | {statistics.median(ups):.1f} | "
             f"{min(ups):.1f}-{max(ups):.1f} | {statistics.median(downs):.1f} |"
         )
+        log.add("dev.up", f"{brokers} node(s), Kafka {version}, {security.value}", statistics.median(ups), "s")
+    log.write(args.figures_out)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ from typing import Any
 import httpx
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from figures import FigureLog
 from prometheus_client import CollectorRegistry, generate_latest
 
 from collectors.catalogue import scrape_plan
@@ -160,7 +161,9 @@ def main() -> None:
         default=1,
         help="list each broker's JMX endpoint this many times (ids b*1000+k) so one collector holds more scrapers",
     )
+    parser.add_argument("--figures-out", type=Path, help="also write the figures as JSON (bench/compare.py)")
     args = parser.parse_args()
+    log = FigureLog("jmx_bench")
 
     agent = fetch_agent(cache_dir())
     (agent_port,) = free_ports(1)
@@ -168,15 +171,16 @@ def main() -> None:
     cluster = start_cluster(home / "dev", args.brokers, agent, agent_port, args.full_jit)
     try:
         add_traffic(cluster, args.topics)
-        run(cluster, agent_port, args)
+        run(cluster, agent_port, args, log)
         if args.cycles > 0:
-            run_collector(cluster, args.cycles, args.cycle_s, args.fan_out)
+            run_collector(cluster, args.cycles, args.cycle_s, args.fan_out, log)
+        log.write(args.figures_out)
     finally:
         cluster.down()
         shutil.rmtree(home, ignore_errors=True)
 
 
-def run(cluster: DevCluster, agent_port: int, args: argparse.Namespace) -> None:
+def run(cluster: DevCluster, agent_port: int, args: argparse.Namespace, log: FigureLog) -> None:
     config = dev_cluster_config(cluster)
     assert config.jmx is not None
     broker = next(b for b in config.jmx.brokers if b.broker_id == BROKER)
@@ -266,6 +270,12 @@ def run(cluster: DevCluster, agent_port: int, args: argparse.Namespace) -> None:
         f"jpype first connect: in-process JVM start {jvm_start[0] * 1000:.0f} ms wall / {jvm_start[1] * 1000:.0f} ms "
         f"CPU, then connect + first scrape {first_connect[0] * 1000:.0f} ms wall / {first_connect[1] * 1000:.0f} ms CPU"
     )
+    totals = {
+        name: statistics.median(a + b for a, b in zip(s.scraper_cpu_s, s.broker_cpu_s, strict=True))
+        for name, s in results.items()
+    }
+    at = f"{'C2' if args.full_jit else 'C1'} broker"
+    log.add("collect.jmx_total_cpu", at, totals["jpype"] * 1000, "ms", peer=totals["jmx_exporter 1.0.1 agent"] * 1000)
     exporter = statistics.median(results["jmx_exporter 1.0.1 agent"].wall_s)
     for name in ("jpype", "jmxquery"):
         ratio = statistics.median(results[name].wall_s) / exporter
@@ -286,7 +296,7 @@ def later_than(mark: float) -> Callable[[ScrapeResult[Any]], bool]:
     return lambda result: result.finished_s > mark
 
 
-def run_collector(cluster: DevCluster, cycles: int, cycle_s: float, fan_out: int) -> None:
+def run_collector(cluster: DevCluster, cycles: int, cycle_s: float, fan_out: int, log: FigureLog) -> None:
     """`collect`'s own cost per scrape cycle: a CollectorService over every broker, as `collect` builds it; with
     `fan_out` > 1 each broker is listed again under extra ids, each copy its own connection and full scrape."""
     config = dev_cluster_config(cluster)
@@ -336,6 +346,7 @@ def run_collector(cluster: DevCluster, cycles: int, cycle_s: float, fan_out: int
         service.stop()
     brokers = len(service.brokers)
     per_broker = (cycle_cpu - state_cpu) / brokers
+    log.add("collect.cpu_per_broker_cycle", f"{brokers} brokers", per_broker * 1000, "ms")
     print()
     load = os.getloadavg()[0]
     print(

@@ -35,8 +35,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+from figures import FigureLog
 
 from lag.decoder import OffsetCommit, decode_record
 from lag.evaluator import Evaluator
@@ -124,6 +126,7 @@ def main() -> None:
     parser.add_argument("--decode-sample", type=int, default=500_000)
     parser.add_argument("--check", type=int, default=2000, help="groups compared with the scalar reference")
     parser.add_argument("--objects", action="store_true", help="also time GroupStatus objects for every group")
+    parser.add_argument("--figures-out", type=Path, help="also write the figures as JSON (bench/compare.py)")
     args = parser.parse_args()
     modes = args.modes.split(",")
     groups, parts, topics, intervals = args.groups, args.partitions, args.topics, args.intervals
@@ -132,6 +135,7 @@ def main() -> None:
     hwm = 1_000_000
     end_ms = START_MS + intervals * COMMIT_EVERY_MS
     print(f"load average before: {load()}")
+    log, at = FigureLog("lag_bench"), f"{groups}x{parts}, {args.hwm_samples} HWM"
 
     gc.collect()
     rss_before = rss_bytes()
@@ -187,6 +191,9 @@ def main() -> None:
     print(
         f"RSS:          {rss_per_gp:12,.0f} B per group-partition (window arrays {array_per_gp:.0f} B)   target <= 300"
     )
+    log.add("lag.commits_stored_per_cpu_s", at, commits / store_took.cpu_s, "/s", better="higher")
+    log.add("lag.decoded_new_per_cpu_s", at, sample / decoded_new.cpu_s, "/s", better="higher")
+    log.add("lag.rss_per_group_partition", at, rss_per_gp, "B")
 
     # 4. evaluate every group, per mode
     gids = store.sorted_groups(CLUSTER)[1].tolist()
@@ -212,6 +219,7 @@ def main() -> None:
             raise SystemExit(f"{mode}: the columnar verdicts differ from the scalar reference")
         checked_gp = sum(o.partition_count for o in objects) or 1
         print(f"evaluate {mode}:")
+        log.add("lag.evaluate_cpu", f"{at}, {mode}", eval_took.cpu_s, "s")
         print(
             f"  columnar:   {eval_took.wall_s:12.2f} s wall, {eval_took.cpu_s:.2f} s CPU for {len(verdicts.status):,} "
             "group-partitions, one thread   target <= 2"
@@ -245,6 +253,7 @@ def main() -> None:
     decoded_steady = decode_and_store(store, steady, later)
     print(f"decode+store: {decoded_steady.rate(sample)} records   ({sample:,} into existing group-partitions)")
     print(f"load average after: {load()}")
+    log.write(args.figures_out)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the Burrow and ZooKeeper launchers live in tests/
 
+from figures import FigureLog
+
 from devstack.cluster import DevCluster
 from devstack.runtime import LEGACY_VERSION
 from devstack.topology import Security
@@ -139,6 +141,7 @@ def main() -> None:
     parser.add_argument("--intervals", type=int, default=10)
     parser.add_argument("--offset-refresh", type=int, default=10)
     parser.add_argument("--min-distance", type=int, default=1)
+    parser.add_argument("--figures-out", type=Path, help="also write the figures as JSON (bench/compare.py)")
     args = parser.parse_args()
 
     home = Path(tempfile.mkdtemp(prefix="lag-cpu-bench-"))
@@ -245,6 +248,13 @@ def main() -> None:
             )
         ratio = per_commit["kafka-pulse lag"] / per_commit["burrow-1.2.1"]
         print(f"ratio kafka-pulse / Burrow, CPU per commit: {ratio:.2f}")
+        record, at = FigureLog("lag_cpu_bench"), f"{args.groups * args.partitions / args.commit_interval:.0f}/s"
+        ours_name, peer = "kafka-pulse lag", "burrow-1.2.1"
+        record.add("lag_cpu.cpu_per_commit", at, per_commit[ours_name], "µs", peer=per_commit[peer])
+        record.add("lag_cpu.rss", at, rss[ours_name], "MB", peer=rss[peer])
+        idle = {name: 100 * idle_cpu[name] / idle_wall for name in pids}
+        record.add("lag_cpu.idle_cpu", at, idle[ours_name], "% of a core", peer=idle[peer])
+        record.write(args.figures_out)
     finally:
         if workload is not None:
             workload.stop()

@@ -19,7 +19,9 @@ from __future__ import annotations
 import argparse
 import gc
 from collections.abc import Iterator
+from pathlib import Path
 
+from figures import FigureLog
 from lag_bench import START_MS, Took, load, offset_record, rss_bytes, timed
 from prometheus_client import generate_latest
 
@@ -59,6 +61,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=10_000)
     parser.add_argument("--scrape-interval", type=float, default=30.0)
     parser.add_argument("--partition-scrape", action="store_true")
+    parser.add_argument("--figures-out", type=Path, help="also write the figures as JSON (bench/compare.py)")
     args = parser.parse_args()
     gp = args.topics * args.partitions * args.groups_per_topic
     now = [START_MS]
@@ -111,6 +114,10 @@ def main() -> None:
     print(f"one process keeps up to about {spare / per_record_s:,.0f} commits/s on one core with a group scrape "
           f"every {args.scrape_interval:g} s")  # fmt: skip
     print(f"load average after: {load()}")
+    record, at = FigureLog("lag_fleet_bench"), f"{args.topics}x{args.partitions}x{args.groups_per_topic}"
+    record.add("lag_fleet.cpu_per_record", at, per_record_s * 1e6, "µs")
+    record.add("lag_fleet.keeps_up_to", at, spare / per_record_s, "commits/s", better="higher")
+    record.write(args.figures_out)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from figures import FigureLog
 from lag_bench import COMMIT_EVERY_MS, START_MS, Took, load, offset_record, rss_bytes, timed
 from prometheus_client import generate_latest
 
@@ -254,6 +255,7 @@ def main() -> None:
         "--batches", default="10000", help="records per poll while ingesting (10,000: the Kafka source's poll)"
     )
     parser.add_argument("--ingest-rate", type=float, default=0.0)
+    parser.add_argument("--figures-out", type=Path, help="also write the figures as JSON (bench/compare.py)")
     parser.add_argument(
         "--switch-interval-s", help="lag.switch_interval_s (default: the config's default; none: Python's own)"
     )
@@ -271,6 +273,8 @@ def main() -> None:
     now = [0]
     service = LagService(config, clock_ms=lambda: now[0])
     print(f"load average before: {load()}")
+    log = FigureLog("lag_scrape_bench")
+    at = f"{args.groups}x{args.partitions}" + (", shuffled" if args.shuffled_names else "")
     gc.collect()
     rss_before = rss_bytes()
     end_ms = fill(
@@ -291,11 +295,14 @@ def main() -> None:
             for _piece in collector.render(generate_latest):
                 pass
         gc.collect()
+        rss_steady = rss_bytes()
         print(
             f"RSS: {(rss_filled - rss_before) / gp:,.0f} B per group-partition after the fill, "
-            f"{(rss_bytes() - rss_before) / gp:,.0f} B after {args.steady_scrapes} scrapes at "
+            f"{(rss_steady - rss_before) / gp:,.0f} B after {args.steady_scrapes} scrapes at "
             f"{args.steady_granularity} granularity (steady state, load {load()})"
         )
+        log.add("lag_scrape.rss_per_group_partition", at, (rss_filled - rss_before) / gp, "B")
+        log.add("lag_scrape.rss_per_group_partition_steady", at, (rss_steady - rss_before) / gp, "B")
 
     digests: dict[str, bytes] = {}
     cpu: dict[str, float] = {}
@@ -315,6 +322,7 @@ def main() -> None:
             f"{TARGET_SCRAPE_CPU_S[granularity]} s CPU"
         )
         print(f"    of which evaluation and arrays (scrape_rows): {rows_took.cpu_s:.2f} s CPU")
+        log.add("lag_scrape.render_cpu", f"{at}, {granularity}", took.cpu_s, "s")
         print(f"    the process grew by at most {grew / 2**20:,.0f} MiB while it ran (text streamed in pieces)")
         print(f"  output:      {len(text):,} B, {lines:,} samples; gzip {', '.join(zipped)}")
         del text
@@ -343,6 +351,9 @@ def main() -> None:
             f"target p99 <= {TARGET_STATUS_P99_MS} ms"
             + (f"; ingested meanwhile {run.rate:,.0f} records/s" if batch else "")
         )
+        rate = f", {args.ingest_rate:.0f}/s" if args.ingest_rate else ""
+        when = f"polls of {batch}{rate}" if batch else "idle"
+        log.add("lag_scrape.status_p99", f"{at}, {when}", float(np.percentile(ms, 99)), "ms")
         print(
             f"  wall less the requesting thread's wait for a core (the host's load): p50 "
             f"{np.percentile(unqueued_ms, 50):.2f} ms, p99 {np.percentile(unqueued_ms, 99):.2f} ms, max "
@@ -360,6 +371,7 @@ def main() -> None:
             )
     interval.stop()
     print(f"load average after: {load()}")
+    log.write(args.figures_out)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,6 +31,7 @@ from typing import Any
 
 import httpx
 from confluent_kafka.admin import AdminClient
+from figures import FigureLog
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the Burrow and ZooKeeper launchers live in tests/
 
@@ -488,6 +490,28 @@ def phase_series(home: Path, shape: DataShape, args: argparse.Namespace) -> dict
     return out
 
 
+def figures_of(result: dict[str, Any], shape: DataShape) -> FigureLog:
+    """The main phase's figures for bench/compare.py: what it measured of the steps that ran."""
+    record, at = FigureLog("large_cluster_bench"), f"{shape.topics * shape.partitions_per_topic} partitions"
+
+    def cpu(runs: list[Any] | None) -> float | None:
+        return statistics.median(r[1] for r in runs) if runs else None
+
+    if "cluster_state_read" in result:
+        ours = statistics.median(r[1] for r in result["cluster_state_read"])
+        record.add("large.cluster_state_cpu", at, ours, "s", peer=cpu(result.get("kafka_topics_urp")))
+    lag = result.get("lag") or {}
+    if "backlog_cpu_s" in lag:
+        peer = cpu(result.get("kafka_consumer_groups"))
+        record.add("large.lag_cold_cpu", f"{at}, {shape.groups} groups", lag["backlog_cpu_s"], "s", peer=peer)
+    if "rss_mb" in lag and "idle_cores" in lag:
+        record.add("large.lag_rss", f"{at}, {shape.groups} groups", lag["rss_mb"], "MB")
+        record.add("large.lag_idle_cpu", f"{at}, {shape.groups} groups", 100 * lag["idle_cores"], "% of a core")
+    if result.get("check"):
+        record.add("large.check_wall", at, statistics.median(c["wall_s"] for c in result["check"]), "s")
+    return record
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--phase", choices=("main", "burrow", "series"), required=True)
@@ -504,6 +528,7 @@ def main() -> None:
     parser.add_argument("--steps", default="tools,collect,lag,check,canary", help="main: the steps to run.")
     parser.add_argument("--hold", type=Path, help="main: write the bootstrap here after the fill; wait till deleted.")
     parser.add_argument("--json-out", type=Path)
+    parser.add_argument("--figures-out", type=Path, help="main: also write the figures as JSON (bench/compare.py)")
     args = parser.parse_args()
     shape = DataShape(args.topics, args.partitions_per_topic, args.groups)
     say(f"shape {shape}, phase {args.phase}")
@@ -514,6 +539,8 @@ def main() -> None:
     print(text)
     if args.json_out:
         args.json_out.write_text(text)
+    if args.phase == "main":
+        figures_of(result, shape).write(args.figures_out)
 
 
 if __name__ == "__main__":

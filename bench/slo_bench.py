@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from figures import FigureLog
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -284,6 +285,7 @@ def main() -> None:
     parser.add_argument("--standalone", action="store_true", help="also run on a standalone cluster of 2 workers")
     parser.add_argument("--data", type=Path, help="reuse (or create) the data here instead of a temporary dir")
     parser.add_argument("--engine", choices=["spark", "pandas"], help=argparse.SUPPRESS)
+    parser.add_argument("--figures-out", type=Path, help="also write the figures as JSON (bench/compare.py)")
     args = parser.parse_args()
     if args.engine == "spark":
         print(json.dumps(run_spark(args.data, args.master)))
@@ -299,7 +301,8 @@ def main() -> None:
             print(f"generated {rows:,} per-minute buckets in {time.perf_counter() - t0:.1f} s under {data}")
         size_mib = sum(p.stat().st_size for p in data.glob("*.parquet")) / 2**20
         base = [sys.executable, __file__, "--data", str(data), "--engine"]
-        table = [_spark_row(f"Spark {args.master}", measure([*base, "spark", "--master", args.master]), False)]
+        local = measure([*base, "spark", "--master", args.master])
+        table = [_spark_row(f"Spark {args.master}", local, False)]
         digests = {table[0][0]: table[0][1]}
         if args.standalone:
             from devstack.spark_standalone import SparkStandalone
@@ -326,6 +329,10 @@ def main() -> None:
         for name, digest_of in digests.items():
             print(f"{name}: results agree with pandas: {digest_of == pandas['digest']}")
         print(f"instances: {pandas['instances']} (pandas)")
+        log, at = FigureLog("slo_bench"), f"{args.slos} SLOs x {args.days} d, Spark {args.master}"
+        log.add("slo.evaluation", at, local[0]["eval_s"], "s", peer=pandas["eval_s"])
+        log.add("slo.peak_rss", at, local[2], "MiB", peer=pandas_mib)
+        log.write(args.figures_out)
 
 
 def _spark_row(
