@@ -23,9 +23,9 @@ from collections.abc import Iterator
 from lag_bench import START_MS, Took, load, offset_record, rss_bytes, timed
 from prometheus_client import generate_latest
 
-from lag.metrics import LagCollector
+from lag.ingest.source import KafkaLagSource
+from lag.serve.metrics import LagCollector
 from lag.service import LagService, SourceHealth
-from lag.source import KafkaLagSource
 from pulse.config import LagConfig
 
 CLUSTER = "fleet"

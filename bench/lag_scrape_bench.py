@@ -45,13 +45,13 @@ import numpy as np
 from lag_bench import COMMIT_EVERY_MS, START_MS, Took, load, offset_record, rss_bytes, timed
 from prometheus_client import generate_latest
 
-from lag.api import BurrowApi
-from lag.metrics import LagCollector
-from lag.runner import SwitchInterval
-from lag.scrape import scrape_rows
+from lag.assembly import SwitchInterval
+from lag.ingest.source import INGEST_CHUNK, KafkaLagSource
+from lag.serve.metrics import LagCollector
+from lag.serve.routes import BurrowApi
+from lag.serve.scrape import scrape_rows
 from lag.service import LagService, SourceHealth
-from lag.source import INGEST_CHUNK, KafkaLagSource
-from lag.store import OffsetStore
+from lag.store.offsets import OffsetStore
 from pulse.config import LagConfig
 from pulse.http import Request
 from pulse.http.exposition import GZIP_LEVEL, encode_families

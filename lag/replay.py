@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeGuard
 
-from lag.burrow_json import Json, group_status_json
+from lag.serve.burrow_json import Json, group_status_json
 from lag.service import new_evaluator
 from pulse.config import LagConfig
 

@@ -13,13 +13,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from lag.evaluator import ClusterHealth, Evaluator
-from lag.pagecache import PageCacheEstimate, is_beyond_page_cache
-from lag.rules import RuleParams
-from lag.service_lock import ServiceLock
-from lag.status import GroupStatus, PartitionVerdict
-from lag.store import OffsetStore
-from lag.timelag import RecordTimes, exact_lag_seconds
+from lag.diagnose.page_cache import PageCacheEstimate, is_beyond_page_cache
+from lag.evaluate.evaluator import ClusterHealth, Evaluator
+from lag.evaluate.rules import RuleParams
+from lag.evaluate.timelag import exact_lag_seconds
+from lag.protocol import GroupStatus, PartitionVerdict
+from lag.store.lock import ServiceLock
+from lag.store.offsets import OffsetStore
+from lag.store.record_times import RecordTimes
 from pulse.broker_health import BrokerHealthBoard
 from pulse.config import LagConfig
 
@@ -127,7 +128,7 @@ class SourceHealth:
 
 
 class LagService:
-    """Store + evaluator + lock; `api.py`, `metrics.py` and `notify.py` read through it, the sources write."""
+    """Store + evaluator + lock; the routes, the metrics and the notifier read through it, the sources write."""
 
     def __init__(
         self, settings: LagConfig, health: ClusterHealth | None = None, clock_ms: Callable[[], int] = wall_clock_ms
@@ -139,7 +140,7 @@ class LagService:
         self.health = health
         self.clock_ms = clock_ms
         self.lock = ServiceLock()
-        """Reentrant; the sources apply commits in chunks and let waiting readers in between two (service_lock.py)."""
+        """Reentrant; the sources apply commits in chunks and let waiting readers in between two (store/lock.py)."""
         self.ready = True
         """`/burrow/admin/ready`: False while a runner is still starting its sources."""
         self.cluster_info: dict[str, dict[str, Any]] = {}
@@ -151,7 +152,7 @@ class LagService:
         self.main_config: dict[str, Any] = {}
         """Burrow's `/v3/config` sections (general, logging, zookeeper, httpserver)."""
         self.record_times: RecordTimes | None = None
-        """Exact time lag on: timestamps of the records at committed offsets, filled by `record_times.py`."""
+        """Exact time lag on: timestamps of the records at committed offsets, filled by `ingest/exact_lag.py`."""
         self.page_cache: dict[str, PageCacheEstimate] = {}
         """Page-cache hint on: per cluster, refreshed by the source after each HWM round."""
         self.decoded: dict[str, Counter[str]] = {}

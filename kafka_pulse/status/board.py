@@ -19,8 +19,8 @@ from kafka_pulse.check.facts import NotAvailable
 from kafka_pulse.check.verdict import Report, Section, Status
 from kafka_pulse.status.document import CanaryReading, SloPoint, SloView, StatusInputs, slo_key, status_document
 from kafka_pulse.status.quantiles import bucket_delta
-from lag.neighbours import with_noisy_neighbours
-from lag.status import GroupStatus
+from lag.protocol import GroupStatus
+from lag.serve.neighbours import with_noisy_neighbours
 from pulse.config import ClusterConfig, PulseConfig
 from pulse.self_health import ComponentHealth, SelfHealth
 

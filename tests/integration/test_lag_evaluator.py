@@ -14,9 +14,9 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from prometheus_client import CollectorRegistry
 
-from lag.metrics import LagCollector
+from lag.ingest.source import KafkaLagSource
+from lag.serve.metrics import LagCollector
 from lag.service import LagService, SourceHealth
-from lag.source import KafkaLagSource
 from pulse.config import LagConfig
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.integration.test_dev_cluster import produce

@@ -12,9 +12,9 @@ import httpx
 import pytest
 from confluent_kafka import TopicPartition
 
-from lag.record_times import ExactLagFetcher
+from lag.ingest.exact_lag import ExactLagFetcher
+from lag.ingest.source import KafkaLagSource
 from lag.service import LagService, SourceHealth
-from lag.source import KafkaLagSource
 from pulse.config import ExactTimeLagConfig, LagConfig
 from pulse.ports import wait_until
 from tests.fixtures.kafka import KafkaHandle, commit_offsets

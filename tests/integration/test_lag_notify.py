@@ -13,10 +13,10 @@ import pytest
 from confluent_kafka import TopicPartition
 
 from devstack.alertmanager import Alertmanager
-from lag.notify import ALERTNAME, LagNotifier
+from lag.ingest.source import KafkaLagSource
+from lag.notify.incidents import ALERTNAME, LagNotifier
+from lag.protocol import Status
 from lag.service import LagService, SourceHealth
-from lag.source import KafkaLagSource
-from lag.status import Status
 from pulse.alerts import AlertSink
 from pulse.config import AlertingConfig, LagConfig
 from tests.fixtures.kafka import KafkaHandle, commit_offsets

@@ -17,9 +17,9 @@ from confluent_kafka import Consumer, TopicPartition
 from devstack.cluster import DevCluster
 from devstack.runtime import DEFAULT_VERSION
 from devstack.topology import Security
+from lag.ingest.source import KafkaLagSource
+from lag.protocol import Mode, Status
 from lag.service import LagService, SourceHealth
-from lag.source import KafkaLagSource
-from lag.status import Mode, Status
 from pulse.config import LagConfig
 from pulse.paths import cache_dir
 from tests.fixtures.kafka import KafkaHandle, commit_offsets

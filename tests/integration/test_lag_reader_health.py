@@ -12,9 +12,9 @@ import pytest
 from confluent_kafka import TopicPartition
 
 from devstack.services import poll
+from lag.ingest.source import OFFSETS_TOPIC, KafkaLagSource
+from lag.protocol import Status
 from lag.service import LagService, SourceHealth
-from lag.source import OFFSETS_TOPIC, KafkaLagSource
-from lag.status import Status
 from pulse.config import LagConfig
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.integration.test_dev_cluster import produce

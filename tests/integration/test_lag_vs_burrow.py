@@ -19,8 +19,8 @@ import httpx
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from lag.ingest.source import KafkaLagSource
 from lag.service import LagService, SourceHealth
-from lag.source import KafkaLagSource
 from pulse.config import LagConfig
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.fixtures.services import BurrowFactory

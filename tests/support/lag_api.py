@@ -7,7 +7,7 @@ import logging
 
 from prometheus_client import CollectorRegistry
 
-from lag.api import BurrowApi, invalid_request
+from lag.serve.routes import BurrowApi, invalid_request
 from lag.service import LagService
 from pulse.http import BasicAuth, HttpApp, HttpServer, Router, ServerTls, health_routes, metrics_routes
 

@@ -55,3 +55,34 @@ def test_an_arrow_pointing_up_or_sideways_breaks_the_contract(tmp_path: Path, mo
     assert done.returncode != 0
     assert "BROKEN" in done.stdout
     assert f"{module.split('/')[0]} -> {imported}" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "imported"),
+    [
+        pytest.param("lag/evaluate/__init__.py", "lag.serve", id="evaluate-imports-serve"),
+        pytest.param("lag/store/lock.py", "lag.evaluate", id="store-imports-evaluate"),
+        pytest.param("lag/protocol.py", "lag.store", id="protocol-imports-store"),
+        pytest.param("lag/diagnose/__init__.py", "lag.notify", id="diagnose-imports-notify"),
+        pytest.param("lag/serve/__init__.py", "lag.notify", id="serve-imports-notify"),
+        pytest.param("lag/evaluate/rules.py", "lag.ingest", id="evaluate-imports-ingest"),
+        pytest.param("lag/ingest/wire.py", "lag.evaluate", id="ingest-imports-evaluate"),
+        pytest.param("lag/ingest/members.py", "lag.diagnose", id="ingest-imports-diagnose"),
+        pytest.param("lag/serve/burrow_json.py", "lag.assembly", id="serve-imports-assembly"),
+    ],
+)
+def test_a_lag_stage_reaching_up_breaks_the_inner_contract(tmp_path: Path, module: str, imported: str) -> None:
+    """The stages inside `lag` (pyproject.toml's lag contracts): an arrow up the pipeline fails the build."""
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    for package in PACKAGES:
+        shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    target = tmp_path / module
+    target.write_text(target.read_text() + f"\nimport {imported}  # noqa: E402\n")
+
+    done = lint_imports(tmp_path)
+
+    stage = "lag." + module.split("/")[1].removesuffix(".py")
+    importer = module.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+    assert done.returncode != 0
+    assert f"{stage} is not allowed to import {imported}" in done.stdout, done.stdout
+    assert f"{importer} -> {imported}" in done.stdout, done.stdout

@@ -25,7 +25,7 @@ from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import ProbeFailed
 from kafka_pulse.check.slo_budgets import read_pushgateway
 from kafka_pulse.cli.main import cli
-from lag.burrow_json import alertmanager_notifier_json
+from lag.serve.burrow_json import alertmanager_notifier_json
 from pulse.alerts import Alert, AlertSink
 from pulse.config import HttpClientConfig, PulseConfig
 from pulse.http import HttpApp, HttpServer, Request, Response, Route, Router, ServerTls

@@ -1,4 +1,4 @@
-"""The check's noisy-neighbour lines: read back from the families lag/neighbours.py renders (the same text a run
+"""The check's noisy-neighbour lines: read back from the families lag/serve/neighbours.py renders (the same text a run
 serves), then folded into the lag section as WARN lines naming broker, group, topic and the numbers."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from kafka_pulse.check.noisy_neighbours import (
     parse_noisy_neighbours,
 )
 from kafka_pulse.check.verdict import Section, Status
-from lag.neighbours import NoisyNeighbourCollector
-from lag.pagecache import PageCacheEstimate
+from lag.diagnose.page_cache import PageCacheEstimate
+from lag.serve.neighbours import NoisyNeighbourCollector
 from lag.service import LagService
 from pulse.broker_health import BrokerHealthBoard, BrokerSlowness
 from pulse.config import LagConfig

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from lag.admin_clients import MAX_TIMEOUT_S, AdminClients, gather, request_timeout_s
+from lag.ingest.admin_clients import MAX_TIMEOUT_S, AdminClients, gather, request_timeout_s
 
 
 def test_timeouts_grow_with_partitions_within_bounds() -> None:

@@ -6,10 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from lag.admin_clients import AdminClients
-from lag.admin_source import GROUP_OFFSETS_FEED, AdminOffsetsReader, GroupSnapshot, commits_to_store, should_store
+from lag.ingest.admin_clients import AdminClients
+from lag.ingest.admin_source import (
+    GROUP_OFFSETS_FEED,
+    AdminOffsetsReader,
+    GroupSnapshot,
+    commits_to_store,
+    should_store,
+)
+from lag.protocol import Status
 from lag.service import LagService, SourceHealth
-from lag.status import Status
 from pulse.config import LagConfig
 
 

@@ -14,9 +14,9 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 
-from lag.api import BurrowApi, invalid_request
-from lag.burrow_json import client_profile_json, cluster_module_json, consumer_module_json
-from lag.metrics import LagCollector
+from lag.serve.burrow_json import client_profile_json, cluster_module_json, consumer_module_json
+from lag.serve.metrics import LagCollector
+from lag.serve.routes import BurrowApi, invalid_request
 from lag.service import LagService
 from pulse.config import LagConfig
 from pulse.http import Request, Response, Router

@@ -15,15 +15,16 @@ import random
 import numpy as np
 import pytest
 
-from lag.column_rules import UNDECIDED, decide
-from lag.columns import WindowColumns, from_windows
-from lag.evaluator import Evaluator
-from lag.rules import RULE_SETS, RULE_STATUS, Rule, RuleParams, Window, explain
+from lag.evaluate.columnar.block import WindowColumns, from_windows
+from lag.evaluate.columnar.rules import UNDECIDED, decide
+from lag.evaluate.evaluator import Evaluator
+from lag.evaluate.rules import RULE_SETS, RULE_STATUS, Rule, RuleParams, Window, explain
+from lag.protocol import MODES, GroupStatus, Mode, Status
 from lag.service import rule_params
-from lag.status import MODES, GroupStatus, Mode, Status
-from lag.store import OffsetStore
-from lag.window import NO_LAG
+from lag.store.offsets import OffsetStore
+from lag.store.windows import NO_LAG
 from pulse.config import LagConfig
+from tests.support.lag_reference import evaluate_group_reference
 
 N, M = 6, 8
 """Commit window and HWM history sizes of the window-level blocks."""
@@ -228,7 +229,7 @@ def test_store_streams_match_the_reference_evaluator() -> None:
             fast = list(evaluator.evaluate_cluster("c", now_ms))
             assert [s.group for s in fast] == store.groups("c")
             for status in fast:
-                assert status == evaluator.evaluate_group_reference("c", status.group, now_ms), (trial, now_ms)
+                assert status == evaluate_group_reference(evaluator, "c", status.group, now_ms), (trial, now_ms)
                 evaluations += 1
             if fast:  # and one group through the single-group entry point
                 assert fast[0] == evaluator.evaluate_group("c", fast[0].group, now_ms)
@@ -245,7 +246,7 @@ def test_group_roll_up_arrays_agree_with_the_objects() -> None:
         verdicts = evaluator.evaluate_groups("c", ids, times[-2])
         for g, name in enumerate(names):
             status: GroupStatus = evaluator.group_status(verdicts, g)
-            assert status == evaluator.evaluate_group_reference("c", name, times[-2])
+            assert status == evaluate_group_reference(evaluator, "c", name, times[-2])
             assert Status(int(verdicts.group_status[g])) is status.status
             assert int(verdicts.group_totallag[g]) == status.totallag
             assert float(verdicts.group_complete[g]) == status.complete
@@ -310,7 +311,7 @@ def test_full_rings_are_judged_in_their_own_order(columns: str) -> None:
         evaluator = Evaluator(store, p)
         seen = set()
         for status in evaluator.evaluate_cluster("c", end + 1000):
-            assert status == evaluator.evaluate_group_reference("c", status.group, end + 1000), (mode, status.group)
+            assert status == evaluate_group_reference(evaluator, "c", status.group, end + 1000), (mode, status.group)
             seen |= {v.status for v in status.partitions}
         assert {Status.OK, Status.WARN, Status.STALL, Status.REWIND} <= seen, (mode, seen)
 
@@ -337,7 +338,7 @@ def test_fresh_lags_interpolate_between_samples_with_the_times_kept_narrow() -> 
     evaluator = Evaluator(store, p)
     now_ms = end + 31_000
     for status in evaluator.evaluate_cluster("c", now_ms):
-        assert status == evaluator.evaluate_group_reference("c", status.group, now_ms)
+        assert status == evaluate_group_reference(evaluator, "c", status.group, now_ms)
     verdicts = evaluator.evaluate_groups("c", [gid_of(store, g) for g in ("g", "h")], now_ms)
     assert [Rule(int(r)) for r in verdicts.rules] == [Rule.E5_REACHED, Rule.E5_DECREASED]  # stored lags: WARN
 
@@ -358,6 +359,6 @@ def test_empty_groups_and_clusters() -> None:
     store.add_commit("c", "g", "t", 0, 5, 0, 0)
     store.delete_group_topic("c", "g", "t")  # the group stays, with no partitions (as before)
     [status] = evaluator.evaluate_cluster("c", 1000)
-    assert status == evaluator.evaluate_group_reference("c", "g", 1000)
+    assert status == evaluate_group_reference(evaluator, "c", "g", 1000)
     assert (status.status, status.partition_count, status.maxlag) == (Status.OK, 0, None)
     assert np.array_equal(evaluator.evaluate_groups("c", [gid_of(store, "g")], 1000).group_maxlag, [-1])

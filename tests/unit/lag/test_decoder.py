@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from lag.decoder import (
+from lag.ingest.records import (
     GroupMetadata,
     GroupTombstone,
     OffsetCommit,

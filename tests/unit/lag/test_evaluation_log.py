@@ -15,7 +15,7 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from lag.evaluation_log import (
+from lag.notify.evaluation_log import (
     GROUP_SCHEMA,
     GROUPS,
     PARTITION_SCHEMA,
@@ -27,7 +27,7 @@ from lag.evaluation_log import (
     partition_table,
     writer,
 )
-from lag.status import CommitPoint, GroupStatus, PartitionVerdict, Status
+from lag.protocol import CommitPoint, GroupStatus, PartitionVerdict, Status
 from pulse.config import LagEvaluationLogConfig, parse_config
 from pulse.errors import ConfigError
 from pulse.ports import wait_until

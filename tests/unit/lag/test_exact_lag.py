@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from lag.evaluate.timelag import exact_lag_seconds
+from lag.ingest.exact_lag import choose_lookups
+from lag.protocol import Status
 from lag.service import LagService
-from lag.status import Status
-from lag.timelag import RecordTimes, choose_lookups, exact_lag_seconds
+from lag.store.record_times import RecordTimes
 from pulse.config import LagConfig
 
 

@@ -1,4 +1,4 @@
-"""The group name index (lag/group_index.py) against a dict, the structure it replaced in the store (#15: a group
+"""The group name index (lag/store/group_index.py) against a dict, the structure it replaced in the store (#15: a group
 of one partition within 300 B): the same answers through growth, removals, reused ids and deleted slots taken
 again, and the store's readers of every group see the ids in name order."""
 
@@ -8,8 +8,8 @@ import random
 
 import numpy as np
 
-from lag.group_index import GroupIndex
-from lag.store import OffsetStore
+from lag.store.group_index import GroupIndex
+from lag.store.offsets import OffsetStore
 
 
 def check(index: GroupIndex, model: dict[str, int], absent: list[str]) -> None:

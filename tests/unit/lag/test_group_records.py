@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from lag.decoder import GroupMetadata, OffsetCommit, Undecodable, UnknownRecord, decode_record, decode_record_general
-from lag.group_records import (
+from lag.ingest.coordinator_records import (
     ConsumerGroupAssignment,
     ConsumerGroupAssignmentTombstone,
     ConsumerGroupMember,
@@ -24,10 +23,18 @@ from lag.group_records import (
     ShareGroupMetadata,
     ShareGroupTombstone,
 )
-from lag.members import ConsumerGroupMembers
+from lag.ingest.members import ConsumerGroupMembers
+from lag.ingest.records import (
+    GroupMetadata,
+    OffsetCommit,
+    Undecodable,
+    UnknownRecord,
+    decode_record,
+    decode_record_general,
+)
+from lag.ingest.source import KafkaLagSource
 from lag.service import LagService, SourceHealth
-from lag.source import KafkaLagSource
-from lag.store import OffsetStore
+from lag.store.offsets import OffsetStore
 from pulse.config import LagConfig
 
 CAPTURED = json.loads((Path(__file__).parent / "kafka_4_3_group_records.json").read_text())

@@ -6,7 +6,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from lag.member_metrics import GroupMembersCollector, MemberLag, member_lags
+from lag.serve.member_metrics import GroupMembersCollector, MemberLag, member_lags
 from lag.service import LagService
 from pulse.config import LagConfig
 

@@ -1,4 +1,4 @@
-"""The lag evaluator's /metrics families (lag/metrics.py): per group and per partition by default; with
+"""The lag evaluator's /metrics families (lag/serve/metrics.py): per group and per partition by default; with
 `lag.metrics_granularity: group` only the per-group ones, whatever the number of partitions."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Literal
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from lag.metrics import RELEASE_FROM_ROWS, LagCollector
+from lag.serve.metrics import RELEASE_FROM_ROWS, LagCollector
 from lag.service import LagService
 from pulse.config import LagConfig
 from pulse.http.exposition import encode

@@ -1,4 +1,4 @@
-"""The lag families written from the evaluator's arrays (lag/metrics.py, lag/metrics_text.py, lag/scrape.py) are
+"""The lag families written from the evaluator's arrays (lag/serve/: metrics.py, text_families.py, scrape.py) are
 byte for byte what client_python printed for the objects of every `GroupStatus` (the oracle in tests/support), on a
 store with thousands of groups: every status, NOTFOUND (expired) and UNKNOWN (cluster down) groups, placeholders,
 time lags from sorted and unsorted HWM histories, exact time lags, page-cache flags, offsets past 1e6 and 2**53,
@@ -19,15 +19,16 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.utils import floatToGoString
 
-from lag.column_timelag import time_lags
-from lag.columns import gather_histories, partition_index
-from lag.metrics import LagCollector
-from lag.metrics_text import BLOCK_LINES, FAMILIES, float_texts, int_texts
-from lag.pagecache import PageCacheEstimate
-from lag.rules import Rule
+from lag.diagnose.page_cache import PageCacheEstimate
+from lag.evaluate.columnar.block import gather_histories, partition_index
+from lag.evaluate.columnar.timelag import time_lags
+from lag.evaluate.rules import Rule
+from lag.evaluate.timelag import time_lag_seconds
+from lag.protocol import MODES, Mode
+from lag.serve.metrics import LagCollector
+from lag.serve.text_families import BLOCK_LINES, FAMILIES, float_texts, int_texts
 from lag.service import LagService
-from lag.status import MODES, Mode
-from lag.timelag import RecordTimes, time_lag_seconds
+from lag.store.record_times import RecordTimes
 from pulse.config import HttpConfig, LagConfig
 from pulse.http import HttpServer
 from pulse.http.exposition import STREAM_BYTES, encode, encode_families

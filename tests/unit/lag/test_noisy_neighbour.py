@@ -10,10 +10,11 @@ from dataclasses import dataclass
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from lag.burrow_json import group_status_json
-from lag.neighbours import NoisyNeighbourCollector, with_noisy_neighbours
-from lag.noisy_neighbour import DiskRead, NoisyNeighbour, diagnose, disk_read, is_hurting
-from lag.pagecache import PageCacheEstimate
+from lag.diagnose.noisy_neighbour import DiskRead, diagnose, disk_read, is_hurting
+from lag.diagnose.page_cache import PageCacheEstimate
+from lag.protocol import NoisyNeighbour
+from lag.serve.burrow_json import group_status_json
+from lag.serve.neighbours import NoisyNeighbourCollector, with_noisy_neighbours
 from lag.service import LagService
 from pulse.broker_health import BrokerHealthBoard, BrokerSlowness
 from pulse.config import LagConfig

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from lag.notify import ALERTNAME, IncidentBook, LagNotifier, LagNotifierCollector
+from lag.notify.incidents import ALERTNAME, IncidentBook, LagNotifier, LagNotifierCollector
+from lag.protocol import GroupStatus, PartitionVerdict, Status
 from lag.service import LagService
-from lag.status import GroupStatus, PartitionVerdict, Status
 from pulse.alerts import Alert, Incidents
 from pulse.config import LagConfig
 

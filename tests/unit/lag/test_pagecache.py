@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from lag.pagecache import (
+from lag.diagnose.page_cache import (
     Placement,
     broker_write_rates,
     cache_windows_s,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from lag.runner import LagRunner, SwitchInterval
+from lag.assembly import LagRunner, SwitchInterval
 from pulse.config import PulseConfig, parse_config
 
 BEFORE_S = 0.007

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from lag.evaluator import Evaluator
+from lag.evaluate.evaluator import Evaluator
+from lag.ingest.source import behind
+from lag.protocol import Status
 from lag.service import SourceHealth, rule_params
-from lag.source import behind
-from lag.status import Status
-from lag.store import OffsetStore
+from lag.store.offsets import OffsetStore
 from pulse.config import LagConfig
 
 
@@ -139,7 +139,7 @@ def test_every_expected_feed_must_be_fresh() -> None:
 
 
 def test_the_page_cache_hint_marks_partitions_read_from_disk() -> None:
-    from lag.pagecache import PageCacheEstimate
+    from lag.diagnose.page_cache import PageCacheEstimate
     from lag.service import LagService
 
     now = 1_000_000

@@ -7,9 +7,9 @@ import struct
 import threading
 import time
 
+from lag.ingest.source import INGEST_CHUNK, KafkaLagSource
 from lag.service import LagService, SourceHealth
-from lag.service_lock import ServiceLock
-from lag.source import INGEST_CHUNK, KafkaLagSource
+from lag.store.lock import ServiceLock
 from pulse.config import LagConfig
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lag.timelag import hwm_at, time_lag_seconds, waiting_since_ms
+from lag.evaluate.timelag import hwm_at, time_lag_seconds, waiting_since_ms
 
 OFFSETS = [100, 200, 200, 400]
 TIMES = [0, 10_000, 20_000, 30_000]

@@ -6,12 +6,13 @@ import random
 
 import numpy as np
 
-from lag import flat_arrays
-from lag.evaluator import Evaluator
-from lag.rules import RuleParams
-from lag.status import MODES
-from lag.store import Ingest, OffsetStore
-from lag.window import NO_LAG, CommitWindows, HwmWindows
+from lag.evaluate.evaluator import Evaluator
+from lag.evaluate.rules import RuleParams
+from lag.protocol import MODES
+from lag.store import arrays as flat_arrays
+from lag.store.offsets import Ingest, OffsetStore
+from lag.store.windows import NO_LAG, CommitWindows, HwmWindows
+from tests.support.lag_reference import evaluate_group_reference
 
 
 def test_ring_keeps_the_newest_n_oldest_first() -> None:
@@ -233,7 +234,7 @@ def test_a_widened_store_evaluates_as_the_reference() -> None:
             s, RuleParams(mode=mode, intervals=3, allowed_lag=0, minimum_complete=0.0, offset_refresh_ms=1000)
         )
         for status in evaluator.evaluate_cluster("c", now + 500):
-            assert status == evaluator.evaluate_group_reference("c", status.group, now + 500)
+            assert status == evaluate_group_reference(evaluator, "c", status.group, now + 500)
 
 
 def test_arrays_start_zeroed_and_grow_with_the_values_in_use() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from lag.runner import LagRunner
+from lag.assembly import LagRunner
 from lag.service import rule_params
 from pulse.config import PulseConfig, parse_config
 from pulse.errors import ConfigError

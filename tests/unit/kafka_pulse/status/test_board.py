@@ -71,7 +71,7 @@ def test_each_new_evaluation_becomes_a_burn_down_point() -> None:
 def test_a_group_reading_from_disk_on_a_hurting_broker_carries_the_diagnosis() -> None:
     """The groups table gets the lag API status's noisy-neighbour diagnosis, from the board `run` shares with the
     slow-broker detector; with the broker's produce latency back to normal the group is named nowhere."""
-    from lag.pagecache import PageCacheEstimate
+    from lag.diagnose.page_cache import PageCacheEstimate
     from lag.service import LagService
     from pulse.broker_health import BrokerHealthBoard, BrokerSlowness
     from pulse.config import LagConfig
