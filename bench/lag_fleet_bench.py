@@ -25,7 +25,8 @@ from prometheus_client import generate_latest
 
 from lag.ingest.source import KafkaLagSource
 from lag.serve.metrics import LagCollector
-from lag.service import LagService, SourceHealth
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
 from pulse.config import LagConfig
 
 CLUSTER = "fleet"

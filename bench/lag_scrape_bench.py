@@ -49,8 +49,8 @@ from lag.assembly import SwitchInterval
 from lag.ingest.source import INGEST_CHUNK, KafkaLagSource
 from lag.serve.metrics import LagCollector
 from lag.serve.routes import BurrowApi
-from lag.serve.scrape import scrape_rows
-from lag.service import LagService, SourceHealth
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
 from lag.store.offsets import OffsetStore
 from pulse.config import LagConfig
 from pulse.http import Request
@@ -100,7 +100,7 @@ def scrape(collector: LagCollector, scrapes: int) -> tuple[Took, Took, bytes, in
                 pass
         grew = peak_rss() - base
         with timed() as rows_took:
-            scrape_rows(collector.service, collector.service.clock_ms())
+            collector.service.scrape_rows(collector.service.clock_ms())
         if best is None or took.cpu_s < best[0].cpu_s:
             best = (took, rows_took, grew)
     assert best is not None
@@ -197,9 +197,8 @@ def run_queue_s() -> float:
     return int(Path("/proc/thread-self/schedstat").read_text().split()[1]) / 1e9
 
 
-def statuses(api: BurrowApi, args: argparse.Namespace, batch: int, now_ms: int) -> StatusRun:
+def statuses(api: BurrowApi, service: LagService, args: argparse.Namespace, batch: int, now_ms: int) -> StatusRun:
     """`--statuses` requests, with a thread ingesting polls of `batch` records meanwhile (0: none)."""
-    service = api.service
     source = KafkaLagSource(CLUSTER, {}, service, SourceHealth(60, 0, service.clock_ms))
     route = next(r for r in api.routes() if r.pattern.endswith("/status"))
     rng = random.Random(15)
@@ -333,7 +332,7 @@ def main() -> None:
 
     api = BurrowApi(service)
     for batch in [0, *args.batches] if args.statuses else []:  # --statuses 0: the scrapes only
-        run = statuses(api, args, batch, now[0])
+        run = statuses(api, service, args, batch, now[0])
         ms, cpu_ms = np.array(run.wall_s) * 1000, np.array(run.cpu_s) * 1000
         unqueued_ms = ms - np.array(run.queued_s) * 1000
         what = f"while ingesting polls of {batch:,} records, {INGEST_CHUNK:,} per lock" if batch else "idle"

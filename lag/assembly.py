@@ -21,6 +21,7 @@ from lag.notify.evaluation_log import EvaluationLog, configure_evaluation_log
 from lag.notify.incidents import AlertSender, LagNotifier, LagNotifierCollector
 from lag.protocol import Status
 from lag.serve.burrow_json import (
+    BurrowModules,
     Json,
     alertmanager_notifier_json,
     client_profile_json,
@@ -31,7 +32,8 @@ from lag.serve.member_metrics import GroupMembersCollector
 from lag.serve.metrics import LagCollector
 from lag.serve.neighbours import NoisyNeighbourCollector
 from lag.serve.routes import BurrowApi
-from lag.service import LagService, SourceHealth, wall_clock_ms
+from lag.service import LagService
+from lag.store.freshness import SourceHealth, wall_clock_ms
 from pulse.broker_health import BrokerHealthBoard
 from pulse.config import ClusterConfig, PulseConfig
 from pulse.kafka_log import limiter_for
@@ -91,8 +93,7 @@ class LagRunner:
         board when one runs in the same process (the noisy-neighbour diagnosis reads it; none without)."""
         lag = config.lag
         self.health = SourceHealth(lag.effective_stale_after_s(), lag.effective_recovery_s(), clock_ms)
-        self.service = LagService(lag, self.health, clock_ms)
-        self.service.broker_health = broker_health
+        self.service = LagService(lag, self.health, clock_ms, [c.name for c in clusters], broker_health)
         self.service.ready = False
         self.switch_interval = SwitchInterval(lag.switch_interval_s)
         self.sources: list[KafkaLagSource] = []
@@ -100,6 +101,8 @@ class LagRunner:
         self.kafka_log = limiter_for(self.registry)
         """librdkafka's lines and errors of every lag client, one a minute per cluster and kind (pulse/kafka_log.py)."""
         self.fetchers: list[ExactLagFetcher] = []
+        cluster_modules: dict[str, Json] = {}
+        consumer_modules: dict[str, Json] = {}
         for cluster in clusters:
             kafka = {**client_config(cluster), "client.id": CLIENT_ID, **self.kafka_log.settings(cluster.name)}
             ingestion = lag.ingestion_for(cluster.name)
@@ -109,10 +112,10 @@ class LagRunner:
             if lag.exact_time_lag.enabled:
                 self.fetchers.append(ExactLagFetcher(cluster.name, kafka, self.service, lag.exact_time_lag))
             profile = _profile(cluster)
-            self.service.cluster_info[cluster.name] = cluster_module_json(
+            cluster_modules[cluster.name] = cluster_module_json(
                 cluster.bootstrap_servers, profile, lag.offset_refresh_s, lag.offset_refresh_s
             )
-            self.service.consumer_info[cluster.name] = consumer_module_json(
+            consumer_modules[cluster.name] = consumer_module_json(
                 lag.mode,
                 cluster.name,
                 cluster.bootstrap_servers,
@@ -127,21 +130,22 @@ class LagRunner:
         self.evaluation_log: EvaluationLog | None = configure_evaluation_log(
             lag.evaluation_log, self.service, self.registry, state if state is not None else state_dir()
         )  # the SLO engine's `lag` source (docs/sli-log.md)
-        self.api = BurrowApi(self.service)
-        """The Burrow v3 routes over the service, for the listener the command mounts them on."""
         self.notifier: LagNotifier | None = None
+        notifier_modules: dict[str, Json] = {}
         if lag.notify.enabled and sender is not None:
             threshold = Status[lag.notify.severity]
             self.notifier = LagNotifier.from_config(
                 self.service, config.alerting, threshold, lag.notify.interval_s, sender, api_url
             )
             self.registry.register(LagNotifierCollector(self.notifier))
-            self.service.notifier_info["alertmanager"] = alertmanager_notifier_json(
+            notifier_modules["alertmanager"] = alertmanager_notifier_json(
                 config.alerting.alertmanager_url or "",
                 int(threshold),
                 lag.notify.interval_s,
                 config.alerting.resend_interval_s,
             )
+        self.api = BurrowApi(self.service, BurrowModules(cluster_modules, consumer_modules, notifier_modules))
+        """The Burrow v3 routes over the service, for the listener the command mounts them on."""
 
     def start(self) -> None:
         self.switch_interval.start()  # before the sources: their first poll may be a backlog decoded flat out

@@ -1,5 +1,6 @@
-"""The evaluator's verdicts: statuses ordered by severity with Burrow's names, and the frozen messages that carry them
-from `evaluator.py` to `burrow_json.py`, `serve/routes.py` and `metrics.py`.
+"""What the stages of lag exchange (Burrow's `core/protocol`): the evaluator's verdicts, statuses ordered by severity
+with Burrow's names, and the frozen messages that carry them from `evaluate` through `diagnose` to `serve` and
+`notify`: group and partition verdicts, a scrape's rows as arrays, the page-cache estimate, noisy neighbours.
 
 Burrow's numbering (`core/protocol/evaluator.go`) is kept so that metrics and API values mean the same thing:
 a group is NOTFOUND/OK/WARN/ERR, a partition OK/WARN/STOP/STALL/REWIND. UNKNOWN is ours: the group's cluster cannot
@@ -9,10 +10,19 @@ be read, so no verdict is given (never a false STOP).
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import get_args
+from typing import Protocol, get_args
+
+import numpy as np
+from numpy.typing import NDArray
 
 from pulse.config import LagMode
+
+TopicPartition = tuple[str, int]
+Ints = NDArray[np.int64]
+Floats = NDArray[np.float64]
+Bools = NDArray[np.bool_]
 
 Mode = LagMode
 """Rule set: declared once with the `lag.mode` setting."""
@@ -140,3 +150,59 @@ class GroupStatus:
 def not_found(cluster: str, group: str, reason: str = "group not found") -> GroupStatus:
     """Burrow answers 404 for an unknown group; the status object we print for it."""
     return GroupStatus(cluster, group, Status.NOTFOUND, 0.0, (), 0, None, 0, reason)
+
+
+class SourceFreshness(Protocol):
+    """Tells the evaluator whether a cluster's offsets can be trusted now (its sources are up and fresh)."""
+
+    def unavailable_reason(self, cluster: str, now_ms: int) -> str | None:
+        """None when the cluster is readable; otherwise why not (e.g. 'no HWM refresh for 42 s')."""
+
+
+@dataclass(frozen=True, slots=True)
+class PageCacheEstimate:
+    """One cluster's page-cache windows, recomputed after every HWM round; read at evaluation time."""
+
+    windows_s: Mapping[int, float]
+    """Broker id -> seconds of recent data its page cache holds."""
+    leaders: Mapping[TopicPartition, int]
+    """Partition -> leader broker id."""
+    fixed_window_s: float | None = None
+    """The configured window, the same for every broker, when the operator gave one."""
+
+    def window_for(self, topic: str, partition: int) -> float | None:
+        """The page-cache window of the partition's leader; None when the leader or its rate is unknown."""
+        if self.fixed_window_s is not None:
+            return self.fixed_window_s
+        leader = self.leaders.get((topic, partition))
+        return None if leader is None else self.windows_s.get(leader)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterRows:
+    """One cluster's groups (`names`, per-group arrays) and the partitions of its judged groups (per-partition
+    arrays; group g owns `[starts[g], starts[g+1])`, empty for NOTFOUND and UNKNOWN groups)."""
+
+    cluster: str
+    names: list[str]
+    status: Ints
+    totallag: Ints
+    maxlag: Ints
+    """Current lag of the group's maxlag partition; 0 without one."""
+    lag_seconds: Floats
+    exact_seconds: Floats
+    starts: Ints
+    topic_ids: Ints
+    topic_names: dict[int, str]
+    """Topic id -> name, for the ids in `topic_ids`."""
+    partitions: Ints
+    current_lag: Ints
+    part_status: Ints
+    full: Bools
+    """The window is complete (Burrow exports the partition status only then)."""
+    has_commit: Bools
+    last_offset: Ints
+    part_lag_seconds: Floats
+    part_exact_seconds: Floats
+    beyond_page_cache: Floats
+    """1.0, 0.0, or NaN when unknown."""

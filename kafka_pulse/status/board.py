@@ -27,7 +27,7 @@ from pulse.self_health import ComponentHealth, SelfHealth
 if TYPE_CHECKING:
     from canary.service import CanaryService
     from kafka_pulse.runner.slo_schedule import SloSchedule
-    from lag.service import LagService
+    from lag.store.access import LagReader
 
 _LOG = logging.getLogger(__name__)
 REFRESH_S = 5.0
@@ -74,7 +74,7 @@ class StatusSources:
     config: PulseConfig
     clusters: Sequence[ClusterConfig]
     canary: CanaryService | None = None
-    lag: LagService | None = None
+    lag: LagReader | None = None
     slo: SloSchedule | None = None
     off: dict[str, str] = field(default_factory=dict)
 

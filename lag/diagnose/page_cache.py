@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-TopicPartition = tuple[str, int]
+from lag.protocol import PageCacheEstimate, TopicPartition
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,25 +59,6 @@ def is_beyond_page_cache(lag_seconds: float | None, window_s: float | None) -> b
     if lag_seconds is None or window_s is None:
         return None
     return lag_seconds > window_s
-
-
-@dataclass(frozen=True, slots=True)
-class PageCacheEstimate:
-    """One cluster's page-cache windows, recomputed after every HWM round; read at evaluation time."""
-
-    windows_s: Mapping[int, float]
-    """Broker id -> seconds of recent data its page cache holds."""
-    leaders: Mapping[TopicPartition, int]
-    """Partition -> leader broker id."""
-    fixed_window_s: float | None = None
-    """The configured window, the same for every broker, when the operator gave one."""
-
-    def window_for(self, topic: str, partition: int) -> float | None:
-        """The page-cache window of the partition's leader; None when the leader or its rate is unknown."""
-        if self.fixed_window_s is not None:
-            return self.fixed_window_s
-        leader = self.leaders.get((topic, partition))
-        return None if leader is None else self.windows_s.get(leader)
 
 
 def estimate(

@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,7 +26,7 @@ from lag.evaluate.columnar.block import I64, HwmHistories, PartitionIndex, gathe
 from lag.evaluate.columnar.rules import decide
 from lag.evaluate.rules import RULE_STATUS, Rule, RuleParams, Window, explain
 from lag.evaluate.timelag import time_lag_seconds
-from lag.protocol import CommitPoint, GroupStatus, PartitionVerdict, Status, not_found
+from lag.protocol import CommitPoint, GroupStatus, PartitionVerdict, SourceFreshness, Status, not_found
 from lag.store.offsets import OffsetStore
 from lag.store.windows import NO_LAG
 
@@ -38,13 +37,6 @@ block's temporaries stay in cache."""
 _STATUS_OF_RULE = np.array([RULE_STATUS[rule] for rule in Rule], dtype=np.int64)
 _RULES = tuple(Rule)
 """Rule by value (the enum's values are 0..n-1), cheaper than `Rule(value)`."""
-
-
-class ClusterHealth(Protocol):
-    """Tells the evaluator whether a cluster's offsets can be trusted now (the source is up and fresh)."""
-
-    def unavailable_reason(self, cluster: str, now_ms: int) -> str | None:
-        """None when the cluster is readable; otherwise why not (e.g. 'no HWM refresh for 42 s')."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +74,7 @@ class GroupVerdicts:
 class Evaluator:
     """Evaluates groups stored in an `OffsetStore` with one rule set."""
 
-    def __init__(self, store: OffsetStore, params: RuleParams, health: ClusterHealth | None = None) -> None:
+    def __init__(self, store: OffsetStore, params: RuleParams, health: SourceFreshness | None = None) -> None:
         self.store = store
         self.params = params
         self.health = health

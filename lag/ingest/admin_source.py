@@ -24,7 +24,8 @@ from typing import Any
 from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaError, KafkaException
 
 from lag.ingest.admin_clients import AdminClients
-from lag.service import LagService, SourceHealth
+from lag.store.access import LagWriter
+from lag.store.freshness import SourceHealth
 from pulse.admin_requests import GROUP_REQUEST_TIMEOUT_S, await_result
 
 _LOG = logging.getLogger(__name__)
@@ -86,7 +87,7 @@ def commits_to_store(
 class AdminOffsetsReader:
     """Polls one cluster's committed offsets through the Admin API and stores them as commits."""
 
-    def __init__(self, cluster: str, clients: AdminClients, service: LagService, health: SourceHealth) -> None:
+    def __init__(self, cluster: str, clients: AdminClients, service: LagWriter, health: SourceHealth) -> None:
         self.cluster = cluster
         self.clients = clients
         """This reader's own admin client (never the HWM thread's), renewed by its loop after failed polls."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, TopicPartition
 
-from lag.service import LagService
+from lag.store.access import LagWriter
 from lag.store.record_times import RecordKey, RecordTimes
 from pulse.config import ExactTimeLagConfig
 
@@ -86,7 +86,7 @@ class RecordTimeReader:
         self._consumer.close()
 
 
-def lagging_offsets(service: LagService, cluster: str) -> dict[RecordKey, int]:
+def lagging_offsets(service: LagWriter, cluster: str) -> dict[RecordKey, int]:
     """Every lagging group-partition's committed offset in `cluster`, with its lag in records (under the lock)."""
     out: dict[RecordKey, int] = {}
     with service.locked() as store:
@@ -105,14 +105,14 @@ class ExactLagFetcher:
     """The per-cluster loop: pick the uncached lagging offsets, read their records, cache the timestamps."""
 
     def __init__(
-        self, cluster: str, client_config: dict[str, Any], service: LagService, config: ExactTimeLagConfig
+        self, cluster: str, client_config: dict[str, Any], service: LagWriter, config: ExactTimeLagConfig
     ) -> None:
         self.cluster = cluster
         self.client_config = client_config
         self.service = service
         self.config = config
-        if service.record_times is None:
-            service.record_times = RecordTimes(config.cache_size)
+        self.cache = service.record_times(config.cache_size)
+        """The service's timestamps cache, which this loop fills (under the lock)."""
         self.read_total = 0
         """Records read since start (for the metrics and the bench)."""
         self._reader: RecordTimeReader | None = None
@@ -137,10 +137,9 @@ class ExactLagFetcher:
 
     def run_cycle(self) -> int:
         """One bounded cycle; returns how many timestamps it learnt. Kafka errors wait for the next cycle."""
-        cache = self.service.record_times
-        assert cache is not None
+        cache = self.cache
         wanted = lagging_offsets(self.service, self.cluster)
-        with self.service.lock:
+        with self.service.locked():
             keys = choose_lookups(wanted, cache, self.config.max_fetches_per_cycle)
         if not keys:
             return 0
@@ -151,7 +150,7 @@ class ExactLagFetcher:
         except KafkaException as exc:
             _LOG.warning("cluster %s: record timestamps not read this cycle: %s", self.cluster, exc)
             return 0
-        with self.service.lock:
+        with self.service.locked():
             for (topic, partition, offset), ts in found.items():
                 cache.put((self.cluster, topic, partition, offset), ts)
         self.read_total += len(found)

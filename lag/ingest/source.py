@@ -39,7 +39,8 @@ from lag.ingest.coordinator_records import (
 )
 from lag.ingest.members import ConsumerGroupMembers
 from lag.ingest.records import GroupMetadata, GroupTombstone, OffsetCommit, OffsetTombstone, Record, decode_record
-from lag.service import LagService, SourceHealth
+from lag.store.access import LagWriter
+from lag.store.freshness import SourceHealth
 from lag.store.offsets import OffsetStore
 from pulse.config import PageCacheConfig
 from pulse.profile import ADMIN_SETTINGS
@@ -88,7 +89,7 @@ class KafkaLagSource:
         self,
         cluster: str,
         client_config: dict[str, Any],
-        service: LagService,
+        service: LagWriter,
         health: SourceHealth,
         ingestion: Ingestion = "consumer_offsets",
         page_cache: PageCacheConfig | None = None,
@@ -101,7 +102,7 @@ class KafkaLagSource:
         self.page_cache = page_cache if page_cache is not None and page_cache.enabled else None
         self.decoded: Counter[str] = Counter()
         """Records read from __consumer_offsets by decoded kind (OffsetCommit, Undecodable, UnknownRecord, ...)."""
-        service.decoded[cluster] = self.decoded
+        service.count_records(cluster, self.decoded)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._started = False
@@ -193,7 +194,7 @@ class KafkaLagSource:
             for (topic, partition), offset in results.items():
                 store.add_hwm(self.cluster, topic, partition, offset, now)
             if self.page_cache is not None:
-                self._estimate_page_cache(placements)
+                self._estimate_page_cache(store, placements)
         self._topics = topics
         self._failed_rounds = 0
         self.health.mark_ok(self.cluster)
@@ -242,17 +243,20 @@ class KafkaLagSource:
             old.close()
         self._hwm_clients.renew()
 
-    def _estimate_page_cache(self, placements: dict[tuple[str, int], Placement]) -> None:
+    def _estimate_page_cache(self, store: OffsetStore, placements: dict[tuple[str, int], Placement]) -> None:
         """Per broker, how many seconds of writes its page cache holds (called under the service lock)."""
         assert self.page_cache is not None
         rates: dict[tuple[str, int], float] = {}
         if self.page_cache.size_bytes is not None:
             for topic, partition in placements:
-                rate = produce_rate(*self.service.store.hwms.history(self.cluster, topic, partition))
+                rate = produce_rate(*store.hwms.history(self.cluster, topic, partition))
                 if rate is not None:
                     rates[(topic, partition)] = rate
-        self.service.page_cache[self.cluster] = estimate(
-            placements, rates, self.page_cache.size_bytes, self.page_cache.record_bytes, self.page_cache.window_s
+        self.service.set_page_cache(
+            self.cluster,
+            estimate(
+                placements, rates, self.page_cache.size_bytes, self.page_cache.record_bytes, self.page_cache.window_s
+            ),
         )
 
     # -- __consumer_offsets ----------------------------------------------------------------------------------------
@@ -360,7 +364,7 @@ class KafkaLagSource:
         most one chunk, not a whole poll."""
         decoded = [decode_record(key, value) for key, value in records]  # pure: no lock needed
         for at in range(0, len(decoded), INGEST_CHUNK):
-            self.service.lock.let_waiting_in()  # else a request woken on the other core can lose every chunk to us
+            self.service.let_readers_in()  # else a request woken on the other core can lose every chunk to us
             with self.service.locked() as store:
                 self._apply(store, decoded[at : at + INGEST_CHUNK])
 

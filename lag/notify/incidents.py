@@ -26,7 +26,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from lag.protocol import GroupStatus, Status
-from lag.service import LagService
+from lag.store.access import LagReader
 from pulse.alerts import Alert, Incidents, render_link
 from pulse.config import AlertingConfig
 
@@ -170,7 +170,7 @@ class LagNotifier:
     """Every `interval_s`: evaluate every group, update the incident book, reconcile the open alerts and send."""
 
     def __init__(
-        self, service: LagService, book: IncidentBook, incidents: Incidents, sender: AlertSender, interval_s: float
+        self, service: LagReader, book: IncidentBook, incidents: Incidents, sender: AlertSender, interval_s: float
     ) -> None:
         self.service = service
         self.book = book
@@ -187,7 +187,7 @@ class LagNotifier:
     @classmethod
     def from_config(
         cls,
-        service: LagService,
+        service: LagReader,
         alerting: AlertingConfig,
         threshold: Status,
         interval_s: float,

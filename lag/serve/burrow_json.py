@@ -10,13 +10,29 @@ features are on; `noisy_neighbour` when one is diagnosed) that Burrow clients ig
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from lag.protocol import CommitPoint, GroupStatus, Mode, NoisyNeighbour, PartitionVerdict, Status
 from pulse.redact import redact_url
 
 Json = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class BurrowModules:
+    """The modules Burrow's `/v3/config/...` and `/v3/kafka/{cluster}` describe, fixed once the runner is built and
+    given to the routes at construction."""
+
+    clusters: Mapping[str, Json] = field(default_factory=dict)
+    """Per cluster, the cluster module (`/v3/kafka/{cluster}`, `/v3/config/cluster/{name}`)."""
+    consumers: Mapping[str, Json] = field(default_factory=dict)
+    """Per cluster, the consumer module (`/v3/config/consumer/{name}`)."""
+    notifiers: Mapping[str, Json] = field(default_factory=dict)
+    """Notifier modules by name (`/v3/config/notifier/{name}`)."""
+    main: Mapping[str, Json] = field(default_factory=dict)
+    """Sections added to `/v3/config` (general, logging, zookeeper, httpserver)."""
 
 
 def commit_json(point: CommitPoint | None, mode: Mode) -> Json | None:

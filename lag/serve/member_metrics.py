@@ -11,7 +11,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from lag.protocol import GroupStatus
-from lag.service import LagService
+from lag.store.access import LagReader
 
 MEMBER_LABELS = ["cluster", "consumer_group", "client_id", "host"]
 
@@ -51,7 +51,7 @@ class GroupMembersCollector(Collector):
     """Register with a `CollectorRegistry` beside `LagCollector`; per-member lag costs one more evaluation of every
     group per scrape, which is why it is an option."""
 
-    def __init__(self, service: LagService, per_member: bool = False) -> None:
+    def __init__(self, service: LagReader, per_member: bool = False) -> None:
         self.service = service
         self.per_member = per_member
 
@@ -67,11 +67,11 @@ class GroupMembersCollector(Collector):
             labels=["cluster", "share_group"],
         )
         svc = self.service
-        with svc.lock:
+        with svc.locked() as store:
             for cluster in svc.clusters():
-                for group, count in svc.store.member_counts(cluster):
+                for group, count in store.member_counts(cluster):
                     members.add_metric([cluster, group], count)
-                for group in svc.store.share_groups(cluster):
+                for group in store.share_groups(cluster):
                     share.add_metric([cluster, group], 1.0)
         yield from (members, share)
         if self.per_member:

@@ -14,9 +14,8 @@ from typing import Literal
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from lag.serve.scrape import scrape_rows
 from lag.serve.text_families import FAMILIES, Family, Template, render
-from lag.service import LagService
+from lag.store.access import LagReader
 from lag.store.arrays import release_freed_heap
 from pulse.http.exposition import Encoder, RenderedFamilies, encode_families
 
@@ -32,7 +31,7 @@ class LagCollector(Collector):
 
     def __init__(
         self,
-        service: LagService,
+        service: LagReader,
         granularity: Literal["partition", "group"] = "partition",
         release_heap: Callable[[], object] = release_freed_heap,
     ) -> None:
@@ -49,7 +48,7 @@ class LagCollector(Collector):
     def render(self, encoder: Encoder) -> Iterator[bytes]:
         """The group and partition families in `encoder`'s format: evaluated under the lock now, written after it
         piece by piece as the listener sends them."""
-        rows = scrape_rows(self.service, self.service.clock_ms())
+        rows = self.service.scrape_rows(self.service.clock_ms())
         templates = [template(encoder, f) for f in FAMILIES]
         pieces = render(rows, templates, self.granularity)
         if sum(len(r.names) + len(r.current_lag) for r in rows) < RELEASE_FROM_ROWS:
@@ -77,18 +76,19 @@ class LagCollector(Collector):
         commits = CounterMetricFamily(
             "kafka_pulse_lag_commits", "Commits offered to the store, by what became of them.", labels=["result"]
         )
-        with svc.lock:
+        freshness = svc.freshness
+        with svc.locked() as store:
             for cluster in svc.clusters():
-                healthy = svc.health is None or svc.health.unavailable_reason(cluster, now) is None
+                healthy = freshness is None or freshness.unavailable_reason(cluster, now) is None
                 up.add_metric([cluster], 1.0 if healthy else 0.0)
-            for cluster, estimate in sorted(svc.page_cache.items()):
+            for cluster, estimate in sorted(svc.page_caches().items()):
                 for broker, window in sorted(estimate.windows_s.items()):
                     if not math.isinf(window):
                         windows.add_metric([cluster, str(broker)], window)
-            for cluster, counts in sorted(svc.decoded.items()):
+            for cluster, counts in sorted(svc.record_counts().items()):
                 for kind, n in sorted(counts.items()):
                     records.add_metric([cluster, kind], n)
-            for result, n in sorted(svc.store.ingested.items(), key=lambda item: item[0].value):
+            for result, n in sorted(store.ingested.items(), key=lambda item: item[0].value):
                 commits.add_metric([result.value], n)
         yield from (up, windows, records, commits)
 

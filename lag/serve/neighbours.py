@@ -14,17 +14,16 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from lag.diagnose.noisy_neighbour import DiskRead, diagnose, disk_read, is_hurting
-from lag.protocol import GroupStatus, NoisyNeighbour
-from lag.serve.scrape import ClusterRows, scrape_rows
-from lag.service import LagService
+from lag.protocol import ClusterRows, GroupStatus, NoisyNeighbour
+from lag.store.access import LagReader
 from pulse.broker_health import BrokerHealthBoard
 
 LABELS = ["cluster", "broker", "group", "topic"]
 
 
-def with_noisy_neighbours(service: LagService, status: GroupStatus) -> GroupStatus:
+def with_noisy_neighbours(service: LagReader, status: GroupStatus) -> GroupStatus:
     """`status` with the (broker, topic) pairs its group is named for; unchanged when nothing is diagnosed."""
-    board, estimate = service.broker_health, service.page_cache.get(status.cluster)
+    board, estimate = service.broker_health, service.page_caches().get(status.cluster)
     if board is None or estimate is None or not status.partitions:
         return status
     brokers = board.snapshot(status.cluster)
@@ -40,19 +39,18 @@ def with_noisy_neighbours(service: LagService, status: GroupStatus) -> GroupStat
 
 
 def cluster_noisy_neighbours(
-    service: LagService, board: BrokerHealthBoard, now_ms: int
+    service: LagReader, board: BrokerHealthBoard, now_ms: int
 ) -> list[tuple[str, NoisyNeighbour]]:
     """(cluster, diagnosis) for every cluster with a hurting broker, from one columnar evaluation of the groups.
     Evaluates only while some broker's produce latency is up; otherwise returns at once."""
-    hurting = {
-        c for c in service.clusters() if c in service.page_cache and any(map(is_hurting, board.snapshot(c).values()))
-    }
+    page_caches = service.page_caches()
+    hurting = {c for c in service.clusters() if c in page_caches and any(map(is_hurting, board.snapshot(c).values()))}
     if not hurting:
         return []
     out = []
-    for rows in scrape_rows(service, now_ms):
+    for rows in service.scrape_rows(now_ms):
         if rows.cluster in hurting:
-            estimate = service.page_cache[rows.cluster]
+            estimate = page_caches[rows.cluster]
             reads = _disk_reads(rows, estimate.window_for)
             out += [(rows.cluster, n) for n in diagnose(board.snapshot(rows.cluster), reads, estimate.leaders)]
     return out
@@ -74,7 +72,7 @@ class NoisyNeighbourCollector(Collector):
     """`kafka_pulse_noisy_neighbour{cluster,broker,group,topic}` (1 per diagnosis) and its numbers; no series at all
     while nothing is diagnosed or no board is given (standalone `lag` without a detector)."""
 
-    def __init__(self, service: LagService) -> None:
+    def __init__(self, service: LagReader) -> None:
         self.service = service
 
     def collect(self) -> Iterator[Metric]:

@@ -23,6 +23,7 @@ from typing import Any
 from lag.protocol import CommitPoint, Status
 from lag.serve.burrow_json import (
     BURROW_LOG_LEVELS,
+    BurrowModules,
     Json,
     commit_json,
     envelope,
@@ -32,7 +33,8 @@ from lag.serve.burrow_json import (
     storage_module_json,
 )
 from lag.serve.neighbours import with_noisy_neighbours
-from lag.service import LagService
+from lag.store.access import LagReader
+from lag.store.offsets import OffsetStore
 from lag.store.windows import NO_LAG
 from pulse.http import Request, Response, Route
 
@@ -57,10 +59,14 @@ def invalid_request(request: Request) -> Response:
 
 
 class BurrowApi:
-    """The v3 routes over one `LagService`; `routes()` for a listener, with `invalid_request` as its fallback."""
+    """The v3 routes over one `LagReader`; `routes()` for a listener, with `invalid_request` as its fallback."""
 
-    def __init__(self, service: LagService, logger: logging.Logger | None = None) -> None:
+    def __init__(
+        self, service: LagReader, modules: BurrowModules | None = None, logger: logging.Logger | None = None
+    ) -> None:
+        """`modules`: the cluster, consumer and notifier modules `/v3/config` and `/v3/kafka/{cluster}` describe."""
         self.service = service
+        self.modules = modules if modules is not None else BurrowModules()
         self.hostname = socket.gethostname()
         self.logger = logger or logging.getLogger()
         """The logger whose level `/v3/admin/loglevel` reads and sets (the root logger by default)."""
@@ -98,17 +104,17 @@ class BurrowApi:
     # -- /v3/kafka -------------------------------------------------------------------------------------------------
 
     def _clusters(self, request: Request) -> Response:
-        return self._json(request, 200, "cluster list returned", clusters=self.service.clusters())
+        return self._json(request, 200, "cluster list returned", clusters=self._cluster_names())
 
     def _unknown_cluster(self, request: Request) -> Response | None:
-        if request.params["cluster"] in self.service.clusters():
+        if request.params["cluster"] in self._cluster_names():
             return None
         return self._json(request, 404, "cluster module not found", error=True)
 
     def _cluster(self, request: Request) -> Response:
         if refused := self._unknown_cluster(request):
             return refused
-        module = self.service.cluster_info.get(request.params["cluster"], {})
+        module = self.modules.clusters.get(request.params["cluster"], {})
         return self._json(request, 200, "cluster module detail returned", module=module)
 
     def _topics(self, request: Request) -> Response:
@@ -154,7 +160,7 @@ class BurrowApi:
         with self.service.locked() as store:
             if not store.has_group(cluster, group, self.service.clock_ms()):
                 return self._json(request, 404, "cluster or consumer not found", error=True)
-            return self._json(request, 200, "consumer detail returned", topics=self._detail(cluster, group))
+            return self._json(request, 200, "consumer detail returned", topics=self._detail(store, cluster, group))
 
     def _status(self, request: Request, show_all: bool) -> Response:
         """`.../status` (the partitions not OK) and `.../lag` (all of them)."""
@@ -182,8 +188,12 @@ class BurrowApi:
                 store.delete_group_topic(cluster, group, topic)
         return self._json(request, 200, "consumer group removed")
 
-    def _detail(self, cluster: str, group: str) -> Json:
-        store, mode = self.service.store, self.service.settings.mode
+    def _cluster_names(self) -> list[str]:
+        """The clusters with data, and those configured before their first HWM (Burrow lists its modules)."""
+        return sorted(set(self.service.clusters()) | set(self.modules.clusters))
+
+    def _detail(self, store: OffsetStore, cluster: str, group: str) -> Json:
+        mode = self.service.settings.mode
         out: dict[str, list[Json]] = {}
         for slot in store.slots(cluster, group):
             offsets, timestamps, lags = store.commits.read(slot.slot)
@@ -203,11 +213,11 @@ class BurrowApi:
 
     def _main_config(self, request: Request) -> Response:
         sections = main_config_json(request.listener, request.tls, self._level())
-        sections |= self.service.main_config
+        sections |= self.modules.main
         return self._json(request, 200, "main config returned", **sections)
 
     def _modules(self, request: Request) -> Response:
-        svc, s = self.service, self.service.settings
+        s = self.service.settings
         coordinator, name = request.params["coordinator"], request.params.get("name")
         if coordinator not in _COORDINATORS:
             return invalid_request(request)
@@ -215,9 +225,9 @@ class BurrowApi:
             "storage": {"default": storage_module_json(s.mode, s.intervals, s.min_distance_s, s.effective_group_allow(),
                                                        s.expire_group_s)},
             "evaluator": {"default": evaluator_module_json(s.mode, s.allowed_lag, s.minimum_complete)},
-            "cluster": svc.cluster_info,
-            "consumer": svc.consumer_info,
-            "notifier": svc.notifier_info,
+            "cluster": dict(self.modules.clusters),
+            "consumer": dict(self.modules.consumers),
+            "notifier": dict(self.modules.notifiers),
         }[coordinator]  # fmt: skip
         if name is None:
             return self._json(request, 200, "module list returned", coordinator=coordinator, modules=sorted(modules))

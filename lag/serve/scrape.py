@@ -11,60 +11,26 @@ partition order; NaN stands for a value the objects leave None.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
 
-from lag.diagnose.page_cache import PageCacheEstimate
 from lag.evaluate.columnar.block import I64, gather_histories, unique_ints
 from lag.evaluate.columnar.timelag import F64, time_lags
+from lag.evaluate.evaluator import Evaluator
 from lag.evaluate.rules import Rule
-from lag.protocol import Status
-from lag.service import LagService
+from lag.protocol import Bools, ClusterRows, PageCacheEstimate, Status
 from lag.store.record_times import RecordTimes
 
-Bools = NDArray[np.bool_]
 
-
-@dataclass(frozen=True, slots=True)
-class ClusterRows:
-    """One cluster's groups (`names`, per-group arrays) and the partitions of its judged groups (per-partition
-    arrays; group g owns `[starts[g], starts[g+1])`, empty for NOTFOUND and UNKNOWN groups)."""
-
-    cluster: str
-    names: list[str]
-    status: I64
-    totallag: I64
-    maxlag: I64
-    """Current lag of the group's maxlag partition; 0 without one."""
-    lag_seconds: F64
-    exact_seconds: F64
-    starts: I64
-    topic_ids: I64
-    topic_names: dict[int, str]
-    """Topic id -> name, for the ids in `topic_ids`."""
-    partitions: I64
-    current_lag: I64
-    part_status: I64
-    full: Bools
-    """The window is complete (Burrow exports the partition status only then)."""
-    has_commit: Bools
-    last_offset: I64
-    part_lag_seconds: F64
-    part_exact_seconds: F64
-    beyond_page_cache: F64
-    """1.0, 0.0, or NaN when unknown."""
-
-
-def scrape_rows(service: LagService, now_ms: int) -> list[ClusterRows]:
-    """Every cluster's rows at `now_ms`; takes the service's lock."""
-    with service.lock:
-        return [_cluster_rows(service, cluster, now_ms) for cluster in service.store.clusters()]
-
-
-def _cluster_rows(service: LagService, cluster: str, now_ms: int) -> ClusterRows:
-    store, evaluator = service.store, service.evaluator
+def cluster_rows(
+    evaluator: Evaluator,
+    cluster: str,
+    now_ms: int,
+    record_times: RecordTimes | None = None,
+    estimate: PageCacheEstimate | None = None,
+) -> ClusterRows:
+    """One cluster's rows at `now_ms` (call under the service's lock)."""
+    store = evaluator.store
     names, ids, expired = store.groups_at(cluster, now_ms)
     health = evaluator.health
     all_expired = expired is not None and bool(expired.all())
@@ -99,12 +65,11 @@ def _cluster_rows(service: LagService, cluster: str, now_ms: int) -> ClusterRows
     else:
         histories, history = gather_histories(store, index.hwm_rows)
     part_lag_s = time_lags(last_offset, has_commit, histories, history, now_ms)
-    part_exact = _exact_seconds(service.record_times, cluster, index.topic_ids, index.partitions, last_offset,
+    part_exact = _exact_seconds(record_times, cluster, index.topic_ids, index.partitions, last_offset,
                                 v.current_lag, has_commit, now_ms, store.hwms.topic_name)  # fmt: skip
-    estimate = service.page_cache.get(cluster)
     beyond = _beyond(estimate, index.topic_ids, index.partitions, has_commit, part_exact, part_lag_s,
                      store.hwms.topic_name)  # fmt: skip
-    enriched = service.record_times is not None or estimate is not None
+    enriched = record_times is not None or estimate is not None
     starts = np.concatenate(([0], np.cumsum(sizes)))
     return ClusterRows(
         cluster=cluster,

@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from lag.evaluate.columnar.block import I64, unique_ints
 from lag.evaluate.columnar.timelag import F64
-from lag.serve.scrape import ClusterRows
+from lag.protocol import ClusterRows
 
 GROUP = ("cluster", "consumer_group")
 PARTITION = ("cluster", "consumer_group", "topic", "partition")

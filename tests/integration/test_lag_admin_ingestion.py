@@ -14,7 +14,8 @@ from confluent_kafka import Consumer, TopicPartition
 
 from lag.ingest.source import Ingestion, KafkaLagSource
 from lag.protocol import Status
-from lag.service import LagService, SourceHealth
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
 from pulse.config import LagConfig
 from pulse.ports import wait_until
 from tests.fixtures.kafka import KafkaHandle, commit_offsets

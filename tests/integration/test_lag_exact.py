@@ -14,7 +14,8 @@ from confluent_kafka import TopicPartition
 
 from lag.ingest.exact_lag import ExactLagFetcher
 from lag.ingest.source import KafkaLagSource
-from lag.service import LagService, SourceHealth
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
 from pulse.config import ExactTimeLagConfig, LagConfig
 from pulse.ports import wait_until
 from tests.fixtures.kafka import KafkaHandle, commit_offsets

@@ -16,7 +16,8 @@ from devstack.alertmanager import Alertmanager
 from lag.ingest.source import KafkaLagSource
 from lag.notify.incidents import ALERTNAME, LagNotifier
 from lag.protocol import Status
-from lag.service import LagService, SourceHealth
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
 from pulse.alerts import AlertSink
 from pulse.config import AlertingConfig, LagConfig
 from tests.fixtures.kafka import KafkaHandle, commit_offsets

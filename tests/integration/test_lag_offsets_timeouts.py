@@ -21,7 +21,8 @@ import json, sys, time
 from confluent_kafka import OFFSET_END, Consumer, KafkaException
 import lag.ingest.source
 from lag.ingest.admin_clients import read_offsets
-from lag.service import LagService, SourceHealth
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
 from lag.ingest.source import KafkaLagSource
 from pulse.config import LagConfig
 

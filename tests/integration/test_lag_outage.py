@@ -19,7 +19,8 @@ from devstack.runtime import DEFAULT_VERSION
 from devstack.topology import Security
 from lag.ingest.source import KafkaLagSource
 from lag.protocol import Mode, Status
-from lag.service import LagService, SourceHealth
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
 from pulse.config import LagConfig
 from pulse.paths import cache_dir
 from tests.fixtures.kafka import KafkaHandle, commit_offsets

@@ -14,7 +14,8 @@ from confluent_kafka import TopicPartition
 from devstack.services import poll
 from lag.ingest.source import OFFSETS_TOPIC, KafkaLagSource
 from lag.protocol import Status
-from lag.service import LagService, SourceHealth
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
 from pulse.config import LagConfig
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.integration.test_dev_cluster import produce

@@ -20,7 +20,8 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from lag.ingest.source import KafkaLagSource
-from lag.service import LagService, SourceHealth
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
 from pulse.config import LagConfig
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.fixtures.services import BurrowFactory

@@ -46,7 +46,8 @@ from kafka_pulse.check.verdict import overall
 from kafka_pulse.clusters import dev_cluster_config
 from lag.ingest.source import Ingestion, KafkaLagSource
 from lag.protocol import Status
-from lag.service import LagService, SourceHealth
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
 from pulse.config import CanaryConfig, ClusterConfig, LagConfig, PulseConfig
 from pulse.errors import KafkaUnavailable
 from pulse.kafka_log import verdict_settings

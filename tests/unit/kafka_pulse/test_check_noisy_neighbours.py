@@ -13,7 +13,7 @@ from kafka_pulse.check.noisy_neighbours import (
     parse_noisy_neighbours,
 )
 from kafka_pulse.check.verdict import Section, Status
-from lag.diagnose.page_cache import PageCacheEstimate
+from lag.protocol import PageCacheEstimate
 from lag.serve.neighbours import NoisyNeighbourCollector
 from lag.service import LagService
 from pulse.broker_health import BrokerHealthBoard, BrokerSlowness
@@ -25,15 +25,14 @@ LAG = Section("lag", Status.INFO, "1 group, 1 read", ("one snapshot cannot ...",
 
 def served_metrics() -> str:
     """What a run's /metrics shows for a group reading 150 s back on broker 2 (60 s page cache, 85 ms produce)."""
-    service = LagService(LagConfig(mode="enhanced", intervals=2), clock_ms=lambda: NOW)
+    board = BrokerHealthBoard()
+    service = LagService(LagConfig(mode="enhanced", intervals=2), clock_ms=lambda: NOW, broker_health=board)
     with service.locked() as store:
         store.add_hwm("prod", "orders", 0, 0, NOW - 200_000)
         store.add_hwm("prod", "orders", 0, 2000, NOW)
         store.add_commit("prod", "etl", "orders", 0, 500, NOW - 1000, NOW - 1000)
-    service.page_cache["prod"] = PageCacheEstimate({2: 60.0}, {("orders", 0): 2})
-    board = BrokerHealthBoard()
+    service.set_page_cache("prod", PageCacheEstimate({2: 60.0}, {("orders", 0): 2}))
     board.publish("prod", {2: BrokerSlowness(2, False, 0.0, "", 85.0, True)})
-    service.broker_health = board
     registry = CollectorRegistry()
     registry.register(NoisyNeighbourCollector(service))
     return generate_latest(registry).decode()

@@ -15,7 +15,8 @@ from lag.ingest.admin_source import (
     should_store,
 )
 from lag.protocol import Status
-from lag.service import LagService, SourceHealth
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
 from pulse.config import LagConfig
 
 

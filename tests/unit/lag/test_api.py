@@ -14,7 +14,7 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 
-from lag.serve.burrow_json import client_profile_json, cluster_module_json, consumer_module_json
+from lag.serve.burrow_json import BurrowModules, client_profile_json, cluster_module_json, consumer_module_json
 from lag.serve.metrics import LagCollector
 from lag.serve.routes import BurrowApi, invalid_request
 from lag.service import LagService
@@ -29,9 +29,13 @@ NOW = 1_700_000_000_000
 def api() -> BurrowApi:
     service = LagService(LagConfig(mode="burrow", intervals=3, min_distance_s=1), clock_ms=lambda: NOW)
     profile = client_profile_json("local", "kafka-pulse-lag")
-    service.cluster_info["local"] = cluster_module_json(["127.0.0.1:9092"], profile, 10, 10)
-    service.consumer_info["local"] = consumer_module_json(
-        "burrow", "local", ["127.0.0.1:9092"], profile, None, "^console-", "consumer_offsets"
+    modules = BurrowModules(
+        clusters={"local": cluster_module_json(["127.0.0.1:9092"], profile, 10, 10)},
+        consumers={
+            "local": consumer_module_json(
+                "burrow", "local", ["127.0.0.1:9092"], profile, None, "^console-", "consumer_offsets"
+            )
+        },
     )
     with service.locked() as store:
         store.add_hwm("local", "t", 0, 100, NOW - 30_000)
@@ -40,7 +44,7 @@ def api() -> BurrowApi:
             store.add_commit("local", "g", "t", 0, 10, NOW - 30_000 + i * 10_000, NOW)  # stalled with lag
     logger = logging.getLogger("test-lag-api")
     logger.setLevel(logging.INFO)
-    return BurrowApi(service, logger)
+    return BurrowApi(service, modules, logger)
 
 
 def handle(api: BurrowApi, method: str, path: str, body: bytes = b"") -> Response:
@@ -57,7 +61,9 @@ def get(api: BurrowApi, path: str, method: str = "GET", body: bytes = b"") -> tu
 def test_admin_and_ready(api: BurrowApi) -> None:
     assert get(api, "/burrow/admin") == (200, "GOOD")
     assert get(api, "/burrow/admin/ready") == (200, "READY")
-    api.service.ready = False
+    service = api.service
+    assert isinstance(service, LagService)
+    service.ready = False
     assert get(api, "/burrow/admin/ready") == (503, "STARTING")
 
 

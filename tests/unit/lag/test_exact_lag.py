@@ -46,13 +46,13 @@ def test_choose_lookups_is_bounded_and_takes_the_largest_lag_first() -> None:
 def test_the_service_reports_exact_lag_next_to_the_interpolated_one() -> None:
     now = 1_000_000
     service = LagService(LagConfig(mode="enhanced", intervals=2), clock_ms=lambda: now)
-    service.record_times = RecordTimes(10)
+    record_times = service.record_times(10)
     with service.locked() as store:
         store.add_hwm("c", "t", 0, 100, now - 20_000)
         store.add_hwm("c", "t", 0, 200, now - 10_000)
         store.add_commit("c", "g", "t", 0, 150, now - 15_000, now - 15_000)
         store.add_commit("c", "g", "t", 0, 150, now - 5_000, now - 5_000)
-    service.record_times.put(("c", "t", 0, 150), now - 3_600_000)  # the record was produced an hour ago
+    record_times.put(("c", "t", 0, 150), now - 3_600_000)  # the record was produced an hour ago
     status = service.group_status("c", "g")
     verdict = status.partitions[0]
     assert verdict.lag_seconds == pytest.approx(15.0)  # interpolated: the log end was at 150 15 s ago

@@ -33,7 +33,8 @@ from lag.ingest.records import (
     decode_record_general,
 )
 from lag.ingest.source import KafkaLagSource
-from lag.service import LagService, SourceHealth
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
 from lag.store.offsets import OffsetStore
 from pulse.config import LagConfig
 

@@ -19,16 +19,14 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.utils import floatToGoString
 
-from lag.diagnose.page_cache import PageCacheEstimate
 from lag.evaluate.columnar.block import gather_histories, partition_index
 from lag.evaluate.columnar.timelag import time_lags
 from lag.evaluate.rules import Rule
 from lag.evaluate.timelag import time_lag_seconds
-from lag.protocol import MODES, Mode
+from lag.protocol import MODES, Mode, PageCacheEstimate
 from lag.serve.metrics import LagCollector
 from lag.serve.text_families import BLOCK_LINES, FAMILIES, float_texts, int_texts
 from lag.service import LagService
-from lag.store.record_times import RecordTimes
 from pulse.config import HttpConfig, LagConfig
 from pulse.http import HttpServer
 from pulse.http.exposition import STREAM_BYTES, encode, encode_families
@@ -63,7 +61,7 @@ def build(mode: Mode, seed: int = 15, groups: int = 700) -> LagService:
     config = LagConfig(mode=mode, intervals=5, min_distance_s=0, expire_group_s=3600, hwm_history=12)
     service = LagService(config, health=DownCluster(), clock_ms=lambda: NOW)
     store = service.store
-    service.record_times = RecordTimes(100_000)
+    record_times = service.record_times(100_000)
     for cluster in CLUSTERS:
         topics = [f"topic-{t:03d}" + ('"é' if t % 11 == 0 else "") for t in range(40)]
         sizes = {topic: rng.randint(1, 8) for topic in topics}
@@ -77,7 +75,7 @@ def build(mode: Mode, seed: int = 15, groups: int = 700) -> LagService:
                     offset += rng.choice((0, 0, 3, 40, 1000, 123_457)) * (-1 if rng.random() < 0.05 else 1)
                     t_ms += rng.choice((0, 10_000, 30_000))
                 leaders[(topic, p)] = rng.randint(1, 3)
-        service.page_cache[cluster] = PageCacheEstimate({1: 30.0, 2: math.inf}, leaders)  # broker 3: unknown
+        service.set_page_cache(cluster, PageCacheEstimate({1: 30.0, 2: math.inf}, leaders))  # broker 3: unknown
         for g in range(groups):
             group = group_name(rng, g)
             old = g % 50 == 0  # expired by scrape time
@@ -106,7 +104,7 @@ def build(mode: Mode, seed: int = 15, groups: int = 700) -> LagService:
                         store.add_commit(cluster, group, topic, p, max(o, 0), t_ms, NOW - 60_000)
                         t_ms += rng.choice((10_000, 60_000)) if behaviour != "stopped" else 1000
                     if rng.random() < 0.5:
-                        service.record_times.put((cluster, topic, p, max(o, 0)), NOW - rng.randint(0, 90_000))
+                        record_times.put((cluster, topic, p, max(o, 0)), NOW - rng.randint(0, 90_000))
     add_owners(service, random.Random(seed + 1))
     return service
 

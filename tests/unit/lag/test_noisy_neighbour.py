@@ -11,8 +11,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from lag.diagnose.noisy_neighbour import DiskRead, diagnose, disk_read, is_hurting
-from lag.diagnose.page_cache import PageCacheEstimate
-from lag.protocol import NoisyNeighbour
+from lag.protocol import NoisyNeighbour, PageCacheEstimate
 from lag.serve.burrow_json import group_status_json
 from lag.serve.neighbours import NoisyNeighbourCollector, with_noisy_neighbours
 from lag.service import LagService
@@ -124,15 +123,14 @@ NOW = 1_000_000
 def lagging_service(board: BrokerHealthBoard | None) -> LagService:
     """Group g: partition 0 one second behind, partition 1 150 s behind (10 records/s); both led by broker 2,
     whose page cache holds 60 s."""
-    service = LagService(LagConfig(mode="enhanced", intervals=2), clock_ms=lambda: NOW)
+    service = LagService(LagConfig(mode="enhanced", intervals=2), clock_ms=lambda: NOW, broker_health=board)
     with service.locked() as store:
         for p in (0, 1):
             store.add_hwm("c", "t", p, 0, NOW - 200_000)
             store.add_hwm("c", "t", p, 2000, NOW)
         store.add_commit("c", "g", "t", 0, 1990, NOW - 1000, NOW - 1000)
         store.add_commit("c", "g", "t", 1, 500, NOW - 1000, NOW - 1000)
-    service.page_cache["c"] = PageCacheEstimate({2: 60.0}, {("t", 0): 2, ("t", 1): 2})
-    service.broker_health = board
+    service.set_page_cache("c", PageCacheEstimate({2: 60.0}, {("t", 0): 2, ("t", 1): 2}))
     return service
 
 

@@ -8,7 +8,8 @@ import threading
 import time
 
 from lag.ingest.source import INGEST_CHUNK, KafkaLagSource
-from lag.service import LagService, SourceHealth
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
 from lag.store.lock import ServiceLock
 from pulse.config import LagConfig
 
