@@ -206,3 +206,5 @@ class ClusterRows:
     part_exact_seconds: Floats
     beyond_page_cache: Floats
     """1.0, 0.0, or NaN when unknown."""
+    noisy_neighbours: tuple[NoisyNeighbour, ...] = ()
+    """The cluster's noisy neighbours (groups reading from disk on a hurting broker); empty while none is hurting."""

@@ -1,20 +1,19 @@
 """The running lag evaluator: one store and evaluator shared by the sources (writers) and the API, metrics and
 notifier (readers) under one lock, with the wall clock read here and nowhere in the rules. Verdicts leave through
-`group_status`/`all_statuses`, which add the exact time lag and the page-cache hint to the evaluator's.
+`group_status`/`all_statuses`/`scrape_rows`, enriched once by `lag/diagnose/enrich.py` (exact time lag, page-cache
+hint, noisy neighbours).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
-from lag.diagnose.page_cache import is_beyond_page_cache
+from lag.diagnose.enrich import Evidence, enrich_status
 from lag.evaluate.evaluator import Evaluator
 from lag.evaluate.rules import RuleParams
-from lag.evaluate.timelag import exact_lag_seconds
-from lag.protocol import ClusterRows, GroupStatus, PageCacheEstimate, PartitionVerdict, SourceFreshness
+from lag.protocol import ClusterRows, GroupStatus, PageCacheEstimate, SourceFreshness
 from lag.serve.scrape import cluster_rows
 from lag.store.freshness import wall_clock_ms
 from lag.store.lock import ServiceLock
@@ -125,59 +124,31 @@ class LagService:
     def group_status(self, cluster: str, group: str, now_ms: int | None = None) -> GroupStatus:
         now = self.clock_ms() if now_ms is None else now_ms
         with self.lock:
-            return self._enrich(self.evaluator.evaluate_group(cluster, group, now), now)
+            return enrich_status(self.evidence(cluster), self.evaluator.evaluate_group(cluster, group, now), now)
 
     def all_statuses(self, now_ms: int | None = None) -> list[GroupStatus]:
         """Every group of every cluster, evaluated at `now_ms` (default: the clock), which the evaluation log
         stamps its rows with."""
         now = self.clock_ms() if now_ms is None else now_ms
         with self.lock:
-            return [
-                self._enrich(s, now) for c in self.store.clusters() for s in self.evaluator.evaluate_cluster(c, now)
-            ]
+            out: list[GroupStatus] = []
+            for cluster in self.store.clusters():
+                evidence = self.evidence(cluster)
+                out += (enrich_status(evidence, s, now) for s in self.evaluator.evaluate_cluster(cluster, now))
+            return out
 
     def scrape_rows(self, now_ms: int) -> list[ClusterRows]:
         """Every cluster's rows for /metrics at `now_ms`, as arrays (serve/scrape.py), in one pass under the lock."""
         with self.lock:
-            return [
-                cluster_rows(self.evaluator, cluster, now_ms, self._record_times, self._page_cache.get(cluster))
-                for cluster in self.store.clusters()
-            ]
+            return [cluster_rows(self.evaluator, c, now_ms, self.evidence(c)) for c in self.store.clusters()]
 
     @property
     def broker_health(self) -> BrokerHealthBoard | None:
         return self._broker_health
 
-    def _enrich(self, status: GroupStatus, now_ms: int) -> GroupStatus:
-        """Add exact time lag and the page-cache hint, when configured, to the evaluator's verdicts."""
-        estimate = self._page_cache.get(status.cluster)
-        if (self._record_times is None and estimate is None) or not status.partitions:
-            return status
-        partitions = tuple(self._enrich_partition(status.cluster, v, estimate, now_ms) for v in status.partitions)
-        exact = [v.exact_lag_seconds for v in partitions if v.exact_lag_seconds is not None]
-        beyond = [v.beyond_page_cache for v in partitions if v.beyond_page_cache is not None]
-        maxlag = status.maxlag
-        if maxlag is not None:
-            maxlag = next((v for v in partitions if (v.topic, v.partition) == (maxlag.topic, maxlag.partition)), maxlag)
-        return dataclasses.replace(
-            status,
-            partitions=partitions,
-            maxlag=maxlag,
-            exact_lag_seconds=max(exact) if exact else None,
-            beyond_page_cache=any(beyond) if beyond else None,
-        )
-
-    def _enrich_partition(
-        self, cluster: str, v: PartitionVerdict, estimate: PageCacheEstimate | None, now_ms: int
-    ) -> PartitionVerdict:
-        if v.end is None:
-            return v
-        exact = None
-        if self._record_times is not None:
-            ts = self._record_times.get((cluster, v.topic, v.partition, v.end.offset))
-            exact = exact_lag_seconds(ts, v.current_lag, now_ms)
-        window = beyond = None
-        if estimate is not None:
-            window = estimate.window_for(v.topic, v.partition)
-            beyond = is_beyond_page_cache(exact if exact is not None else v.lag_seconds, window)
-        return dataclasses.replace(v, exact_lag_seconds=exact, page_cache_window_s=window, beyond_page_cache=beyond)
+    def evidence(self, cluster: str) -> Evidence:
+        """What the enrichment of `cluster`'s verdicts reads (call under the lock)."""
+        estimate = self._page_cache.get(cluster)
+        board = self._broker_health
+        brokers = board.snapshot(cluster) if board is not None and estimate is not None else None
+        return Evidence(self._record_times, estimate, brokers)

@@ -20,7 +20,6 @@ from kafka_pulse.check.verdict import Report, Section, Status
 from kafka_pulse.status.document import CanaryReading, SloPoint, SloView, StatusInputs, slo_key, status_document
 from kafka_pulse.status.quantiles import bucket_delta
 from lag.protocol import GroupStatus
-from lag.serve.neighbours import with_noisy_neighbours
 from pulse.config import ClusterConfig, PulseConfig
 from pulse.self_health import ComponentHealth, SelfHealth
 
@@ -190,7 +189,7 @@ class StatusBoard:
         service = self.sources.lag
         if service is None:
             return None
-        return [with_noisy_neighbours(service, g) for g in service.all_statuses()]
+        return service.all_statuses()
 
     def _canary(self) -> CanaryReading | None:
         service = self.sources.canary

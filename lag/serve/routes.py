@@ -32,7 +32,6 @@ from lag.serve.burrow_json import (
     main_config_json,
     storage_module_json,
 )
-from lag.serve.neighbours import with_noisy_neighbours
 from lag.store.access import LagReader
 from lag.store.offsets import OffsetStore
 from lag.store.windows import NO_LAG
@@ -167,9 +166,7 @@ class BurrowApi:
         if refused := self._unknown_cluster(request):
             return refused
         svc = self.service
-        with svc.locked():
-            status = svc.group_status(request.params["cluster"], request.params["group"], svc.clock_ms())
-            status = with_noisy_neighbours(svc, status)
+        status = svc.group_status(request.params["cluster"], request.params["group"], svc.clock_ms())
         body = group_status_json(status, svc.settings.mode, show_all=show_all)
         if status.status is Status.NOTFOUND:
             body["complete"] = 1  # what Burrow's NOTFOUND status carries

@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from lag.diagnose.noisy_neighbour import DiskRead, diagnose, disk_read, is_hurting
 from lag.protocol import NoisyNeighbour, PageCacheEstimate
 from lag.serve.burrow_json import group_status_json
-from lag.serve.neighbours import NoisyNeighbourCollector, with_noisy_neighbours
+from lag.serve.neighbours import NoisyNeighbourCollector
 from lag.service import LagService
 from pulse.broker_health import BrokerHealthBoard, BrokerSlowness
 from pulse.config import LagConfig
@@ -144,7 +144,7 @@ def test_the_service_names_the_group_in_its_status_and_on_metrics() -> None:
     board = BrokerHealthBoard()
     service = lagging_service(board)
     board.publish("c", {1: verdict(1), 2: verdict(2, elevated=True, ms=85.0), 3: verdict(3)})
-    status = with_noisy_neighbours(service, service.group_status("c", "g"))
+    status = service.group_status("c", "g")
     assert [(n.broker, n.topic, n.partitions) for n in status.noisy_neighbours] == [(2, "t", (1,))]
     body = group_status_json(status, "enhanced")
     [named] = body["noisy_neighbour"]
@@ -172,7 +172,7 @@ def test_nothing_is_named_without_a_hurting_leader(published: dict[int, BrokerSl
     if board is not None and published is not None:
         board.publish("c", published)
     service = lagging_service(board)
-    status = with_noisy_neighbours(service, service.group_status("c", "g"))
+    status = service.group_status("c", "g")
     assert status.noisy_neighbours == ()
     assert "noisy_neighbour" not in group_status_json(status, "enhanced")
     assert "kafka_pulse_noisy_neighbour{" not in scrape(service)
@@ -182,7 +182,7 @@ def test_burrow_mode_keeps_its_fields_and_adds_the_diagnosis_as_an_extra_key() -
     board = BrokerHealthBoard()
     board.publish("c", {2: verdict(2, slow=True)})
     service = lagging_service(board)
-    body = group_status_json(with_noisy_neighbours(service, service.group_status("c", "g")), "burrow")
+    body = group_status_json(service.group_status("c", "g"), "burrow")
     assert "reason" not in body
     assert [n["broker"] for n in body["noisy_neighbour"]] == [2]
     assert isinstance(body["noisy_neighbour"][0], dict) and body["noisy_neighbour"][0]["broker_slow"] is True
