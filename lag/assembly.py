@@ -28,9 +28,7 @@ from lag.serve.burrow_json import (
     cluster_module_json,
     consumer_module_json,
 )
-from lag.serve.member_metrics import GroupMembersCollector
 from lag.serve.metrics import LagCollector
-from lag.serve.neighbours import NoisyNeighbourCollector
 from lag.serve.routes import BurrowApi
 from lag.service import LagService
 from lag.store.freshness import SourceHealth, wall_clock_ms
@@ -124,9 +122,7 @@ class LagRunner:
                 lag.group_deny,
                 ingestion,
             )
-        self.registry.register(LagCollector(self.service, lag.metrics_granularity))
-        self.registry.register(GroupMembersCollector(self.service, lag.metrics_per_member))
-        self.registry.register(NoisyNeighbourCollector(self.service))
+        self.registry.register(LagCollector(self.service, lag.metrics_granularity, per_member=lag.metrics_per_member))
         self.evaluation_log: EvaluationLog | None = configure_evaluation_log(
             lag.evaluation_log, self.service, self.registry, state if state is not None else state_dir()
         )  # the SLO engine's `lag` source (docs/sli-log.md)

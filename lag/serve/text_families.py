@@ -3,14 +3,15 @@
 than the evaluation itself at a million group-partitions; here a sample line is three or four shared strings and
 its value's text, joined once per piece of about a megabyte, which the listener sends before the next is made.
 
-The caller gives each family's `Template`, cut from client_python's own rendering of a one-sample family in the
-negotiated format, so headers, label names and their order are that encoder's; label values are escaped and sample
-values printed exactly as it does (`floatToGoString`: `1.0`, `1.5e+06`, `+Inf`).
+Each family's `Template` is cut from client_python's own rendering of a one-sample family in the negotiated format
+(`templates`, once per encoder), so headers, label names and their order are that encoder's; label values are
+escaped and sample values printed exactly as it does (`floatToGoString`: `1.0`, `1.5e+06`, `+Inf`).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -18,10 +19,12 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
+from prometheus_client.core import GaugeMetricFamily
 
 from lag.evaluate.columnar.block import I64, unique_ints
 from lag.evaluate.columnar.timelag import F64
 from lag.protocol import ClusterRows
+from pulse.http.exposition import Encoder, encode_families
 
 GROUP = ("cluster", "consumer_group")
 PARTITION = ("cluster", "consumer_group", "topic", "partition")
@@ -31,6 +34,7 @@ _SMALL = 1 << 16
 BLOCK_LINES = 8192
 """Sample lines per piece of text: about 1 MB at the lag families' line lengths."""
 _EXACT = 2**53
+_MARK = re.compile("\0([0-9])\0")
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +126,28 @@ class Template:
     after_group: str
     after_partition: str = ""
     after_topic: str = ""
+
+
+@cache
+def templates(encoder: Encoder) -> tuple[Template, ...]:
+    """`FAMILIES`' templates in `encoder`'s format, cut once per encoder (the format never changes in a process)."""
+    return tuple(template(encoder, f) for f in FAMILIES)
+
+
+def template(encoder: Encoder, family: Family) -> Template:
+    """Cut from the encoder's rendering of the family with one sample whose label values are markers."""
+    metric = GaugeMetricFamily(family.name, family.documentation, labels=family.labels)
+    metric.add_metric([f"\0{i}\0" for i in range(len(family.labels))], 0.0)
+    *header, line = encode_families(encoder, [metric]).decode().splitlines(keepends=True)
+    if not line.endswith(" 0.0\n"):
+        raise ValueError(f"{family.name}: unexpected sample line {line!r}")
+    pieces = _MARK.split(line[: -len("0.0\n")])
+    order = [int(i) for i in pieces[1::2]]
+    texts = pieces[0::2]
+    roles = [0, 1, 3, 2] if family.per_partition else [0, 1]  # labels sorted by name: partition before topic
+    if order != roles:
+        raise ValueError(f"{family.name}: labels in order {order}, expected {roles}")
+    return Template("".join(header), *texts)
 
 
 def escape(value: str) -> str:

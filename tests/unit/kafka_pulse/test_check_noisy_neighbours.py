@@ -1,4 +1,4 @@
-"""The check's noisy-neighbour lines: read back from the families lag/serve/neighbours.py renders (the same text a run
+"""The check's noisy-neighbour lines: read back from the families lag/serve/metrics.py renders (the same text a run
 serves), then folded into the lag section as WARN lines naming broker, group, topic and the numbers."""
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from kafka_pulse.check.noisy_neighbours import (
 )
 from kafka_pulse.check.verdict import Section, Status
 from lag.protocol import PageCacheEstimate
-from lag.serve.neighbours import NoisyNeighbourCollector
+from lag.serve.metrics import LagCollector
 from lag.service import LagService
 from pulse.broker_health import BrokerHealthBoard, BrokerSlowness
 from pulse.config import LagConfig
+from pulse.http.exposition import encode
 
 NOW = 1_000_000
 LAG = Section("lag", Status.INFO, "1 group, 1 read", ("one snapshot cannot ...",), details={"groups_listed": 1})
@@ -34,8 +35,8 @@ def served_metrics() -> str:
     service.set_page_cache("prod", PageCacheEstimate({2: 60.0}, {("orders", 0): 2}))
     board.publish("prod", {2: BrokerSlowness(2, False, 0.0, "", 85.0, True)})
     registry = CollectorRegistry()
-    registry.register(NoisyNeighbourCollector(service))
-    return generate_latest(registry).decode()
+    registry.register(LagCollector(service))
+    return encode(registry, generate_latest).decode()
 
 
 def test_the_run_s_families_read_back() -> None:

@@ -6,9 +6,10 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from lag.serve.member_metrics import GroupMembersCollector, MemberLag, member_lags
+from lag.serve.metrics import LagCollector, MemberLag, member_lags
 from lag.service import LagService
 from pulse.config import LagConfig
+from pulse.http.exposition import encode
 
 
 def service_with_a_group() -> LagService:
@@ -38,9 +39,9 @@ def test_member_lags_roll_up_each_owner() -> None:
 def test_members_and_share_groups_always_per_member_lag_only_when_asked() -> None:
     service = service_with_a_group()
     off, on = CollectorRegistry(), CollectorRegistry()
-    off.register(GroupMembersCollector(service))
-    on.register(GroupMembersCollector(service, per_member=True))
-    text_off, text_on = generate_latest(off).decode(), generate_latest(on).decode()
+    off.register(LagCollector(service))
+    on.register(LagCollector(service, per_member=True))
+    text_off, text_on = encode(off, generate_latest).decode(), encode(on, generate_latest).decode()
     for text in (text_off, text_on):
         assert 'kafka_pulse_lag_group_members{cluster="c",consumer_group="g"} 2.0' in text
         assert 'kafka_pulse_lag_share_group{cluster="c",share_group="sg"} 1.0' in text

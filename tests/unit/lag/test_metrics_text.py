@@ -24,7 +24,7 @@ from lag.evaluate.columnar.timelag import time_lags
 from lag.evaluate.rules import Rule
 from lag.evaluate.timelag import time_lag_seconds
 from lag.protocol import MODES, Mode, PageCacheEstimate
-from lag.serve.metrics import LagCollector
+from lag.serve.metrics import LagCollector, _neighbour_families
 from lag.serve.text_families import BLOCK_LINES, FAMILIES, float_texts, int_texts
 from lag.service import LagService
 from pulse.config import HttpConfig, LagConfig
@@ -187,7 +187,8 @@ def test_the_text_follows_groups_and_topics_that_come_and_go() -> None:
 @pytest.mark.parametrize("accept", ACCEPT[:2])
 def test_a_whole_scrape_is_what_client_python_printed(accept: str) -> None:
     """Through pulse.http's `encode`: the written families sit where the objects were, the service's own families
-    (counters included) follow as client_python renders them, OpenMetrics ends with one `# EOF`."""
+    (counters included), the members' and the noisy neighbours' follow as client_python renders them, OpenMetrics
+    ends with one `# EOF`."""
     encoder, _ = choose_encoder(accept)
     new, old = CollectorRegistry(), CollectorRegistry()
     new.register(LagCollector(build("enhanced", groups=100)))
@@ -196,7 +197,8 @@ def test_a_whole_scrape_is_what_client_python_printed(accept: str) -> None:
 
     class ServiceFamilies:
         def collect(self):  # type: ignore[no-untyped-def]
-            return LagCollector(service)._service_families()
+            collector = LagCollector(service)
+            return [*collector._service_families(), *collector._member_families(), *_neighbour_families([])]
 
     old.register(ServiceFamilies())
     assert encode(new, encoder) == encoder(old)
@@ -211,7 +213,8 @@ def test_a_scrape_over_http_is_streamed_and_is_what_client_python_printed() -> N
 
     class ServiceFamilies:
         def collect(self):  # type: ignore[no-untyped-def]
-            return LagCollector(service)._service_families()
+            collector = LagCollector(service)
+            return [*collector._service_families(), *collector._member_families(), *_neighbour_families([])]
 
     old.register(ServiceFamilies())
     want = generate_latest(old)

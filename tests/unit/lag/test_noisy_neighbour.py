@@ -11,12 +11,13 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from lag.diagnose.noisy_neighbour import DiskRead, diagnose, disk_read, is_hurting
-from lag.protocol import NoisyNeighbour, PageCacheEstimate
+from lag.protocol import ClusterRows, NoisyNeighbour, PageCacheEstimate
 from lag.serve.burrow_json import group_status_json
-from lag.serve.neighbours import NoisyNeighbourCollector
+from lag.serve.metrics import LagCollector
 from lag.service import LagService
 from pulse.broker_health import BrokerHealthBoard, BrokerSlowness
 from pulse.config import LagConfig
+from pulse.http.exposition import encode
 
 
 def verdict(broker: int, slow: bool = False, elevated: bool = False, ms: float | None = 40.0) -> BrokerSlowness:
@@ -120,10 +121,20 @@ def test_disk_read(
 NOW = 1_000_000
 
 
+class CountedService(LagService):
+    """The real service, counting its full evaluations for /metrics."""
+
+    scrapes = 0
+
+    def scrape_rows(self, now_ms: int) -> list[ClusterRows]:
+        self.scrapes += 1
+        return super().scrape_rows(now_ms)
+
+
 def lagging_service(board: BrokerHealthBoard | None) -> LagService:
     """Group g: partition 0 one second behind, partition 1 150 s behind (10 records/s); both led by broker 2,
     whose page cache holds 60 s."""
-    service = LagService(LagConfig(mode="enhanced", intervals=2), clock_ms=lambda: NOW, broker_health=board)
+    service = CountedService(LagConfig(mode="enhanced", intervals=2), clock_ms=lambda: NOW, broker_health=board)
     with service.locked() as store:
         for p in (0, 1):
             store.add_hwm("c", "t", p, 0, NOW - 200_000)
@@ -136,8 +147,8 @@ def lagging_service(board: BrokerHealthBoard | None) -> LagService:
 
 def scrape(service: LagService) -> str:
     registry = CollectorRegistry()
-    registry.register(NoisyNeighbourCollector(service))
-    return generate_latest(registry).decode()
+    registry.register(LagCollector(service))
+    return encode(registry, generate_latest).decode()
 
 
 def test_the_service_names_the_group_in_its_status_and_on_metrics() -> None:
@@ -192,3 +203,16 @@ def test_noisy_neighbour_is_a_frozen_value() -> None:
     n = NoisyNeighbour(2, "g", "t", (0,), 1.0, 1.0, None, False, "")
     with pytest.raises(AttributeError):
         n.broker = 3  # type: ignore[misc]
+
+
+def test_one_scrape_evaluates_every_group_once_while_a_broker_is_slow() -> None:
+    """The lag families and the noisy neighbours come from one pass: before, a slow broker made the neighbours'
+    collector evaluate every group a second time."""
+    board = BrokerHealthBoard()
+    board.publish("c", {2: verdict(2, slow=True)})
+    service = lagging_service(board)
+    assert isinstance(service, CountedService)
+    text = scrape(service)
+    assert 'kafka_pulse_noisy_neighbour{broker="2",cluster="c",group="g",topic="t"} 1.0' in text
+    assert 'kafka_consumergroup_group_lag{cluster_name="c",group="g"' in text
+    assert service.scrapes == 1
