@@ -18,7 +18,7 @@ from kafka_pulse.cli.dev import dev_home
 from kafka_pulse.cli.options import F, config_option
 from kafka_pulse.clusters import load_or_default, resolve_cluster
 from kafka_pulse.runner.assembly import Assembly, add_alert_sink, add_lag, add_status
-from lag.replay import replay
+from lag import replay
 from pulse.alerts import AlertSink
 from pulse.config import LagConfig, LagMode, check_section, load_config, split_host_port
 from pulse.errors import ConfigError, PulseError

@@ -103,8 +103,7 @@ def add_lag(
 ) -> None:
     """Lag's families on the registry and the Burrow v3 routes on the listener (unknown routes get Burrow's
     answer); with `sink`, incidents go to Alertmanager and link to this listener's API."""
-    from lag.assembly import LagRunner
-    from lag.serve.routes import invalid_request
+    from lag import LagRunner, invalid_request
 
     runner = LagRunner(
         config, clusters, sink, assembly.url, state=state, registry=assembly.registry,

@@ -19,14 +19,14 @@ from kafka_pulse.check.facts import NotAvailable
 from kafka_pulse.check.verdict import Report, Section, Status
 from kafka_pulse.status.document import CanaryReading, SloPoint, SloView, StatusInputs, slo_key, status_document
 from kafka_pulse.status.quantiles import bucket_delta
-from lag.protocol import GroupStatus
+from lag import GroupStatus
 from pulse.config import ClusterConfig, PulseConfig
 from pulse.self_health import ComponentHealth, SelfHealth
 
 if TYPE_CHECKING:
     from canary.service import CanaryService
     from kafka_pulse.runner.slo_schedule import SloSchedule
-    from lag.store.access import LagReader
+    from lag import LagReader
 
 _LOG = logging.getLogger(__name__)
 REFRESH_S = 5.0

@@ -13,8 +13,8 @@ from urllib.parse import quote
 from kafka_pulse.check.render import report_json
 from kafka_pulse.check.verdict import Report, Section, Status, overall
 from kafka_pulse.status.quantiles import Buckets, merge, quantile
-from lag.protocol import GroupStatus
-from lag.protocol import Status as LagStatus
+from lag import GroupStatus
+from lag import Status as LagStatus
 from slo.results import SloResult, iso
 
 SCHEMA = "kafka-pulse-status/1"
