@@ -69,8 +69,9 @@ def enrich_partitions(
     now_ms: int,
 ) -> PartitionFacts:
     """Exact lag, page-cache window and beyond-the-cache for every row at once."""
-    exact = _exact_seconds(evidence.record_times, cluster, topic_ids, topic_name, partitions, last_offset,
-                           current_lag, has_commit, now_ms)  # fmt: skip
+    exact = _exact_seconds(
+        evidence.record_times, cluster, topic_ids, topic_name, partitions, last_offset, current_lag, has_commit, now_ms
+    )
     windows = _windows(evidence.page_cache, topic_ids, topic_name, partitions, has_commit)
     beyond = np.full(len(topic_ids), np.nan)
     lag = np.where(np.isnan(exact), lag_seconds, exact)
@@ -109,8 +110,18 @@ def enrich_status(evidence: Evidence, status: GroupStatus, now_ms: int) -> Group
     lag_seconds = np.array([np.nan if v.lag_seconds is None else v.lag_seconds for v in verdicts], dtype=np.float64)
     partitions = np.array([v.partition for v in verdicts], dtype=np.int64)
     current_lag = np.array([v.current_lag for v in verdicts], dtype=np.int64)
-    facts = enrich_partitions(evidence, status.cluster, topic_ids, topics.__getitem__, partitions, last_offset,
-                              current_lag, has_commit, lag_seconds, now_ms)  # fmt: skip
+    facts = enrich_partitions(
+        evidence,
+        status.cluster,
+        topic_ids,
+        topics.__getitem__,
+        partitions,
+        last_offset,
+        current_lag,
+        has_commit,
+        lag_seconds,
+        now_ms,
+    )
     enriched = tuple(_partition(v, facts, i, evidence) for i, v in enumerate(verdicts))
     exact = [v.exact_lag_seconds for v in enriched if v.exact_lag_seconds is not None]
     beyond = [v.beyond_page_cache for v in enriched if v.beyond_page_cache is not None]
@@ -118,8 +129,9 @@ def enrich_status(evidence: Evidence, status: GroupStatus, now_ms: int) -> Group
     if maxlag is not None:
         maxlag = next((v for v in enriched if (v.topic, v.partition) == (maxlag.topic, maxlag.partition)), maxlag)
     starts = np.array([0, len(verdicts)], dtype=np.int64)
-    found = noisy_neighbours(evidence, [status.group], starts, topic_ids, topics.__getitem__, partitions, facts,
-                             lag_seconds)  # fmt: skip
+    found = noisy_neighbours(
+        evidence, [status.group], starts, topic_ids, topics.__getitem__, partitions, facts, lag_seconds
+    )
     return dataclasses.replace(
         status,
         partitions=enriched,
@@ -217,7 +229,14 @@ def _disk_reads(
         group = names[int(np.searchsorted(starts, r, side="right")) - 1]
         topic, partition = topic_name(int(topic_ids[r])), int(partitions[r])
         exact, approx, window = float(facts.exact_seconds[r]), float(lag_seconds[r]), float(facts.window_s[r])
-        read = disk_read(group, topic, partition, None if np.isnan(approx) else approx,
-                         None if np.isnan(exact) else exact, window, True)  # fmt: skip
+        read = disk_read(
+            group,
+            topic,
+            partition,
+            None if np.isnan(approx) else approx,
+            None if np.isnan(exact) else exact,
+            window,
+            True,
+        )
         if read is not None:
             yield read

@@ -222,9 +222,20 @@ def _roll_up(
         worst[nonempty] = _first_max(status, starts, sizes[nonempty])
     group_complete = np.divide(full, sizes, out=np.zeros(groups, dtype=np.float64), where=nonempty)
     return GroupVerdicts(
-        cluster, now_ms, index, rules, status, current_lag, complete, last_offset, group_status, totallag,
-        group_complete, maxlag, worst,
-    )  # fmt: skip
+        cluster,
+        now_ms,
+        index,
+        rules,
+        status,
+        current_lag,
+        complete,
+        last_offset,
+        group_status,
+        totallag,
+        group_complete,
+        maxlag,
+        worst,
+    )
 
 
 def _first_max(values: I64, starts: I64, sizes: I64) -> I64:

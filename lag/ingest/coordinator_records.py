@@ -99,10 +99,16 @@ class GroupRecord:
 
 
 NewGroupRecord = (
-    ConsumerGroupMetadata | ConsumerGroupTombstone | ConsumerGroupMember | ConsumerGroupMemberLeft
-    | ConsumerGroupAssignment | ConsumerGroupAssignmentTombstone | ShareGroupMetadata | ShareGroupTombstone
+    ConsumerGroupMetadata
+    | ConsumerGroupTombstone
+    | ConsumerGroupMember
+    | ConsumerGroupMemberLeft
+    | ConsumerGroupAssignment
+    | ConsumerGroupAssignmentTombstone
+    | ShareGroupMetadata
+    | ShareGroupTombstone
     | GroupRecord
-)  # fmt: skip
+)
 
 _OTHER_KEYS = frozenset({4, 6, 7, 10, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23})
 """Key versions of the new coordinator (apache/kafka 4.3 `CoordinatorRecordType`) read only for their group."""

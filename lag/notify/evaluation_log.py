@@ -280,12 +280,16 @@ class EvaluationLogCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         yield from self.writer.collect()
         cycles = CounterMetricFamily(
-            f"{self.PREFIX}_cycles", "Evaluation cycles run, by result (failed: the evaluation raised).",
+            f"{self.PREFIX}_cycles",
+            "Evaluation cycles run, by result (failed: the evaluation raised).",
             labels=["result"],
-        )  # fmt: skip
+        )
         for result, count in sorted(self.log.cycles.items()):
             cycles.add_metric([result], count)
         yield cycles
         if self.log.last_cycle_ms is not None:
-            yield GaugeMetricFamily(f"{self.PREFIX}_last_cycle_timestamp_seconds", "When the latest cycle evaluated.",
-                                    value=self.log.last_cycle_ms / 1000)  # fmt: skip
+            yield GaugeMetricFamily(
+                f"{self.PREFIX}_last_cycle_timestamp_seconds",
+                "When the latest cycle evaluated.",
+                value=self.log.last_cycle_ms / 1000,
+            )

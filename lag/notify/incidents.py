@@ -130,8 +130,13 @@ class IncidentBook:
 
     def labels(self, cluster: str, group: str, severity: Status) -> dict[str, str]:
         """Identity only: routing labels, alertname, severity, cluster, group."""
-        return {**self.routing_labels, "alertname": ALERTNAME, "severity": SEVERITY_LABEL[severity],
-                "cluster": cluster, "group": group}  # fmt: skip
+        return {
+            **self.routing_labels,
+            "alertname": ALERTNAME,
+            "severity": SEVERITY_LABEL[severity],
+            "cluster": cluster,
+            "group": group,
+        }
 
     def _alert(self, incident: Incident) -> Alert:
         status = incident.last
@@ -194,8 +199,9 @@ class LagNotifier:
         sender: AlertSender,
         api_url: str | None = None,
     ) -> LagNotifier:
-        book = IncidentBook(threshold, api_url=api_url, routing_labels=alerting.labels,
-                            runbook_template=alerting.runbook_url)  # fmt: skip
+        book = IncidentBook(
+            threshold, api_url=api_url, routing_labels=alerting.labels, runbook_template=alerting.runbook_url
+        )
         return cls(service, book, Incidents.from_config(alerting, interval_s), sender, interval_s)
 
     def start(self) -> None:

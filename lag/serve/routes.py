@@ -219,13 +219,16 @@ class BurrowApi:
         if coordinator not in _COORDINATORS:
             return invalid_request(request)
         modules: dict[str, Json] = {
-            "storage": {"default": storage_module_json(s.mode, s.intervals, s.min_distance_s, s.effective_group_allow(),
-                                                       s.expire_group_s)},
+            "storage": {
+                "default": storage_module_json(
+                    s.mode, s.intervals, s.min_distance_s, s.effective_group_allow(), s.expire_group_s
+                )
+            },
             "evaluator": {"default": evaluator_module_json(s.mode, s.allowed_lag, s.minimum_complete)},
             "cluster": dict(self.modules.clusters),
             "consumer": dict(self.modules.consumers),
             "notifier": dict(self.modules.notifiers),
-        }[coordinator]  # fmt: skip
+        }[coordinator]
         if name is None:
             return self._json(request, 200, "module list returned", coordinator=coordinator, modules=sorted(modules))
         if name not in modules:

@@ -64,8 +64,18 @@ def cluster_rows(
     part_lag_s = time_lags(last_offset, has_commit, histories, history, now_ms)
     evidence = evidence if evidence is not None else Evidence()
     topic_name = store.hwms.topic_name
-    facts = enrich_partitions(evidence, cluster, index.topic_ids, topic_name, index.partitions, last_offset,
-                              v.current_lag, has_commit, part_lag_s, now_ms)  # fmt: skip
+    facts = enrich_partitions(
+        evidence,
+        cluster,
+        index.topic_ids,
+        topic_name,
+        index.partitions,
+        last_offset,
+        v.current_lag,
+        has_commit,
+        part_lag_s,
+        now_ms,
+    )
     part_exact = facts.exact_seconds
     starts = np.concatenate(([0], np.cumsum(sizes)))
     return ClusterRows(

@@ -239,9 +239,22 @@ def _columns(
     first_ts = np.add(flat_times.take(first), epoch_ms, dtype=np.int64)
     last_ts = np.add(flat_times.take(newest), epoch_ms, dtype=np.int64)
     return WindowColumns(
-        offsets, times, epoch_ms, lags, count, oldest, offsets.ravel().take(newest), first_ts, last_ts, history,
-        h.offsets, h.times_ms, h.count, h.offsets_sorted, h.times_sorted,
-    )  # fmt: skip
+        offsets,
+        times,
+        epoch_ms,
+        lags,
+        count,
+        oldest,
+        offsets.ravel().take(newest),
+        first_ts,
+        last_ts,
+        history,
+        h.offsets,
+        h.times_ms,
+        h.count,
+        h.offsets_sorted,
+        h.times_sorted,
+    )
 
 
 def _ring_cells(rows: I64, head: I64, count: I64, n: int, width: int | None = None) -> I64:
