@@ -17,7 +17,7 @@ Nothing here raises on bad input: a record that cannot be decoded becomes `Undec
 Speed: nearly every record is an offset commit of one shape (key v1, value v3 or v4, short metadata), so
 `decode_record` first tries `offset_commit_fast`, which reads that shape with precompiled `struct` unpacks and
 bounds checks and no reader object; anything else, malformed input included, goes to the general decoder, which
-gives the same answer for every record the fast path accepts (tests/unit/lag/test_decoder.py holds them equal).
+gives the same answer for every record the fast path accepts (tests/unit/lag/ingest/test_records.py holds them equal).
 """
 
 from __future__ import annotations

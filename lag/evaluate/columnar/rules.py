@@ -2,7 +2,7 @@
 
 `decide` returns, per row, the `Rule` that fired, the current lag and the window's completeness; `rules.explain`
 turns a rule into its reason text when a caller reads the verdict. Each step below names the scalar predicate it
-reproduces; `tests/unit/lag/test_column_rules.py` holds the two paths to identical answers on random and
+reproduces; `tests/unit/lag/evaluate/test_columnar_rules.py` holds the two paths to identical answers on random and
 adversarial windows. Rows settle in rule order: a row decided by an earlier rule is never looked at again, and the
 costlier steps (HWM interpolation, the STOP scan of the HWM history) run on the rows still open only. Those two
 search a HWM history; when it never goes down (HWMs and sample times only grow, so nearly always) they bisect it,

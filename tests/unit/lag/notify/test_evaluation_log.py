@@ -32,7 +32,7 @@ from pulse.config import LagEvaluationLogConfig, parse_config
 from pulse.errors import ConfigError
 from pulse.ports import wait_until
 
-DOC = Path(__file__).resolve().parents[3] / "docs" / "sli-log.md"
+DOC = Path(__file__).resolve().parents[4] / "docs" / "sli-log.md"
 NOW = datetime(2026, 11, 21, 23, 59, 45, tzinfo=UTC)
 NOW_MS = int(NOW.timestamp() * 1000)
 
