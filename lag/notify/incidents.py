@@ -55,7 +55,7 @@ class AlertSender(Protocol):
 
 
 @dataclass
-class Incident:
+class GroupIncident:
     """An open incident of one group."""
 
     id: str
@@ -88,7 +88,7 @@ class IncidentBook:
         self.routing_labels = dict(routing_labels or {})
         """`alerting.labels`: constant labels for Alertmanager's routing."""
         self.runbook_template = runbook_template
-        self.open: dict[tuple[str, str], Incident] = {}
+        self.open: dict[tuple[str, str], GroupIncident] = {}
 
     def update(self, statuses: Iterable[GroupStatus], now_ms: int) -> list[Transition]:
         out: list[Transition] = []
@@ -112,7 +112,7 @@ class IncidentBook:
         if incident is None:
             if s < self.threshold:
                 return []
-            incident = self.open[key] = Incident(self.new_id(), now_ms, s, status)
+            incident = self.open[key] = GroupIncident(self.new_id(), now_ms, s, status)
             return [Transition("open", *key, s, incident.id)]
         incident.unknown_reason = ""
         if s in (Status.OK, Status.NOTFOUND):
@@ -138,7 +138,7 @@ class IncidentBook:
             "group": group,
         }
 
-    def _alert(self, incident: Incident) -> Alert:
+    def _alert(self, incident: GroupIncident) -> Alert:
         status = incident.last
         cluster, group = status.cluster, status.group
         labels = self.labels(cluster, group, incident.severity)
