@@ -1,6 +1,6 @@
 """Exact time lag, the Kafka side: every `interval_s`, read the record at the committed offset of each lagging
 group-partition (one consumer with assign(), one record per partition, at most `max_fetches_per_cycle` a cycle,
-largest lag first) and remember its timestamp in the service's `RecordTimes`, which `LagService` turns into
+largest lag first) and remember its timestamp in the service's `RecordTimes`, which the enrichment turns into
 seconds behind. Tesla's `kafka_consumer_freshness_tracker` (teslamotors/kafka-helmsman) reads timestamps the same way.
 """
 

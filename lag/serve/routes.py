@@ -1,4 +1,4 @@
-"""The Burrow v3 HTTP API as a route table over a `LagService`: pure handlers `Request -> Response` (bodies from
+"""The Burrow v3 HTTP API as a route table over a `LagReader`: pure handlers `Request -> Response` (bodies from
 `burrow_json.py`), served by the one listener of pulse.http next to /metrics.
 
 Every Burrow route, so tools written for Burrow work unchanged: `/burrow/admin`, `/burrow/admin/ready`,
