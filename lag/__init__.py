@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from lag.evaluate.evaluator import Evaluator
 from lag.evaluate.rules import RuleParams
 from lag.protocol import GroupStatus, NoisyNeighbour, PartitionVerdict, Status
-from lag.replay import replay
+from lag.replay import replay_lines
 from lag.serve.routes import invalid_request
 from lag.service import LagService
 from lag.store.access import LagReader, LagWriter
@@ -38,7 +38,7 @@ __all__ = [
     "RuleParams",
     "Status",
     "invalid_request",
-    "replay",
+    "replay_lines",
 ]
 
 _LAZY = {"LagRunner": "lag.assembly"}
