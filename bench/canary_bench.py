@@ -28,7 +28,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -53,6 +52,7 @@ from devstack.runtime import DEFAULT_VERSION
 from devstack.topology import Security
 from kafka_pulse.clusters import dev_cluster_config
 from pulse.config import CanaryConfig, ClusterConfig
+from pulse.lifecycle import Periodic
 from pulse.paths import cache_dir
 from pulse.ports import free_ports, wait_until
 from pulse.profile import client_config
@@ -121,13 +121,7 @@ def measure_latency(
     if first_record:
         consumer._consumer = FirstRecordReader(consumer._consumer)  # type: ignore[assignment]
     consumer.sync_partitions(view.partitions())
-    stop = threading.Event()
-
-    def consume() -> None:
-        while not stop.is_set():
-            consumer.poll_once(0.1)
-
-    reader = threading.Thread(target=consume, daemon=True)
+    reader = Periodic("bench-reader", 0, lambda: consumer.poll_once(0.1))  # the poll is the wait
     reader.start()
     warmup_end = time.monotonic() + 5  # connections up, first metadata, JIT of the brokers' request path
     end = warmup_end + seconds
@@ -146,8 +140,7 @@ def measure_latency(
         producer.poll(max(0.0, min(0.05, next_round - time.monotonic())))
     producer.close()
     time.sleep(1.0)  # the last probes' reads
-    stop.set()
-    reader.join()
+    reader.stop(timeout_s=30)
     consumer.close()
 
     rtt: dict[int, tuple[list[float], list[int], float, int]] = {}
@@ -266,8 +259,10 @@ def main() -> None:
                     f"\nLatency, {reader}, {args.seconds:g} s at one probe per partition every {args.interval:g} s"
                     " (ms):"
                 )
-                print("| broker (rack) | probes | e2e p50 | e2e p99 | produce p50 | produce p99 | rtt p50 | rtt avg |"
-                      " e2e p50 - rtt p50 | target <= 2 ms |")  # fmt: skip
+                print(
+                    "| broker (rack) | probes | e2e p50 | e2e p99 | produce p50 | produce p99 | rtt p50 | rtt avg |"
+                    " e2e p50 - rtt p50 | target <= 2 ms |"
+                )
                 print("|---|---|---|---|---|---|---|---|---|---|")
                 for r in rows:
                     gap = r["e2e_p50"] - r["rtt_p50"]

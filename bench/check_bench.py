@@ -91,9 +91,15 @@ def main() -> None:
             healthy = check_runs(env, args.runs)
             tools = ensure_tools(DEFAULT_VERSION, cache_dir())
             topics = [
-                "java", "-cp", tools.classpath, "org.apache.kafka.tools.TopicCommand",
-                "--bootstrap-server", cluster.spec.bootstrap_servers, "--describe", "--under-replicated-partitions",
-            ]  # fmt: skip
+                "java",
+                "-cp",
+                tools.classpath,
+                "org.apache.kafka.tools.TopicCommand",
+                "--bootstrap-server",
+                cluster.spec.bootstrap_servers,
+                "--describe",
+                "--under-replicated-partitions",
+            ]
             peer = [timed(topics, env)[0] for _ in range(args.runs)]
             hung: tuple[list[float], list[float], list[int]] = ([], [], [])
             for _ in range(args.runs):
@@ -114,10 +120,14 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     print(row("healthy", *healthy))
     print(row("broker 2 SIGSTOPped", *hung))
-    print(f"| start-up and imports of check only (floor) | {statistics.median(imports):.2f} | "
-          f"{min(imports):.2f}-{max(imports):.2f} | - | - | - |")  # fmt: skip
-    print(f"| peer: kafka-topics --describe --under-replicated-partitions | {statistics.median(peer):.2f} | "
-          f"{min(peer):.2f}-{max(peer):.2f} | - | - | - |")  # fmt: skip
+    print(
+        f"| start-up and imports of check only (floor) | {statistics.median(imports):.2f} | "
+        f"{min(imports):.2f}-{max(imports):.2f} | - | - | - |"
+    )
+    print(
+        f"| peer: kafka-topics --describe --under-replicated-partitions | {statistics.median(peer):.2f} | "
+        f"{min(peer):.2f}-{max(peer):.2f} | - | - | - |"
+    )
     ratio = statistics.median(healthy[0]) / statistics.median(peer)
     print(f"healthy check / kafka-topics: {ratio:.2f}x")
 

@@ -20,7 +20,8 @@ from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
-from collectors.cluster_state import ClusterSnapshot, PartitionState, assess, partition_states
+from collectors.cluster_state import ClusterSnapshot, assess, partition_states
+from pulse.kafka.partitions import PartitionState
 from tests.unit.collectors.cluster_state_reference import assess_reference
 
 
@@ -65,8 +66,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="measured runs per figure (median reported)")
     parser.add_argument("--sizes", default="10000,100000,200000", help="partition counts, comma-separated")
     args = parser.parse_args()
-    print("| partitions | brokers | build before (ms) | build now (ms) | assess before (ms) | assess now (ms) "
-          "| total before / now |")  # fmt: skip
+    print(
+        "| partitions | brokers | build before (ms) | build now (ms) | assess before (ms) | assess now (ms) "
+        "| total before / now |"
+    )
     print("|---|---|---|---|---|---|---|")
     for size in (int(s) for s in args.sizes.split(",")):
         brokers = min(100, max(3, 3 * size // 1000))
@@ -81,8 +84,10 @@ def main() -> None:
         assess_old = cpu_ms(lambda: assess_reference(snapshot), args.runs)  # noqa: B023
         assess_new = cpu_ms(lambda: assess(snapshot), args.runs)  # noqa: B023
         ratio = (build_old + assess_old) / (build_new + assess_new)
-        print(f"| {size:,} | {brokers} | {build_old:.0f} | {build_new:.0f} | {assess_old:.0f} | {assess_new:.0f} "
-              f"| {ratio:.2f}x |")  # fmt: skip
+        print(
+            f"| {size:,} | {brokers} | {build_old:.0f} | {build_new:.0f} | {assess_old:.0f} | {assess_new:.0f} "
+            f"| {ratio:.2f}x |"
+        )
 
 
 if __name__ == "__main__":

@@ -338,18 +338,24 @@ def run_collector(cluster: DevCluster, cycles: int, cycle_s: float, fan_out: int
     per_broker = (cycle_cpu - state_cpu) / brokers
     print()
     load = os.getloadavg()[0]
-    print(f"collector (jpype, {brokers} brokers, one cycle every {cycle_s:g} s, {cycles} cycles, "
-          f"wall {wall:.2f} s/cycle, {failed} failed scrapes at the end; load average {load:.2f})")  # fmt: skip
+    print(
+        f"collector (jpype, {brokers} brokers, one cycle every {cycle_s:g} s, {cycles} cycles, "
+        f"wall {wall:.2f} s/cycle, {failed} failed scrapes at the end; load average {load:.2f})"
+    )
     print("| figure | CPU (ms) |")
     print("|---|---|")
     print(f"| one cycle, whole process ({brokers} brokers + cluster state) | {cycle_cpu * 1000:.1f} |")
-    print(f"| cluster-state read ({len(state.result.value.balance) if state.result and state.result.value else 0} "
-          f"brokers) | {state_cpu * 1000:.1f} |")  # fmt: skip
+    print(
+        f"| cluster-state read ({len(state.result.value.balance) if state.result and state.result.value else 0} "
+        f"brokers) | {state_cpu * 1000:.1f} |"
+    )
     print(f"| per broker per cycle (cycle - cluster state) / brokers | {per_broker * 1000:.1f} |")
     print(f"| /metrics render, whole ({size / 1024:.0f} KiB) | {render_cpu * 1000:.1f} |")
     print(f"| /metrics render per broker | {render_cpu / brokers * 1000:.1f} |")
-    print(f"RSS added by the service (connections, scrapers, families): {rss:.1f} MiB, {rss / brokers:.2f} MiB per "
-          f"broker; process RSS {rss_mib():.0f} MiB (the in-process JVM included)")  # fmt: skip
+    print(
+        f"RSS added by the service (connections, scrapers, families): {rss:.1f} MiB, {rss / brokers:.2f} MiB per "
+        f"broker; process RSS {rss_mib():.0f} MiB (the in-process JVM included)"
+    )
     every = 15.0
     print(f"one core at a scrape every {every:g} s: about {every / (per_broker + render_cpu / brokers):.0f} brokers")
 

@@ -21,7 +21,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from concurrent.futures import Future
 from pathlib import Path
@@ -37,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the Burrow and Z
 from devstack.cluster import DevCluster
 from devstack.runtime import LEGACY_VERSION
 from devstack.topology import Security
+from pulse.lifecycle import Periodic
 from pulse.paths import cache_dir
 from pulse.ports import free_ports, wait_until
 from tests.support.burrow import Burrow, BurrowOptions
@@ -75,19 +75,17 @@ class Workload:
         """Offset-commit records written (one per group-partition per round)."""
         self.produced = 0
         self._offset = 0
-        self._stop = threading.Event()
-        self._producer_thread = threading.Thread(target=self._produce, daemon=True)
+        self._producing = Periodic("bench-producer", 0.1, self._produce, fixed_rate=False, first_delay_s=0.1)
 
     def start_producing(self) -> None:
-        self._producer_thread.start()
+        self._producing.start()
 
     def _produce(self) -> None:
-        while not self._stop.wait(0.1):
-            for i in range(self.produce_rate // 10):
-                self.producer.produce(TOPIC, value=b"x" * 100, partition=i % self.partitions)
-            self.produced += self.produce_rate // 10
-            self.producer.poll(0)
-        self.producer.flush(30)
+        """A tenth of a second's records."""
+        for i in range(self.produce_rate // 10):
+            self.producer.produce(TOPIC, value=b"x" * 100, partition=i % self.partitions)
+        self.produced += self.produce_rate // 10
+        self.producer.poll(0)
 
     def commit_round(self) -> None:
         """Every group commits every partition once (offsets trail the log end)."""
@@ -117,8 +115,8 @@ class Workload:
         return self.commits - before
 
     def stop(self) -> None:
-        self._stop.set()
-        self._producer_thread.join(timeout=30)
+        self._producing.stop(timeout_s=30)
+        self.producer.flush(30)
 
 
 def measure(pids: dict[str, int], action: Any) -> tuple[dict[str, float], float, Any]:
@@ -226,19 +224,25 @@ def main() -> None:
         load_cpu, load_wall, commits = measure(pids, loaded)
         rss = {name: rss_mb(pid) for name, pid in pids.items()}
 
-        print(f"workload: {args.groups} groups x {args.partitions} partitions every {args.commit_interval:g} s "
-              f"= {commits / load_wall:,.0f} commit records/s over {load_wall:.1f} s ({commits:,} commits); "
-              f"{args.produce_rate} records/s produced; intervals={args.intervals} offset-refresh="
-              f"{args.offset_refresh} s min-distance={args.min_distance} s")  # fmt: skip
-        print(f"{'process':<18} {'idle CPU %':>10} {'loaded CPU %':>12} {'us/commit':>10} {'us/commit-idle':>15} "
-              f"{'RSS MB':>7}")  # fmt: skip
+        print(
+            f"workload: {args.groups} groups x {args.partitions} partitions every {args.commit_interval:g} s "
+            f"= {commits / load_wall:,.0f} commit records/s over {load_wall:.1f} s ({commits:,} commits); "
+            f"{args.produce_rate} records/s produced; intervals={args.intervals} offset-refresh="
+            f"{args.offset_refresh} s min-distance={args.min_distance} s"
+        )
+        print(
+            f"{'process':<18} {'idle CPU %':>10} {'loaded CPU %':>12} {'us/commit':>10} {'us/commit-idle':>15} "
+            f"{'RSS MB':>7}"
+        )
         per_commit: dict[str, float] = {}
         for name in pids:
             idle_rate = idle_cpu[name] / idle_wall
             per_commit[name] = load_cpu[name] / commits * 1e6
             net = (load_cpu[name] - idle_rate * load_wall) / commits * 1e6
-            print(f"{name:<18} {100 * idle_rate:>10.1f} {100 * load_cpu[name] / load_wall:>12.1f} "
-                  f"{per_commit[name]:>10.1f} {net:>15.1f} {rss[name]:>7.0f}")  # fmt: skip
+            print(
+                f"{name:<18} {100 * idle_rate:>10.1f} {100 * load_cpu[name] / load_wall:>12.1f} "
+                f"{per_commit[name]:>10.1f} {net:>15.1f} {rss[name]:>7.0f}"
+            )
         ratio = per_commit["kafka-pulse lag"] / per_commit["burrow-1.2.1"]
         print(f"ratio kafka-pulse / Burrow, CPU per commit: {ratio:.2f}")
     finally:

@@ -180,10 +180,22 @@ def phase_main(home: Path, shape: DataShape, args: argparse.Namespace) -> dict[s
         steps = set(args.steps.split(","))
         tools = ensure_tools(DEFAULT_VERSION, cache_dir())
         base = ["java", "-cp", tools.classpath]
-        groups_cmd = [*base, "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
-                      bootstrap, "--describe", "--all-groups"]  # fmt: skip
-        topics_cmd = [*base, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap, "--describe",
-                      "--under-replicated-partitions"]  # fmt: skip
+        groups_cmd = [
+            *base,
+            "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+            "--bootstrap-server",
+            bootstrap,
+            "--describe",
+            "--all-groups",
+        ]
+        topics_cmd = [
+            *base,
+            "org.apache.kafka.tools.TopicCommand",
+            "--bootstrap-server",
+            bootstrap,
+            "--describe",
+            "--under-replicated-partitions",
+        ]
         if "tools" in steps:
             out["kafka_consumer_groups"] = [run_tool(groups_cmd, env) for _ in range(args.tool_runs)]
             say(f"kafka-consumer-groups --describe --all-groups: {out['kafka_consumer_groups']}")
@@ -269,8 +281,14 @@ def check_run(env: dict[str, str]) -> dict[str, Any]:
     except ValueError:
         return {"wall_s": wall, "cpu_s": cpu, "exit": done.returncode, "error": done.stderr[-1500:]}
     checks = {c["name"]: (c["status"], c["summary"]) for c in report.get("checks", [])}
-    return {"wall_s": wall, "cpu_s": cpu, "exit": done.returncode, "status": report.get("status"),
-            "elapsed_s": report.get("elapsed_s"), "checks": checks}  # fmt: skip
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "exit": done.returncode,
+        "status": report.get("status"),
+        "elapsed_s": report.get("elapsed_s"),
+        "checks": checks,
+    }
 
 
 def lag_round(

@@ -22,6 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from devstack.populate import COMMIT_CLIENTS, commit_groups
 from devstack.topology import DataShape
+from pulse.lifecycle import Periodic
 
 REPO = Path(__file__).resolve().parents[1]
 CLUSTER = "local"
@@ -185,38 +186,41 @@ class Committer:
         self.commits = 0
         self.rounds = 0
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._run, args=(i,), daemon=True) for i in range(clients)]
+        self._loops = [self._loop(i) for i in range(clients)]
 
-    def _run(self, index: int) -> None:
+    def _loop(self, index: int) -> Periodic:
+        """Client `index`'s share of the groups, one round every `every_s` (a round the stop cuts short ends)."""
         rounds = 0
-        while not self._stop.is_set():
-            started = time.monotonic()
+
+        def commit_round() -> None:
+            nonlocal rounds
             flip = rounds % 2  # offsets alternate between two values below the end: every commit is a record
 
-            def offset(group: int, _partition: int, flip: int = flip) -> int:
+            def offset(group: int, _partition: int) -> int:
                 return max(0, RECORDS - 1 - group % 4 - flip)
 
             part = (index, len(self.admins))
-            done = commit_groups(
-                self.admins[index], self.shape, offset, in_flight=50, stop=self._stop.is_set, part=part
-            )
+            stop = loop.stopping.is_set
+            done = commit_groups(self.admins[index], self.shape, offset, in_flight=50, stop=stop, part=part)
             rounds += 1
             with self._lock:
                 self.commits += done
                 self.rounds = max(self.rounds, rounds)
-            self._stop.wait(max(0.0, self.every_s - (time.monotonic() - started)))
+
+        loop = Periodic(f"committer-{index}", self.every_s, commit_round)
+        return loop
 
     @contextmanager
     def running(self) -> Iterator[Committer]:
-        for thread in self._threads:
-            thread.start()
+        for loop in self._loops:
+            loop.start()
         try:
             yield self
         finally:
-            self._stop.set()
-            for thread in self._threads:
-                thread.join(timeout=300)
+            for loop in self._loops:
+                loop.stopping.set()
+            for loop in self._loops:
+                loop.stop(timeout_s=300)
 
 
 def all_served(http: httpx.Client, url: str, shape: DataShape, pending: set[str]) -> Callable[[], bool]:

@@ -18,7 +18,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -254,23 +253,21 @@ def measure(
 ) -> tuple[dict[str, Any], float, float, float, TreeSampler]:
     """Run a child engine; (its JSON result, wall seconds, peak tree RSS in MiB, tree CPU seconds, and a sampler
     of the `others` trees (the standalone workers, whose executors do the work) over the same time)."""
+    from pulse.lifecycle import Periodic
+
     started = time.perf_counter()
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO)
     mine, theirs = TreeSampler([child.pid]), TreeSampler(others or [])
     base = {pid: _cpu_ticks(pid) for pid in others or []}  # the workers' own CPU before this run
-    done = threading.Event()
 
     def sample() -> None:
-        while not done.is_set():
-            mine.sample()
-            theirs.sample()
-            done.wait(0.2)
+        mine.sample()
+        theirs.sample()
 
-    sampler = threading.Thread(target=sample, daemon=True)
+    sampler = Periodic("bench-sampler", 0.2, sample, fixed_rate=False)
     sampler.start()
     out, _ = child.communicate()
-    done.set()
-    sampler.join()
+    sampler.stop(timeout_s=30)
     if child.returncode != 0:
         raise SystemExit(f"{argv[-1]} engine failed with exit {child.returncode}")
     for pid, ticks in base.items():

@@ -19,7 +19,6 @@ import json
 import os
 import resource
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -35,6 +34,7 @@ from devstack.topology import Security
 from kafka_pulse.clusters import dev_cluster_config
 from kafka_pulse.runner.assembly import Assembly, add_canary, add_collectors
 from pulse.config import PulseConfig
+from pulse.lifecycle import Periodic
 from pulse.paths import cache_dir
 from pulse.ports import free_ports
 from pulse.profile import client_config
@@ -48,31 +48,31 @@ class Load:
         self.topic = f"bench-load-{uuid.uuid4().hex[:6]}"
         self.admin = AdminClient(settings)  # held: a collected client fails its pending futures
         self.admin.create_topics([NewTopic(self.topic, 6, 3)])[self.topic].result(30)
-        self.stop = threading.Event()
-        self.threads = [threading.Thread(target=f, daemon=True) for f in (self._produce, self._consume)]
-        for thread in self.threads:
-            thread.start()
+        self.producer = Producer({**self.settings, "acks": "all", "linger.ms": 5})
+        group = f"bench-load-{uuid.uuid4().hex[:6]}"
+        self.consumer = Consumer({**self.settings, "group.id": group, "auto.offset.reset": "earliest"})
+        self.consumer.subscribe([self.topic])
+        # The clients' polls are the waits: the loops tick without a pause.
+        self.loops = [
+            Periodic("bench-load-produce", 0, self._produce),
+            Periodic("bench-load-consume", 0, self._consume),
+        ]
+        for loop in self.loops:
+            loop.start()
 
     def _produce(self) -> None:
-        producer = Producer({**self.settings, "acks": "all", "linger.ms": 5})
-        while not self.stop.is_set():
-            for i in range(20):
-                producer.produce(self.topic, value=b"x" * 200, key=str(i).encode())
-            producer.poll(0.1)
-        producer.flush(10)
+        for i in range(20):
+            self.producer.produce(self.topic, value=b"x" * 200, key=str(i).encode())
+        self.producer.poll(0.1)
 
     def _consume(self) -> None:
-        group = f"bench-load-{uuid.uuid4().hex[:6]}"
-        consumer = Consumer({**self.settings, "group.id": group, "auto.offset.reset": "earliest"})
-        consumer.subscribe([self.topic])
-        while not self.stop.is_set():
-            consumer.poll(0.5)
-        consumer.close()
+        self.consumer.poll(0.5)
 
     def end(self) -> None:
-        self.stop.set()
-        for thread in self.threads:
-            thread.join(30)
+        for loop in self.loops:
+            loop.stop(30)
+        self.producer.flush(10)
+        self.consumer.close()
 
 
 class Watch:
@@ -86,8 +86,11 @@ class Watch:
     def load_figures(self) -> dict[str, float]:
         """Min, mean and max of the 1-minute load average over the phase just watched, then start a new phase."""
         samples, self.load1 = self.load1 or [os.getloadavg()[0]], []
-        return {"load1_min": round(min(samples), 1), "load1_mean": round(sum(samples) / len(samples), 1),
-                "load1_max": round(max(samples), 1)}  # fmt: skip
+        return {
+            "load1_min": round(min(samples), 1),
+            "load1_mean": round(sum(samples) / len(samples), 1),
+            "load1_max": round(max(samples), 1),
+        }
 
     def flags(self) -> dict[int, bool]:
         self.load1.append(os.getloadavg()[0])
@@ -179,10 +182,15 @@ def main() -> None:
             detect_s, others = watch.until(args.stutter_broker, True, 600)
         finally:
             stutter.stop()
-        results["stutter"] = {"broker": args.stutter_broker, "stop_ms": 300, "period_ms": 1000,
-                              "detection_s": detect_s, "other_brokers_flagged": sorted(others),
-                              "reason": assembly.broker_health.snapshot("dev")[args.stutter_broker].reason,
-                              **watch.load_figures()}  # fmt: skip
+        results["stutter"] = {
+            "broker": args.stutter_broker,
+            "stop_ms": 300,
+            "period_ms": 1000,
+            "detection_s": detect_s,
+            "other_brokers_flagged": sorted(others),
+            "reason": assembly.broker_health.snapshot("dev")[args.stutter_broker].reason,
+            **watch.load_figures(),
+        }
         print(json.dumps(results["stutter"]), flush=True)
         clear_s, others = watch.until(args.stutter_broker, False, 900)
         results["recovery"] = {"clear_s": clear_s, "other_brokers_flagged": sorted(others), **watch.load_figures()}

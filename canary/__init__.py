@@ -4,6 +4,33 @@ Flow: `topic` (monitor topic placement) -> `producer` (one probe per partition p
 `tracker` (loss, duplicates, order; pure) -> `events` (one `ProbeResult` per probe) -> sinks (`metrics`, SLI log).
 """
 
-from canary.events import MemorySink, ProbeResult, ProbeSink, SinkFanout
+from __future__ import annotations
 
-__all__ = ["MemorySink", "ProbeResult", "ProbeSink", "SinkFanout"]
+from typing import TYPE_CHECKING
+
+from pulse.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from canary.assembly import build_canary
+    from canary.service import CanaryService
+    from canary.topic import KafkaPythonReassigner, TopicManager, read_layout
+
+__all__ = [
+    "CanaryService",
+    "KafkaPythonReassigner",
+    "TopicManager",
+    "build_canary",
+    "read_layout",
+]
+
+_HOMES = {
+    "CanaryService": "canary.service",
+    "KafkaPythonReassigner": "canary.topic",
+    "TopicManager": "canary.topic",
+    "build_canary": "canary.assembly",
+    "read_layout": "canary.topic",
+}
+"""Exported name -> the module that defines it, imported on first use (PEP 562), so importing the package is free."""
+
+if not TYPE_CHECKING:  # mypy reads the imports above, so a name missing from them is an error, not an `object`
+    __getattr__ = lazy_exports(__name__, _HOMES)

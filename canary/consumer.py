@@ -20,11 +20,10 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from canary.ledger import Ledger
-from canary.payload import MalformedProbe, decode
-from canary.producer import NO_AUTO_CREATE
 from pulse.config import CanaryConfig, ClusterConfig
+from pulse.kafka.probe_payload import MalformedProbe, decode
 from pulse.kafka_log import KafkaLogLimiter
-from pulse.profile import client_config
+from pulse.profile import NO_AUTO_CREATE, client_config
 
 _LOG = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from canary.commit_outcome import CommitResult
 from canary.consumer import ConsumerCounts
 from canary.events import ProbeResult
-from canary.health import CheckResult
 from canary.tracker import PartitionCounts
+from pulse.kafka.broker_probe import CheckResult
 
 PREFIX = "kafka_pulse_canary"
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)

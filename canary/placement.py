@@ -106,68 +106,114 @@ def plan(
             create=initial_assignment(racks, count, replication_factor),
             gaps=("topic does not exist",),
         )
-    gaps: list[str] = []
     current = {p: tuple(r) for p, r in layout.replicas.items()}
-    target = dict(current)
+    draft = _Draft(racks, live, replication_factor, dict(current))
+    _move_off_gone(draft, gone)
+    _raise_replication(draft)
+    _add_partitions(draft, ratio, gone)
+    unpreferred = _prefer_every_broker(draft)
+    reassign = {p: r for p, r in draft.target.items() if r != current[p]}
+    elect = _elections(layout, current, live, reassign)
+    for p in elect:
+        draft.gaps.append(f"partition {p} is led by {layout.leaders.get(p)}, not its preferred leader {current[p][0]}")
+    for broker in sorted(live - unpreferred):  # one gap per broker: goal 4 already named those
+        if not any(layout.leaders.get(p) == broker for p in current):
+            draft.gaps.append(f"broker {broker} leads no partition")
+    return Plan(add=draft.add, reassign=reassign, elect=elect, gaps=tuple(draft.gaps))
 
-    # Goal 1: replicas on brokers gone for good move to live brokers.
-    for p, replicas in sorted(target.items()):
+
+@dataclass
+class _Draft:
+    """The assignment `plan` works towards, goal by goal, and what it found wrong on the way."""
+
+    racks: Mapping[int, str | None]
+    live: set[int]
+    replication_factor: int
+    target: dict[int, tuple[int, ...]]
+    """Existing partitions -> their replica lists as planned."""
+    add: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    """New partitions -> their replicas."""
+    gaps: list[str] = field(default_factory=list)
+
+    def new_replicas(self, leader: int, assignment: Mapping[int, tuple[int, ...]]) -> tuple[int, ...]:
+        """A new partition's replicas, `leader` first, followers picked against `assignment`'s load."""
+        followers = _pick(self.racks, [leader], min(self.replication_factor, len(self.live)) - 1, assignment)
+        return (leader, *followers)
+
+
+def _move_off_gone(draft: _Draft, gone: frozenset[int]) -> None:
+    """Goal 1: replicas on brokers gone for good move to live brokers."""
+    for p, replicas in sorted(draft.target.items()):
         lost = [b for b in replicas if b in gone]
         if lost:
-            gaps.append(f"partition {p} has replicas on removed brokers {lost}")
+            draft.gaps.append(f"partition {p} has replicas on removed brokers {lost}")
             kept = [b for b in replicas if b not in gone]
-            target[p] = tuple(kept + _pick(racks, kept, len(lost), target))
-    # Goal 2: raise the replication factor.
-    for p, replicas in sorted(target.items()):
-        if len(replicas) < replication_factor:
-            want = min(replication_factor, len(live | set(replicas)))
+            draft.target[p] = tuple(kept + _pick(draft.racks, kept, len(lost), draft.target))
+
+
+def _raise_replication(draft: _Draft) -> None:
+    """Goal 2: raise the replication factor (a higher one is reported, never lowered)."""
+    rf = draft.replication_factor
+    for p, replicas in sorted(draft.target.items()):
+        if len(replicas) < rf:
+            want = min(rf, len(draft.live | set(replicas)))
             if len(replicas) < want:
-                gaps.append(f"partition {p} has {len(replicas)} replicas, configured {replication_factor}")
-                target[p] = replicas + tuple(_pick(racks, list(replicas), want - len(replicas), target))
-        elif len(replicas) > replication_factor:
-            gaps.append(f"partition {p} has {len(replicas)} replicas, more than the configured {replication_factor}")
-    # Goal 3: enough partitions; new ones led by brokers that lead nothing first.
-    known = live | {b for r in target.values() for b in r}
+                draft.gaps.append(f"partition {p} has {len(replicas)} replicas, configured {rf}")
+                draft.target[p] = replicas + tuple(
+                    _pick(draft.racks, list(replicas), want - len(replicas), draft.target)
+                )
+        elif len(replicas) > rf:
+            draft.gaps.append(f"partition {p} has {len(replicas)} replicas, more than the configured {rf}")
+
+
+def _add_partitions(draft: _Draft, ratio: float, gone: frozenset[int]) -> None:
+    """Goal 3: enough partitions; new ones led by brokers that lead nothing first."""
+    known = draft.live | {b for r in draft.target.values() for b in r}
     needed = required_partitions(len(known - gone), ratio)
-    add: dict[int, tuple[int, ...]] = {}
-    next_partition = max(target, default=-1) + 1
-    while len(target) + len(add) < needed:
-        leader = _least_preferred(racks, {**target, **add})
-        replicas = (leader, *_pick(racks, [leader], min(replication_factor, len(live)) - 1, {**target, **add}))
-        add[next_partition] = replicas
+    next_partition = max(draft.target, default=-1) + 1
+    while len(draft.target) + len(draft.add) < needed:
+        assignment = {**draft.target, **draft.add}
+        draft.add[next_partition] = draft.new_replicas(_least_preferred(draft.racks, assignment), assignment)
         next_partition += 1
-    if add:
-        gaps.append(f"topic has {len(target)} partitions, needs {needed} for {len(known - gone)} brokers")
-    # Goal 4: every live broker is the preferred leader of some partition.
-    combined = {**target, **add}
-    for broker in sorted(live):
+    if draft.add:
+        draft.gaps.append(f"topic has {len(draft.target)} partitions, needs {needed} for {len(known - gone)} brokers")
+
+
+def _prefer_every_broker(draft: _Draft) -> set[int]:
+    """Goal 4: every live broker is the preferred leader of some partition; returns the brokers that were not."""
+    combined = {**draft.target, **draft.add}
+    unpreferred: set[int] = set()
+    for broker in sorted(draft.live):
         if any(r and r[0] == broker for r in combined.values()):
             continue
-        gaps.append(f"broker {broker} is the preferred leader of no partition")
-        donor = _donor(combined, live)
+        unpreferred.add(broker)
+        draft.gaps.append(f"broker {broker} is the preferred leader of no partition")
+        donor = _donor(combined, draft.live)
         if donor is None:  # every live broker leads exactly one: a partition of its own
             donor = max(combined) + 1
-            add[donor] = combined[donor] = (
-                broker,
-                *_pick(racks, [broker], min(replication_factor, len(live)) - 1, combined),
-            )
+            draft.add[donor] = combined[donor] = draft.new_replicas(broker, combined)
             continue
         others = list(combined[donor])
         if broker in others:
             others.remove(broker)
         elif len(others) > 1:
             counts = Counter(b for r in combined.values() for b in r)
-            others.remove(max(others[1:], key=lambda b: (b not in live, counts[b], b)))
+            others.remove(max(others[1:], key=lambda b: (b not in draft.live, counts[b], b)))
         else:
             others = []
         combined[donor] = (broker, *others)
-        if donor in add:
-            add[donor] = combined[donor]
+        if donor in draft.add:
+            draft.add[donor] = combined[donor]
         else:
-            target[donor] = combined[donor]
-    reassign = {p: r for p, r in target.items() if r != current[p]}
-    # Goal 5: preferred leaders that are live and in sync but do not lead.
-    elect = tuple(
+            draft.target[donor] = combined[donor]
+    return unpreferred
+
+
+def _elections(
+    layout: TopicLayout, current: Mapping[int, tuple[int, ...]], live: set[int], reassign: Mapping[int, object]
+) -> tuple[int, ...]:
+    """Goal 5: partitions not moved whose preferred leader is live and in sync but does not lead."""
+    return tuple(
         p
         for p, replicas in sorted(current.items())
         if p not in reassign
@@ -176,14 +222,6 @@ def plan(
         and replicas[0] in layout.in_sync.get(p, frozenset())
         and layout.leaders.get(p) != replicas[0]
     )
-    for p in elect:
-        gaps.append(f"partition {p} is led by {layout.leaders.get(p)}, not its preferred leader {current[p][0]}")
-    for broker in sorted(live):
-        if not any(layout.leaders.get(p) == broker for p in current) and not any(
-            f"broker {broker} " in gap for gap in gaps
-        ):
-            gaps.append(f"broker {broker} leads no partition")
-    return Plan(add=add, reassign=reassign, elect=elect, gaps=tuple(gaps))
 
 
 def _pick(

@@ -18,17 +18,13 @@ from typing import Any
 from confluent_kafka import KafkaError, Message, Producer
 
 from canary.ledger import Ledger
-from canary.payload import Probe, encode
 from canary.view import ClusterView
 from pulse.config import CanaryConfig, ClusterConfig
+from pulse.kafka.probe_payload import Probe, encode
 from pulse.kafka_log import KafkaLogLimiter
-from pulse.profile import client_config
+from pulse.profile import NO_AUTO_CREATE, client_config
 
 _LOG = logging.getLogger(__name__)
-
-
-NO_AUTO_CREATE = {"allow.auto.create.topics": False}
-"""Metadata requests and produces must not create the monitor topic with broker defaults behind our back."""
 
 
 def producer_settings(cluster: ClusterConfig, config: CanaryConfig, producer_id: str) -> dict[str, Any]:

@@ -26,10 +26,10 @@ from canary.availability import AvailabilityWindow, BrokerHealth
 from canary.commit_probe import CommitProbe
 from canary.consumer import Arrival, ConsumerCounts, ProbeConsumer, fetch_brokers
 from canary.events import ProbeSink, SinkFanout
-from canary.health import CheckResult, HealthBoard, check_broker, tls_context
+from canary.health import HealthBoard
 from canary.ledger import Ledger
 from canary.metrics import CanaryMetrics, CanarySnapshot
-from canary.producer import NO_AUTO_CREATE, ProbeProducer
+from canary.producer import ProbeProducer
 from canary.topic import (
     KafkaPythonReassigner,
     Reassigner,
@@ -42,8 +42,10 @@ from canary.tracker import Tracker
 from canary.view import ClusterView
 from pulse.config import CanaryConfig, ClusterConfig
 from pulse.errors import KafkaUnavailable
+from pulse.kafka.broker_probe import CheckResult, check_broker, tls_context
 from pulse.kafka_log import limiter_for
-from pulse.profile import admin_config
+from pulse.lifecycle import Periodic
+from pulse.profile import NO_AUTO_CREATE, admin_config
 
 _LOG = logging.getLogger(__name__)
 HISTORY_ROUNDS = 600
@@ -102,8 +104,10 @@ class CanaryService:
         self._endpoints: dict[int, tuple[str, int]] = {}
         self._fetch_brokers: dict[int, int] = {}
         self._availability: dict[int, float | None] = {}
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self._loops: list[Periodic] = []
+        self._checks: ThreadPoolExecutor | None = None
+        self._in_flight: dict[int, Future[CheckResult]] = {}
+        self._next_round_s = 0.0
         self._lock = threading.Lock()
         self.topic_manager: TopicManager | None = None
         self.producer: ProbeProducer | None = None
@@ -135,14 +139,19 @@ class CanaryService:
         self.producer = ProbeProducer(cluster, config, self.producer_id, self.ledger, self.view, kafka_log=log)
         group = config.commit_group or f"{config.topic}-commit"
         self._commit = CommitProbe(cluster, config.topic, group, config.latency_slo_s, log)
-        loops: list[tuple[str, Callable[[], None]]] = [
-            ("topic", self._topic_loop),
-            ("metadata", self._metadata_loop),
-            ("health", self._health_loop),
-            ("consume", self._consume_loop),
-            ("produce", self._produce_loop),
-            ("commit", self._commit_loop),
-            ("log", self._log_check_loop),
+        self._checks = ThreadPoolExecutor(max_workers=8, thread_name_prefix="canary-check")
+        self._next_round_s = time.monotonic()
+        commits = self._loop("commit", config.interval_s, lambda: self._commit_once(commits.stopping))
+        self._loops = [
+            # Admin calls that may wait out a dead broker each get a thread, so attribution never waits on them.
+            self._loop("topic", config.reconcile_interval_s, self._reconcile_topic),
+            self._loop("metadata", config.metadata_refresh_s, self._refresh_metadata, fixed_rate=False),
+            self._loop("health", config.connection_check_interval_s, self._check_brokers),
+            # The consumers' and producer's polls are their waits: these loops tick without a pause.
+            self._loop("consume", 0, self._consume_once),
+            self._loop("produce", 0, self._produce_once),
+            commits,
+            self._loop("log", config.log_check_interval_s, self._check_logs, fixed_rate=False, first_delay_s=True),
         ]
         if config.closest_replica_probe:
             self._closest = ProbeConsumer(
@@ -155,17 +164,20 @@ class CanaryService:
                 self._closest_stats,
                 kafka_log=log,
             )
-            loops.append(("closest", self._closest_loop))
-        for name, loop in loops:
-            thread = threading.Thread(target=self._guard(name, loop), name=f"canary-{name}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
+            self._loops.append(self._loop("closest", 0, self._closest_once))
+        for loop in self._loops:
+            loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        for thread in reversed(self._threads):
-            thread.join(timeout=15)
-        self._threads.clear()
+        for loop in self._loops:
+            loop.stopping.set()  # all at once, so they wind down together (a commit in flight is cut short)
+        for loop in reversed(self._loops):
+            loop.stop(15)
+        self._loops.clear()
+        if self._checks is not None:
+            self._checks.shutdown(wait=True, cancel_futures=True)  # a check in flight ends at its timeout
+            self._checks = None
+        self._in_flight.clear()
         for closer in (self.producer, self.consumer, self._closest, self._commit):
             if closer is not None:
                 with contextlib.suppress(Exception):
@@ -185,73 +197,63 @@ class CanaryService:
 
     # ---- loops ---------------------------------------------------------------------------------------
 
-    def _guard(self, name: str, loop: Callable[[], None]) -> Callable[[], None]:
-        """Run `loop` until stop; an unexpected exception is logged and the loop restarted after a pause."""
+    def _loop(
+        self,
+        name: str,
+        interval_s: float,
+        tick: Callable[[], bool | None],
+        fixed_rate: bool = True,
+        first_delay_s: bool = False,
+    ) -> Periodic:
+        """A loop of this canary: an unexpected exception is logged and the loop goes on after a pause."""
+        delay = interval_s if first_delay_s else 0.0
+        return Periodic(
+            f"canary-{name}", interval_s, tick, fixed_rate=fixed_rate, first_delay_s=delay, failure_pause_s=1.0
+        )
 
-        def run() -> None:
-            while not self._stop.is_set():
-                try:
-                    loop()
-                    return
-                except Exception:
-                    _LOG.exception("canary %s loop failed; restarting it", name)
-                    self._stop.wait(1.0)
+    def _reconcile_topic(self) -> None:
+        """Reconcile the monitor topic, in a thread of its own: its admin calls may wait out a dead broker, and
+        attribution must not wait with them."""
+        assert self.topic_manager is not None
+        self.topic_manager.reconcile(time.monotonic())
 
-        return run
-
-    def _topic_loop(self) -> None:
-        """Reconcile the monitor topic every `reconcile_interval_s`, in a thread of its own: its admin calls may
-        wait out a dead broker, and attribution must not wait with them."""
-        manager = self.topic_manager
-        assert manager is not None
-        while not self._stop.is_set():
-            started = time.monotonic()
-            manager.reconcile(started)
-            self._stop.wait(max(0.0, self.config.reconcile_interval_s - (time.monotonic() - started)))
-
-    def _metadata_loop(self) -> None:
-        """Refresh brokers and the topic's leaders and ISRs every `metadata_refresh_s`; each read on its own, so a
-        broker list that cannot be had (DescribeCluster routed to a broker that just died) still lets the
-        leaders and ISRs through."""
+    def _refresh_metadata(self) -> None:
+        """Refresh brokers and the topic's leaders and ISRs; each read on its own, so a broker list that cannot be
+        had (DescribeCluster routed to a broker that just died) still lets the leaders and ISRs through."""
         assert self._admin is not None
         timeout_s = self.config.connection_check_timeout_s * 2
-        while not self._stop.is_set():
-            for admin in (self._admin, self._topic_admin):
-                if admin is not None:
-                    admin.poll(0)  # serves their queued librdkafka lines to the limiter, so none pile up unseen
-            racks: dict[int, str | None] | None = None
-            try:
-                brokers = read_brokers(self._admin, timeout_s)
-                racks = {b: i.rack for b, i in brokers.items()}
-                with self._lock:
-                    self._endpoints.update({b: (i.host, i.port) for b, i in brokers.items()})
-            except KafkaUnavailable as exc:
-                _LOG.info("canary broker list refresh failed: %s", exc)
-            try:
-                layout = read_layout(self._admin, self.config.topic, timeout_s)
-                self.view.update(layout, racks, time.monotonic())
-            except KafkaUnavailable as exc:
-                _LOG.info("canary metadata refresh failed: %s", exc)
-            self._stop.wait(self.config.metadata_refresh_s)
+        for admin in (self._admin, self._topic_admin):
+            if admin is not None:
+                admin.poll(0)  # serves their queued librdkafka lines to the limiter, so none pile up unseen
+        racks: dict[int, str | None] | None = None
+        try:
+            brokers = read_brokers(self._admin, timeout_s)
+            racks = {b: i.rack for b, i in brokers.items()}
+            with self._lock:
+                self._endpoints.update({b: (i.host, i.port) for b, i in brokers.items()})
+        except KafkaUnavailable as exc:
+            _LOG.info("canary broker list refresh failed: %s", exc)
+        try:
+            layout = read_layout(self._admin, self.config.topic, timeout_s)
+            self.view.update(layout, racks, time.monotonic())
+        except KafkaUnavailable as exc:
+            _LOG.info("canary metadata refresh failed: %s", exc)
 
-    def _health_loop(self) -> None:
-        """Check every broker each `connection_check_interval_s`, publishing each result as it comes: a dead
-        broker (refused at once) must not wait for a slow one's check to time out before it is known down."""
-        context = tls_context(self.cluster)
-        timeout_s = self.config.connection_check_timeout_s
-        in_flight: dict[int, Future[CheckResult]] = {}
-        with ThreadPoolExecutor(max_workers=8, thread_name_prefix="canary-check") as pool:
-            while not self._stop.is_set():
-                started = time.monotonic()
-                with self._lock:
-                    endpoints = dict(self._endpoints)
-                for broker, (host, port) in endpoints.items():
-                    if broker in in_flight and not in_flight[broker].done():
-                        continue  # a hung broker's check is still waiting out its timeout
-                    future = pool.submit(check_broker, broker, host, port, timeout_s, context)
-                    future.add_done_callback(functools.partial(self._checked, started))
-                    in_flight[broker] = future
-                self._stop.wait(max(0.0, self.config.connection_check_interval_s - (time.monotonic() - started)))
+    def _check_brokers(self) -> None:
+        """Check every broker, publishing each result as it comes: a dead broker (refused at once) must not wait
+        for a slow one's check to time out before it is known down."""
+        assert self._checks is not None
+        context = tls_context(self.cluster)  # per tick, as a bad certificate must not stop the canary's start
+        started = time.monotonic()
+        with self._lock:
+            endpoints = dict(self._endpoints)
+        for broker, (host, port) in endpoints.items():
+            if broker in self._in_flight and not self._in_flight[broker].done():
+                continue  # a hung broker's check is still waiting out its timeout
+            timeout_s = self.config.connection_check_timeout_s
+            future = self._checks.submit(check_broker, broker, host, port, timeout_s, context)
+            future.add_done_callback(functools.partial(self._checked, started))
+            self._in_flight[broker] = future
 
     def _checked(self, started_s: float, future: Future[CheckResult]) -> None:
         result = future.result()
@@ -261,63 +263,57 @@ class CanaryService:
             self._board.record(started_s, result)
             self._health = self._board.view()
 
-    def _consume_loop(self) -> None:
+    def _consume_once(self) -> None:
         consumer = self.consumer
         assert consumer is not None
-        while not self._stop.is_set():
-            consumer.sync_partitions(self.view.partitions())
-            consumer.poll_once(0.1)
+        consumer.sync_partitions(self.view.partitions())
+        consumer.poll_once(0.1)
 
-    def _closest_loop(self) -> None:
+    def _closest_once(self) -> None:
         consumer = self._closest
         assert consumer is not None
-        while not self._stop.is_set():
-            consumer.sync_partitions(self.view.partitions())
-            consumer.poll_once(0.1)
+        consumer.sync_partitions(self.view.partitions())
+        consumer.poll_once(0.1)
 
-    def _produce_loop(self) -> None:
+    def _produce_once(self) -> None:
+        """Send a round when one is due, then poll the producer until the next is (at most 50 ms)."""
         producer, consumer = self.producer, self.consumer
         assert producer is not None and consumer is not None
-        interval = self.config.interval_s
-        next_round = time.monotonic()
-        while not self._stop.is_set():
-            now = time.monotonic()
-            if now >= next_round:
-                readable = consumer.assigned
-                producer.send_round(readable.__contains__)
-                next_round = max(next_round + interval, now)  # a stalled loop skips rounds, never bursts
-                self._judge(producer.rounds)
-            producer.poll(max(0.0, min(0.05, next_round - time.monotonic())))
+        now = time.monotonic()
+        if now >= self._next_round_s:
+            readable = consumer.assigned
+            producer.send_round(readable.__contains__)
+            self._next_round_s = max(self._next_round_s + self.config.interval_s, now)  # skips rounds, never bursts
+            self._judge(producer.rounds)
+        producer.poll(max(0.0, min(0.05, self._next_round_s - time.monotonic())))
 
-    def _log_check_loop(self) -> None:
-        """Every `log_check_interval_s`, each partition's log start and end against the acknowledged offsets
-        (tracker rules 2 and 5): catches truncation even while the reader is stuck or nothing new is written."""
+    def _check_logs(self) -> bool | None:
+        """Each partition's log start and end against the acknowledged offsets (tracker rules 2 and 5): catches
+        truncation even while the reader is stuck or nothing new is written. False when the read failed."""
         admin = self._admin
         assert admin is not None
         timeout_s = self.config.connection_check_timeout_s * 2
-        while not self._stop.wait(self.config.log_check_interval_s):
-            partitions = self.view.partitions()
-            if not partitions:
-                continue
-            asked_s = time.monotonic()
-            try:
-                starts = read_log_offsets(admin, self.config.topic, partitions, False, timeout_s)
-                ends = read_log_offsets(admin, self.config.topic, partitions, True, timeout_s)
-            except KafkaUnavailable as exc:
-                _LOG.info("canary log check skipped: %s", exc)
-                continue
-            now = time.monotonic()
-            for partition in sorted(starts.keys() & ends.keys()):
-                self.ledger.log_checked(partition, starts[partition], ends[partition], asked_s, now)
+        partitions = self.view.partitions()
+        if not partitions:
+            return None
+        asked_s = time.monotonic()
+        try:
+            starts = read_log_offsets(admin, self.config.topic, partitions, False, timeout_s)
+            ends = read_log_offsets(admin, self.config.topic, partitions, True, timeout_s)
+        except KafkaUnavailable as exc:
+            _LOG.info("canary log check skipped: %s", exc)
+            return False
+        now = time.monotonic()
+        for partition in sorted(starts.keys() & ends.keys()):
+            self.ledger.log_checked(partition, starts[partition], ends[partition], asked_s, now)
+        return None
 
-    def _commit_loop(self) -> None:
+    def _commit_once(self, stopping: threading.Event) -> None:
+        """One offset commit, cut short by `stopping` (the loop's: `stop` must not wait on a commit)."""
         commit = self._commit
         assert commit is not None
-        while not self._stop.is_set():
-            started = time.monotonic()
-            if self.view.partitions() and (result := commit.commit_once(self._stop)) is not None:
-                self.metrics.committed(result)
-            self._stop.wait(max(0.0, self.config.interval_s - (time.monotonic() - started)))
+        if self.view.partitions() and (result := commit.commit_once(stopping)) is not None:
+            self.metrics.committed(result)
 
     # ---- helpers -------------------------------------------------------------------------------------
 

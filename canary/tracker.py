@@ -315,16 +315,9 @@ class Tracker:
         probe.state, probe.settled_s = state, now
         produced = probe.produce_latency_s is not None and probe.error is None
         consumed = state is _State.CONSUMED
-        return ProbeResult(
-            time=probe.sent_at,
-            cluster=self.cluster,
-            topic=self.topic,
-            partition=partition,
-            broker=probe.broker,
-            rack=probe.rack,
-            client_rack=self.client_rack,
-            producer_id=self.producer_id,
-            sequence=probe.sequence,
+        return self._result(
+            partition,
+            probe,
             produce_ok=produced,
             produce_latency_s=probe.produce_latency_s,
             consume_ok=None if state is _State.FAILED else consumed,
@@ -336,6 +329,33 @@ class Tracker:
         )
 
     def _duplicate(self, partition: int, probe: _Probe, offset: int, now: float) -> ProbeResult:
+        return self._result(
+            partition,
+            probe,
+            produce_ok=True,
+            produce_latency_s=None,
+            consume_ok=True,
+            e2e_latency_s=now - probe.sent_s,
+            duplicate=True,
+            offset=offset,
+        )
+
+    def _result(
+        self,
+        partition: int,
+        probe: _Probe,
+        *,
+        produce_ok: bool,
+        produce_latency_s: float | None,
+        consume_ok: bool | None,
+        e2e_latency_s: float | None,
+        lost: bool = False,
+        duplicate: bool = False,
+        out_of_order: bool = False,
+        error: str | None = None,
+        offset: int | None,
+    ) -> ProbeResult:
+        """A result of `probe`: what every result of it shares (where and by whom it was sent) and this outcome."""
         return ProbeResult(
             time=probe.sent_at,
             cluster=self.cluster,
@@ -346,10 +366,13 @@ class Tracker:
             client_rack=self.client_rack,
             producer_id=self.producer_id,
             sequence=probe.sequence,
-            produce_ok=True,
-            produce_latency_s=None,
-            consume_ok=True,
-            e2e_latency_s=now - probe.sent_s,
-            duplicate=True,
+            produce_ok=produce_ok,
+            produce_latency_s=produce_latency_s,
+            consume_ok=consume_ok,
+            e2e_latency_s=e2e_latency_s,
+            lost=lost,
+            duplicate=duplicate,
+            out_of_order=out_of_order,
+            error=error,
             offset=offset,
         )

@@ -5,37 +5,29 @@ Flow: `transport` (JMX reads) -> `mapping` (jmx_exporter/Strimzi names, pure) ->
 clients an operator lists the same way; `service` composes them.
 """
 
-from collectors.catalogue import CLIENT_BEANS, BeanQuery, Reading, TopicSelection, scrape_plan
-from collectors.clients import ClientTransport, client_scraper, open_client_transport
-from collectors.cluster_state import ClusterHealth, Diagnosis, Scope, assess, diagnose_under_replicated
-from collectors.collector import ClusterStateCollector, JmxCollector
-from collectors.mapping import BrokerIdentity, ClientIdentity, map_readings
-from collectors.service import CollectorService
-from collectors.transport import JmxqueryTransport, JmxTimeout, JmxTransport, JmxUnreachable, JpypeTransport
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pulse.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from collectors.cluster_state import diagnose_under_replicated
+    from collectors.service import build_collectors
+    from collectors.slow_broker_rules import Signal
 
 __all__ = [
-    "CLIENT_BEANS",
-    "BeanQuery",
-    "BrokerIdentity",
-    "ClientIdentity",
-    "ClientTransport",
-    "ClusterHealth",
-    "ClusterStateCollector",
-    "CollectorService",
-    "Diagnosis",
-    "JmxCollector",
-    "JmxTimeout",
-    "JmxTransport",
-    "JmxUnreachable",
-    "JmxqueryTransport",
-    "JpypeTransport",
-    "Reading",
-    "Scope",
-    "TopicSelection",
-    "assess",
-    "client_scraper",
+    "Signal",
+    "build_collectors",
     "diagnose_under_replicated",
-    "map_readings",
-    "open_client_transport",
-    "scrape_plan",
 ]
+
+_HOMES = {
+    "Signal": "collectors.slow_broker_rules",
+    "build_collectors": "collectors.service",
+    "diagnose_under_replicated": "collectors.cluster_state",
+}
+"""Exported name -> the module that defines it, imported on first use (PEP 562), so importing the package is free."""
+
+if not TYPE_CHECKING:  # mypy reads the imports above, so a name missing from them is an error, not an `object`
+    __getattr__ = lazy_exports(__name__, _HOMES)

@@ -26,9 +26,11 @@ def _endpoint(client: JmxClientConfig) -> tuple[JmxBrokerConfig, JmxConfig]:
     endpoint = JmxBrokerConfig(broker_id=_ENDPOINT_ID, **shared)
     # model_construct: the trust store was validated (and resolved against the config file) with the client.
     jmx = JmxConfig.model_construct(
-        brokers=[], timeout_s=client.timeout_s, truststore=client.truststore,
+        brokers=[],
+        timeout_s=client.timeout_s,
+        truststore=client.truststore,
         truststore_password=client.truststore_password,
-    )  # fmt: skip
+    )
     return endpoint, jmx
 
 

@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 
 from pulse.admin_requests import describe_cluster
 from pulse.errors import KafkaUnavailable
+from pulse.kafka.partitions import PartitionState
 
 CONFIGS_BATCH = 100
 """Topics per DescribeConfigs request: several requests in flight can be served by several of a broker's request
@@ -37,43 +38,6 @@ class ClusterStateTimeout(KafkaUnavailable):
 def read_timeout_s(partitions: int) -> float:
     """The default time limit of a cluster-state read of `partitions` partitions (pure)."""
     return min(MAX_TIMEOUT_S, BASE_TIMEOUT_S + PER_PARTITION_S * max(0, partitions))
-
-
-@dataclass(frozen=True)
-class PartitionState:
-    """One partition as the metadata describes it."""
-
-    topic: str
-    partition: int
-    leader: int
-    """Broker id of the leader; -1 when the partition is offline (no leader)."""
-    replicas: tuple[int, ...]
-    """The assignment in order: the first replica is the preferred leader."""
-    isr: tuple[int, ...]
-    min_isr: int = 1
-    """The topic's effective min.insync.replicas."""
-
-    @property
-    def label(self) -> str:
-        """`topic-partition`, as Kafka's tools name a partition."""
-        return f"{self.topic}-{self.partition}"
-
-    @property
-    def is_offline(self) -> bool:
-        return self.leader < 0
-
-    @property
-    def is_under_replicated(self) -> bool:
-        return len(self.isr) < len(self.replicas)
-
-    @property
-    def is_under_min_isr(self) -> bool:
-        return len(self.isr) < self.min_isr
-
-    @property
-    def lagging_replicas(self) -> frozenset[int]:
-        """Replicas that are assigned but not in sync: the brokers this partition waits for."""
-        return frozenset(self.replicas) - frozenset(self.isr)
 
 
 @dataclass(frozen=True)

@@ -8,16 +8,16 @@ while its values are withheld.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
-from collectors.cluster_state import ClusterHealth
+from collectors.cluster_state import BrokerBalance, ClusterHealth
 from collectors.mapping import Family, merge_families
-from collectors.scrapers import BrokerScraper, PeriodicScraper
+from collectors.scrapers import FAILURE_REASONS, BrokerScraper, PeriodicScraper
 
 
 def to_metric(family: Family) -> Metric:
@@ -78,19 +78,37 @@ class JmxCollector(Collector):
                 continue  # not scraped yet: unknown, not down
             if result.ok and result.value is not None:
                 parts.append(result.value)
-            health.add(f"{p}_up", "gauge", f"1 when the latest JMX scrape of the {subject} succeeded.",
-                       labels, 1.0 if result.ok else 0.0)  # fmt: skip
+            health.add(
+                f"{p}_up",
+                "gauge",
+                f"1 when the latest JMX scrape of the {subject} succeeded.",
+                labels,
+                1.0 if result.ok else 0.0,
+            )
             if result.last_success_s is not None:
-                health.add(f"{p}_last_success_timestamp_seconds", "gauge",
-                           f"When the latest successful JMX scrape of the {subject} ended.", labels,
-                           result.last_success_s)  # fmt: skip
-            health.add(f"{p}_scrape_duration_seconds", "gauge",
-                       f"How long the latest JMX scrape of the {subject} took.", labels, result.duration_s)  # fmt: skip
-            for reason in ("timeout", "unreachable"):
-                health.add(f"{p}_scrape_failures", "counter",
-                           f"Failed JMX scrapes of the {subject} by reason (timeout: no answer within "
-                           f"{self.health.timeout_key}).",
-                           {**labels, "reason": reason}, scraper.failures.by_reason.get(reason, 0))  # fmt: skip
+                health.add(
+                    f"{p}_last_success_timestamp_seconds",
+                    "gauge",
+                    f"When the latest successful JMX scrape of the {subject} ended.",
+                    labels,
+                    result.last_success_s,
+                )
+            health.add(
+                f"{p}_scrape_duration_seconds",
+                "gauge",
+                f"How long the latest JMX scrape of the {subject} took.",
+                labels,
+                result.duration_s,
+            )
+            for reason in FAILURE_REASONS:
+                health.add(
+                    f"{p}_scrape_failures",
+                    "counter",
+                    f"Failed JMX scrapes of the {subject} by reason (timeout: no answer within "
+                    f"{self.health.timeout_key}).",
+                    {**labels, "reason": reason},
+                    scraper.failures.by_reason.get(reason, 0),
+                )
         for family in merge_families(parts).values():
             yield to_metric(family)
         yield from health
@@ -109,73 +127,98 @@ class ClusterStateCollector(Collector):
             if result is None:
                 continue
             c = {"cluster": cluster}
-            out.add("kafka_pulse_cluster_state_up", "gauge", "1 when the latest Admin API read succeeded.", c,
-                    1.0 if result.ok else 0.0)  # fmt: skip
+            out.add(
+                "kafka_pulse_cluster_state_up",
+                "gauge",
+                "1 when the latest Admin API read succeeded.",
+                c,
+                1.0 if result.ok else 0.0,
+            )
             if result.last_success_s is not None:
-                out.add("kafka_pulse_cluster_state_last_success_timestamp_seconds", "gauge",
-                        "When the latest successful Admin API read ended.", c, result.last_success_s)  # fmt: skip
-            for reason in ("timeout", "unreachable"):
-                out.add("kafka_pulse_cluster_state_failures", "counter",
-                        "Failed Admin API reads of the cluster state by reason (timeout: not done within "
-                        "collectors.admin_timeout_s).", {**c, "reason": reason},
-                        scraper.failures.by_reason.get(reason, 0))  # fmt: skip
+                out.add(
+                    "kafka_pulse_cluster_state_last_success_timestamp_seconds",
+                    "gauge",
+                    "When the latest successful Admin API read ended.",
+                    c,
+                    result.last_success_s,
+                )
+            for reason in FAILURE_REASONS:
+                out.add(
+                    "kafka_pulse_cluster_state_failures",
+                    "counter",
+                    "Failed Admin API reads of the cluster state by reason (timeout: not done within "
+                    "collectors.admin_timeout_s).",
+                    {**c, "reason": reason},
+                    scraper.failures.by_reason.get(reason, 0),
+                )
             if result.ok and result.value is not None:
                 _add_health(out, c, result.value)
         yield from out
 
 
-def _add_health(out: _Families, c: dict[str, str], health: ClusterHealth) -> None:
-    gauge = "gauge"
-    out.add(
-        "kafka_pulse_cluster_brokers_expected",
-        gauge,
+ClusterGauge = tuple[str, str, Callable[[ClusterHealth], float]]
+"""A `kafka_pulse_cluster_<name>` gauge per cluster: name, help, its value in the assessment."""
+BrokerGauge = tuple[str, str, Callable[[BrokerBalance], float]]
+"""A `kafka_pulse_cluster_broker_<name>` gauge per expected broker: name, help, its value in the broker's row."""
+
+_BROKER_COUNTS: tuple[ClusterGauge, ...] = (
+    (
+        "brokers_expected",
         "Brokers expected: configured for JMX or ever seen by this collector.",
-        c,
-        len(health.expected),
-    )
-    out.add(
-        "kafka_pulse_cluster_brokers_missing",
-        gauge,
-        "Expected brokers absent from the metadata.",
-        c,
-        len(health.missing),
-    )
+        lambda h: len(h.expected),
+    ),
+    ("brokers_missing", "Expected brokers absent from the metadata.", lambda h: len(h.missing)),
+)
+_PARTITION_COUNTS: tuple[ClusterGauge, ...] = (
+    ("partitions", "Partitions in the cluster.", lambda h: h.partitions),
+    ("offline_partitions", "Partitions without a leader.", lambda h: h.offline),
+    (
+        "under_replicated_partitions",
+        "Partitions whose ISR is smaller than their replica set.",
+        lambda h: h.under_replicated,
+    ),
+    (
+        "under_min_isr_partitions",
+        "Partitions whose ISR is below the topic's min.insync.replicas (acks=all produce fails).",
+        lambda h: h.under_min_isr,
+    ),
+    ("same_rack_partitions", "Partitions with several replicas, all in one rack.", lambda h: h.same_rack),
+)
+_PER_BROKER: tuple[BrokerGauge, ...] = (
+    ("present", "1 when the expected broker is in the metadata.", lambda r: 1.0 if r.present else 0.0),
+    ("partitions", "Replicas hosted by the broker.", lambda r: r.partitions),
+    ("leaders", "Partitions the broker leads.", lambda r: r.leaders),
+    ("preferred_leaders", "Partitions whose preferred (first) replica is the broker.", lambda r: r.preferred),
+    (
+        "preferred_leader_imbalance",
+        "Partitions preferring the broker as leader but led by another.",
+        lambda r: r.not_leading_preferred,
+    ),
+    ("partition_skew_ratio", "(partitions - mean) / mean over the expected brokers.", lambda r: r.partition_skew),
+    ("leader_skew_ratio", "(leaders - mean) / mean over the expected brokers.", lambda r: r.leader_skew),
+)
+
+
+def _add_health(out: _Families, c: dict[str, str], health: ClusterHealth) -> None:
+    """One cluster's assessment as the gauges of the tables above, plus the controller and the diagnosis, in the
+    order the families have always been exposed."""
+    for name, help_text, value in _BROKER_COUNTS:
+        out.add(f"kafka_pulse_cluster_{name}", "gauge", help_text, c, value(health))
     if health.controller is not None:
         out.add(
             "kafka_pulse_cluster_controller",
-            gauge,
+            "gauge",
             "1 for the broker the Admin API names as controller.",
             {**c, "broker": str(health.controller)},
             1.0,
         )
-    out.add("kafka_pulse_cluster_partitions", gauge, "Partitions in the cluster.", c, health.partitions)
-    out.add("kafka_pulse_cluster_offline_partitions", gauge, "Partitions without a leader.", c, health.offline)
-    out.add(
-        "kafka_pulse_cluster_under_replicated_partitions",
-        gauge,
-        "Partitions whose ISR is smaller than their replica set.",
-        c,
-        health.under_replicated,
-    )
-    out.add(
-        "kafka_pulse_cluster_under_min_isr_partitions",
-        gauge,
-        "Partitions whose ISR is below the topic's min.insync.replicas (acks=all produce fails).",
-        c,
-        health.under_min_isr,
-    )
-    out.add(
-        "kafka_pulse_cluster_same_rack_partitions",
-        gauge,
-        "Partitions with several replicas, all in one rack.",
-        c,
-        health.same_rack,
-    )
+    for name, help_text, value in _PARTITION_COUNTS:
+        out.add(f"kafka_pulse_cluster_{name}", "gauge", help_text, c, value(health))
     diagnosis = health.diagnosis
     for broker in diagnosis.brokers or ("",):
         out.add(
             "kafka_pulse_cluster_under_replicated_diagnosis",
-            gauge,
+            "gauge",
             "1 for the verdict: scope none, broker (the broker common to all under-replicated partitions) "
             "or cluster-wide.",
             {**c, "scope": diagnosis.scope.value, "broker": str(broker)},
@@ -183,40 +226,5 @@ def _add_health(out: _Families, c: dict[str, str], health: ClusterHealth) -> Non
         )
     for row in health.balance:
         b = {**c, "broker": str(row.broker), "rack": row.rack or ""}
-        out.add(
-            "kafka_pulse_cluster_broker_present",
-            gauge,
-            "1 when the expected broker is in the metadata.",
-            b,
-            1.0 if row.present else 0.0,
-        )
-        out.add("kafka_pulse_cluster_broker_partitions", gauge, "Replicas hosted by the broker.", b, row.partitions)
-        out.add("kafka_pulse_cluster_broker_leaders", gauge, "Partitions the broker leads.", b, row.leaders)
-        out.add(
-            "kafka_pulse_cluster_broker_preferred_leaders",
-            gauge,
-            "Partitions whose preferred (first) replica is the broker.",
-            b,
-            row.preferred,
-        )
-        out.add(
-            "kafka_pulse_cluster_broker_preferred_leader_imbalance",
-            gauge,
-            "Partitions preferring the broker as leader but led by another.",
-            b,
-            row.not_leading_preferred,
-        )
-        out.add(
-            "kafka_pulse_cluster_broker_partition_skew_ratio",
-            gauge,
-            "(partitions - mean) / mean over the expected brokers.",
-            b,
-            row.partition_skew,
-        )
-        out.add(
-            "kafka_pulse_cluster_broker_leader_skew_ratio",
-            gauge,
-            "(leaders - mean) / mean over the expected brokers.",
-            b,
-            row.leader_skew,
-        )
+        for name, help_text, of_row in _PER_BROKER:
+            out.add(f"kafka_pulse_cluster_broker_{name}", "gauge", help_text, b, of_row(row))

@@ -18,6 +18,7 @@ from collectors.cluster_state import ClusterStateTimeout
 from collectors.mapping import Family, Origin, map_readings
 from collectors.transport import JmxTimeout, JmxTransport
 from pulse.errors import PulseError
+from pulse.lifecycle import Periodic
 
 _LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -37,7 +38,19 @@ class ScrapeResult(Generic[T]):
     """The latest good value; None while the latest scrape failed (stale values would mislead alerts)."""
     error: str | None = None
     reason: str | None = None
-    """"timeout" or "unreachable" when the scrape failed."""
+    """One of `FAILURE_REASONS` when the scrape failed."""
+
+
+FAILURE_REASONS = ("timeout", "unreachable", "error")
+"""Why a scrape failed: no answer in time; the endpoint refused or could not be reached; anything else (a malformed
+reading such as an MBean name that does not parse, a bug), which is still a failed read, never a frozen one."""
+
+
+def failure_reason(exc: BaseException) -> str:
+    """The `FAILURE_REASONS` entry of a scrape's exception."""
+    if isinstance(exc, JmxTimeout | ClusterStateTimeout):
+        return "timeout"
+    return "unreachable" if isinstance(exc, PulseError) else "error"
 
 
 @dataclass
@@ -58,8 +71,9 @@ class PeriodicScraper(Generic[T]):
         self._scrape = scrape
         self.interval_s = interval_s
         self._clock = clock
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        # Fixed rate, not fixed delay: a slow scrape shortens the pause rather than shifting the schedule. A bug
+        # in one scrape is logged by the loop and must not end the schedule.
+        self.loop = Periodic(f"scrape-{name}", interval_s, lambda: self.scrape_once().ok)
         self._lock = threading.Lock()
         self._result: ScrapeResult[T] | None = None
         self.failures = FailureCounts()
@@ -76,13 +90,16 @@ class PeriodicScraper(Generic[T]):
         previous = self.result
         try:
             value = self._scrape()
-        except PulseError as exc:
-            reason = "timeout" if isinstance(exc, JmxTimeout | ClusterStateTimeout) else "unreachable"
+        except Exception as exc:  # any failure is a failed read: never the previous value left standing as current
+            reason = failure_reason(exc)
             last = previous.last_success_s if previous is not None else None
+            error = str(exc) if isinstance(exc, PulseError) else f"{type(exc).__name__}: {exc}"
             result: ScrapeResult[T] = ScrapeResult(
-                False, self._clock(), time.monotonic() - started, last, None, str(exc), reason
+                False, self._clock(), time.monotonic() - started, last, None, error, reason
             )
-            _LOG.warning("%s: scrape failed: %s", self.name, exc)
+            _LOG.warning("%s: scrape failed: %s", self.name, error)
+            if reason == "error":
+                _LOG.debug("%s: scrape failure", self.name, exc_info=True)
         else:
             now = self._clock()
             result = ScrapeResult(True, now, time.monotonic() - started, now, value)
@@ -104,22 +121,13 @@ class PeriodicScraper(Generic[T]):
                 self.completed.wait(remaining)
             return self._result
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            started = time.monotonic()
-            try:
-                self.scrape_once()
-            except Exception:  # a bug in one scrape must not end the schedule
-                _LOG.exception("%s: scrape crashed", self.name)
-            # Fixed rate, not fixed delay: a slow scrape shortens the pause rather than shifting the schedule.
-            self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - started)))
-
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name=f"scrape-{self.name}", daemon=True)
-        self._thread.start()
+        self.loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
+        """Ask the loop to end without waiting: a scrape in flight may be blocked on a hung broker, and a
+        BrokerScraper closes its transport right after, which ends such a read."""
+        self.loop.stop(timeout_s=0)
 
 
 class BrokerScraper(PeriodicScraper[dict[str, Family]]):

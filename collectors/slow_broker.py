@@ -34,6 +34,7 @@ from collectors.slow_broker_rules import (
 )
 from pulse.broker_health import BrokerHealthBoard, BrokerSlowness
 from pulse.config import ClusterConfig, SlowBrokersConfig
+from pulse.lifecycle import Periodic
 from pulse.profile import admin_config
 
 _LOG = logging.getLogger(__name__)
@@ -230,12 +231,16 @@ class SlowBrokerDetector:
         self.states: dict[int, BrokerState] = {}
         self.latest: Published | None = None
         self.last_signals: dict[int, dict[Signal, float]] = {}
+        """The signal values of the latest evaluation."""
         self._flushes: dict[int, FlushTotals] = {}
         """Each broker's flush totals at the last evaluation."""
-        """The signal values of the latest evaluation."""
         self.evaluations = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._next_eval_s = 0.0
+        # One probe round every `step`, an evaluation every `interval_s`; one bad round must not end detection.
+        step = config.interval_s / config.probes_per_interval
+        self._loop = Periodic(f"slow-brokers-{self.cluster}", step, self._round)
+        self.failed_evaluations = 0
+        """Evaluations that raised (each withdrew the previous verdicts)."""
         self.evaluated = threading.Condition()
         """Notified after every evaluation (tests await it instead of sleeping)."""
 
@@ -279,29 +284,35 @@ class SlowBrokerDetector:
             self.evaluated.notify_all()
         return evaluation
 
-    def _run(self) -> None:
+    def _round(self) -> None:
+        """Fire one probe round; evaluate when the interval has passed (a late round skips, never bursts)."""
         interval = self.config.interval_s
-        step = interval / self.config.probes_per_interval
-        next_eval = time.monotonic() + interval
-        while not self._stop.is_set():
-            started = time.monotonic()
-            try:
-                self.prober.fire()
-                if started >= next_eval:
-                    next_eval += interval * max(1, int((started - next_eval) // interval) + 1)
-                    self.evaluate_once()
-            except Exception:  # one bad round must not end detection
-                _LOG.exception("slow-broker detector %s: evaluation failed", self.cluster)
-            self._stop.wait(max(0.0, step - (time.monotonic() - started)))
+        started = time.monotonic()
+        self.prober.fire()
+        if started >= self._next_eval_s:
+            self._next_eval_s += interval * max(1, int((started - self._next_eval_s) // interval) + 1)
+            self.evaluate_or_withdraw()
+
+    def evaluate_or_withdraw(self) -> Evaluation | None:
+        """`evaluate_once`; when it raises, the previous evaluation is withdrawn (from /metrics and the board: no
+        verdict rather than an old one passed off as current), the failure counted and logged, and None returned."""
+        try:
+            return self.evaluate_once()
+        except Exception:
+            self.board.publish(self.cluster, {})
+            with self.evaluated:
+                self.latest = None
+                self.failed_evaluations += 1
+                self.evaluated.notify_all()
+            _LOG.exception("slow-broker detector %s: evaluation failed; its previous verdicts withdrawn", self.cluster)
+            return None
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name=f"slow-brokers-{self.cluster}", daemon=True)
-        self._thread.start()
+        self._next_eval_s = time.monotonic() + self.config.interval_s
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
+        self._loop.stop(10)
 
 
 class SlowBrokerCollector(Collector):

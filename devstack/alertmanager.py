@@ -17,15 +17,13 @@ import yaml
 from devstack.services import (
     LocalService,
     QueryFailed,
-    ServiceTimeout,
     decode_json,
     duration,
     http_ok,
-    poll,
     run_checker,
 )
 from pulse.errors import ConfigError
-from pulse.ports import wait_until
+from pulse.polling import poll
 from pulse.process import pid_alive, require_program
 
 PACKAGE = "prometheus-alertmanager"
@@ -189,8 +187,7 @@ class Alertmanager(LocalService):
         unsaved notification log are lost; SIGTERM: a clean stop that saves them), then a restart on the same port
         and data directory, awaited until ready."""
         os.kill(self.pid, sig)
-        if not wait_until(lambda: not pid_alive(self.pid), timeout_s=30):
-            raise ServiceTimeout(f"alertmanager pid {self.pid} still alive 30 s after {sig.name}")
+        poll(lambda: pid_alive(self.pid), lambda alive: not alive, 30, f"alertmanager pid {self.pid} gone ({sig.name})")
         self.stop()  # reap it and drop the HTTP client
         try:
             yield
@@ -205,4 +202,4 @@ class Alertmanager(LocalService):
             timeout_s,
             f"alertmanager: alert {alertname!r}",
         )
-        return cast(dict[str, Any], found[0])
+        return found[0]

@@ -88,9 +88,13 @@ class NoisyNeighbourWorkload:
             self._create_topics()
             with ThreadPoolExecutor(1, thread_name_prefix="noisy-quota") as pool:  # two JVMs side by side
                 quota = pool.submit(
-                    set_consumer_quota, self.broker_runtime, self.bootstrap_servers, self.plan.reader_group,
-                    self.plan.reader_bytes_per_s, "noisy neighbour",
-                )  # fmt: skip
+                    set_consumer_quota,
+                    self.broker_runtime,
+                    self.bootstrap_servers,
+                    self.plan.reader_group,
+                    self.plan.reader_bytes_per_s,
+                    "noisy neighbour",
+                )
                 self._fill_backlog()
                 quota.result()  # in place before the reader starts, so it never runs ahead
             self._start_clients()
@@ -120,10 +124,16 @@ class NoisyNeighbourWorkload:
         """ProducerPerformance as fast as it can until the backlog is written; waits for it to exit."""
         p = self.plan
         filler = start_producer(
-            self.tools_runtime, self.workdir, self.bootstrap_servers, p.backlog_topic, f"{p.prefix}-filler",
-            throughput=-1, record_size=p.record_size, records=p.backlog_records,
+            self.tools_runtime,
+            self.workdir,
+            self.bootstrap_servers,
+            p.backlog_topic,
+            f"{p.prefix}-filler",
+            throughput=-1,
+            record_size=p.record_size,
+            records=p.backlog_records,
             settings={"acks": "1", "linger.ms": "50", "batch.size": str(256 * 1024), "compression.type": "none"},
-        )  # fmt: skip
+        )
         deadline = time.monotonic() + p.fill_timeout_s
         try:
             while filler.running():
@@ -142,18 +152,36 @@ class NoisyNeighbourWorkload:
         p = self.plan
         commits = {"auto.commit.interval.ms": str(COMMIT_INTERVAL_MS)}
         launches: list[Callable[[], PerfClient]] = [
-            partial(start_consumer, self.tools_runtime, self.workdir, self.bootstrap_servers, p.backlog_topic,
-                    p.reader_group, p.reader_group, idle_timeout_s=PRODUCE_DURATION_S, settings=commits),
-        ]  # fmt: skip
+            partial(
+                start_consumer,
+                self.tools_runtime,
+                self.workdir,
+                self.bootstrap_servers,
+                p.backlog_topic,
+                p.reader_group,
+                p.reader_group,
+                idle_timeout_s=PRODUCE_DURATION_S,
+                settings=commits,
+            ),
+        ]
         for topic, client, rate in (
             (p.backlog_topic, f"{p.prefix}-trickle", p.trickle_records_per_s),
             (p.victim_topic, f"{p.prefix}-victim-producer", p.victim_records_per_s),
         ):
             launches.append(
-                partial(start_producer, self.tools_runtime, self.workdir, self.bootstrap_servers, topic, client,
-                        throughput=rate, duration_s=PRODUCE_DURATION_S, record_size=p.record_size,
-                        settings={"acks": "all"})
-            )  # fmt: skip
+                partial(
+                    start_producer,
+                    self.tools_runtime,
+                    self.workdir,
+                    self.bootstrap_servers,
+                    topic,
+                    client,
+                    throughput=rate,
+                    duration_s=PRODUCE_DURATION_S,
+                    record_size=p.record_size,
+                    settings={"acks": "all"},
+                )
+            )
         with ThreadPoolExecutor(len(launches), thread_name_prefix="noisy-client") as pool:
             futures = [pool.submit(launch) for launch in launches]
         self.clients += [f.result() for f in futures if f.exception() is None]

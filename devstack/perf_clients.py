@@ -53,9 +53,12 @@ def producer_args(version: str, topic: str, records: int, throughput: int, recor
     """ProducerPerformance's options: `records` records of `record_size` bytes at about `throughput` records/s."""
     config_flag = "--command-config" if _renamed_options(version) else "--producer.config"
     return [
-        "--topic", topic, "--num-records", str(records), "--record-size", str(record_size),
-        "--throughput", str(throughput), config_flag, str(config),
-    ]  # fmt: skip
+        *("--topic", topic),
+        *("--num-records", str(records)),
+        *("--record-size", str(record_size)),
+        *("--throughput", str(throughput)),
+        *(config_flag, str(config)),
+    ]
 
 
 def consumer_args(
@@ -64,10 +67,13 @@ def consumer_args(
     """ConsumerPerformance's options: consume up to `records` in `group`, giving up after `timeout_ms` without any."""
     renamed = _renamed_options(version)
     return [
-        "--bootstrap-server", bootstrap_servers, "--topic", topic, "--group", group,
-        "--num-records" if renamed else "--messages", str(records), "--timeout", str(timeout_ms),
-        "--command-config" if renamed else "--consumer.config", str(config),
-    ]  # fmt: skip
+        *("--bootstrap-server", bootstrap_servers),
+        *("--topic", topic),
+        *("--group", group),
+        *("--num-records" if renamed else "--messages", str(records)),
+        *("--timeout", str(timeout_ms)),
+        *("--command-config" if renamed else "--consumer.config", str(config)),
+    ]
 
 
 def render_properties(settings: Mapping[str, str]) -> str:

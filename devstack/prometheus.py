@@ -18,10 +18,10 @@ from devstack.services import (
     decode_json,
     duration,
     http_ok,
-    poll,
     run_checker,
 )
 from pulse.errors import ConfigError
+from pulse.polling import poll
 from pulse.process import require_program
 
 PACKAGE = "prometheus"
@@ -157,10 +157,7 @@ class Prometheus(LocalService):
 
     def wait_for_query(self, expr: str, timeout_s: float = 30.0, min_results: int = 1) -> list[dict[str, Any]]:
         """Poll `query(expr)` until it returns at least `min_results` series."""
-        return cast(
-            list[dict[str, Any]],
-            poll(lambda: self.query(expr), lambda r: len(r) >= min_results, timeout_s, f"prometheus: {expr!r}"),
-        )
+        return poll(lambda: self.query(expr), lambda r: len(r) >= min_results, timeout_s, f"prometheus: {expr!r}")
 
     def targets_state(self) -> list[dict[str, Any]]:
         """The active targets as `/api/v1/targets` reports them (scrapePool, health, lastError, ...)."""
@@ -177,7 +174,7 @@ class Prometheus(LocalService):
         def all_up(found: list[dict[str, Any]]) -> bool:
             return bool(found) and all(t.get("health") == "up" for t in found)
 
-        return cast(list[dict[str, Any]], poll(of_job, all_up, timeout_s, f"prometheus: job {job!r} up"))
+        return poll(of_job, all_up, timeout_s, f"prometheus: job {job!r} up")
 
     def alerts(self) -> list[dict[str, Any]]:
         """Alerts as Prometheus itself sees them (pending or firing), from `/api/v1/alerts`."""

@@ -108,9 +108,13 @@ def _gather(version: str, artifacts: tuple[str, ...], libs: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="kafka-pulse-pom-") as tmp:
         (Path(tmp) / "pom.xml").write_text(render_pom(version, artifacts))
         argv = [
-            "mvn", "-B", "-q", f"{DEPENDENCY_PLUGIN}:copy-dependencies",
-            f"-DoutputDirectory={libs}", "-DincludeScope=runtime",
-        ]  # fmt: skip
+            "mvn",
+            "-B",
+            "-q",
+            f"{DEPENDENCY_PLUGIN}:copy-dependencies",
+            f"-DoutputDirectory={libs}",
+            "-DincludeScope=runtime",
+        ]
         result = subprocess.run(argv, cwd=tmp, capture_output=True, text=True, timeout=900)
     if result.returncode != 0:
         errors = [line for line in result.stdout.splitlines() if "ERROR" in line][:5]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -14,12 +14,14 @@ from typing import Any, Self
 import httpx
 
 from pulse.errors import ConfigError, ProcessFailed, PulseError
+from pulse.polling import PollTimeout
 from pulse.ports import LOOPBACK, free_ports, is_listening
 from pulse.process import ManagedProcess
 
 
-class ServiceTimeout(PulseError):
-    """A running service did not reach the awaited state (target up, query result, request) in time."""
+class ServiceTimeout(PollTimeout):
+    """A running service did not reach the awaited state (target up, query result, request) in time; `poll`
+    (pulse/polling.py) raises its base class, so `except ServiceTimeout` is for a service's own waits only."""
 
 
 class QueryFailed(PulseError):
@@ -171,19 +173,3 @@ class LocalService:
     def __repr__(self) -> str:
         state = f"pid={self.process.pid}" if self.process and self.process.popen else "not started"
         return f"{type(self).__name__}({self.address}, {state})"
-
-
-def poll(
-    fetch: Callable[[], Any], accept: Callable[[Any], bool], timeout_s: float, what: str, interval_s: float = 0.2
-) -> Any:
-    """Call `fetch` until `accept` likes its result; on timeout raise ServiceTimeout with the last result seen,
-    so a failing test says what the service was showing instead of only 'timed out'."""
-    deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while True:
-        last = fetch()
-        if accept(last):
-            return last
-        if time.monotonic() >= deadline:
-            raise ServiceTimeout(f"{what} not reached after {timeout_s:.0f} s; last seen: {last!r}"[:2000])
-        time.sleep(interval_s)

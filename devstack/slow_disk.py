@@ -219,8 +219,18 @@ def _passthrough(root: Path, control: _Control) -> Any:
 
         def statfs(self, path: str) -> dict[str, Any]:
             sv = os.statvfs(self._full(path))
-            keys = ("f_bavail", "f_bfree", "f_blocks", "f_bsize", "f_favail", "f_ffree", "f_files", "f_flag",
-                    "f_frsize", "f_namemax")  # fmt: skip
+            keys = (
+                "f_bavail",
+                "f_bfree",
+                "f_blocks",
+                "f_bsize",
+                "f_favail",
+                "f_ffree",
+                "f_files",
+                "f_flag",
+                "f_frsize",
+                "f_namemax",
+            )
             return {k: getattr(sv, k) for k in keys}
 
         def unlink(self, path: str) -> None:

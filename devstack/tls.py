@@ -66,14 +66,20 @@ def _new_ca(now: dt.datetime) -> tuple[ec.EllipticCurvePrivateKey, x509.Certific
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
             x509.KeyUsage(
-                digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-                key_encipherment=False, data_encipherment=False, key_agreement=False,
-                encipher_only=False, decipher_only=False,
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
             ),
             critical=True,
         )
         .sign(ca_key, hashes.SHA256())
-    )  # fmt: skip
+    )
     return ca_key, ca_cert
 
 

@@ -18,12 +18,12 @@ from devstack.perf_clients import PerfClient, start_consumer, start_producer
 from devstack.runtime import KafkaRuntime
 from pulse.errors import ClusterError, ProcessFailed
 
-TOPIC = "demo-orders"
+DEMO_TOPIC = "demo-orders"
 PARTITIONS = 6
 KEEPS_UP = "demo-keeps-up"
 TOO_SLOW = "demo-too-slow"
 STOPS = "demo-stops"
-GROUPS = (KEEPS_UP, TOO_SLOW, STOPS)
+DEMO_GROUPS = (KEEPS_UP, TOO_SLOW, STOPS)
 """The three groups, by what they do; their client ids are the same names."""
 
 COMMIT_INTERVAL_MS = 2000
@@ -52,10 +52,11 @@ class TrafficPlan:
 def quota_command(runtime: KafkaRuntime, bootstrap_servers: str, client_id: str, bytes_per_s: int) -> list[str]:
     """`kafka-configs.sh --alter --add-config consumer_byte_rate=N --entity-type clients --entity-name ID` (pure)."""
     return [
-        "java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", runtime.classpath, "kafka.admin.ConfigCommand",
-        "--bootstrap-server", bootstrap_servers, "--alter", "--add-config", f"consumer_byte_rate={bytes_per_s}",
-        "--entity-type", "clients", "--entity-name", client_id,
-    ]  # fmt: skip
+        *("java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", runtime.classpath, "kafka.admin.ConfigCommand"),
+        *("--bootstrap-server", bootstrap_servers),
+        *("--alter", "--add-config", f"consumer_byte_rate={bytes_per_s}"),
+        *("--entity-type", "clients", "--entity-name", client_id),
+    ]
 
 
 def set_consumer_quota(
@@ -93,32 +94,45 @@ class DemoTraffic:
         try:
             self.clients.append(
                 start_producer(
-                    self.tools_runtime, self.workdir, self.bootstrap_servers, TOPIC, "demo-producer",
-                    throughput=p.records_per_s, duration_s=PRODUCE_DURATION_S, record_size=p.record_size,
+                    self.tools_runtime,
+                    self.workdir,
+                    self.bootstrap_servers,
+                    DEMO_TOPIC,
+                    "demo-producer",
+                    throughput=p.records_per_s,
+                    duration_s=PRODUCE_DURATION_S,
+                    record_size=p.record_size,
                     settings={"acks": "all", "linger.ms": "20"},
                 )
-            )  # fmt: skip
+            )
             commits = {"auto.commit.interval.ms": str(COMMIT_INTERVAL_MS)}
             for group, records in ((KEEPS_UP, 10**12), (TOO_SLOW, 10**12), (STOPS, p.stops_after_records)):
                 self.clients.append(
                     start_consumer(
-                        self.tools_runtime, self.workdir, self.bootstrap_servers, TOPIC, group, group,
-                        idle_timeout_s=PRODUCE_DURATION_S, records=records, settings=commits,
+                        self.tools_runtime,
+                        self.workdir,
+                        self.bootstrap_servers,
+                        DEMO_TOPIC,
+                        group,
+                        group,
+                        idle_timeout_s=PRODUCE_DURATION_S,
+                        records=records,
+                        settings=commits,
                     )
-                )  # fmt: skip
+                )
         except BaseException:
             self.stop()
             raise
 
     def _create_topic(self) -> None:
         admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
-        futures = admin.create_topics([NewTopic(TOPIC, PARTITIONS, self.replication)], request_timeout=30)
+        futures = admin.create_topics([NewTopic(DEMO_TOPIC, PARTITIONS, self.replication)], request_timeout=30)
         try:
-            futures[TOPIC].result(timeout=60)
+            futures[DEMO_TOPIC].result(timeout=60)
         except Exception as exc:  # KafkaException; an existing topic (a demo restarted on kept data) is fine
             if "already exists" not in str(exc).lower() and "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise ClusterError(
-                    f"demo traffic: topic {TOPIC!r} not created on {self.bootstrap_servers}: {exc}"
+                    f"demo traffic: topic {DEMO_TOPIC!r} not created on {self.bootstrap_servers}: {exc}"
                 ) from exc
 
     def _set_quota(self, client_id: str, bytes_per_s: int) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from devstack.cluster import DevCluster
+from devstack import DevCluster
 from pulse.config import ClusterConfig, PulseConfig, load_config
 from pulse.errors import ClusterError
 

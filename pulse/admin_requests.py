@@ -1,7 +1,7 @@
 """Waiting on librdkafka Admin requests without tripping its native aborts (librdkafka 2.16), and DescribeCluster
 without waiting on a dead controller.
 
-Two patterns abort the whole process, both reproduced by tests/integration/test_check_lag_timeouts.py:
+Two patterns abort the whole process, both reproduced by tests/integration/app/test_check_lag_timeouts.py:
 - a group-coordinator request (ListConsumerGroupOffsets, DescribeConsumerGroups) whose `request_timeout` runs out
   while it still waits for the coordinator: `rd_kafka_enq_once_del_source_return: Assertion eonce->refcnt > 0`;
 - an AdminClient freed by the garbage collector on librdkafka's own thread, which a re-raised stored exception
@@ -46,7 +46,7 @@ def describe_cluster(admin: AdminClient, timeout_s: float) -> Any:
     librdkafka sends it to the controller of the last metadata answer, which under KRaft is a random broker the
     quorum counts as live: for the seconds between a kill -9 and the broker's fencing, one answer in three (on 3
     brokers) names the dead one, and the request waits for it to the end of its timeout ("Failed while waiting for
-    controller"). A new metadata answer picks again (tests/integration/test_admin_requests.py)."""
+    controller"). A new metadata answer picks again (tests/integration/pulse/test_admin_requests.py)."""
     end = time.monotonic() + timeout_s
     while True:
         left = end - time.monotonic()

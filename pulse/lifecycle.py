@@ -1,19 +1,23 @@
 """How every long-running command lives: parts built from config (connecting to nothing), started in order,
-stopped in reverse, until SIGTERM or Ctrl-C; and the one logging setup those commands share."""
+stopped in reverse, until SIGTERM or Ctrl-C; the one loop shape their worker threads share (`Periodic`); and the
+one logging setup those commands share."""
 
 from __future__ import annotations
 
 import logging
 import signal
 import threading
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pulse.redact import RedactingFormatter
+from pulse.redact import RedactingFormatter, redact_text
 
 _LOG = logging.getLogger(__name__)
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+TICK_LOG_PERIOD_S = 60.0
+"""A loop logs a given kind of failing tick at most once per this many seconds; the rest are counted."""
 
 
 class Service(Protocol):
@@ -64,11 +68,150 @@ class Parts:
                 _LOG.exception("stopping %s failed", part.name)
 
 
-def configure_logging(level: int = logging.WARNING) -> None:
-    """Logs to stderr, one line each with time, level and logger, secrets redacted (pulse/redact.py)."""
+PINNED_LOGGERS = (
+    "kafka", "confluent_kafka", "py4j", "pyspark", "jpype", "urllib3", "requests", "httpx", "httpcore", "h11", "h2",
+    "hpack",
+)  # fmt: skip
+"""Third-party loggers that print a client's config or a request's headers below WARNING (kafka-python logs its
+whole config, passwords included, when an admin client starts): kept at WARNING or above whatever the root level,
+also after `/v3/admin/loglevel` sets it to debug. Their children (`kafka.conn`) follow."""
+
+
+def _pinned(name: str) -> bool:
+    return any(name == pin or name.startswith(f"{pin}.") for pin in PINNED_LOGGERS)
+
+
+class ThirdPartyFloor(logging.Filter):
+    """On the handler: a pinned logger's record passes only at WARNING or above, and not below the root level, even
+    if someone lowers that logger's own level."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not _pinned(record.name):
+            return True
+        return record.levelno >= max(logging.WARNING, logging.getLogger().getEffectiveLevel())
+
+
+Tick = Callable[[], bool | None]
+"""One cycle of a loop. Raising is a failure the loop logs; returning False is one the tick reported itself."""
+
+
+class Periodic:
+    """`tick` every `interval_s` on a daemon thread named `name`, until `stop`: one shape for every worker loop, so
+    each has an interruptible wait, a liveness check and a last success for self-health (kafka_pulse/self_health.py).
+
+    A tick that raises is logged (the first of each exception type per `TICK_LOG_PERIOD_S`, the rest counted) and
+    the loop goes on. By default the rate is fixed (a slow tick shortens the pause rather than shifting the
+    schedule); `fixed_rate=False` pauses `interval_s` after each tick instead."""
+
+    def __init__(
+        self,
+        name: str,
+        interval_s: float,
+        tick: Tick,
+        *,
+        fixed_rate: bool = True,
+        first_delay_s: float = 0.0,
+        min_pause_s: float = 0.0,
+        failure_pause_s: float = 0.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """`first_delay_s` passes before the first tick; `min_pause_s` bounds the pause after a tick from below
+        (so a tick slower than `interval_s` cannot make the loop spin), `failure_pause_s` the pause after a failed
+        one (so a loop with no interval cannot spin on a lasting fault); `clock` gives Unix time."""
+        self.name = name
+        self.interval_s = interval_s
+        self._tick = tick
+        self.fixed_rate = fixed_rate
+        self.first_delay_s = first_delay_s
+        self.min_pause_s = min_pause_s
+        self.failure_pause_s = failure_pause_s
+        self._clock = clock
+        self.stopping = threading.Event()
+        """Set once `stop` is asked: a tick that waits on something passes it on, so `stop` interrupts the wait."""
+        self.ticks = 0
+        self.failures = 0
+        """Ticks that raised or returned False."""
+        self.last_success_s: float | None = None
+        """Unix time the last successful tick ended; None before the first."""
+        self.last_error: str | None = None
+        """`Type: message` of the last tick that raised (redacted)."""
+        self._thread: threading.Thread | None = None
+        self._logged_at: dict[str, float] = {}
+        self._held: dict[str, int] = {}
+
+    def start(self) -> None:
+        """Start the thread (again, after a `stop`); RuntimeError while it still runs."""
+        if self.is_alive():
+            raise RuntimeError(f"{self.name} is already running")
+        self.stopping.clear()
+        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 10.0) -> bool:
+        """Ask the loop to end and wait up to `timeout_s` for a tick in flight; True once the thread has ended.
+        Idempotent; from the loop's own thread (a tick stopping its loop) it only asks."""
+        self.stopping.set()
+        thread = self._thread
+        if thread is None:
+            return True
+        if thread is not threading.current_thread() and timeout_s > 0:
+            thread.join(timeout_s)
+        return not thread.is_alive()
+
+    def is_alive(self) -> bool:
+        """Whether the thread runs (False before `start` and after `stop` has returned True)."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def tick_once(self) -> bool:
+        """One tick on the caller's thread, counted as the loop counts its own; True when it succeeded."""
+        try:
+            ok = self._tick() is not False
+        except Exception as exc:  # one bad cycle must never end the loop
+            self._log_failure(exc)
+            ok = False
+        self.ticks += 1
+        if ok:
+            self.last_success_s = self._clock()
+        else:
+            self.failures += 1
+        return ok
+
+    def _run(self) -> None:
+        if self.first_delay_s > 0 and self.stopping.wait(self.first_delay_s):
+            return
+        while not self.stopping.is_set():
+            started = time.monotonic()
+            floor = self.min_pause_s if self.tick_once() else max(self.min_pause_s, self.failure_pause_s)
+            pause = self.interval_s - (time.monotonic() - started) if self.fixed_rate else self.interval_s
+            if self.stopping.wait(max(pause, floor, 0.0)):
+                return
+
+    def _log_failure(self, exc: Exception) -> None:
+        kind = type(exc).__name__
+        self.last_error = redact_text(f"{kind}: {exc}" if str(exc) else kind)
+        now = time.monotonic()
+        last = self._logged_at.get(kind)
+        if last is not None and now - last < TICK_LOG_PERIOD_S:
+            self._held[kind] = self._held.get(kind, 0) + 1
+            return
+        self._logged_at[kind] = now
+        held = self._held.pop(kind, 0)
+        more = f" ({held} more like it in the last {TICK_LOG_PERIOD_S:.0f} s)" if held else ""
+        _LOG.error("%s: tick failed: %s; the loop goes on%s", self.name, self.last_error, more, exc_info=exc)
+
+
+def configure_logging(level: int = logging.WARNING, quieter: Mapping[str, int] | None = None) -> None:
+    """Logs to stderr, one line each with time, level and logger, secrets redacted (pulse/redact.py), the
+    third-party loggers pinned (PINNED_LOGGERS); `quieter` raises some further (`check`: kafka at CRITICAL)."""
     handler = logging.StreamHandler()
     handler.setFormatter(RedactingFormatter(LOG_FORMAT))
+    handler.addFilter(ThirdPartyFloor())
     logging.basicConfig(level=level, handlers=[handler])
+    for name in PINNED_LOGGERS:
+        pinned = logging.getLogger(name)
+        pinned.setLevel(max(logging.WARNING, pinned.level))
+    for name, floor in (quieter or {}).items():
+        logging.getLogger(name).setLevel(floor)
 
 
 def run_until_signal(service: Service, started: Callable[[], None] = lambda: None) -> None:

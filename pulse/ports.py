@@ -1,8 +1,9 @@
 """Loopback port helpers: every server kafka-pulse starts for development binds 127.0.0.1 on a free port."""
 
 import socket
-import time
 from collections.abc import Callable
+
+from pulse.polling import PollTimeout, poll
 
 LOOPBACK = "127.0.0.1"
 
@@ -31,11 +32,10 @@ def is_listening(port: int, host: str = LOOPBACK, timeout_s: float = 0.5) -> boo
 
 
 def wait_until(condition: Callable[[], bool], timeout_s: float, interval_s: float = 0.1) -> bool:
-    """Poll `condition` until it is true or `timeout_s` passes; returns its last value."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if condition():
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(interval_s)
+    """`poll` (pulse/polling.py) for callers that branch on the outcome: True once `condition` holds, False when
+    `timeout_s` passes first. A test asserts with `poll` instead, whose failure shows the last value seen."""
+    try:
+        poll(condition, bool, timeout_s, "condition", interval_s)
+    except PollTimeout:
+        return False
+    return True

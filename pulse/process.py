@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pulse.errors import DependencyMissing, ProcessFailed
+from pulse.polling import PollTimeout, poll
 
 
 def pid_alive(pid: int) -> bool:
@@ -116,20 +117,24 @@ class ManagedProcess:
 
     def wait_ready(self, ready: Callable[[], bool], timeout_s: float, what: str = "ready") -> None:
         """Poll `ready` until true; fail with the log tail if the process exits or time runs out."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if not self.running():
-                code = self.popen.returncode if self.popen else None
-                raise ProcessFailed(
-                    f"{self.name} exited with status {code} before it was {what}; "
-                    f"last lines of {self.log_path}:\n{tail(self.log_path)}"
-                )
-            if ready():
-                return
-            time.sleep(0.1)
-        raise ProcessFailed(
-            f"{self.name} was not {what} after {timeout_s:.0f} s; last lines of {self.log_path}:\n{tail(self.log_path)}"
-        )
+
+        def state() -> bool | None:
+            """None once the process has exited, else whether it is ready."""
+            return ready() if self.running() else None
+
+        try:
+            seen = poll(state, lambda s: s is not False, timeout_s, f"{self.name} {what}", interval_s=0.1)
+        except PollTimeout as exc:
+            raise ProcessFailed(
+                f"{self.name} was not {what} after {timeout_s:.0f} s; last lines of {self.log_path}:\n"
+                f"{tail(self.log_path)}"
+            ) from exc
+        if seen is None:
+            code = self.popen.returncode if self.popen else None
+            raise ProcessFailed(
+                f"{self.name} exited with status {code} before it was {what}; "
+                f"last lines of {self.log_path}:\n{tail(self.log_path)}"
+            )
 
     def stop(self, grace_s: float = 15.0) -> None:
         """Stop by PID and reap; safe to call twice."""

@@ -46,6 +46,11 @@ class ClusterSummary:
     """Sorted by broker id."""
 
 
+NO_AUTO_CREATE = {"allow.auto.create.topics": False}
+"""Metadata requests and produces must not create a topic (the canary's monitor topic) with broker defaults behind
+our back."""
+
+
 def client_config(cluster: ClusterConfig) -> dict[str, str]:
     """librdkafka settings for `cluster`: servers, protocol, SASL credentials and TLS files.
 

@@ -1,21 +1,109 @@
 """SLO specs, the PySpark burn-rate job, error budgets and Prometheus rule generation.
 
-Entry points by module, imported on use so that validating a spec never loads Spark: `spec.load_slos` and
-`spec.parse_slos` (YAML and OpenSLO -> `model.Slo`), `policy` (pure budget and burn-rate math), `job.evaluate` and
-`job.backtest` (the Spark job), `results` (what they return, and `alert_states` for `alerting`), `output`
-(Parquet and Pushgateway), `session.spark_session`.
+Stages by module: `spec` (YAML and OpenSLO -> `model.Slo`), `policy` (pure budget and burn-rate math), `job` (the
+Spark job: `evaluate`, `backtest`, `minute_series`), `results` (what it returns, and `alert_states` for
+`alerting`), `output` (Parquet and Pushgateway), `report` (budget reports), `rules_files` (Prometheus rules),
+`session.spark_session`. Every export is imported on first use, so validating a spec never loads Spark.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pulse.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from slo.alerting import SloAlertDelivery
+    from slo.evaluation import floor_minute
+    from slo.job import backtest, evaluate, minute_series
+    from slo.model import Slo
+    from slo.output import PushFailed, gauges, push_gauges, write_results
+    from slo.policy import parse_duration_s
+    from slo.report import PERIOD_UNITS, report_json, slo_report
+    from slo.report_render import to_html, to_markdown
+    from slo.results import SloResult, alert_states, iso
+    from slo.rules import RuleOptions
+    from slo.rules_files import (
+        NoPrometheusSli,
+        check_output,
+        load_rule_slos,
+        output_files,
+        rules_text,
+        select,
+        stale_files,
+        write_files,
+    )
+    from slo.session import spark_session
+    from slo.spec import describe, load_slos
+
 __all__ = [
-    "alerting",
-    "evaluation",
-    "job",
-    "model",
-    "openslo",
-    "output",
-    "policy",
-    "results",
-    "session",
-    "sources",
-    "spec",
+    "PERIOD_UNITS",
+    "NoPrometheusSli",
+    "PushFailed",
+    "RuleOptions",
+    "Slo",
+    "SloAlertDelivery",
+    "SloResult",
+    "alert_states",
+    "backtest",
+    "check_output",
+    "describe",
+    "evaluate",
+    "floor_minute",
+    "gauges",
+    "iso",
+    "load_rule_slos",
+    "load_slos",
+    "minute_series",
+    "output_files",
+    "parse_duration_s",
+    "push_gauges",
+    "report_json",
+    "rules_text",
+    "select",
+    "slo_report",
+    "spark_session",
+    "stale_files",
+    "to_html",
+    "to_markdown",
+    "write_files",
+    "write_results",
 ]
+
+_HOMES = {
+    "NoPrometheusSli": "slo.rules_files",
+    "PERIOD_UNITS": "slo.report",
+    "PushFailed": "slo.output",
+    "RuleOptions": "slo.rules",
+    "Slo": "slo.model",
+    "SloAlertDelivery": "slo.alerting",
+    "SloResult": "slo.results",
+    "alert_states": "slo.results",
+    "backtest": "slo.job",
+    "check_output": "slo.rules_files",
+    "describe": "slo.spec",
+    "evaluate": "slo.job",
+    "floor_minute": "slo.evaluation",
+    "gauges": "slo.output",
+    "iso": "slo.results",
+    "load_rule_slos": "slo.rules_files",
+    "load_slos": "slo.spec",
+    "minute_series": "slo.job",
+    "output_files": "slo.rules_files",
+    "parse_duration_s": "slo.policy",
+    "push_gauges": "slo.output",
+    "report_json": "slo.report",
+    "rules_text": "slo.rules_files",
+    "select": "slo.rules_files",
+    "slo_report": "slo.report",
+    "spark_session": "slo.session",
+    "stale_files": "slo.rules_files",
+    "to_html": "slo.report_render",
+    "to_markdown": "slo.report_render",
+    "write_files": "slo.rules_files",
+    "write_results": "slo.output",
+}
+"""Exported name -> the module that defines it, imported on first use (PEP 562), so importing the package is free."""
+
+if not TYPE_CHECKING:  # mypy reads the imports above, so a name missing from them is an error, not an `object`
+    __getattr__ = lazy_exports(__name__, _HOMES)

@@ -29,9 +29,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Literal
 
-from pulse.alerts import Alert, Incidents, SendResult, identity, render_link
+from pulse.alerts import Alert, AlertSender, Incidents, SendResult, identity, render_link
 from pulse.config import AlertingConfig
 
 ALERTNAME = "KafkaSLOBurnRate"
@@ -81,12 +81,6 @@ class SloAlertState:
     """SLO labels and group_by values; identity, so constant per instance (never numbers)."""
     description: str | None = None
     runbook_url: str | None = None
-
-
-class AlertSender(Protocol):
-    """What delivery needs from `AlertSink`; tests may pass another sender."""
-
-    def send(self, alerts: Sequence[Alert]) -> SendResult: ...
 
 
 def _number(value: float) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 
@@ -34,6 +35,7 @@ from slo.evaluation import (
     period_bounds,
     sub_hour_windows_s,
 )
+from slo.identity import identity, without_repeats
 from slo.model import Slo
 from slo.policy import HOUR_S, MINUTE_S, FloatArray, WindowSums
 from slo.report import InstanceMinutes
@@ -172,7 +174,8 @@ def _results(slos: Sequence[Slo], at: datetime, frame: pd.DataFrame, subs: list[
             empty = Rollup(np.zeros(0), np.zeros(0), 0.0, 0.0, {w: WindowSums(0.0, 0.0) for w in subs})
             results.append(evaluate_instance(slo, {}, at, empty))
     order = {slo.name: i for i, slo in enumerate(slos)}
-    return sorted(results, key=lambda r: (order[r.name], sorted(r.labels.items())))
+    kept, refused = without_repeats(sorted(results, key=lambda r: (order[r.name], sorted(r.labels.items()))))
+    return [replace(r, repeated_label_sets=refused.get(identity(r.name, r.labels), 0)) for r in kept]
 
 
 def _bins(index: npt.NDArray[np.int64], weights: FloatArray, size: int) -> FloatArray:
@@ -269,7 +272,7 @@ def _backtest_results(slos: Sequence[Slo], out: pd.DataFrame) -> list[BacktestRe
         if index not in seen:
             results.append(BacktestResult(slo.name, dict(slo.labels), ()))
     order = {slo.name: i for i, slo in enumerate(slos)}
-    return sorted(results, key=lambda r: (order[r.name], sorted(r.labels.items())))
+    return without_repeats(sorted(results, key=lambda r: (order[r.name], sorted(r.labels.items()))))[0]
 
 
 # --- report ---------------------------------------------------------------------------------------------------
@@ -306,4 +309,4 @@ def minute_series(spark: SparkSession, slos: Sequence[Slo], start: datetime, end
         if index not in seen:
             found.append(InstanceMinutes(slo.name, dict(slo.labels), first, np.zeros(size), np.zeros(size)))
     order = {slo.name: i for i, slo in enumerate(slos)}
-    return sorted(found, key=lambda s: (order[s.name], sorted(s.labels.items())))
+    return without_repeats(sorted(found, key=lambda s: (order[s.name], sorted(s.labels.items()))))[0]

@@ -16,6 +16,7 @@ from typing import Any
 
 from pulse.envsubst import Loc
 from slo.policy import MINUTE_S, format_duration, parse_duration_s
+from slo.sql_allowlist import substitution_refusal
 
 API_VERSION = "openslo/v1"
 _METADATA_KINDS = {"Service", "DataSource", "AlertNotificationTarget", "SLI", "AlertPolicy", "AlertCondition"}
@@ -169,6 +170,10 @@ def _convert_indicator(spec: Mapping[str, Any], entry: dict[str, Any], problems:
         if not isinstance(query, str):
             problems.add((*at, key, "metricSource", "spec", "query"), "required: the Spark SQL or PromQL expression")
             continue
+        if kind != "prometheus":  # Spark SQL: refused here, so that the message names the OpenSLO key
+            for name, text in (("query", query), ("filter", source_spec.get("filter"))):
+                if isinstance(text, str) and (why := substitution_refusal(text)) is not None:
+                    problems.add((*at, key, "metricSource", "spec", name), why)
         queries[key] = query
         sources[key] = {"type": kind, **source_spec}
     if "total" not in ratio or ("good" in ratio) == ("bad" in ratio):

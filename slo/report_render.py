@@ -4,6 +4,7 @@ external asset or script), from slo/report.py's figures. Formatting only: every 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from html import escape
@@ -23,6 +24,19 @@ padding:.25em .6em;text-align:left}th{background:#f3f5f7}.met{color:#1a7f37;font
 def percent(value: float | None, digits: int = 3) -> str:
     """0.99912 -> `99.912 %`; `-` without a value."""
     return "-" if value is None else f"{value * 100:.{digits}f} %"
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#!|~])")
+_LINE_BREAKS = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]+")
+
+
+def markdown_text(text: str) -> str:
+    """`text` (a label, a name, a description: anything a spec or a source row chose) as inert Markdown inline
+    text: line breaks and control characters become one space (no new heading, row or block), `& < > "` become
+    HTML entities (no tag), and Markdown's specials, `|` included, are backslash-escaped (no link, emphasis,
+    code span or table cell)."""
+    text = _MARKDOWN_SPECIAL.sub(r"\\\1", _LINE_BREAKS.sub(" ", text))
+    return escape(text, quote=True)  # after: the entities' own `#` stays unescaped
 
 
 def _labels(labels: dict[str, str]) -> str:
@@ -49,7 +63,8 @@ def to_markdown(reports: Sequence[SloReport], start: datetime, end: datetime) ->
     """The report as Markdown (GitHub tables), one section per SLO instance and period."""
     out = [f"# SLO report, {iso(start)} to {iso(end)}", ""]
     for r in reports:
-        out += [f"## {_title(r)}", "", f"Objective {r.objective:g} % ({r.budgeting}). {r.description}".rstrip(), ""]
+        title, description = markdown_text(_title(r)), markdown_text(r.description)
+        out += [f"## {title}", "", f"Objective {r.objective:g} % ({r.budgeting}). {description}".rstrip(), ""]
         for p in r.periods:
             out += [
                 f"### {_span(p)}",
@@ -129,19 +144,29 @@ def _period_html(r: SloReport, p: PeriodReport) -> str:
         ["compliance", "objective", "verdict", "budget consumed", "budget left", "events", "minutes with data"],
         [
             [
-                percent(p.compliance), f"{r.objective:g} %", verdict, percent(p.budget_consumed, 1),
-                percent(p.budget_remaining, 1), f"{p.total:g}", f"{p.data_minutes} of {p.minutes}",
+                percent(p.compliance),
+                f"{r.objective:g} %",
+                verdict,
+                percent(p.budget_consumed, 1),
+                percent(p.budget_remaining, 1),
+                f"{p.total:g}",
+                f"{p.data_minutes} of {p.minutes}",
             ]
         ],
-    )  # fmt: skip
+    )
     summary = summary.replace(f"<td>{verdict}</td>", f'<td class="{escape(verdict.replace(" ", "-"))}">{verdict}</td>')
     parts = [f"<h3>{escape(_span(p))}</h3>", summary, "<h4>Error budget left</h4>", burndown_svg(p)]
     if p.incidents:
         rows = [
-            [i.severity, iso(i.start) or "", (iso(i.end) or "") + (" (ongoing)" if i.ongoing else ""),
-             f"{i.bad:g}", percent(i.budget_consumed, 1)]
+            [
+                i.severity,
+                iso(i.start) or "",
+                (iso(i.end) or "") + (" (ongoing)" if i.ongoing else ""),
+                f"{i.bad:g}",
+                percent(i.budget_consumed, 1),
+            ]
             for i in p.incidents
-        ]  # fmt: skip
+        ]
         parts += ["<h4>Incidents</h4>", _table(["severity", "start", "end", "bad events", "budget"], rows)]
     else:
         parts.append('<p class="muted">No incidents.</p>')

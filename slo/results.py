@@ -75,6 +75,9 @@ class SloResult:
     budgeting: str
     skipped_rows: dict[str, int] = field(default_factory=dict)
     """Malformed source rows counted and skipped, by reason: `null_time`, `bad_value`, `good_exceeds_total`."""
+    repeated_label_sets: int = 0
+    """Other results of this evaluation with this one's name and labels, refused (never published twice) and
+    counted here; not in `to_json`. Exported as `kafka_pulse_slo_schedule_refused_results_total` by `run`."""
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -1,5 +1,5 @@
 """Prometheus rules equivalent to the burn-rate job, for SLOs whose SLI is a Prometheus counter pair. Pure rendering
-(spec model -> rule group dicts -> YAML); `slo/rules_scenarios.py` generates their promtool tests and `write_rules` is
+(spec model -> rule group dicts -> YAML); `slo/rules_promtool.py` generates their promtool tests and `write_rules` is
 the only I/O.
 
 One group per SLO, evaluated every minute; its rules run in order, each reading the ones before at the same time:

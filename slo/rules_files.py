@@ -1,6 +1,6 @@
 """What `kafka-pulse slo rules` writes: per SLO a rules file and its `promtool test rules` file, as YAML text, written
 whole; and the check of both with the real promtool (Debian `prometheus`). slo/rules.py and
-slo/rules_scenarios.py build the documents.
+slo/rules_promtool.py build the documents.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pulse.errors import ConfigError, PulseError
 from pulse.process import require_program
 from slo.model import Slo
 from slo.rules import RuleOptions, has_prometheus_source, rule_group
-from slo.rules_scenarios import promtool_tests
+from slo.rules_promtool import promtool_tests
 from slo.spec import load_slos
 
 PROMTOOL_PACKAGE = "prometheus"

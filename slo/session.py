@@ -34,6 +34,10 @@ LOCAL_SETTINGS = {
 }
 """Settings for every master; a local master, or one on loopback, also binds the driver to loopback."""
 
+NO_SUBSTITUTION = {"spark.sql.variable.substitute": "false"}
+"""Applied last, whatever `extra` says: Spark would otherwise replace `${env:VAR}`, `${system:prop}` and
+`${spark:key}` in an SLO expression's text before parsing it, handing the process's secrets to the SLI."""
+
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
@@ -56,13 +60,15 @@ def spark_session(
     settings = dict(LOCAL_SETTINGS)
     if on_loopback(master):
         settings |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
-    settings |= dict(extra or {})
+    settings |= dict(extra or {}) | NO_SUBSTITUTION
     for key, value in settings.items():
         builder = builder.config(key, value)
     try:
         session = builder.getOrCreate()
     except FileNotFoundError as exc:  # no `java` on PATH
         raise DependencyMissing(f"Spark needs Java 17+ on PATH to start ({exc})") from exc
+    for key, value in NO_SUBSTITUTION.items():  # also on a session someone else built first
+        session.conf.set(key, value)
     if not (session.sparkContext.master or "local").startswith("local"):
         ship_code(session)
     return session

@@ -9,6 +9,7 @@ total that is null, NaN, negative or not a number (`bad_value`), good above tota
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -75,22 +76,49 @@ def _expression(frame: DataFrame, text: str, where: str) -> Column:
 
 
 INSTANCE_SEPARATOR = "\x1f"
-"""Joins an instance's `group_by` values into one key (cheaper per row than JSON); `instance_labels` splits it."""
+"""Joins an instance's `group_by` values into one key (cheaper per row than JSON); `instance_labels` splits it.
+Each value is escaped first (`\\` -> `\\\\`, the separator -> `\\s`), so a value holding the separator can never
+split into another instance's labels; a single `group_by` value is the key as it is."""
+_ESCAPES = {"\\": "\\", "s": INSTANCE_SEPARATOR}
+_ESCAPED = re.compile(r"\\(.)", re.DOTALL)
+
+
+def _escaped(value: Column) -> Column:
+    """`value` with `\\` doubled and the separator written `\\s` (literal replacements, no regex)."""
+    doubled = F.replace(value, F.lit("\\"), F.lit("\\\\"))
+    return F.replace(doubled, F.lit(INSTANCE_SEPARATOR), F.lit("\\s"))
 
 
 def _instance(slo: Slo) -> Column:
-    """The `group_by` values joined into one string (empty without grouping), one value per SLO instance."""
+    """The `group_by` values as one string key (empty without grouping), one key per SLO instance."""
     if not slo.group_by:
         return F.lit("")
     values = [F.coalesce(F.col(f"`{label}`").cast("string"), F.lit("")) for label in slo.group_by]
-    return values[0] if len(values) == 1 else F.concat_ws(INSTANCE_SEPARATOR, *values)
+    return values[0] if len(values) == 1 else F.concat_ws(INSTANCE_SEPARATOR, *(_escaped(v) for v in values))
+
+
+def instance_key(values: Sequence[str]) -> str:
+    """The key `_instance` makes of these `group_by` values, in Python (tests, Prometheus rows)."""
+    if len(values) == 1:
+        return values[0]
+    return INSTANCE_SEPARATOR.join(v.replace("\\", "\\\\").replace(INSTANCE_SEPARATOR, "\\s") for v in values)
 
 
 def instance_labels(slo: Slo, instance: str) -> dict[str, str]:
-    """The labels of an instance key made by `_instance`."""
+    """The labels of an instance key made by `_instance`; SourceUnreadable for a key that is not one (a value
+    count other than `group_by`'s, an unknown escape), never labels that belong to another instance."""
     if not slo.group_by:
         return {}
-    return dict(zip(slo.group_by, instance.split(INSTANCE_SEPARATOR), strict=False))
+    if len(slo.group_by) == 1:
+        return {slo.group_by[0]: instance}
+    parts = instance.split(INSTANCE_SEPARATOR)
+    if len(parts) != len(slo.group_by) or any(_ESCAPED.sub("", p).count("\\") for p in parts):
+        raise SourceUnreadable(f"slo {slo.name!r}: instance key {instance!r} does not hold {len(slo.group_by)} values")
+    try:
+        values = [_ESCAPED.sub(lambda m: _ESCAPES[m[1]], p) for p in parts]
+    except KeyError as exc:
+        raise SourceUnreadable(f"slo {slo.name!r}: instance key {instance!r} holds an unknown escape") from exc
+    return dict(zip(slo.group_by, values, strict=True))
 
 
 def scored_rows(

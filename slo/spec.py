@@ -43,7 +43,7 @@ from slo.policy import (
     parse_duration_s,
     threshold,
 )
-from slo.sql_allowlist import expression_refusals
+from slo.sql_allowlist import expression_refusals, substitution_refusal
 
 
 class InvalidSpec(ConfigError):
@@ -181,6 +181,8 @@ def _sql_problems(text: str) -> list[str]:
     """Why `text` is not a row-level Spark SQL expression, checked with sqlglot's Spark dialect."""
     if not text.strip():
         return ["is empty; give a Spark SQL expression such as `true` or `produce_ok`"]
+    if (refusal := substitution_refusal(text)) is not None:
+        return [refusal]
     try:
         tree = sqlglot.parse_one(text, read="spark")
     except sqlglot.errors.ParseError as exc:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-from collectors.cluster_state import PartitionState
+from pulse.kafka.partitions import PartitionState
 
 
 class FailureKind(StrEnum):
@@ -71,7 +71,7 @@ class MetadataFacts:
 
 @dataclass(frozen=True)
 class BrokerProbe:
-    """One broker asked for its API versions on a connection of its own (canary/health.py)."""
+    """One broker asked for its API versions on a connection of its own (pulse/kafka/broker_probe.py)."""
 
     broker: int
     ok: bool

@@ -25,6 +25,7 @@ from kafka_pulse.check.facts import (
 from kafka_pulse.check.kafka_probes import AnsweringServers, probe_brokers, read_lag, read_metadata, read_quorum
 from kafka_pulse.check.noisy_neighbours import NoisyNeighbourFacts, add_noisy_neighbours, read_noisy_neighbours
 from kafka_pulse.check.round_trip import round_trip
+from kafka_pulse.check.round_trip_verdict import judge_round_trip
 from kafka_pulse.check.run_metrics import RunMetrics
 from kafka_pulse.check.self_check import judge_self, self_health_facts
 from kafka_pulse.check.slo_budgets import read_slo_budgets, stale_after_s
@@ -35,11 +36,10 @@ from kafka_pulse.check.verdict import (
     judge_controller,
     judge_lag,
     judge_partitions,
-    judge_round_trip,
     judge_slo,
 )
+from kafka_pulse.self_health import ComponentHealth
 from pulse.config import ClusterConfig, PulseConfig
-from pulse.self_health import ComponentHealth
 
 METADATA_SHARE = 0.5
 """Of the budget, what the first metadata answer may take before the check gives up on the cluster."""

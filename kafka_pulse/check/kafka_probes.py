@@ -28,8 +28,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from canary.health import CheckResult, check_broker, tls_context
-from collectors.cluster_state import PartitionState, diagnose_under_replicated
+from collectors import diagnose_under_replicated
 from kafka_pulse.check.deadline import Deadline, Task, close_later, first_success
 from kafka_pulse.check.facts import (
     BrokerAddress,
@@ -45,6 +44,8 @@ from kafka_pulse.check.facts import (
 from kafka_pulse.check.lag_summary import group_lag
 from pulse.admin_requests import GROUP_REQUEST_TIMEOUT_S, await_result, describe_cluster
 from pulse.config import ClusterConfig, split_host_port
+from pulse.kafka.broker_probe import CheckResult, check_broker, tls_context
+from pulse.kafka.partitions import PartitionState
 from pulse.kafka_log import verdict_settings
 from pulse.profile import admin_config, kafka_python_config
 

@@ -68,11 +68,14 @@ def parse_noisy_neighbours(text: str, cluster: str) -> list[NoisyNeighbourFact]:
         latency = values[LATENCY].get((broker,))
         out.append(
             NoisyNeighbourFact(
-                int(broker) if broker.isdigit() else -1, group, topic,
-                values[LAG].get((broker, group, topic)), values[WINDOW].get((broker, group, topic)),
+                int(broker) if broker.isdigit() else -1,
+                group,
+                topic,
+                values[LAG].get((broker, group, topic)),
+                values[WINDOW].get((broker, group, topic)),
                 None if latency is None else latency * 1000.0,
             )
-        )  # fmt: skip
+        )
     return out
 
 
@@ -91,11 +94,20 @@ def add_noisy_neighbours(lag: Section, facts: NoisyNeighbourFacts) -> Section:
     """The lag section with the run's diagnoses: WARN and a reason line each when there are any (a group is hurting
     other topics' producers: a fault, unlike lag alone); `details.noisy_neighbours` lists them (empty otherwise)."""
     found: Sequence[NoisyNeighbourFact] = facts if isinstance(facts, list) else []
-    details = {**lag.details, "noisy_neighbours": [
-        {"broker": f.broker, "group": f.group, "topic": f.topic, "lag_seconds": f.lag_seconds,
-         "page_cache_window_s": f.window_s, "produce_latency_ms": f.produce_latency_ms}
-        for f in found
-    ]}  # fmt: skip
+    details = {
+        **lag.details,
+        "noisy_neighbours": [
+            {
+                "broker": f.broker,
+                "group": f.group,
+                "topic": f.topic,
+                "lag_seconds": f.lag_seconds,
+                "page_cache_window_s": f.window_s,
+                "produce_latency_ms": f.produce_latency_ms,
+            }
+            for f in found
+        ],
+    }
     if not found:
         return replace(lag, details=details)
     status = lag.status if lag.status.rank >= Status.WARN.rank else Status.WARN

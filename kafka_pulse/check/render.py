@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kafka_pulse.check.verdict import Report, Status
+from pulse.redact import redact_text
 
 SCHEMA = "kafka-pulse-check/1"
 """Bumped when a field changes meaning or goes away; new fields may appear without a bump."""
@@ -32,7 +33,8 @@ _TITLES = {
 
 
 def report_json(report: Report) -> dict[str, Any]:
-    """The `--json` document; every key is listed in docs/check.md."""
+    """The `--json` document; every key is listed in docs/check.md. Summaries and reasons quote errors (a client's
+    message may hold a URL with its login): both go through pulse/redact.py here and in `print_report`."""
     status = report.status
     return {
         "schema": SCHEMA,
@@ -48,8 +50,8 @@ def report_json(report: Report) -> dict[str, Any]:
             {
                 "name": s.name,
                 "status": s.status.value,
-                "summary": s.summary,
-                "reasons": list(s.reasons),
+                "summary": redact_text(s.summary),
+                "reasons": [redact_text(r) for r in s.reasons],
                 "culprits": list(s.culprits),
                 "details": dict(s.details),
             }
@@ -66,12 +68,15 @@ def print_report(report: Report, console: Console) -> None:
     table.add_column("summary", overflow="fold")
     for section in report.sections:
         table.add_row(
-            _TITLES.get(section.name, section.name), Text(section.status.value, _STYLE[section.status]), section.summary
+            _TITLES.get(section.name, section.name),
+            Text(section.status.value, _STYLE[section.status]),
+            redact_text(section.summary),
         )
     console.print(table)
     for section in report.sections:
         for reason in section.reasons:
-            console.print(Text(f"  {_TITLES.get(section.name, section.name)}: ", style="dim") + Text(reason))
+            title = Text(f"  {_TITLES.get(section.name, section.name)}: ", style="dim")
+            console.print(title + Text(redact_text(reason)))
     status = report.status
     verdict = Text(status.value, _STYLE[status])
     if report.culprits:

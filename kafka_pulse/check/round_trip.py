@@ -1,6 +1,6 @@
-"""The check's canary round trip: one probe record (canary/payload.py's format, under a producer id of its own, so a
-running canary skips it as foreign) produced with acks=all to every partition of the monitor topic, then read
-back from the offset its acknowledgement names, all within the deadline.
+"""The check's canary round trip: one probe record (pulse/kafka/probe_payload.py's format, under a producer id of
+its own, so a running canary skips it as foreign) produced with acks=all to every partition of the monitor topic,
+then read back from the offset its acknowledgement names, all within the deadline.
 
 A missing monitor topic is created the way the canary creates it (canary/topic.py's `TopicManager`: replicas
 interleaved across racks, every live broker a preferred leader), never with broker defaults; with
@@ -17,17 +17,16 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from canary.payload import MalformedProbe, Probe, decode, encode
-from canary.producer import NO_AUTO_CREATE
-from canary.topic import KafkaPythonReassigner, TopicManager, read_layout
-from collectors.cluster_state import PartitionState
+from canary import KafkaPythonReassigner, TopicManager, read_layout
 from kafka_pulse.check.deadline import Deadline, close_later
 from kafka_pulse.check.facts import FailureKind, PartitionTrip, ProbeFailed, RoundTripFacts
 from kafka_pulse.check.kafka_probes import CLIENT_ID, admin_settings
 from pulse.config import CanaryConfig, ClusterConfig
 from pulse.errors import KafkaUnavailable
+from pulse.kafka.partitions import PartitionState
+from pulse.kafka.probe_payload import MalformedProbe, Probe, decode, encode
 from pulse.kafka_log import verdict_settings
-from pulse.profile import client_config
+from pulse.profile import NO_AUTO_CREATE, client_config
 
 _TIMEOUTS = frozenset({"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT"})
 PRODUCE_SHARE = 0.6

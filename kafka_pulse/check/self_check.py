@@ -1,5 +1,5 @@
 """The check's `self` section: is the `kafka-pulse run` on `http.listen` still doing its work? Read from that
-process's /metrics (pulse/self_health.py's families): a component whose last successful cycle is older than
+process's /metrics (kafka_pulse/self_health.py's families): a component whose last successful cycle is older than
 3 intervals is WARN; no process there is not available (INFO), never a verdict on Kafka.
 """
 
@@ -12,8 +12,8 @@ from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import FailureKind, NotAvailable, ProbeFailed
 from kafka_pulse.check.run_metrics import RunMetrics
 from kafka_pulse.check.verdict import Section, Status
+from kafka_pulse.self_health import STALE_INTERVALS, ComponentHealth, parse_self_health
 from pulse.config import HttpConfig
-from pulse.self_health import STALE_INTERVALS, ComponentHealth, parse_self_health
 
 SECTION = "self"
 
@@ -51,12 +51,17 @@ def judge_self(facts: Sequence[ComponentHealth] | NotAvailable | ProbeFailed, no
     stale = [c for c in facts if c.is_stale(now_s)]
     details = {
         "components": [
-            {"component": c.component, "interval_s": c.interval_s, "last_success_s": c.last_success_s,
-             "age_s": round(c.age_s(now_s), 3), "stale": c.is_stale(now_s)}
+            {
+                "component": c.component,
+                "interval_s": c.interval_s,
+                "last_success_s": c.last_success_s,
+                "age_s": round(c.age_s(now_s), 3),
+                "stale": c.is_stale(now_s),
+            }
             for c in facts
         ],
         "stale_after_intervals": STALE_INTERVALS,
-    }  # fmt: skip
+    }
     if stale:
         summary = f"{len(stale)} of {len(facts)} components stale: {', '.join(c.component for c in stale)}"
         return Section(SECTION, Status.WARN, summary, tuple(c.describe(now_s) for c in stale), details=details)

@@ -78,10 +78,14 @@ def parse_slow_brokers(text: str, cluster: str) -> list[SlowBrokerFact]:
         key = (broker, signal)
         out.append(
             SlowBrokerFact(
-                int(broker) if broker.isdigit() else -1, scores.get(broker), signal,
-                numbers[VALUE].get(key), numbers[PEERS].get(key), numbers[HISTORY].get(key),
+                int(broker) if broker.isdigit() else -1,
+                scores.get(broker),
+                signal,
+                numbers[VALUE].get(key),
+                numbers[PEERS].get(key),
+                numbers[HISTORY].get(key),
             )
-        )  # fmt: skip
+        )
     return out
 
 
@@ -100,11 +104,20 @@ def add_slow_brokers(brokers: Section, facts: SlowBrokerFacts) -> Section:
     """The brokers section with the run's slow flags: WARN (unless already worse) and a reason line per broker,
     naming it as a culprit; `details.slow_brokers` lists them (empty when none, or no run answers)."""
     found: Sequence[SlowBrokerFact] = facts if isinstance(facts, list) else []
-    details = {**brokers.details, "slow_brokers": [
-        {"broker": f.broker, "score": f.score, "signal": f.signal, "value": f.value, "peers_median": f.peers,
-         "history_median": f.history}
-        for f in found
-    ]}  # fmt: skip
+    details = {
+        **brokers.details,
+        "slow_brokers": [
+            {
+                "broker": f.broker,
+                "score": f.score,
+                "signal": f.signal,
+                "value": f.value,
+                "peers_median": f.peers,
+                "history_median": f.history,
+            }
+            for f in found
+        ],
+    }
     if not found:
         return replace(brokers, details=details)
     status = brokers.status if brokers.status.rank >= Status.WARN.rank else Status.WARN

@@ -66,8 +66,7 @@ def check(
     """
     started = time.monotonic() - (startup_s() or 0.0)
     deadline = Deadline(started + timeout_s - EXIT_RESERVE_S)
-    configure_logging()
-    logging.getLogger("kafka").setLevel(logging.CRITICAL)  # kafka-python's connection errors: the verdict says it
+    configure_logging(quieter={"kafka": logging.CRITICAL})  # kafka-python's connection errors: the verdict says it
     cluster_label = cluster_name or "?"
     servers: tuple[str, ...] = ()
     try:
@@ -76,8 +75,8 @@ def check(
                 f"start-up took {time.monotonic() - started:.1f} s of the {timeout_s:g} s budget, nothing was "
                 "asked; give a larger --timeout"
             )
+        from devstack import dev_home
         from kafka_pulse.check.health_check import run_check
-        from kafka_pulse.cli.dev import dev_home
         from kafka_pulse.clusters import load_or_default, resolve_cluster
 
         loading = time.monotonic()

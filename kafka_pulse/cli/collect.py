@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from kafka_pulse.cli.dev import dev_home
+from devstack import dev_home
 from kafka_pulse.cli.options import config_option
 from kafka_pulse.clusters import load_or_default, resolve_cluster
 from kafka_pulse.runner.assembly import Assembly, add_collectors

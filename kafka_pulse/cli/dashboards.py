@@ -36,9 +36,8 @@ def build_output(
 ) -> Output:
     """Every file of the tree: json/, provisioning/, prometheus/ (SLO rules and their promtool tests) and
     alertmanager/alertmanager.yml. Without a config, the SLO rules are those of the repository's example SLOs."""
-    from dashboards.files import grafana_files
-    from slo.rules import RuleOptions
-    from slo.rules_files import NoPrometheusSli, load_rule_slos, output_files, select
+    from dashboards import grafana_files
+    from slo import NoPrometheusSli, RuleOptions, load_rule_slos, output_files, select
 
     notes: list[str] = []
     slo_config: Path | None
@@ -109,7 +108,7 @@ def build(config_path: Path | None, out_dir: Path, prometheus_url: str, dashboar
     The SLO rules are those of the config's Prometheus-source SLOs (without --config, examples/prometheus-slo.yaml);
     prints the paths written.
     """
-    from dashboards.files import write_files
+    from dashboards import write_files
 
     output = build_output(config_path, prometheus_url, dashboards_path)
     for note in output.notes:

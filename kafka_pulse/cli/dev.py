@@ -11,21 +11,28 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from devstack import require_dev_extra
-from devstack.cluster import DevCluster
-from devstack.populate import fill
-from devstack.runtime import DEFAULT_VERSION, LEGACY_VERSION, ensure_runtime, ensure_tools
-from devstack.slow_disk import parse_slow_disk
-from devstack.stutter import StutterPlan, sigterm_as_interrupt, stutter_node
-from devstack.topology import PROFILES, JmxSecurity, Security, check_fits, data_shape
+from devstack import (
+    DEFAULT_VERSION,
+    LEGACY_VERSION,
+    PROFILES,
+    DevCluster,
+    JmxSecurity,
+    Security,
+    StutterPlan,
+    check_fits,
+    data_shape,
+    dev_home,
+    ensure_runtime,
+    ensure_tools,
+    fill,
+    parse_slow_disk,
+    require_dev_extra,
+    sigterm_as_interrupt,
+    stutter_node,
+)
 from kafka_pulse.cli.options import config_option
 from pulse.errors import ClusterError, ConfigError
-from pulse.paths import cache_dir, state_dir
-
-
-def dev_home() -> Path:
-    """Where the CLI's dev cluster lives; `KAFKA_PULSE_HOME` moves it."""
-    return state_dir() / "dev"
+from pulse.paths import cache_dir
 
 
 def _render(cluster: DevCluster, console: Console) -> None:
@@ -35,9 +42,13 @@ def _render(cluster: DevCluster, console: Console) -> None:
         table.add_column(column)
     for broker in status["brokers"]:
         table.add_row(
-            str(broker["id"]), broker["rack"], str(broker["port"]), str(broker["jmx_port"]),
-            str(broker["pid"] or "-"), "yes" if broker["running"] else "NO",
-        )  # fmt: skip
+            str(broker["id"]),
+            broker["rack"],
+            str(broker["port"]),
+            str(broker["jmx_port"]),
+            str(broker["pid"] or "-"),
+            "yes" if broker["running"] else "NO",
+        )
     console.print(table)
     console.print(f"bootstrap servers: {status['bootstrap_servers']}")
     creds = cluster.credentials()
@@ -74,9 +85,12 @@ def dev() -> None:
 @click.option("--partitions-per-topic", type=int, help="Partitions of each of those topics [profile's, else 1].")
 @click.option("--groups", type=int, help="Consumer groups committing offsets on those topics [profile's, else 0].")
 @click.option(
-    "--slow-disk", "slow_disks", multiple=True, metavar="NODE:MS",
+    "--slow-disk",
+    "slow_disks",
+    multiple=True,
+    metavar="NODE:MS",
     help="Node NODE's log directory is a FUSE pass-through sleeping MS before every write and fsync (repeatable).",
-)  # fmt: skip
+)
 def up(
     config_path: Path | None,
     brokers: str,
@@ -257,24 +271,28 @@ def slow_disk(config_path: Path | None, node: int, write_ms: float, fsync_ms: fl
 def noisy(config_path: Path | None, node: int, backlog_mb: int, reader_kb_per_s: int, duration_s: float | None) -> None:
     """A noisy neighbour on NODE: a group reading a large backlog from its start on partitions NODE leads, while
     producers write another topic NODE leads (Kafka's perf tools; stopped on exit)."""
-    from devstack.noisy_neighbour import NoisyNeighbourWorkload, NoisyPlan
+    from devstack import NoisyNeighbourWorkload, NoisyPlan
 
     cluster = DevCluster.load(dev_home())
     cluster.node(node)
     version = cluster.spec.kafka_version
     plan = NoisyPlan(node, backlog_records=backlog_mb * 1024, reader_bytes_per_s=reader_kb_per_s * 1024)
     workload = NoisyNeighbourWorkload(
-        ensure_runtime(version, cache_dir()), ensure_tools(version, cache_dir()), dev_home() / "noisy",
-        cluster.spec.internal_bootstrap, plan,
-    )  # fmt: skip
+        ensure_runtime(version, cache_dir()),
+        ensure_tools(version, cache_dir()),
+        dev_home() / "noisy",
+        cluster.spec.internal_bootstrap,
+        plan,
+    )
     click.echo(f"node {node}: writing {backlog_mb} MB to {plan.backlog_topic}, then starting the clients", err=True)
     try:
         with sigterm_as_interrupt():
             workload.start()
             click.echo(
                 f"group {plan.reader_group} reads {plan.backlog_topic} from its start at {reader_kb_per_s} kB/s per "
-                f"broker; producers write {plan.victim_topic}; pids {workload.pids}", err=True,
-            )  # fmt: skip
+                f"broker; producers write {plan.victim_topic}; pids {workload.pids}",
+                err=True,
+            )
             until = time.monotonic() + duration_s if duration_s is not None else None
             while until is None or time.monotonic() < until:
                 time.sleep(0.5)

@@ -14,7 +14,7 @@ import click
 import yaml
 from click.core import ParameterSource
 
-from kafka_pulse.cli.dev import dev_home
+from devstack import dev_home
 from kafka_pulse.cli.options import F, config_option
 from kafka_pulse.clusters import load_or_default, resolve_cluster
 from kafka_pulse.runner.assembly import Assembly, add_alert_sink, add_lag, add_status

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from pulse.errors import ConfigError, NotImplementedYet, PulseError
+from pulse.errors import ConfigError, PulseError
 from pulse.redact import redact_text
 
 COMMANDS = {
@@ -34,7 +34,7 @@ class PulseGroup(click.Group):
             return super().invoke(ctx)
         except PulseError as exc:
             click.echo(redact_text(f"{type(exc).__name__}: {exc}"), err=True)
-            ctx.exit(2 if isinstance(exc, NotImplementedYet | ConfigError) else 1)
+            ctx.exit(2 if isinstance(exc, ConfigError) else 1)
         except (click.exceptions.ClickException, click.exceptions.Abort, click.exceptions.Exit):
             raise
         except Exception:  # a bug: its traceback is wanted, but a URL with its login in it is not

@@ -17,7 +17,7 @@ from kafka_pulse.clusters import load_or_default
 
 if TYPE_CHECKING:
     from pulse.config import SloConfig
-    from slo.model import Slo
+    from slo import Slo
 
 
 def parse_time(text: str | None, option: str) -> datetime:
@@ -34,7 +34,7 @@ def parse_time(text: str | None, option: str) -> datetime:
 
 def _load(config_path: Path | None) -> tuple[list[Slo], SloConfig]:
     """Validated SLOs and the `slo:` section; raises InvalidSpec before anything starts Spark."""
-    from slo.spec import load_slos
+    from slo import load_slos
 
     config = load_or_default(config_path, os.environ)
     source = str(config_path) if config_path is not None else "config"
@@ -63,17 +63,15 @@ def evaluate(
     """SLI, budget remaining, burn rates, firing alerts and time to exhaustion per SLO."""
     at = parse_time(at_time, "--at")
     slos, settings = _load(config_path)
-    from slo import job, output
-    from slo.results import iso
-    from slo.session import spark_session
+    from slo import evaluate, iso, push_gauges, spark_session, write_results
 
-    results = job.evaluate(spark_session(settings.spark_master), slos, at)
+    results = evaluate(spark_session(settings.spark_master), slos, at)
     results_dir = results_dir or settings.results_dir
     pushgateway_url = pushgateway_url or settings.pushgateway_url
     if results_dir is not None:
-        output.write_results(results, results_dir)
+        write_results(results, results_dir)
     if pushgateway_url is not None:
-        output.push_gauges(results, pushgateway_url, login=settings.pushgateway_client)
+        push_gauges(results, pushgateway_url, login=settings.pushgateway_client)
     if as_json:
         click.echo(json.dumps({"slos": [r.to_json() for r in results]}, indent=2))
         return
@@ -96,7 +94,7 @@ def evaluate(
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def backtest(config_path: Path | None, from_time: str, to_time: str, step: str, as_json: bool) -> None:
     """Every interval in which each SLO's alerts would have fired."""
-    from slo.policy import parse_duration_s
+    from slo import parse_duration_s
 
     start, end = parse_time(from_time, "--from"), parse_time(to_time, "--to")
     if end < start:
@@ -108,11 +106,9 @@ def backtest(config_path: Path | None, from_time: str, to_time: str, step: str, 
     if step_s % 60 or step_s == 0:
         raise click.BadParameter(f"{step!r} is not a whole number of minutes", param_hint="--step")
     slos, settings = _load(config_path)
-    from slo import job
-    from slo.results import iso
-    from slo.session import spark_session
+    from slo import backtest, iso, spark_session
 
-    results = job.backtest(spark_session(settings.spark_master), slos, start, end, timedelta(seconds=step_s))
+    results = backtest(spark_session(settings.spark_master), slos, start, end, timedelta(seconds=step_s))
     if as_json:
         click.echo(json.dumps({"slos": [r.to_json() for r in results]}, indent=2))
         return
@@ -141,32 +137,33 @@ def backtest(config_path: Path | None, from_time: str, to_time: str, step: str, 
 )
 def report(config_path: Path | None, from_time: str, to_time: str, period: str, fmt: str, out_dir: Path | None) -> None:
     """Compliance, budget consumed, incidents, worst hours and a burn-down per SLO and calendar period."""
-    from slo.evaluation import floor_minute
+    from slo import floor_minute
 
     start, end = floor_minute(parse_time(from_time, "--from")), floor_minute(parse_time(to_time, "--to"))
     if end <= start:
         raise click.BadParameter("is not after --from (whole minutes)", param_hint="--to")
     slos, settings = _load(config_path)
-    from slo import job
-    from slo.report import PERIOD_UNITS, report_json, slo_report
-    from slo.report_render import to_html, to_markdown
-    from slo.session import spark_session
+    from slo import PERIOD_UNITS, backtest, minute_series, report_json, slo_report, spark_session, to_html, to_markdown
 
     spark = spark_session(settings.spark_master)
-    series = job.minute_series(spark, slos, start, end)
+    series = minute_series(spark, slos, start, end)
     # Alerts as the burn-rate job would have raised them at every minute of the report.
     fired = {
         (r.name, tuple(sorted(r.labels.items()))): r.alerts
-        for r in job.backtest(spark, slos, start, end, timedelta(minutes=1))
+        for r in backtest(spark, slos, start, end, timedelta(minutes=1))
     }
     by_name = {s.name: s for s in slos}
     reports = [
         slo_report(
-            by_name[s.name], s, fired.get((s.name, tuple(sorted(s.labels.items()))), ()), PERIOD_UNITS[period],
-            start, end,
+            by_name[s.name],
+            s,
+            fired.get((s.name, tuple(sorted(s.labels.items()))), ()),
+            PERIOD_UNITS[period],
+            start,
+            end,
         )
         for s in series
-    ]  # fmt: skip
+    ]
     if fmt == "json":
         text, suffix = json.dumps(report_json(reports, start, end, period), indent=2) + "\n", "json"
     elif fmt == "html":
@@ -196,8 +193,8 @@ def report(config_path: Path | None, from_time: str, to_time: str, period: str, 
 @click.option("--check", is_flag=True, help="Run `promtool check rules` and `promtool test rules` on the output.")
 def rules(config_path: Path | None, out_dir: Path | None, check: bool) -> None:
     """Prometheus recording and alerting rules (with promtool tests) for SLOs whose SLI lives in Prometheus."""
-    from slo.rules import RuleOptions
-    from slo.rules_files import (
+    from slo import (
+        RuleOptions,
         check_output,
         load_rule_slos,
         output_files,

@@ -10,12 +10,12 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from kafka_pulse.self_health import SelfHealth
 from pulse.alerts import AlertSink, AlertSinkCollector
 from pulse.broker_health import BrokerHealthBoard
 from pulse.config import ClusterConfig, HttpConfig, PulseConfig
 from pulse.http import Handler, HttpServer, Route
 from pulse.lifecycle import Part, Parts
-from pulse.self_health import SelfHealth
 
 
 class Assembly:
@@ -81,7 +81,7 @@ def add_alert_sink(assembly: Assembly, sink: AlertSink) -> None:
 def add_collectors(assembly: Assembly, config: PulseConfig, clusters: Sequence[ClusterConfig]) -> None:
     """With the slow-broker detector publishing to the assembly's board, fed the canary's per-broker latencies
     when a canary runs in the same process (it is added later, so it is looked up at each evaluation)."""
-    from collectors.service import build_collectors
+    from collectors import build_collectors
     from kafka_pulse.runner.canary_latency import CanaryLatencyFeed
 
     def canary() -> Any | None:
@@ -93,7 +93,7 @@ def add_collectors(assembly: Assembly, config: PulseConfig, clusters: Sequence[C
 
 
 def add_canary(assembly: Assembly, config: PulseConfig, cluster: ClusterConfig, state: Path) -> None:
-    from canary.assembly import build_canary
+    from canary import build_canary
 
     assembly.add(build_canary(config, cluster, assembly.registry, state))
 
@@ -106,9 +106,14 @@ def add_lag(
     from lag import LagRunner, invalid_request
 
     runner = LagRunner(
-        config, clusters, sink, assembly.url, state=state, registry=assembly.registry,
+        config,
+        clusters,
+        sink,
+        assembly.url,
+        state=state,
+        registry=assembly.registry,
         broker_health=assembly.broker_health,
-    )  # fmt: skip
+    )
     assembly.mount(runner.api.routes(), invalid_request)
     rules = f"{config.lag.mode} rules" + (", incidents to Alertmanager" if runner.notifier is not None else "")
     assembly.add([Part("lag", runner, rules)])

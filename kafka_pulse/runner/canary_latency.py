@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from collectors.slow_broker_rules import Signal
+from collectors import Signal
 
 QUANTILE = 0.99
 

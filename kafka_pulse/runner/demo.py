@@ -26,14 +26,19 @@ import httpx
 import yaml
 from rich.console import Console
 
-from devstack import traffic as demo_traffic
-from devstack.alertmanager import Alertmanager
-from devstack.cluster import DevCluster
-from devstack.prometheus import Prometheus, ScrapeTarget
-from devstack.runtime import ensure_runtime, ensure_tools
-from devstack.services import LocalService
-from devstack.traffic import DemoTraffic
-from kafka_pulse.cli.dev import dev_home
+from devstack import (
+    DEMO_GROUPS,
+    DEMO_TOPIC,
+    Alertmanager,
+    DemoTraffic,
+    DevCluster,
+    LocalService,
+    Prometheus,
+    ScrapeTarget,
+    dev_home,
+    ensure_runtime,
+    ensure_tools,
+)
 from pulse.errors import PulseError
 from pulse.lifecycle import configure_logging
 from pulse.paths import cache_dir, state_dir
@@ -124,16 +129,22 @@ class Demo:
         self._start_traffic(cluster)
         (port,) = free_ports(1)
         listen = f"127.0.0.1:{port}"
-        alertmanager = self._side("prometheus-alertmanager", lambda: Alertmanager(
-            self.workdir / "alertmanager", webhook_url="http://127.0.0.1:9/unused", config_text=ALERTMANAGER_CONFIG
-        ))  # fmt: skip
-        prometheus = self._side("prometheus", lambda: Prometheus(
-            self.workdir / "prometheus",
-            [ScrapeTarget("kafka-pulse", (listen,))],
-            alertmanagers=[alertmanager.address] if alertmanager else (),
-            scrape_interval_s=15.0,  # also the scrape timeout: a loaded laptop may take seconds per scrape
-            evaluation_interval_s=15.0,
-        ))  # fmt: skip
+        alertmanager = self._side(
+            "prometheus-alertmanager",
+            lambda: Alertmanager(
+                self.workdir / "alertmanager", webhook_url="http://127.0.0.1:9/unused", config_text=ALERTMANAGER_CONFIG
+            ),
+        )
+        prometheus = self._side(
+            "prometheus",
+            lambda: Prometheus(
+                self.workdir / "prometheus",
+                [ScrapeTarget("kafka-pulse", (listen,))],
+                alertmanagers=[alertmanager.address] if alertmanager else (),
+                scrape_interval_s=15.0,  # also the scrape timeout: a loaded laptop may take seconds per scrape
+                evaluation_interval_s=15.0,
+            ),
+        )
         config = demo_config(
             listen,
             prometheus.url if prometheus else None,
@@ -172,7 +183,7 @@ class Demo:
         )
         with self.console.status("starting a producer and three consumer groups (Kafka's perf tools)..."):
             self.traffic.start()
-        self.console.print(f"demo: traffic on topic {demo_traffic.TOPIC!r}: groups {', '.join(demo_traffic.GROUPS)}")
+        self.console.print(f"demo: traffic on topic {DEMO_TOPIC!r}: groups {', '.join(DEMO_GROUPS)}")
 
     def _side(self, program: str, make: Any) -> Any:
         """Start a Debian-packaged service if its program is installed; the demo goes on without it otherwise."""
@@ -192,11 +203,10 @@ class Demo:
 
     def check_once(self) -> None:
         """One `kafka-pulse check` of the running cluster, printed as a first look (its exit code is not ours)."""
+        check = ["check", "--config", str(self.config_path), "--timeout", "15"]
         done = subprocess.run(
-            [sys.executable, "-m", "kafka_pulse.cli.main", "check",
-             "--config", str(self.config_path), "--timeout", "15"],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+            [sys.executable, "-m", "kafka_pulse.cli.main", *check], capture_output=True, text=True, timeout=120
+        )
         print(done.stdout, end="", flush=True)
 
     def stop(self) -> None:

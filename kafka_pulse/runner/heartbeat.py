@@ -1,4 +1,4 @@
-"""`run` watching itself: what each component's last successful cycle is (pulse/self_health.py puts it on
+"""`run` watching itself: what each component's last successful cycle is (kafka_pulse/self_health.py puts it on
 /metrics, `check` judges it), and the heartbeat alert, always firing while the process is healthy, that
 examples/alertmanager.yml routes to a dead-man's-switch receiver: when `run` dies, hangs or loses one of its
 own loops, the heartbeat stops and the receiver outside raises the alarm (Alertmanager's "Watchdog" pattern).
@@ -7,7 +7,6 @@ own loops, the heartbeat stops and the receiver outside raises the alarm (Alertm
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -16,10 +15,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from kafka_pulse.self_health import SelfHealth, SelfHealthCollector, Watched, watch_loop
 from pulse.alerts import Alert
 from pulse.config import PulseConfig
-from pulse.lifecycle import Part
-from pulse.self_health import SelfHealth, SelfHealthCollector, Watched
+from pulse.lifecycle import Part, Periodic
 
 if TYPE_CHECKING:
     from kafka_pulse.runner.assembly import Assembly
@@ -39,8 +38,9 @@ class Sender(Protocol):
     def send(self, alerts: Sequence[Alert]) -> object: ...
 
 
-def heartbeat_alert(labels: Mapping[str, str], started: datetime, now: datetime, lifetime: timedelta,
-                    stale: Sequence[str]) -> Alert:  # fmt: skip
+def heartbeat_alert(
+    labels: Mapping[str, str], started: datetime, now: datetime, lifetime: timedelta, stale: Sequence[str]
+) -> Alert:
     """The heartbeat as posted at `now` (pure): it resolves by itself `lifetime` after the last post."""
     annotations = {
         "summary": "kafka-pulse is running: this alert always fires; its absence means kafka-pulse stopped",
@@ -82,25 +82,16 @@ class Heartbeat:
         """Cycles the heartbeat was not sent because a check failed."""
         self.failures = 0
         self.last_success_s: float | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        # A pause of `interval_s` after each post, not a fixed rate: the sink's own timeouts space the posts out.
+        self._loop = Periodic("heartbeat", interval_s, self.beat_once, fixed_rate=False)
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="heartbeat", daemon=True)
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
         """Stops posting; the heartbeat then resolves `lifetime` later, like after a crash (a stopped monitor
         is a stopped monitor)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-
-    def _loop(self) -> None:
-        while True:
-            self.beat_once()
-            if self._stop.wait(self.interval_s):
-                return
+        self._loop.stop(timeout_s=30)
 
     def beat_once(self) -> bool:
         """One cycle; True when the heartbeat was handed to the sink. Never raises."""
@@ -130,9 +121,10 @@ class HeartbeatCollector(Collector):
         h = self.heartbeat
         yield CounterMetricFamily("kafka_pulse_heartbeat_sent", "Heartbeat alerts handed to the alert sink.", h.sent)
         yield CounterMetricFamily(
-            "kafka_pulse_heartbeat_withheld", "Cycles the heartbeat was withheld: one of run's own loops died.",
+            "kafka_pulse_heartbeat_withheld",
+            "Cycles the heartbeat was withheld: one of run's own loops died.",
             h.withheld,
-        )  # fmt: skip
+        )
         yield CounterMetricFamily("kafka_pulse_heartbeat_failures", "Heartbeat cycles that failed.", h.failures)
         if h.last_success_s is not None:
             yield GaugeMetricFamily(
@@ -150,8 +142,9 @@ def add_self_health(assembly: Assembly, config: PulseConfig, sender: Sender | No
     assembly.registry.register(SelfHealthCollector(health))
     if sender is not None:
         alerting = config.alerting
-        heartbeat = Heartbeat(sender, health, alerting.resend_interval_s, alerting.keepalive_cycles, alerting.labels,
-                              checks)  # fmt: skip
+        heartbeat = Heartbeat(
+            sender, health, alerting.resend_interval_s, alerting.keepalive_cycles, alerting.labels, checks
+        )
         assembly.registry.register(HeartbeatCollector(heartbeat))
         description = f"{HEARTBEAT_ALERTNAME} alert every {alerting.resend_interval_s:g} s"
         assembly.add([Part("heartbeat", heartbeat, description)])
@@ -178,8 +171,8 @@ def watch_parts(health: SelfHealth, config: PulseConfig, parts: Sequence[Part]) 
                 health.add(Watched("lag_notifier", notifier.interval_s, _attribute(notifier, "last_success_s")))
                 checks.append(_thread_check("lag notifier", notifier))
         elif part.name == "slo":
-            health.add(Watched("slo_schedule", config.slo.schedule_s, _attribute(service, "last_success_s")))
-            checks.append(_thread_check("SLO schedule", service))
+            health.add(watch_loop("slo_schedule", service.loop))
+            checks.append(_thread_check("SLO schedule", service.loop))
     return checks
 
 

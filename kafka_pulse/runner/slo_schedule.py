@@ -11,7 +11,6 @@ schedule: it is logged, counted in `kafka_pulse_slo_schedule_failures_total` and
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -23,13 +22,13 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from pulse.config import SloConfig
+from pulse.lifecycle import Periodic
+from pulse.redact import redact_text
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from slo.alerting import SloAlertDelivery
-    from slo.model import Slo
-    from slo.results import SloResult
+    from slo import Slo, SloAlertDelivery, SloResult
 
 _LOG = logging.getLogger(__name__)
 STOP_WAIT_S = 10.0
@@ -59,8 +58,8 @@ class SloSchedule:
         self.delivery = delivery
         self.descriptions = dict(descriptions or {})
         self._clock = clock
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.loop = Periodic("slo-schedule", settings.schedule_s, lambda: self.run_once(self._clock()))
+        """Its thread: self-health reads the last successful cycle and the liveness from it."""
         self.latest: list[SloResult] = []
         self._gauges = CollectorRegistry()
         self.runs: dict[str, int] = {"ok": 0, "failed": 0}
@@ -70,20 +69,15 @@ class SloSchedule:
         """Unix time the last cycle completed, alerts handed to the sink included."""
         self.last_duration_s: float | None = None
         self.last_error: str | None = None
+        self.refused_results = 0
+        """Results refused because their SLO name and labels repeated another's in one evaluation (slo/identity.py)."""
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="slo-schedule", daemon=True)
-        self._thread.start()
+        self.loop.start()
 
     def is_alive(self) -> bool:
         """Whether its thread runs (False before `start` and after `stop`)."""
-        return self._thread is not None and self._thread.is_alive()
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            started = time.monotonic()
-            self.run_once(self._clock())
-            self._stop.wait(max(0.0, self.settings.schedule_s - (time.monotonic() - started)))
+        return self.loop.is_alive()
 
     def run_once(self, at: datetime) -> bool:
         """One evaluation at `at` and everything that follows from it; False when any of it failed (logged and
@@ -93,25 +87,27 @@ class SloSchedule:
                 self.last_success_s = time.time()
                 return True
         except Exception as exc:
-            self.last_error = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+            self.last_error = redact_text(
+                f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+            )
             _LOG.error("SLO schedule: the cycle at %s failed: %s; retried next cycle", at.isoformat(), self.last_error)
             _LOG.debug("SLO schedule cycle failure", exc_info=True)
         self.failures += 1
         return False
 
     def _cycle(self, at: datetime) -> bool:
-        from slo import job, output
-        from slo.results import alert_states
+        from slo import alert_states, evaluate, gauges
 
         started = time.monotonic()
         try:
             if self._session is None:
                 self._session = self._session_factory()
-            results = job.evaluate(self._session, self.slos, at)
+            results = evaluate(self._session, self.slos, at)
         except Exception as exc:  # Spark or a source failing must not end the schedule (nor `run`)
             self.runs["failed"] += 1
-            self.last_error = f"{type(exc).__name__}: {exc}".splitlines()[0]
-            if self._stop.is_set():  # `stop` stopped Spark under it
+            self._gauges = CollectorRegistry()  # no budget gauges from an older evaluation passed off as current
+            self.last_error = redact_text(f"{type(exc).__name__}: {exc}".splitlines()[0])
+            if self.loop.stopping.is_set():  # `stop` stopped Spark under it
                 _LOG.info("SLO evaluation at %s cut short by the stop: %s", at.isoformat(), self.last_error)
                 return False
             _LOG.error("SLO evaluation at %s failed: %s", at.isoformat(), self.last_error)
@@ -121,7 +117,8 @@ class SloSchedule:
         finally:
             self.last_duration_s = time.monotonic() - started
         self.latest = results
-        self._gauges = output.gauges(results)
+        self.refused_results += sum(r.repeated_label_sets for r in results)
+        self._gauges = gauges(results)
         self.runs["ok"] += 1
         self.last_error = None
         self._publish(results)
@@ -130,33 +127,31 @@ class SloSchedule:
         return True
 
     def _publish(self, results: list[SloResult]) -> None:
-        from slo import output
+        from slo import PushFailed, push_gauges, write_results
 
         if self.settings.results_dir is not None:
             try:
-                output.write_results(results, Path(self.settings.results_dir))
+                write_results(results, Path(self.settings.results_dir))
             except OSError as exc:
                 _LOG.error("SLO results not written to %s: %s", self.settings.results_dir, exc)
         if self.settings.pushgateway_url is not None:
             try:
-                output.push_gauges(results, self.settings.pushgateway_url, login=self.settings.pushgateway_client)
-            except output.PushFailed as exc:
+                push_gauges(results, self.settings.pushgateway_url, login=self.settings.pushgateway_client)
+            except PushFailed as exc:
                 _LOG.warning("SLO gauges not pushed: %s", exc)
 
     def stop(self) -> None:
         """End the schedule; an evaluation still running after STOP_WAIT_S is cut short by stopping Spark under it
         (when this schedule owns the session), so a SIGTERM never waits on a long job or a JVM start."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=STOP_WAIT_S)
+        self.loop.stop(STOP_WAIT_S)
         if self._owns_session:
             stop_spark(self._session)
             self._session = None
-        if self._thread is not None:
-            self._thread.join(timeout=STOP_WAIT_S)
+        self.loop.stop(STOP_WAIT_S)
 
     def gauges(self) -> Iterator[Metric]:
-        """The latest evaluation's budget gauges (slo/output.py's families), for /metrics."""
+        """The latest evaluation's budget gauges (slo/output.py's families), for /metrics; none while the latest
+        evaluation failed (`runs{result="failed"}` counts it, the last success time stays)."""
         yield from self._gauges.collect()
 
 
@@ -207,6 +202,11 @@ class SloScheduleCollector(Collector):
             "kafka_pulse_slo_schedule_failures",
             "Schedule cycles that failed (evaluation, publishing or alert delivery); the next cycle runs anyway.",
             s.failures,
+        )
+        yield CounterMetricFamily(
+            "kafka_pulse_slo_schedule_refused_results",
+            "SLO results refused because another of the same evaluation had the same SLO name and labels.",
+            s.refused_results,
         )
         if s.last_success_s is not None:
             yield GaugeMetricFamily(

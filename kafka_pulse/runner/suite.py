@@ -93,15 +93,14 @@ class Suite:
         if not (config.slos or config.slo.spec):
             self.off["slo"] = "no SLOs configured"
             return []
-        from slo.spec import load_slos
+        from slo import load_slos
 
         return list(load_slos(config, config_source, base_dir))
 
     def _slo_schedule(self, slos: list[Any]) -> None:
         if not slos:
             return
-        from slo.alerting import SloAlertDelivery
-        from slo.spec import describe
+        from slo import SloAlertDelivery, describe
 
         master = self.config.slo.spark_master
         delivery = (
@@ -141,7 +140,7 @@ class Suite:
 
 def _spark_factory(master: str) -> Callable[[], Any]:
     def make() -> Any:
-        from slo.session import spark_session
+        from slo import spark_session
 
         return spark_session(master)
 

@@ -5,30 +5,29 @@ opens a Kafka connection."""
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import NotAvailable
 from kafka_pulse.check.verdict import Report, Section, Status
+from kafka_pulse.self_health import ComponentHealth, SelfHealth
 from kafka_pulse.status.document import CanaryReading, SloPoint, SloView, StatusInputs, slo_key, status_document
 from kafka_pulse.status.quantiles import bucket_delta
 from lag import GroupStatus
 from pulse.config import ClusterConfig, PulseConfig
-from pulse.self_health import ComponentHealth, SelfHealth
+from pulse.lifecycle import Periodic
 
 if TYPE_CHECKING:
-    from canary.service import CanaryService
-    from kafka_pulse.runner.slo_schedule import SloSchedule
+    from canary import CanaryService
     from lag import LagReader
+    from slo import SloResult
 
-_LOG = logging.getLogger(__name__)
 REFRESH_S = 5.0
 """Seconds between two refreshes of the document (the page polls at the same pace)."""
 CHECK_TIMEOUT_S = 4.0
@@ -37,6 +36,16 @@ LATENCY_WINDOW_S = 300.0
 """Span of the canary latency quantiles: the newest histogram reading minus the one about this old."""
 HISTORY_POINTS = 1440
 """Budget points kept per SLO instance (a day of 1-minute evaluations)."""
+
+
+class SloReadings(Protocol):
+    """What the board reads of the SLO schedule (kafka_pulse/runner/slo_schedule.py's `SloSchedule`): the runner
+    starts the board, so the board names only this, never the runner."""
+
+    latest: list[SloResult]
+    runs: dict[str, int]
+    last_error: str | None
+
 
 CheckRunner = Callable[[PulseConfig, ClusterConfig, Deadline], tuple[Section, ...]]
 
@@ -74,7 +83,7 @@ class StatusSources:
     clusters: Sequence[ClusterConfig]
     canary: CanaryService | None = None
     lag: LagReader | None = None
-    slo: SloSchedule | None = None
+    slo: SloReadings | None = None
     off: dict[str, str] = field(default_factory=dict)
 
 
@@ -96,29 +105,15 @@ class StatusBoard:
         self._reports: list[Report] = []
         self._latency: deque[tuple[float, dict[int, dict[float, float]]]] = deque()
         self._history: dict[str, deque[SloPoint]] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        # A refresh failing must never end the page (nor `run`): the loop logs it and refreshes again.
+        self._loop = Periodic("status-board", refresh_s, self.refresh, min_pause_s=0.5)
         self.refreshes = 0
 
     def start(self) -> None:
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, name="status-board", daemon=True)
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=CHECK_TIMEOUT_S + 5)
-            self._thread = None
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            started = time.monotonic()
-            try:
-                self.refresh()
-            except Exception:  # a refresh failing must never end the page (nor `run`)
-                _LOG.exception("status page refresh failed")
-            self._stop.wait(max(0.5, self.refresh_s - (time.monotonic() - started)))
+        self._loop.stop(CHECK_TIMEOUT_S + 5)
 
     def refresh(self) -> None:
         """One round: every cluster's check, in parallel, each within CHECK_TIMEOUT_S."""

@@ -15,7 +15,8 @@ from kafka_pulse.check.verdict import Report, Section, Status, overall
 from kafka_pulse.status.quantiles import Buckets, merge, quantile
 from lag import GroupStatus
 from lag import Status as LagStatus
-from slo.results import SloResult, iso
+from pulse.redact import redact_text
+from slo import SloResult, iso
 
 SCHEMA = "kafka-pulse-status/1"
 """Bumped when a field changes meaning or goes away; new fields may appear without a bump."""
@@ -105,7 +106,7 @@ def status_document(inputs: StatusInputs) -> dict[str, Any]:
         "groups": None if inputs.groups is None else [_group(g) for g in inputs.groups],
         "slos": None if inputs.slo is None else [_slo(r, inputs.slo.history) for r in inputs.slo.results],
         "slo_schedule": None if inputs.slo is None else _schedule(inputs.slo),
-        "off": dict(sorted(inputs.off.items())),
+        "off": {name: redact_text(why) for name, why in sorted(inputs.off.items())},
         "links": _links(inputs.grafana_url, inputs.burrow_api),
     }
 
@@ -132,7 +133,7 @@ def _brokers(reports: Sequence[Report], canary: CanaryReading | None) -> list[di
             continue
         for b in section.details.get("brokers", []):
             up = False if not b.get("registered") else b.get("answered")
-            why = next((r for r in section.reasons if r.startswith(f"broker {b['id']} ")), None)
+            why = next((redact_text(r) for r in section.reasons if r.startswith(f"broker {b['id']} ")), None)
             rows[(report.cluster, b["id"])] = {
                 "cluster": report.cluster,
                 "id": b["id"],
@@ -146,9 +147,16 @@ def _brokers(reports: Sequence[Report], canary: CanaryReading | None) -> list[di
         for broker, rack in canary.racks.items():
             row = rows.setdefault(
                 (canary.cluster, broker),
-                {"cluster": canary.cluster, "id": broker, "rack": rack, "host": None, "port": None, "up": None,
-                 "reason": None},
-            )  # fmt: skip
+                {
+                    "cluster": canary.cluster,
+                    "id": broker,
+                    "rack": rack,
+                    "host": None,
+                    "port": None,
+                    "up": None,
+                    "reason": None,
+                },
+            )
             row["rack"] = row["rack"] or rack
             buckets = canary.latency.get(broker, {})
             row["canary"] = {
@@ -250,7 +258,8 @@ def _slo(r: SloResult, history: Mapping[str, Sequence[SloPoint]]) -> dict[str, A
 
 
 def _schedule(view: SloView) -> dict[str, Any]:
-    return {"runs_ok": view.runs_ok, "runs_failed": view.runs_failed, "last_error": view.last_error}
+    last_error = None if view.last_error is None else redact_text(view.last_error)
+    return {"runs_ok": view.runs_ok, "runs_failed": view.runs_failed, "last_error": last_error}
 
 
 def _links(grafana_url: str | None, burrow_api: str | None) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Config section `alerting:`: the Alertmanager sink and its on-disk spool (pulse/alerts.py; docs/alerting.md)."""
+"""Config section `alerting:`: the Alertmanager sink and its on-disk spool (pulse/alerts/; docs/alerting.md)."""
 
 from typing import Self
 from urllib.parse import urlsplit
@@ -16,9 +16,12 @@ class AlertingConfig(HttpClientConfig):
     `basic_auth`, `bearer_token` and `ca_file` are the login and CA for Alertmanager (pulse/config/outbound.py)."""
 
     enabled: bool = False
+    """Send alerts (SLO pages and tickets, lag incidents, the heartbeat); needs `alertmanager_url`."""
     alertmanager_url: HttpUrl | None = None
+    """Alertmanager's base URL, e.g. `http://alertmanager:9093`; a `user:password@` is never shown."""
     spool_dir: ConfigRelativeDir | None = None
-    """Where alerts wait while Alertmanager is unreachable; default `<state dir>/alert-spool`."""
+    """Where alerts wait while Alertmanager is unreachable; default `<state dir>/alert-spool`. A relative path is
+    relative to the config file."""
     spool_max_bytes: int = Field(default=16 * 1024 * 1024, ge=64 * 1024, le=1 << 30)
     """Bound of the spool file; past it the oldest waiting alerts are dropped (and counted)."""
     timeout_s: PositiveSeconds = Field(default=5.0, le=60)
@@ -33,10 +36,11 @@ class AlertingConfig(HttpClientConfig):
     resolved_retention_s: Seconds = 300.0
     """How long a resolved alert keeps being resent, for an Alertmanager that missed it."""
     labels: dict[str, str] = Field(default_factory=dict)
-    """Added to every alert for routing (e.g. `team: kafka`, `env: prod`); identity, so keep them constant."""
+    """Added to every alert for routing (e.g. `team: kafka`, `env: prod`); identity, so keep them constant. Not
+    `alertname` or `severity` (the raising component sets those), and no empty values."""
     runbook_url: str | None = None
-    """Runbook link template for the `runbook_url` annotation; `{label}` is replaced by that label's value,
-    e.g. `https://runbooks.example.com/kafka/{alertname}#{slo}`."""
+    """Runbook link template for the `runbook_url` annotation; `{label}` is replaced by that label's value
+    (URL-quoted), e.g. `https://runbooks.example.com/kafka/{alertname}#{slo}`."""
 
     @model_validator(mode="after")
     def _url_when_enabled(self) -> Self:

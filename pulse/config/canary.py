@@ -13,6 +13,7 @@ class SliLogConfig(Section):
     """Where and how the canary writes one Parquet row per settled probe (schema: docs/sli-log.md)."""
 
     enabled: bool = True
+    """Write the SLI log; the SLO engine's `events` sources read it."""
     dir: Path | None = None
     """The log's root (`date=YYYY-MM-DD/part-*.parquet` below it); None means `<state dir>/sli/canary`.
     Relative paths are relative to the process's working directory."""
@@ -30,6 +31,7 @@ class CanaryMirrorConfig(Section):
     `target`, for replication latency and loss per source partition."""
 
     enabled: bool = False
+    """Measure MirrorMaker replication too; needs `target`."""
     source: str | None = None
     """The cluster probes are produced on; None means `canary.cluster` (or the only configured cluster)."""
     target: str | None = None
@@ -61,9 +63,11 @@ class CanaryConfig(Section):
     """Synthetic producer/consumer (canary/): probes every partition of a monitor topic each interval."""
 
     enabled: bool = True
+    """Run the canary; `run` leaves it out and `kafka-pulse canary` refuses to start when false."""
     cluster: str | None = None
     """Which configured cluster to probe; None means the only one (or the local dev cluster)."""
     topic: TopicName = "__pulse_canary"
+    """The monitor topic probes are written to and read from; the canary creates and places it."""
     interval_s: PositiveSeconds = 1.0
     """One probe per partition per interval."""
     client_rack: str | None = None
@@ -95,6 +99,7 @@ class CanaryConfig(Section):
     connection_check_interval_s: PositiveSeconds = 10.0
     """How often each broker is asked for metadata on its own connection."""
     connection_check_timeout_s: PositiveSeconds = 2.0
+    """Limit of one broker's metadata answer; a slower broker's connection check fails."""
     metadata_refresh_s: PositiveSeconds = 2.0
     """How often partition leaders and in-sync replicas are re-read, to attribute probes to brokers."""
     log_check_interval_s: PositiveSeconds = 10.0

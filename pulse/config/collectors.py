@@ -16,7 +16,9 @@ class JmxClientConfig(JmxEndpoint):
     name: Name
     """Unique among `collectors.clients`; the `client_target` label of every sample and health series."""
     truststore: ExistingFile | None = None
+    """JKS or PKCS12 trust store for this client's JMX over TLS (needs `ssl: true`)."""
     truststore_password: SecretStr | None = None
+    """Password of `truststore`."""
     cluster: Name | None = None
     """The Kafka cluster the client talks to: a `cluster` label on its samples; absent means no such label."""
     timeout_s: PositiveSeconds = 5.0
@@ -51,7 +53,9 @@ class CollectorsConfig(Section):
     """JMX and Admin API collectors (collectors/)."""
 
     enabled: bool = True
+    """Run the collectors in `run`; off leaves them out of the suite."""
     scrape_interval_s: PositiveSeconds = 15.0
+    """How often brokers, clients and cluster state are read; /metrics serves the last result."""
     admin_timeout_s: PositiveSeconds | None = None
     """Time limit of one cluster-state read (metadata, describe_cluster, topic configs). Default: 10 s plus 2 ms a
     partition the read's metadata lists (30 s at 10,000 partitions, where a loaded host needed 11-26 s)."""
@@ -62,7 +66,9 @@ class CollectorsConfig(Section):
     """Per-topic JMX beans (`topic`: BrokerTopicMetrics per topic; `partition`: also Log and Partition beans per
     partition), filtered by `topic_allow`/`topic_deny`; off by default because they grow with the topic count."""
     topic_allow: Regex = ".*"
+    """Topics whose per-topic beans are exported (`re.search`); only with `topic_metrics` on."""
     topic_deny: Regex | None = None
+    """Topics left out even when `topic_allow` matches them."""
     clients: Annotated[list[JmxClientConfig], unique_by(lambda c: c.name, "name", "client name", "clients")] = Field(
         default_factory=list
     )

@@ -14,6 +14,7 @@ class ExactTimeLagConfig(Section):
     """Exact time lag: the timestamp of the record at each lagging group's committed offset, read from Kafka."""
 
     enabled: bool = False
+    """Read record timestamps for `exact_lag_seconds`; costs one fetch per lagging partition."""
     interval_s: PositiveSeconds = 10.0
     """How often the lagging partitions' record timestamps are looked up."""
     max_fetches_per_cycle: int = Field(default=100, ge=1, le=100_000)
@@ -29,6 +30,7 @@ class PageCacheConfig(Section):
     reads go to disk (the Kuaishou seed). Give `window_s`, or `size_bytes` to derive it from the produce rate."""
 
     enabled: bool = False
+    """Flag groups `beyond_page_cache`; needs `window_s` or `size_bytes`."""
     window_s: PositiveSeconds | None = None
     """Seconds of recent data the brokers' page cache holds, as the operator measured it."""
     size_bytes: int | None = Field(default=None, gt=0, le=1 << 40)
@@ -47,6 +49,7 @@ class LagNotifyConfig(Section):
     """Incidents per consumer group, sent through the alert sink (`alerting`) and resolved on recovery."""
 
     enabled: bool = False
+    """Open and resolve incidents per group; needs `alerting.enabled`."""
     severity: Literal["WARN", "ERR"] = "ERR"
     """The lowest group status that opens an incident (Burrow's notifier `threshold`: 2 WARN, 3 ERR)."""
     interval_s: PositiveSeconds = 30.0
@@ -59,6 +62,7 @@ class LagEvaluationLogConfig(Section):
     group-partition), read by the SLO engine as a `lag` source (schema: docs/sli-log.md, "Lag evaluation log")."""
 
     enabled: bool = True
+    """Write the evaluation log; the SLO engine's `lag` sources read it."""
     dir: Path | None = None
     """The log's root (`groups/date=YYYY-MM-DD/part-*.parquet` and `partitions/...` below it); None means
     `<state dir>/sli/lag`. Relative paths are relative to the process's working directory."""
@@ -87,6 +91,7 @@ class LagConfig(Section):
     """Consumer-lag evaluator (lag/): Burrow's settings by their Burrow names, plus ours."""
 
     enabled: bool = True
+    """Run the evaluator; `run` leaves it out and `kafka-pulse lag` refuses to start when false."""
     mode: LagMode = "enhanced"
     """Rule set: Burrow's current rules, Burrow 1.2's, or ours (time lag aware)."""
     intervals: int = Field(default=10, ge=2, le=255)
@@ -108,7 +113,9 @@ class LagConfig(Section):
     recovery_s: Seconds | None = None
     """After an outage, groups stay unknown this long while commits catch up (default 3 x offset_refresh_s)."""
     group_allow: Regex = ".*"
+    """Groups evaluated (`re.search`, Burrow's allowlist); `.*` evaluates every group."""
     group_deny: Regex | None = None
+    """Groups never evaluated even when `group_allow` matches (Burrow's denylist)."""
     ingestion: IngestionMode = "consumer_offsets"
     """Where commits come from: the `__consumer_offsets` topic (commit timestamps from the broker) or the Admin API
     (committed offsets polled per group; the poll time stands in for the commit time)."""
@@ -117,9 +124,13 @@ class LagConfig(Section):
     group_offsets_refresh_s: PositiveSeconds | None = None
     """Admin ingestion: how often committed offsets are polled (default offset_refresh_s)."""
     exact_time_lag: ExactTimeLagConfig = ExactTimeLagConfig()
+    """The record-timestamp lookup behind `exact_lag_seconds` (off by default)."""
     page_cache: PageCacheConfig = PageCacheConfig()
+    """The page-cache hint behind `beyond_page_cache` (off by default)."""
     notify: LagNotifyConfig = LagNotifyConfig()
+    """Incidents per consumer group through `alerting` (Burrow's notifier; off by default)."""
     evaluation_log: LagEvaluationLogConfig = LagEvaluationLogConfig()
+    """The Parquet log of every group's verdict, the `lag` source of lag SLOs."""
     listen: HostPort | None = None
     """The Burrow v3 API and /metrics listener of `kafka-pulse lag` (default: `http.listen`)."""
     metrics_granularity: Literal["partition", "group"] = "partition"

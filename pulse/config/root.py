@@ -24,14 +24,23 @@ class PulseConfig(Section):
     clusters: Annotated[list[ClusterConfig], unique_by(lambda c: c.name, "name", "cluster name", "clusters")] = Field(
         default_factory=list
     )
+    """The Kafka clusters to monitor; none means the local dev cluster (`kafka-pulse dev up`)."""
     collectors: CollectorsConfig = CollectorsConfig()
+    """Broker JMX, cluster state and JVM client metrics (`kafka-pulse collect`)."""
     canary: CanaryConfig = CanaryConfig()
+    """The synthetic producer/consumer and its SLI log (`kafka-pulse canary`)."""
     lag: LagConfig = LagConfig()
+    """The consumer-lag evaluator and its Burrow v3 API (`kafka-pulse lag`)."""
     slo: SloConfig = SloConfig()
+    """The burn-rate job: where the specs, Spark, results and the Pushgateway are (`kafka-pulse slo`)."""
     alerting: AlertingConfig = AlertingConfig()
+    """The Alertmanager sink every component sends its alerts through, and its spool."""
     http: HttpConfig = HttpConfig()
+    """The listener for /metrics, the Burrow v3 API and the status page."""
     dashboards: DashboardsConfig = DashboardsConfig()
+    """The Grafana the generated dashboards live in, for the status page's links."""
     slow_brokers: SlowBrokersConfig = SlowBrokersConfig()
+    """Slow-broker detection: JMX, a request probe and the canary per broker, against its history and peers."""
     slos: list[SloEntry] = Field(default_factory=list)
     """SLOs inline (our form or OpenSLO v1); slo/spec.py checks them further against the SLO engine's rules."""
 
@@ -46,15 +55,18 @@ class PulseConfig(Section):
         for name in lag.ingestion_by_cluster:
             if name not in names:
                 known = ", ".join(names) or "none"
-                raise config_problem(f"no cluster named {name!r} is configured (clusters: {known})",
-                                     ("ingestion_by_cluster", name))  # fmt: skip
+                raise config_problem(
+                    f"no cluster named {name!r} is configured (clusters: {known})", ("ingestion_by_cluster", name)
+                )
         return lag
 
     @model_validator(mode="after")
     def _lag_notify_has_a_sink(self) -> Self:
         if self.lag.notify.enabled and not self.alerting.enabled:
-            raise config_problem("lag.notify is enabled but alerting is not; set alerting.enabled and "
-                                 "alerting.alertmanager_url", ("lag", "notify", "enabled"))  # fmt: skip
+            raise config_problem(
+                "lag.notify is enabled but alerting is not; set alerting.enabled and alerting.alertmanager_url",
+                ("lag", "notify", "enabled"),
+            )
         return self
 
     def cluster(self, name: str | None = None) -> ClusterConfig:

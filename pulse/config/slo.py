@@ -21,11 +21,13 @@ class SloConfig(Section):
     """Burn-rate job (slo/)."""
 
     enabled: bool = True
+    """Run the SLO schedule in `run` and `check`'s budget section; off leaves both out."""
     spec: ExistingFile | None = None
     """SLO spec file; SLOs may also be given inline under the top-level `slos` key."""
     spark_master: str = "local[*]"
     """Any Spark master URL: `local[*]`, `spark://host:7077`, `yarn`, `k8s://...`."""
     schedule_s: PositiveSeconds = 60.0
+    """How often `run` evaluates every SLO (and delivers its alerts)."""
     results_dir: Path | None = None
     """Each evaluation also writes `evaluation-<time>.parquet` here (relative to the working directory)."""
     pushgateway_url: HttpUrl | None = None
@@ -41,6 +43,7 @@ class EventsSourceSpec(Section):
     """Parquet SLI events: the canary's log (`events`) or the lag evaluation log (`lag`)."""
 
     type: Literal["events", "lag"]
+    """`events`: the canary's SLI log; `lag`: the lag evaluation log."""
     path: str
     """Directory of Parquet files (relative paths are relative to the config file)."""
     filter: str | None = None
@@ -52,8 +55,11 @@ class PrometheusSourceSpec(HttpClientConfig):
     `basic_auth`, `bearer_token` and `ca_file` are the login and CA for `url`."""
 
     type: Literal["prometheus"]
+    """`prometheus`: `good` and `total` are PromQL."""
     url: Annotated[str, http_url("http://127.0.0.1:9090")]
+    """The Prometheus base URL the PromQL is sent to (`/api/v1/query_range`)."""
     timeout_s: PositiveSeconds = 30.0
+    """Limit of one request to `url`; a slower answer makes the source unreadable for that evaluation."""
 
 
 def _tag(kind: str) -> Tag:
@@ -76,7 +82,9 @@ class CalendarWindowSpec(Section):
     """`{calendar: 1M, timezone: Europe/Berlin}`: the calendar month (or `1w`, Monday to Monday) in that zone."""
 
     calendar: Literal["1w", "1M"]
+    """`1w` (Monday to Monday) or `1M` (the calendar month)."""
     timezone: str = "UTC"
+    """IANA zone the calendar period starts in (e.g. Europe/Berlin)."""
 
     @field_validator("timezone")
     @classmethod
@@ -92,8 +100,11 @@ class TimesliceSpec(Section):
     """Budget by minutes: a minute is good when at least `slice_target` percent of its events are good."""
 
     method: Literal["timeslices"]
+    """`timeslices`: the budget counts minutes instead of events."""
     slice: Literal["1m"] = "1m"
+    """Slice length; one minute is the only one."""
     slice_target: Decimal = Field(default=Decimal(100), gt=0, le=100)
+    """Percent of a minute's events that must be good for the minute to be good (100 = all)."""
 
 
 class BurnWindowSpec(Section):
@@ -101,9 +112,13 @@ class BurnWindowSpec(Section):
     window) or a fixed burn-rate `factor`."""
 
     long: Duration
+    """The long window (e.g. `1h`): the burn rate must hold over it."""
     short: Duration
+    """The short window (e.g. `5m`): it must still hold now, so the alert resolves quickly."""
     budget_percent: Decimal | None = Field(default=None, gt=0, le=100)
+    """Share of the budget this pair detects being spent; the factor follows from the SLO window."""
     factor: Decimal | None = Field(default=None, gt=0)
+    """A fixed burn-rate threshold instead of `budget_percent`."""
 
     @model_validator(mode="after")
     def _one_threshold(self) -> Self:
@@ -116,14 +131,18 @@ class AlertTierSpec(Section):
     """A severity's pairs; `windows` absent means the SRE Workbook pairs for that severity."""
 
     disabled: bool = False
+    """Never raise this severity."""
     windows: list[BurnWindowSpec] | None = None
+    """Long/short pairs; absent means the SRE Workbook pairs for this severity."""
 
 
 class AlertPolicySpec(Section):
     """Multiwindow multi-burn-rate alerting (SRE Workbook ch. 5, table 5-8 plus its 1d/2h ticket pair)."""
 
     page: AlertTierSpec = AlertTierSpec()
+    """Pairs that page (severity `page`)."""
     ticket: AlertTierSpec = AlertTierSpec()
+    """Pairs that open a ticket (severity `ticket`)."""
     min_events: float = Field(default=0, ge=0)
     """Low-traffic guard: a long window holding fewer events never fires."""
     forecast_window: Duration = "6h"
@@ -131,14 +150,20 @@ class AlertPolicySpec(Section):
 
 
 class SloSpec(Section):
-    """One `slos:` entry."""
+    """One `slos:` entry in our form; an entry with `apiVersion` is an OpenSLO v1 document instead (docs/slo.md)."""
 
     name: str
+    """Unique SLO name: lower-case letters, digits, `-`, `_`, `.`; the `slo` label of results and alerts."""
     description: str = ""
+    """Free text carried to results and alerts."""
     labels: dict[str, str] = Field(default_factory=dict)
+    """Carried to results and alerts; identity, so never numbers."""
     source: SourceSpec
+    """Where the SLI events come from: a Parquet log (`events`, `lag`) or Prometheus."""
     good: str
+    """Spark SQL over one row (PromQL for a Prometheus source): the good events it counts."""
     total: str
+    """Spark SQL over one row (PromQL for a Prometheus source): all the events it counts."""
     objective: Decimal
     """Percent, strictly between 0 and 100."""
     window: Annotated[
@@ -150,7 +175,9 @@ class SloSpec(Section):
         Annotated[Literal["occurrences"], _tag("occurrences")] | Annotated[TimesliceSpec, _tag("timeslices")],
         Discriminator(lambda v: "~timeslices" if isinstance(v, Mapping | TimesliceSpec) else "~occurrences"),
     ] = "occurrences"
+    """`occurrences` (a ratio of event sums) or `{method: timeslices, ...}` (a ratio of good minutes)."""
     alerting: AlertPolicySpec = AlertPolicySpec()
+    """Multiwindow burn-rate alerting; the SRE Workbook pairs by default."""
     group_by: list[str] = Field(default_factory=list)
     """Label columns: one SLO instance per distinct value (per topic, per consumer group, ...)."""
 

@@ -29,6 +29,9 @@ class Request:
     """host:port of the listener that received the request (empty outside a server)."""
     tls: bool = False
     """Whether it arrived over TLS."""
+    own_hosts: tuple[str, ...] = ()
+    """The `host:port` forms naming this listener (bound address, address the connection came in on), which a
+    `Host` header may use (pulse/http/guards.py); empty outside a server."""
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import ssl
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -25,6 +25,7 @@ from pulse.config import HttpConfig, split_host_port
 from pulse.errors import ConfigError
 from pulse.http.auth import BasicAuth, is_authorized, unauthenticated_write, unauthorized
 from pulse.http.exposition import metrics_routes
+from pulse.http.guards import host_form, host_refusal, write_refusal
 from pulse.http.health import health_routes
 from pulse.http.limits import (
     BUSY_CONNECTIONS,
@@ -44,19 +45,33 @@ SAFE_METHODS = frozenset({"GET", "HEAD"})
 
 
 class HttpApp:
-    """The listener's behaviour without sockets: login check, then the refusal of unauthenticated writes, then the
+    """The listener's behaviour without sockets: the `Host` check (421), the login check, the refusal of
+    unauthenticated writes, then of cross-site or non-JSON writes (403, 415; pulse/http/guards.py), then the
     router; a failing route answers 500."""
 
-    def __init__(self, router: Router, login: BasicAuth | None = None, allow_unauthenticated_writes: bool = False):
+    def __init__(
+        self,
+        router: Router,
+        login: BasicAuth | None = None,
+        allow_unauthenticated_writes: bool = False,
+        allowed_hosts: Sequence[str] = (),
+    ):
         self.router = router
         self.login = login
         self.allow_unauthenticated_writes = allow_unauthenticated_writes
+        self.allowed_hosts = tuple(allowed_hosts)
 
     def handle(self, request: Request) -> Response:
+        refusal = host_refusal(request, self.allowed_hosts)
+        if refusal is not None:
+            return refusal
         if self.login is not None and not is_authorized(request.headers.get("authorization", ""), self.login):
             return unauthorized()
         if self.login is None and request.method not in SAFE_METHODS and not self.allow_unauthenticated_writes:
             return unauthenticated_write(request.method)
+        refusal = None if request.method in SAFE_METHODS else write_refusal(request)
+        if refusal is not None:
+            return refusal
         try:
             return self.router.handle(request)
         except Exception:  # a failing route answers 500 and the listener goes on
@@ -126,6 +141,7 @@ class _Handler(BaseHTTPRequestHandler):
             body=body,
             listener=self.server.address,
             tls=self.server.context is not None,
+            own_hosts=(self.server.own_host, host_form(*self.connection.getsockname()[:2])),
         )
         self._send(self.answer(request))
 
@@ -239,6 +255,7 @@ class _Listener(HTTPServer):
         super().__init__(address, _Handler)  # type: ignore[arg-type]  # `_handle` builds handlers, with a deadline
         host, port = self.server_address[:2]
         self.address = f"{host!s}:{port}"
+        self.own_host = host_form(str(host), int(port))
 
     def process_request(self, request: Any, client_address: Any) -> None:
         """Runs on the accept thread: takes a slot (or a busy one) and hands the connection to a thread of its own."""
@@ -342,7 +359,8 @@ class HttpServer:
         table = metrics_routes(registry) if registry is not None else []
         table += health_routes(ready or _always)
         login = BasicAuth.from_config(config.basic_auth)
-        app = HttpApp(Router([*table, *routes], fallback), login, config.allow_unauthenticated_writes)
+        router = Router([*table, *routes], fallback)
+        app = HttpApp(router, login, config.allow_unauthenticated_writes, config.allowed_hosts)
         tls = ServerTls.from_config(config.tls)
         return cls(app, host, port, tls, where, request_timeout_s=config.request_timeout_s)
 

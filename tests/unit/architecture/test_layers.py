@@ -1,5 +1,6 @@
-"""The three layers of docs/architecture.md hold: `lint-imports` keeps the contract in pyproject.toml, and the same
-contract breaks when an arrow points up or sideways (shown on a copy of the tree with one import added)."""
+"""The three layers of docs/architecture.md hold: `lint-imports` keeps the contracts in pyproject.toml, and each
+contract breaks when an arrow points up or sideways, inside the application too, or when the application imports a
+component's module past its package root (shown on a copy of the tree with one import added)."""
 
 from __future__ import annotations
 
@@ -44,17 +45,54 @@ def test_the_tree_keeps_the_layers() -> None:
     ],
 )
 def test_an_arrow_pointing_up_or_sideways_breaks_the_contract(tmp_path: Path, module: str, imported: str) -> None:
+    done = lint_imports_with(tmp_path, module, imported)
+
+    assert done.returncode != 0
+    assert "BROKEN" in done.stdout
+    assert f"{module.split('/')[0]} -> {imported}" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "imported", "broken"),
+    [
+        pytest.param(
+            "kafka_pulse/runner/demo.py",
+            "kafka_pulse.cli.dev",
+            "kafka_pulse.runner.demo -> kafka_pulse.cli.dev",
+            id="runner-imports-cli",
+        ),
+        pytest.param(
+            "kafka_pulse/check/verdict.py",
+            "kafka_pulse.status.document",
+            "kafka_pulse.check.verdict -> kafka_pulse.status.document",
+            id="check-imports-status",
+        ),
+        pytest.param(
+            "kafka_pulse/check/round_trip.py",
+            "canary.topic",
+            "kafka_pulse.check.round_trip -> canary.topic",
+            id="application-imports-component-module",
+        ),
+    ],
+)
+def test_the_application_contracts_break_on_a_bad_import(
+    tmp_path: Path, module: str, imported: str, broken: str
+) -> None:
+    done = lint_imports_with(tmp_path, module, imported)
+
+    assert done.returncode != 0
+    assert "BROKEN" in done.stdout
+    assert broken in done.stdout, done.stdout
+
+
+def lint_imports_with(tmp_path: Path, module: str, imported: str) -> subprocess.CompletedProcess[str]:
+    """`lint-imports` over a copy of the tree in which `module` also imports `imported`."""
     shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
     for package in PACKAGES:
         shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
     target = tmp_path / module
     target.write_text(target.read_text() + f"\nimport {imported}  # noqa: E402\n")
-
-    done = lint_imports(tmp_path)
-
-    assert done.returncode != 0
-    assert "BROKEN" in done.stdout
-    assert f"{module.split('/')[0]} -> {imported}" in done.stdout, done.stdout
+    return lint_imports(tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -73,13 +111,7 @@ def test_an_arrow_pointing_up_or_sideways_breaks_the_contract(tmp_path: Path, mo
 )
 def test_a_lag_stage_reaching_up_breaks_the_inner_contract(tmp_path: Path, module: str, imported: str) -> None:
     """The stages inside `lag` (pyproject.toml's lag contracts): an arrow up the pipeline fails the build."""
-    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
-    for package in PACKAGES:
-        shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
-    target = tmp_path / module
-    target.write_text(target.read_text() + f"\nimport {imported}  # noqa: E402\n")
-
-    done = lint_imports(tmp_path)
+    done = lint_imports_with(tmp_path, module, imported)
 
     stage = "lag." + module.split("/")[1].removesuffix(".py")
     importer = module.removesuffix(".py").removesuffix("/__init__").replace("/", ".")

@@ -1,13 +1,12 @@
 """Hostile HTTP requests against the one HTTP stack (pulse.http), in process on loopback: each row a raw request
 and the answer it must get, in plain text, with no traceback logged and the listener still serving afterwards.
-The same requests against every command's real listener: tests/integration/test_listeners.py."""
+The same requests against every command's real listener: tests/integration/app/test_listeners.py."""
 
 from __future__ import annotations
 
 import base64
 import contextlib
 import logging
-import select
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,7 +17,9 @@ from prometheus_client import CollectorRegistry, Counter
 
 from pulse.config import HttpConfig
 from pulse.http import BasicAuth, HttpApp, HttpServer, Response, Route, Router, metrics_routes
-from pulse.ports import free_ports, wait_until
+from pulse.polling import poll
+from pulse.ports import free_ports
+from tests.support.http_drip import drip, read_all
 
 DEADLINE_S = 2.0
 """The test listener's request deadline (30 s in production)."""
@@ -117,16 +118,6 @@ def exchange(port: int, data: bytes) -> bytes:
         return read_all(client)
 
 
-def read_all(client: socket.socket) -> bytes:
-    chunks: list[bytes] = []
-    try:
-        while chunk := client.recv(65536):
-            chunks.append(chunk)
-    except ConnectionResetError:  # the answer came before the reset of unread bytes
-        pass
-    return b"".join(chunks)
-
-
 @pytest.mark.parametrize("case", CASES)
 def test_a_hostile_request_gets_a_plain_answer_naming_the_problem(server: HttpServer, case: Case) -> None:
     answer = exchange(server.port, case.data)
@@ -143,7 +134,7 @@ def test_writes_pass_with_the_flag_or_the_login() -> None:
     flagged, guarded = serve(allow_writes=True), serve(login=login)
     try:
         assert httpx.delete(f"{flagged.url}/v3/kafka/c/consumer/g", timeout=5).text == "changed\n"
-        assert httpx.post(f"{flagged.url}/v3/admin/loglevel", content=b"{}", timeout=5).status_code == 200
+        assert httpx.post(f"{flagged.url}/v3/admin/loglevel", json={}, timeout=5).status_code == 200
         refused = httpx.delete(f"{guarded.url}/v3/kafka/c/consumer/g", timeout=5)
         assert refused.status_code == 401 and SECRET not in refused.text
         done = httpx.delete(f"{guarded.url}/v3/kafka/c/consumer/g", auth=("ops", SECRET), timeout=5)
@@ -176,21 +167,9 @@ def test_the_config_key_allows_writes_and_defaults_to_refusing() -> None:
 def test_a_request_dripped_past_its_deadline_gets_408_and_is_closed(server: HttpServer, start: bytes) -> None:
     """A client sending a byte every 0.4 s: a socket timeout restarts with each byte (it kept its thread for ever);
     the request deadline does not, so the server answers 408 and closes while the client is still dripping."""
-    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as client:
-        client.sendall(start)
-        answer = b""
-        for _ in range(int(5 * DEADLINE_S / 0.4)):  # up to 5 deadlines of dripping
-            readable, _, _ = select.select([client], [], [], 0.4)
-            if readable:
-                answer = read_all(client)
-                break
-            try:
-                client.sendall(b"a")
-            except (BrokenPipeError, ConnectionResetError):
-                answer = read_all(client)
-                break
-        assert answer.startswith(b"HTTP/1.0 408 "), answer[:200]
-        assert f"not complete within {DEADLINE_S:g} s".encode() in answer
+    answer = drip(server.port, start, 0.4, int(5 * DEADLINE_S / 0.4))  # up to 5 deadlines of dripping
+    assert answer.startswith(b"HTTP/1.0 408 "), answer[:200]
+    assert f"not complete within {DEADLINE_S:g} s".encode() in answer
 
 
 def test_a_silent_connection_is_closed_at_the_deadline_without_an_answer(server: HttpServer) -> None:
@@ -208,7 +187,7 @@ def test_past_the_cap_and_its_reserve_connections_are_closed_but_the_listener_re
         for client in clients:
             client.close()
         with httpx.Client(timeout=5) as http:
-            assert wait_until(lambda: _serves(http, f"{listener.url}/metrics"), 15)
+            poll(lambda: _serves(http, f"{listener.url}/metrics"), bool, 15, "a scrape answered")
         listener.stop()
 
 

@@ -1,5 +1,5 @@
-"""Hostile files where kafka-pulse keeps state: the alert spool (pulse/alert_spool.py) and a Parquet log's
-compaction manifest (pulse/parquet_compaction.py). One row per file; each must leave the process running, count
+"""Hostile files where kafka-pulse keeps state: the alert spool (pulse/alerts/spool.py) and a Parquet log's
+compaction manifest (pulse/parquet_log/compaction.py). One row per file; each must leave the process running, count
 what it could not read, deliver or keep everything readable, and touch nothing outside its own directory.
 
 Real files on disk and a real loopback HTTP endpoint (tests/support/receiver.py) standing in for Alertmanager's
@@ -20,9 +20,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pulse.alert_spool import SPOOL_FILE
 from pulse.alerts import Alert, AlertCodec, AlertSink
-from pulse.parquet_compaction import MANIFEST, recover
+from pulse.alerts.spool import SPOOL_FILE
+from pulse.parquet_log.compaction import MANIFEST, recover
 from tests.support.receiver import HttpReceiver
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -7,7 +7,7 @@ SLO 1 s, window 10 s, verdicts deferred at most 2 s for a fresh health view.
 import pytest
 
 from canary.availability import Availability, AvailabilityWindow, BrokerHealth, tally
-from canary.health import CheckResult
+from pulse.kafka.broker_probe import CheckResult
 
 ISR = frozenset({1, 2, 3})
 LEADERS = {0: 1, 1: 2, 2: 3}
@@ -182,9 +182,9 @@ def test_rule3_every_down_broker_waited_on_is_charged() -> None:
 
 
 def test_rule3_healthy_leader_keeps_its_verdicts_through_a_follower_outage() -> None:
-    """The kill -9 check (tests/integration/test_canary_faults.py) in miniature: broker 3 dies at t=1, is fenced at t=5;
-    partitions 0 and 1 (leaders 1 and 2) stall until then, partition 2 moves to broker 1. Over every window, brokers 1
-    and 2 never drop."""
+    """The kill -9 check (tests/integration/canary/test_canary_faults.py) in miniature: broker 3 dies at t=1, is
+    fenced at t=5; partitions 0 and 1 (leaders 1 and 2) stall until then, partition 2 moves to broker 1. Over every
+    window, brokers 1 and 2 never drop."""
     w = window()
     leaders = dict(LEADERS)
     for seq in range(20):

@@ -1,7 +1,8 @@
 """The health board: each broker's latest connection check, published as checks complete (canary/health.py)."""
 
 from canary.availability import BrokerHealth
-from canary.health import CheckResult, HealthBoard
+from canary.health import HealthBoard
+from pulse.kafka.broker_probe import CheckResult
 
 
 def test_a_dead_broker_shows_without_waiting_for_a_slow_one() -> None:

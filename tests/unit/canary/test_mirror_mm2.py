@@ -1,5 +1,5 @@
 """The MirrorMaker 2 config mirror mode is tested against (tests/support/mirrormaker.py), rendered without a JVM; the
-real MM2 reads it in tests/integration/test_canary_mirror.py."""
+real MM2 reads it in tests/integration/canary/test_canary_mirror.py."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from canary.payload import MalformedProbe, Probe, decode, encode
+from pulse.kafka.probe_payload import MalformedProbe, Probe, decode, encode
 
 
 def test_round_trip_and_key_is_the_producer_id() -> None:

@@ -26,20 +26,40 @@ from canary.sli_log import (
 )
 from pulse.config import SliLogConfig, parse_config
 from pulse.errors import ConfigError
-from pulse.ports import wait_until
+from pulse.polling import poll
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "sli-log.md"
 T0 = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
 CONSUMED = ProbeResult(
-    time=T0, cluster="dev", topic="__pulse_canary", partition=1, broker=2, rack="az-b", client_rack="az-a",
-    producer_id="abc", sequence=7, produce_ok=True, produce_latency_s=0.004, consume_ok=True, e2e_latency_s=0.006,
+    time=T0,
+    cluster="dev",
+    topic="__pulse_canary",
+    partition=1,
+    broker=2,
+    rack="az-b",
+    client_rack="az-a",
+    producer_id="abc",
+    sequence=7,
+    produce_ok=True,
+    produce_latency_s=0.004,
+    consume_ok=True,
+    e2e_latency_s=0.006,
     offset=41,
-)  # fmt: skip
+)
 FAILED = replace(
-    CONSUMED, sequence=8, broker=None, rack=None, client_rack=None, produce_ok=False, produce_latency_s=None,
-    consume_ok=None, e2e_latency_s=None, error="_MSG_TIMED_OUT", offset=None,
-)  # fmt: skip
+    CONSUMED,
+    sequence=8,
+    broker=None,
+    rack=None,
+    client_rack=None,
+    produce_ok=False,
+    produce_latency_s=None,
+    consume_ok=None,
+    e2e_latency_s=None,
+    error="_MSG_TIMED_OUT",
+    offset=None,
+)
 LOST = replace(CONSUMED, sequence=9, consume_ok=False, e2e_latency_s=None, lost=True)
 DUPLICATE = replace(CONSUMED, produce_latency_s=None, duplicate=True, out_of_order=True, offset=45)
 
@@ -82,21 +102,44 @@ def test_rows_read_back_with_the_documented_schema_partitioned_by_utc_date(tmp_p
     assert table.schema.remove(table.schema.get_field_index("date")) == SCHEMA
     rows = sorted(table.to_pylist(), key=lambda r: r["sequence"])
     assert [(r["sequence"], r["date"]) for r in rows] == [
-        (7, "2026-11-21"), (7, "2026-11-21"), (8, "2026-11-21"), (9, "2026-11-21"), (10, "2026-11-22"),
+        (7, "2026-11-21"),
+        (7, "2026-11-21"),
+        (8, "2026-11-21"),
+        (9, "2026-11-21"),
+        (10, "2026-11-22"),
         (11, "2026-11-21"),
-    ]  # fmt: skip
+    ]
     consumed, duplicate = sorted(rows[:2], key=lambda r: r["duplicate"])
     assert consumed == {
-        "time": T0, "cluster": "dev", "target_cluster": None, "topic": "__pulse_canary", "partition": 1,
-        "broker": 2, "rack": "az-b", "client_rack": "az-a", "producer_id": "abc", "sequence": 7, "produce_ok": True,
-        "produce_latency_s": 0.004, "consume_ok": True, "e2e_latency_s": 0.006, "lost": False, "duplicate": False,
-        "out_of_order": False, "error": None, "offset": 41, "date": "2026-11-21",
-    }  # fmt: skip
+        "time": T0,
+        "cluster": "dev",
+        "target_cluster": None,
+        "topic": "__pulse_canary",
+        "partition": 1,
+        "broker": 2,
+        "rack": "az-b",
+        "client_rack": "az-a",
+        "producer_id": "abc",
+        "sequence": 7,
+        "produce_ok": True,
+        "produce_latency_s": 0.004,
+        "consume_ok": True,
+        "e2e_latency_s": 0.006,
+        "lost": False,
+        "duplicate": False,
+        "out_of_order": False,
+        "error": None,
+        "offset": 41,
+        "date": "2026-11-21",
+    }
     assert (duplicate["duplicate"], duplicate["out_of_order"], duplicate["offset"]) == (True, True, 45)
     failed, lost = rows[2], rows[3]
     assert (failed["produce_ok"], failed["consume_ok"], failed["error"], failed["broker"]) == (
-        False, None, "_MSG_TIMED_OUT", None,
-    )  # fmt: skip
+        False,
+        None,
+        "_MSG_TIMED_OUT",
+        None,
+    )
     assert (lost["lost"], lost["consume_ok"], lost["e2e_latency_s"]) == (True, False, None)
     assert rows[5]["target_cluster"] == "dr"
     assert log.stats().rows_written == 6
@@ -105,7 +148,7 @@ def test_rows_read_back_with_the_documented_schema_partitioned_by_utc_date(tmp_p
 def test_rows_wait_for_the_interval_and_are_written_on_stop(tmp_path: Path) -> None:
     log = SliLog(tmp_path, flush_interval_s=3600).start()
     log.record(CONSUMED)
-    assert wait_until(lambda: log._queue.qsize() == 0, 10), "the writer never took the row"
+    poll(log._queue.qsize, lambda queued: queued == 0, 10, "the writer took the row")
     assert list(tmp_path.rglob("*.parquet")) == []  # taken, but an hour is not up
     log.stop()
     assert read_log(tmp_path).num_rows == 1
@@ -115,10 +158,10 @@ def test_rows_are_written_when_the_interval_passes_without_a_stop(tmp_path: Path
     log = SliLog(tmp_path, flush_interval_s=0.2).start()
     try:
         log.record(CONSUMED)
-        assert wait_until(lambda: log.stats().rows_written == 1, 30), log.stats()
+        poll(log.stats, lambda stats: stats.rows_written == 1, 30, "one row written")
         assert read_log(tmp_path).num_rows == 1
         log.record(LOST)  # and again on the next interval, not only once
-        assert wait_until(lambda: log.stats().rows_written == 2, 30), log.stats()
+        poll(log.stats, lambda stats: stats.rows_written == 2, 30, "two rows written")
     finally:
         log.stop()
     assert log.stats().files_written == 2

@@ -87,22 +87,36 @@ CASES = [
     pytest.param(_duplicate, f"{P}[2].name: duplicate client name 'orders-producer' (also clients[0])", id="dup-name"),
     pytest.param(_drop(0, "name"), f"{P}[0].name: required key is missing", id="no-name"),
     pytest.param(_drop(0, "port"), f"{P}[0].port: required key is missing", id="no-port"),
-    pytest.param(_set(0, "port", 70000), f"{P}[0].port: Input should be less than or equal to 65535 (got 70000)",
-                 id="port-range"),
-    pytest.param(_set(0, "name", "orders producer"),
-                 f"{P}[0].name: 'orders producer' may only contain letters, digits, '_', '.' and '-'", id="name-space"),
-    pytest.param(_set(0, "cluster", "prod/eu"),
-                 f"{P}[0].cluster: 'prod/eu' may only contain letters, digits, '_', '.' and '-'", id="cluster-slash"),
+    pytest.param(
+        _set(0, "port", 70000), f"{P}[0].port: Input should be less than or equal to 65535 (got 70000)", id="port-range"
+    ),
+    pytest.param(
+        _set(0, "name", "orders producer"),
+        f"{P}[0].name: 'orders producer' may only contain letters, digits, '_', '.' and '-'",
+        id="name-space",
+    ),
+    pytest.param(
+        _set(0, "cluster", "prod/eu"),
+        f"{P}[0].cluster: 'prod/eu' may only contain letters, digits, '_', '.' and '-'",
+        id="cluster-slash",
+    ),
     pytest.param(_drop(1, "username"), f"{P}[1].username: required when password is set", id="password-alone"),
     pytest.param(_drop(1, "password"), f"{P}[1].password: required when username is set", id="username-alone"),
-    pytest.param(_set(1, "ssl", False), f"{P}[1].ssl: set ssl: true to use a trust store (JMX over TLS)",
-                 id="truststore-without-ssl"),
-    pytest.param(_set(1, "truststore", "missing.p12"), f"{P}[1].truststore: file '{{dir}}/missing.p12' does not exist",
-                 id="truststore-missing"),
-    pytest.param(_set(1, "timeout_s", 0), f"{P}[1].timeout_s: Input should be greater than 0 (got 0)",
-                 id="timeout-zero"),
+    pytest.param(
+        _set(1, "ssl", False),
+        f"{P}[1].ssl: set ssl: true to use a trust store (JMX over TLS)",
+        id="truststore-without-ssl",
+    ),
+    pytest.param(
+        _set(1, "truststore", "missing.p12"),
+        f"{P}[1].truststore: file '{{dir}}/missing.p12' does not exist",
+        id="truststore-missing",
+    ),
+    pytest.param(
+        _set(1, "timeout_s", 0), f"{P}[1].timeout_s: Input should be greater than 0 (got 0)", id="timeout-zero"
+    ),
     pytest.param(_set(0, "prot", 1), f"{P}[0]: unknown key 'prot'; did you mean 'port'?", id="typo"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("breaks", "want"), CASES)

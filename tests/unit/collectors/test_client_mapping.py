@@ -46,35 +46,94 @@ ROWS = [
     row(COORDINATOR, "commit-latency-avg", 6.2, "kafka_consumer_coordinator_commit_latency_avg", labels=C),
     row(COORDINATOR, "assigned-partitions", 3.0, "kafka_consumer_coordinator_assigned_partitions", labels=C),
     # MirrorMaker 2's source connector: every attribute a gauge, as Strimzi types them.
-    row(MIRROR, "replication-latency-ms", 40.0,
-        "kafka_connect_mirror_mirrorsourceconnector_replication_latency_ms", labels=MM2_LABELS),
-    row(MIRROR, "replication-latency-ms-max", 95.0,
-        "kafka_connect_mirror_mirrorsourceconnector_replication_latency_ms_max", labels=MM2_LABELS),
-    row(MIRROR, "replication-latency-ms-min", 12.0,
-        "kafka_connect_mirror_mirrorsourceconnector_replication_latency_ms_min", labels=MM2_LABELS),
-    row(MIRROR, "replication-latency-ms-avg", 33.3,
-        "kafka_connect_mirror_mirrorsourceconnector_replication_latency_ms_avg", labels=MM2_LABELS),
+    row(
+        MIRROR,
+        "replication-latency-ms",
+        40.0,
+        "kafka_connect_mirror_mirrorsourceconnector_replication_latency_ms",
+        labels=MM2_LABELS,
+    ),
+    row(
+        MIRROR,
+        "replication-latency-ms-max",
+        95.0,
+        "kafka_connect_mirror_mirrorsourceconnector_replication_latency_ms_max",
+        labels=MM2_LABELS,
+    ),
+    row(
+        MIRROR,
+        "replication-latency-ms-min",
+        12.0,
+        "kafka_connect_mirror_mirrorsourceconnector_replication_latency_ms_min",
+        labels=MM2_LABELS,
+    ),
+    row(
+        MIRROR,
+        "replication-latency-ms-avg",
+        33.3,
+        "kafka_connect_mirror_mirrorsourceconnector_replication_latency_ms_avg",
+        labels=MM2_LABELS,
+    ),
     row(MIRROR, "record-age-ms", 51.0, "kafka_connect_mirror_mirrorsourceconnector_record_age_ms", labels=MM2_LABELS),
-    row(MIRROR, "record-age-ms-max", 800.0,
-        "kafka_connect_mirror_mirrorsourceconnector_record_age_ms_max", labels=MM2_LABELS),
-    row(MIRROR, "record-age-ms-min", 2.0,
-        "kafka_connect_mirror_mirrorsourceconnector_record_age_ms_min", labels=MM2_LABELS),
-    row(MIRROR, "record-age-ms-avg", 60.5,
-        "kafka_connect_mirror_mirrorsourceconnector_record_age_ms_avg", labels=MM2_LABELS),
-    row(MIRROR_OLD, "replication-latency-ms-max", 95.0,
-        "kafka_connect_mirror_mirrorsourceconnector_replication_latency_ms_max", labels=MM2_LABELS[1:]),
+    row(
+        MIRROR,
+        "record-age-ms-max",
+        800.0,
+        "kafka_connect_mirror_mirrorsourceconnector_record_age_ms_max",
+        labels=MM2_LABELS,
+    ),
+    row(
+        MIRROR,
+        "record-age-ms-min",
+        2.0,
+        "kafka_connect_mirror_mirrorsourceconnector_record_age_ms_min",
+        labels=MM2_LABELS,
+    ),
+    row(
+        MIRROR,
+        "record-age-ms-avg",
+        60.5,
+        "kafka_connect_mirror_mirrorsourceconnector_record_age_ms_avg",
+        labels=MM2_LABELS,
+    ),
+    row(
+        MIRROR_OLD,
+        "replication-latency-ms-max",
+        95.0,
+        "kafka_connect_mirror_mirrorsourceconnector_replication_latency_ms_max",
+        labels=MM2_LABELS[1:],
+    ),
     # The same rules on beans outside the catalogue, as Strimzi's patterns would name them.
-    row("kafka.connect.mirror:type=MirrorCheckpointConnector,source=eu,target=dr,group=billing,topic=t,partition=0",
-        "checkpoint-latency-ms", 7.0, "kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_ms",
-        labels=(("source", "eu"), ("target", "dr"), ("group", "billing"), ("topic", "t"), ("partition", "0"))),
-    row("kafka.consumer:type=consumer-fetch-manager-metrics,client-id=billing-1,topic=orders,partition=2",
-        "records-lag", 7.0, "kafka_consumer_fetch_manager_records_lag",
-        labels=(*C, ("topic", "orders"), ("partition", "2"))),
-    row("kafka.producer:type=producer-node-metrics,client-id=orders-1,node-id=node-2", "request-latency-avg", 2.0,
-        "kafka_producer_node_request_latency_avg", labels=(*P, ("nodeid", "node-2"))),
-    row("kafka.admin.client:type=admin-client-metrics,client-id=adm", "request-total", 5.0,
-        "kafka_admin_client_request", "counter", (("clientid", "adm"),)),
-]  # fmt: skip
+    row(
+        "kafka.connect.mirror:type=MirrorCheckpointConnector,source=eu,target=dr,group=billing,topic=t,partition=0",
+        "checkpoint-latency-ms",
+        7.0,
+        "kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_ms",
+        labels=(("source", "eu"), ("target", "dr"), ("group", "billing"), ("topic", "t"), ("partition", "0")),
+    ),
+    row(
+        "kafka.consumer:type=consumer-fetch-manager-metrics,client-id=billing-1,topic=orders,partition=2",
+        "records-lag",
+        7.0,
+        "kafka_consumer_fetch_manager_records_lag",
+        labels=(*C, ("topic", "orders"), ("partition", "2")),
+    ),
+    row(
+        "kafka.producer:type=producer-node-metrics,client-id=orders-1,node-id=node-2",
+        "request-latency-avg",
+        2.0,
+        "kafka_producer_node_request_latency_avg",
+        labels=(*P, ("nodeid", "node-2")),
+    ),
+    row(
+        "kafka.admin.client:type=admin-client-metrics,client-id=adm",
+        "request-total",
+        5.0,
+        "kafka_admin_client_request",
+        "counter",
+        (("clientid", "adm"),),
+    ),
+]
 
 
 @pytest.mark.parametrize(("reading", "name", "kind", "labels"), ROWS)
@@ -105,11 +164,14 @@ def test_broker_kafka_metrics_beans_keep_their_rule() -> None:
 @pytest.mark.parametrize(
     ("identity", "origin"),
     [
-        pytest.param(ClientIdentity("orders-app", "prod"), (("client_target", "orders-app"), ("cluster", "prod")),
-                     id="with-cluster"),
+        pytest.param(
+            ClientIdentity("orders-app", "prod"),
+            (("client_target", "orders-app"), ("cluster", "prod")),
+            id="with-cluster",
+        ),
         pytest.param(ClientIdentity("orders-app"), (("client_target", "orders-app"),), id="no-cluster-no-label"),
     ],
-)  # fmt: skip
+)
 def test_client_samples_carry_the_target_and_the_configured_cluster(
     identity: ClientIdentity, origin: tuple[tuple[str, str], ...]
 ) -> None:
@@ -126,8 +188,9 @@ def test_mirror_series_obey_the_topic_regexes() -> None:
         Reading(MIRROR.replace("eu.orders", "heartbeats"), "record-age-ms", 2.0),
     ]
     kept = map_readings(readings, ClientIdentity("mm2"), TopicSelection(deny="^heartbeats$"))
-    assert [dict(s.labels)["topic"] for s in kept["kafka_connect_mirror_mirrorsourceconnector_record_age_ms"].samples] \
-        == ["eu.orders"]  # fmt: skip
+    assert [
+        dict(s.labels)["topic"] for s in kept["kafka_connect_mirror_mirrorsourceconnector_record_age_ms"].samples
+    ] == ["eu.orders"]
 
 
 def _client_families_in_docs() -> set[str]:
@@ -138,8 +201,12 @@ def _client_families_in_docs() -> set[str]:
 
 def test_every_catalogue_attribute_has_a_documented_family() -> None:
     """docs/metrics.md lists what the client catalogue exports, no more and no less (counters with `_total`)."""
-    beans = {"producer-metrics": PRODUCER, "consumer-fetch-manager-metrics": FETCH,
-             "consumer-coordinator-metrics": COORDINATOR, "MirrorSourceConnector": MIRROR}  # fmt: skip
+    beans = {
+        "producer-metrics": PRODUCER,
+        "consumer-fetch-manager-metrics": FETCH,
+        "consumer-coordinator-metrics": COORDINATOR,
+        "MirrorSourceConnector": MIRROR,
+    }
     exported = set()
     for query in CLIENT_BEANS:
         bean = beans[query.pattern.split("type=", 1)[1].split(",", 1)[0]]

@@ -46,20 +46,35 @@ AT = "client target orders-producer JMX at 127.0.0.1:9999: "
 @pytest.mark.parametrize(
     ("raised", "want"),
     [
-        pytest.param(JmxTimeout("broker 0 JMX at 127.0.0.1:9999: no answer in 5 s"), AT + "no answer in 5 s",
-                     id="timeout-stays-timeout"),
-        pytest.param(JmxUnreachable("broker 0 JMX at 127.0.0.1:9999: java.rmi.ConnectException: refused"),
-                     AT + "java.rmi.ConnectException: refused", id="refused"),
-        pytest.param(JmxUnreachable("broker 0: the JMX transport is closed"), AT + "the JMX transport is closed",
-                     id="closed"),
-        pytest.param(JmxUnreachable("broker 0 JMX at 127.0.0.1:9999: TLS handshake failed (PKIX path building "
-                                    "failed); check jmx.brokers[].ssl and jmx.truststore"),
-                     AT + "TLS handshake failed (PKIX path building failed); check collectors.clients[].ssl and "
-                     "collectors.clients[].truststore", id="hint-names-the-client-keys"),
-        pytest.param(JmxUnreachable("the in-process JVM is not available: shut down"),
-                     AT + "the in-process JVM is not available: shut down", id="other-message-kept-whole"),
+        pytest.param(
+            JmxTimeout("broker 0 JMX at 127.0.0.1:9999: no answer in 5 s"),
+            AT + "no answer in 5 s",
+            id="timeout-stays-timeout",
+        ),
+        pytest.param(
+            JmxUnreachable("broker 0 JMX at 127.0.0.1:9999: java.rmi.ConnectException: refused"),
+            AT + "java.rmi.ConnectException: refused",
+            id="refused",
+        ),
+        pytest.param(
+            JmxUnreachable("broker 0: the JMX transport is closed"), AT + "the JMX transport is closed", id="closed"
+        ),
+        pytest.param(
+            JmxUnreachable(
+                "broker 0 JMX at 127.0.0.1:9999: TLS handshake failed (PKIX path building "
+                "failed); check jmx.brokers[].ssl and jmx.truststore"
+            ),
+            AT + "TLS handshake failed (PKIX path building failed); check collectors.clients[].ssl and "
+            "collectors.clients[].truststore",
+            id="hint-names-the-client-keys",
+        ),
+        pytest.param(
+            JmxUnreachable("the in-process JVM is not available: shut down"),
+            AT + "the in-process JVM is not available: shut down",
+            id="other-message-kept-whole",
+        ),
     ],
-)  # fmt: skip
+)
 def test_errors_name_the_client_target_not_a_broker(raised: Exception, want: str) -> None:
     transport = ClientTransport(CLIENT, Scripted(raised))
     with pytest.raises(JmxUnreachable) as excinfo:
@@ -116,3 +131,42 @@ def test_a_client_that_stops_answering_is_down_keeps_its_last_success_and_loses_
     assert not [name for name, _ in down if name.startswith("kafka_pulse_jmx_")]  # broker health names stay brokers'
     scraper.stop()
     assert inner.closed
+
+
+BROKER_BEAN = "kafka.producer:type=producer-metrics,client-id=orders-1"
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        pytest.param([Reading("kafka.producer:type", "record-error-rate", 1.0)], id="bean-without-equals-ValueError"),
+        pytest.param([Reading('kafka.producer:type="open', "record-error-rate", 1.0)], id="unclosed-quote-IndexError"),
+        pytest.param([Reading('kafka.producer:type="a\\', "record-error-rate", 1.0)], id="trailing-escape-IndexError"),
+        pytest.param(RuntimeError("the in-process JVM is not available: shut down"), id="transport-RuntimeError"),
+        pytest.param(KeyError("attribute"), id="transport-KeyError"),
+        pytest.param(JmxUnreachable("broker 0 JMX at 127.0.0.1:9999: Connection refused"), id="pulse-error-still"),
+    ],
+)
+def test_any_exception_in_a_scrape_is_a_failed_read_never_a_frozen_one(failure: list[Reading] | Exception) -> None:
+    """A read that raises anything (a malformed MBean name the parser trips on, a bug in a transport) is a failed
+    read: up 0, counted by reason, last success time kept, values withheld; before, only a PulseError was, and
+    anything else left the previous good result exported as current."""
+    good = [Reading(BROKER_BEAN, "record-error-rate", 0.0), Reading(BROKER_BEAN, "request-latency-avg", 3.5)]
+    identity = ClientIdentity(CLIENT.name, CLIENT.cluster)
+    scraper = BrokerScraper(lambda: identity, ClientTransport(CLIENT, Scripted(good, failure)), CLIENT_BEANS,
+                            NO_TOPICS, 60)  # fmt: skip
+    registry = CollectorRegistry()
+    registry.register(JmxCollector({CLIENT.name: scraper}, CLIENT_HEALTH))
+    target = {("client_target", "orders-producer"), ("cluster", "prod")}
+    first = scraper.scrape_once()
+    assert _exposed(registry)[("kafka_pulse_client_jmx_up", frozenset(target))] == 1
+
+    second = scraper.scrape_once()
+    reason = "unreachable" if isinstance(failure, JmxUnreachable) else "error"
+    assert (second.ok, second.value, second.reason, second.last_success_s) == (False, None, reason, first.finished_s)
+    assert second.error
+    down = _exposed(registry)
+    assert down[("kafka_pulse_client_jmx_up", frozenset(target))] == 0
+    assert down[("kafka_pulse_client_jmx_last_success_timestamp_seconds", frozenset(target))] == first.finished_s
+    assert down[("kafka_pulse_client_jmx_scrape_failures_total", frozenset(target | {("reason", reason)}))] == 1
+    assert not [name for name, _ in down if name.startswith("kafka_producer_")]

@@ -7,11 +7,11 @@ import pytest
 from collectors.cluster_state import (
     ClusterSnapshot,
     Diagnosis,
-    PartitionState,
     Scope,
     assess,
     diagnose_under_replicated,
 )
+from pulse.kafka.partitions import PartitionState
 
 RACKS = {1: "az-a", 2: "az-b", 3: "az-c"}
 
@@ -45,7 +45,7 @@ def part(p: int, leader: int, replicas: tuple[int, ...], isr: tuple[int, ...], m
             id="healthy-partitions-do-not-vote",
         ),
     ],
-)  # fmt: skip
+)
 def test_diagnosis(partitions: list[PartitionState], want: Diagnosis) -> None:
     assert diagnose_under_replicated(partitions) == want
 

@@ -9,7 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from collectors.cluster_state import ClusterSnapshot, PartitionState, assess, partition_states
+from collectors.cluster_state import ClusterSnapshot, assess, partition_states
+from pulse.kafka.partitions import PartitionState
 from tests.unit.collectors.cluster_state_reference import assess_reference
 
 

@@ -80,3 +80,35 @@ def test_round_excess_cancels_the_clients_own_pause() -> None:
 )
 def test_quantile_nearest_rank(values: list[float], q: float, want: float) -> None:
     assert quantile(values, q) == want
+
+
+def test_a_failed_evaluation_withdraws_the_previous_verdicts() -> None:
+    """A detector round that raises leaves no verdict standing as current, on /metrics or the board; before, the
+    previous round's verdicts stayed published."""
+    from prometheus_client import CollectorRegistry
+
+    from collectors.slow_broker import SlowBrokerCollector, SlowBrokerDetector
+    from pulse.broker_health import BrokerHealthBoard
+    from pulse.config import ClusterConfig, SlowBrokersConfig
+
+    answers: list[list[int] | Exception] = [[1, 2], RuntimeError("metadata read crashed")]
+
+    def brokers() -> list[int]:
+        answer = answers.pop(0) if len(answers) > 1 else answers[0]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    board = BrokerHealthBoard()
+    cluster = ClusterConfig.model_validate({"name": "dev", "bootstrap_servers": ["127.0.0.1:1"]})
+    detector = SlowBrokerDetector(cluster, brokers, {}, SlowBrokersConfig(), board)
+    registry = CollectorRegistry()
+    registry.register(SlowBrokerCollector({"dev": detector}))
+    assert detector.evaluate_or_withdraw() is not None
+    assert set(board.snapshot("dev")) == {1, 2}
+    assert registry.get_sample_value("kafka_pulse_broker_slow", {"cluster": "dev", "broker": "1"}) == 0
+
+    assert detector.evaluate_or_withdraw() is None
+    assert detector.latest is None and dict(board.snapshot("dev")) == {}
+    assert registry.get_sample_value("kafka_pulse_broker_slow", {"cluster": "dev", "broker": "1"}) is None
+    assert detector.failed_evaluations == 1

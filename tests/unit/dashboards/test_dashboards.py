@@ -28,26 +28,57 @@ def exprs(dashboard: dict[str, Any]) -> list[str]:
 
 REQUIRED = {
     "cluster": [
-        "Brokers", "Active controllers", "Controller", "Offline partitions", "Under-replicated partitions",
-        "Under min ISR", "Under-replication diagnosis", "Request latency p$quantile",
-        "Produce time breakdown p$quantile", "Conversions per second", "Conversion time p$quantile", "Bytes in",
-        "Bytes out", "Messages in",
-        "Handler and network idle", "ISR shrinks and expands", "KRaft quorum", "Brokers flagged slow",
+        "Brokers",
+        "Active controllers",
+        "Controller",
+        "Offline partitions",
+        "Under-replicated partitions",
+        "Under min ISR",
+        "Under-replication diagnosis",
+        "Request latency p$quantile",
+        "Produce time breakdown p$quantile",
+        "Conversions per second",
+        "Conversion time p$quantile",
+        "Bytes in",
+        "Bytes out",
+        "Messages in",
+        "Handler and network idle",
+        "ISR shrinks and expands",
+        "KRaft quorum",
+        "Brokers flagged slow",
         "Slow-broker score",
     ],
     "canary": [
-        "Availability per broker", "Produce success per AZ pair", "Same-AZ / cross-AZ success",
-        "Same-AZ vs cross-AZ end-to-end p$quantile", "Produce latency (acks=all)", "End-to-end latency", "Lost",
-        "Duplicated", "Replication latency", "Replication latency p$quantile", "Mirror lag",
+        "Availability per broker",
+        "Produce success per AZ pair",
+        "Same-AZ / cross-AZ success",
+        "Same-AZ vs cross-AZ end-to-end p$quantile",
+        "Produce latency (acks=all)",
+        "End-to-end latency",
+        "Lost",
+        "Duplicated",
+        "Replication latency",
+        "Replication latency p$quantile",
+        "Mirror lag",
     ],
     "lag": [
-        "Groups", "Lag (records)", "Lag (seconds)", "Worst groups (seconds)", "Worst groups now", "Partitions not OK",
+        "Groups",
+        "Lag (records)",
+        "Lag (seconds)",
+        "Worst groups (seconds)",
+        "Worst groups now",
+        "Partitions not OK",
     ],
     "slo": [
-        "SLOs", "Error budget remaining", "Burn rate per window", "Firing alerts", "Time to exhaustion",
-        "Budget remaining (rules)", "Burn rate per window (rules)",
+        "SLOs",
+        "Error budget remaining",
+        "Burn rate per window",
+        "Firing alerts",
+        "Time to exhaustion",
+        "Budget remaining (rules)",
+        "Burn rate per window (rules)",
     ],
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("name", sorted(REQUIRED))
@@ -68,9 +99,13 @@ def variables(dashboard: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 @pytest.mark.parametrize(
     ("name", "wanted"),
-    [("cluster", {"cluster", "broker"}), ("canary", {"cluster", "broker", "client_rack"}),
-     ("lag", {"cluster", "group"}), ("slo", {"slo"})],
-)  # fmt: skip
+    [
+        ("cluster", {"cluster", "broker"}),
+        ("canary", {"cluster", "broker", "client_rack"}),
+        ("lag", {"cluster", "group"}),
+        ("slo", {"slo"}),
+    ],
+)
 def test_template_variables_come_from_label_values(name: str, wanted: set[str]) -> None:
     found = variables(BY_FILE[name])
     assert wanted <= set(found)
@@ -111,11 +146,23 @@ def test_rule_series_read_by_the_slo_dashboard_are_the_generated_ones() -> None:
     from slo.spec import parse_slos
 
     (slo,) = parse_slos(
-        [("t", [{"name": "x", "source": {"type": "prometheus", "url": "http://127.0.0.1:9090"}, "good": "sum(a)",
-                 "total": "sum(b)", "objective": 99.9}])],
+        [
+            (
+                "t",
+                [
+                    {
+                        "name": "x",
+                        "source": {"type": "prometheus", "url": "http://127.0.0.1:9090"},
+                        "good": "sum(a)",
+                        "total": "sum(b)",
+                        "objective": 99.9,
+                    }
+                ],
+            )
+        ],
         None,
         check_sources=False,
-    )  # fmt: skip
+    )
     recorded = {r.get("record") or r.get("alert") for r in rule_group(slo, RuleOptions({}, None))["rules"]}
     text = "\n".join(exprs(BY_FILE["slo"]))
     used = set(re.findall(r"slo:[a-z_]+:[a-z0-9_]+", text)) | {"KafkaSLOBurnRate"}

@@ -1,5 +1,5 @@
 """The noisy-neighbour workload's pure parts: every partition of its topics led by the chosen broker, the other
-replicas spread, names from one prefix (tests/integration/test_noisy_neighbour.py runs it on the real cluster)."""
+replicas spread, names from one prefix (tests/integration/lag/test_noisy_neighbour.py runs it on the real cluster)."""
 
 from __future__ import annotations
 

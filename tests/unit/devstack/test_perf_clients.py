@@ -13,14 +13,17 @@ CONFIG = Path("/w/c.properties")
 
 
 @pytest.mark.parametrize(
-    ("version", "config_flag"), [("3.9.2", "--producer.config"), ("4.1.0", "--producer.config"),
-                                 ("4.3.1", "--command-config")],
-)  # fmt: skip
+    ("version", "config_flag"),
+    [("3.9.2", "--producer.config"), ("4.1.0", "--producer.config"), ("4.3.1", "--command-config")],
+)
 def test_producer_options_follow_the_version(version: str, config_flag: str) -> None:
     assert producer_args(version, "t", 60_000, 200, 100, CONFIG) == [
-        "--topic", "t", "--num-records", "60000", "--record-size", "100", "--throughput", "200",
-        config_flag, str(CONFIG),
-    ]  # fmt: skip
+        *("--topic", "t"),
+        *("--num-records", "60000"),
+        *("--record-size", "100"),
+        *("--throughput", "200"),
+        *(config_flag, str(CONFIG)),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -30,9 +33,13 @@ def test_producer_options_follow_the_version(version: str, config_flag: str) -> 
 def test_consumer_options_follow_the_version(version: str, count_flag: str, config_flag: str) -> None:
     args = consumer_args(version, "127.0.0.1:9092", "t", "g", 10, 600_000, CONFIG)
     assert args == [
-        "--bootstrap-server", "127.0.0.1:9092", "--topic", "t", "--group", "g", count_flag, "10",
-        "--timeout", "600000", config_flag, str(CONFIG),
-    ]  # fmt: skip
+        *("--bootstrap-server", "127.0.0.1:9092"),
+        *("--topic", "t"),
+        *("--group", "g"),
+        *(count_flag, "10"),
+        *("--timeout", "600000"),
+        *(config_flag, str(CONFIG)),
+    ]
 
 
 def test_jmx_flags_bind_loopback_with_one_port() -> None:

@@ -1,5 +1,5 @@
 """The slow disk's pure parts: the `dev up --slow-disk NODE:MS` value and the control file the mount re-reads
-(tests/integration/test_slow_disk.py mounts it under a real broker)."""
+(tests/integration/devstack/test_slow_disk.py mounts it under a real broker)."""
 
 from __future__ import annotations
 

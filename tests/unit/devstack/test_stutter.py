@@ -13,7 +13,7 @@ import pytest
 
 from devstack.stutter import Stutter, StutterPlan
 from pulse.errors import ClusterError, ConfigError
-from pulse.ports import wait_until
+from pulse.polling import poll
 
 
 def _state(pid: int) -> str:
@@ -47,8 +47,8 @@ def test_plan_refuses_bad_values(stop_ms: int, period_ms: int, duration_s: float
 def test_process_is_stopped_then_left_running(child: subprocess.Popen[bytes]) -> None:
     stutter = Stutter(child.pid, StutterPlan(stop_ms=400, period_ms=500)).start()
     try:
-        assert wait_until(lambda: _state(child.pid) == "T", 5, interval_s=0.01), "never seen stopped"
-        assert wait_until(lambda: _state(child.pid) != "T", 5, interval_s=0.01), "never seen running again"
+        poll(lambda: _state(child.pid), lambda state: state == "T", 5, "the child stopped", interval_s=0.01)
+        poll(lambda: _state(child.pid), lambda state: state != "T", 5, "the child running again", interval_s=0.01)
     finally:
         stutter.stop()
     assert stutter.cycles >= 1
@@ -66,7 +66,7 @@ def test_duration_ends_it_running(child: subprocess.Popen[bytes]) -> None:
 
 def test_stop_during_a_pause_resumes(child: subprocess.Popen[bytes]) -> None:
     stutter = Stutter(child.pid, StutterPlan(stop_ms=60_000, period_ms=61_000)).start()
-    assert wait_until(lambda: _state(child.pid) == "T", 5, interval_s=0.01)
+    poll(lambda: _state(child.pid), lambda state: state == "T", 5, "the child stopped", interval_s=0.01)
     stutter.stop()
     assert _state(child.pid) != "T"
 

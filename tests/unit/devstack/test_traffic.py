@@ -1,4 +1,4 @@
-"""The demo traffic's plan and the quota command it runs (pure parts; tests/integration/test_demo.py runs it)."""
+"""The demo traffic's plan and the quota command it runs (pure parts; tests/integration/app/test_demo.py runs it)."""
 
 from pathlib import Path
 
@@ -17,6 +17,14 @@ def test_the_quota_goes_through_kafkas_config_command_for_the_slow_client_id() -
     argv = quota_command(KafkaRuntime("4.3.1", Path("/cache/libs")), "127.0.0.1:9092", TOO_SLOW, 1024)
     assert argv[argv.index("-cp") + 1] == "/cache/libs/*"
     assert argv[argv.index("-cp") + 2 :] == [
-        "kafka.admin.ConfigCommand", "--bootstrap-server", "127.0.0.1:9092", "--alter",
-        "--add-config", "consumer_byte_rate=1024", "--entity-type", "clients", "--entity-name", "demo-too-slow",
-    ]  # fmt: skip
+        "kafka.admin.ConfigCommand",
+        "--bootstrap-server",
+        "127.0.0.1:9092",
+        "--alter",
+        "--add-config",
+        "consumer_byte_rate=1024",
+        "--entity-type",
+        "clients",
+        "--entity-name",
+        "demo-too-slow",
+    ]

@@ -59,9 +59,15 @@ def test_a_diagnosis_raises_the_lag_section_to_warn_with_a_line_naming_everythin
     assert section.reasons[1:] == LAG.reasons
     assert section.details["groups_listed"] == 1
     assert section.details["noisy_neighbours"] == [
-        {"broker": 2, "group": "etl", "topic": "orders", "lag_seconds": 150.4, "page_cache_window_s": 60.0,
-         "produce_latency_ms": 85.0}
-    ]  # fmt: skip
+        {
+            "broker": 2,
+            "group": "etl",
+            "topic": "orders",
+            "lag_seconds": 150.4,
+            "page_cache_window_s": 60.0,
+            "produce_latency_ms": 85.0,
+        }
+    ]
 
 
 def test_nothing_named_or_no_run_leaves_the_section_as_it_was() -> None:

@@ -27,6 +27,7 @@ from kafka_pulse.check.facts import (
 from kafka_pulse.check.kafka_probes import quorum_facts
 from kafka_pulse.check.noisy_neighbours import add_noisy_neighbours
 from kafka_pulse.check.render import SCHEMA, print_report, report_json
+from kafka_pulse.check.round_trip_verdict import judge_round_trip
 from kafka_pulse.check.slo_budgets import pushgateway_budgets, read_parquet
 from kafka_pulse.check.slow_brokers import add_slow_brokers
 from kafka_pulse.check.verdict import (
@@ -37,7 +38,6 @@ from kafka_pulse.check.verdict import (
     judge_controller,
     judge_lag,
     judge_partitions,
-    judge_round_trip,
     judge_slo,
 )
 from pulse.config import PulseConfig
@@ -51,14 +51,20 @@ AT = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 def report() -> Report:
     sections = (
-        Section("brokers", Status.CRIT, "2/3 brokers answer; down: broker 2", ("broker 2 no answer",), (2,),
-                {"expected": [1, 2, 3], "registered": [1, 2, 3], "brokers": []}),
+        Section(
+            "brokers",
+            Status.CRIT,
+            "2/3 brokers answer; down: broker 2",
+            ("broker 2 no answer",),
+            (2,),
+            {"expected": [1, 2, 3], "registered": [1, 2, 3], "brokers": []},
+        ),
         Section("controller", Status.OK, "node 1 is the active controller (epoch 3)"),
         Section("partitions", Status.OK, "12 partitions, all fully replicated"),
         Section("round_trip", Status.CRIT, "failing: broker 2", ("broker 1: stalled behind 2",), (2,)),
         Section("lag", Status.INFO, "0 groups, 0 read"),
         Section("slo", Status.INFO, "not available", ("no SLOs configured",)),
-    )  # fmt: skip
+    )
     return Report("dev", ("127.0.0.1:9092",), sections, AT, 1.23456, 5.0)
 
 
@@ -147,15 +153,32 @@ def test_a_config_that_cannot_be_used_is_unknown_exit_3(tmp_path: Path) -> None:
 def test_describe_quorum_answer_becomes_facts() -> None:
     now_s = 1_000_000.0
     answer = {
-        "topics": [{"partitions": [{
-            "leader_id": 3, "leader_epoch": 4, "high_watermark": 120, "error": None,
-            "current_voters": [
-                {"replica_id": 1, "log_end_offset": 120, "last_caught_up_timestamp": int(now_s * 1000) - 200},
-                {"replica_id": 2, "log_end_offset": 100, "last_caught_up_timestamp": int(now_s * 1000) - 30_000},
-                {"replica_id": 3, "log_end_offset": 120, "last_caught_up_timestamp": -1},
-            ],
-        }]}],
-    }  # fmt: skip
+        "topics": [
+            {
+                "partitions": [
+                    {
+                        "leader_id": 3,
+                        "leader_epoch": 4,
+                        "high_watermark": 120,
+                        "error": None,
+                        "current_voters": [
+                            {
+                                "replica_id": 1,
+                                "log_end_offset": 120,
+                                "last_caught_up_timestamp": int(now_s * 1000) - 200,
+                            },
+                            {
+                                "replica_id": 2,
+                                "log_end_offset": 100,
+                                "last_caught_up_timestamp": int(now_s * 1000) - 30_000,
+                            },
+                            {"replica_id": 3, "log_end_offset": 120, "last_caught_up_timestamp": -1},
+                        ],
+                    }
+                ]
+            }
+        ],
+    }
     got = quorum_facts(answer, now_s)
     assert isinstance(got, QuorumFacts)
     assert (got.mode, got.leader, got.epoch) == ("kraft", 3, 4)
@@ -202,11 +225,26 @@ def test_pushgateway_without_slo_gauges_is_not_available() -> None:
 
 def slo_result(name: str, remaining: float | None, page: bool, at: datetime) -> SloResult:
     return SloResult(
-        name=name, labels={"cluster": "dev"}, objective=99.9, window="30d", at=at, period_start=at - timedelta(days=30),
-        period_end=None, good=990.0, total=1000.0, sli=0.99, budget_consumed=None, budget_remaining=remaining,
-        burn_rates={"1h": 2.0}, alerts=(AlertResult("page", page, ()), AlertResult("ticket", False, ())),
-        exhaustion_at=None, projected_sli=None, projected_at=None, forecast_window="6h", budgeting="occurrences",
-    )  # fmt: skip
+        name=name,
+        labels={"cluster": "dev"},
+        objective=99.9,
+        window="30d",
+        at=at,
+        period_start=at - timedelta(days=30),
+        period_end=None,
+        good=990.0,
+        total=1000.0,
+        sli=0.99,
+        budget_consumed=None,
+        budget_remaining=remaining,
+        burn_rates={"1h": 2.0},
+        alerts=(AlertResult("page", page, ()), AlertResult("ticket", False, ())),
+        exhaustion_at=None,
+        projected_sli=None,
+        projected_at=None,
+        forecast_window="6h",
+        budgeting="occurrences",
+    )
 
 
 def test_newest_parquet_of_the_slo_job_is_read(tmp_path: Path) -> None:

@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from collectors.cluster_state import PartitionState
 from kafka_pulse.check.facts import (
     BrokerAddress,
     BrokerProbe,
@@ -26,19 +25,19 @@ from kafka_pulse.check.facts import (
     VoterState,
 )
 from kafka_pulse.check.lag_summary import group_lag
+from kafka_pulse.check.round_trip_verdict import blame, judge_round_trip
 from kafka_pulse.check.verdict import (
     VOTER_STALE_S,
     Section,
     Status,
-    blame,
     judge_brokers,
     judge_controller,
     judge_lag,
     judge_partitions,
-    judge_round_trip,
     judge_slo,
     overall,
 )
+from pulse.kafka.partitions import PartitionState
 
 ADDRESSES = {b: BrokerAddress(b, "127.0.0.1", 9090 + b, f"az-{'abc'[b - 1]}") for b in (1, 2, 3)}
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

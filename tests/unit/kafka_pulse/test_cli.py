@@ -10,9 +10,20 @@ from click.testing import CliRunner
 from kafka_pulse.cli.main import cli
 
 DESIGN_COMMANDS = [
-    "dev up", "dev down", "dev status", "run", "collect", "canary", "lag", "lag replay",
-    "slo evaluate", "slo backtest", "slo rules", "dashboards build", "check",
-]  # fmt: skip
+    "dev up",
+    "dev down",
+    "dev status",
+    "run",
+    "collect",
+    "canary",
+    "lag",
+    "lag replay",
+    "slo evaluate",
+    "slo backtest",
+    "slo rules",
+    "dashboards build",
+    "check",
+]
 
 
 def test_help_lists_every_command_of_the_design() -> None:

@@ -1,7 +1,8 @@
-"""Who watches the watcher (kafka_pulse/runner/heartbeat.py, pulse/self_health.py, kafka_pulse/check/self_check.py):
-the heartbeat alert is posted every cycle while run's own loops live and withheld when one died; each component's
-last success is on /metrics with a stale flag past 3 intervals; `check` reads that from a real listener (login
-included) and names the stale component. The process's own /metrics over HTTP is the one I/O here."""
+"""Who watches the watcher (kafka_pulse/runner/heartbeat.py, kafka_pulse/self_health.py,
+kafka_pulse/check/self_check.py): the heartbeat alert is posted every cycle while run's own loops live and withheld
+when one died; each component's last success is on /metrics with a stale flag past 3 intervals; `check` reads that
+from a real listener (login included) and names the stale component. The process's own /metrics over HTTP is the
+one I/O here."""
 
 from __future__ import annotations
 
@@ -18,12 +19,12 @@ from kafka_pulse.check.facts import NotAvailable
 from kafka_pulse.check.self_check import judge_self, read_self_health
 from kafka_pulse.check.verdict import Status
 from kafka_pulse.runner.heartbeat import HEARTBEAT_ALERTNAME, Heartbeat, HeartbeatCollector
+from kafka_pulse.self_health import ComponentHealth, SelfHealth, SelfHealthCollector, Watched, parse_self_health
 from pulse.alerts import Alert
 from pulse.config import HttpConfig
 from pulse.config.http import BasicAuthConfig
 from pulse.http import HttpServer
 from pulse.ports import LOOPBACK, free_ports
-from pulse.self_health import ComponentHealth, SelfHealth, SelfHealthCollector, Watched, parse_self_health
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

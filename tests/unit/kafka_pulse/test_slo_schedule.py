@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 from kafka_pulse.runner.slo_schedule import SloSchedule, SloScheduleCollector
 from pulse.alerts import Alert, Incidents
 from pulse.config import SloConfig
-from pulse.ports import wait_until
+from pulse.polling import poll
 from slo.alerting import SloAlertDelivery
 
 
@@ -44,7 +44,7 @@ def test_a_cycle_whose_alert_delivery_raises_is_counted_and_the_schedule_keeps_r
     registry.register(SloScheduleCollector(schedule))
     schedule.start()
     try:
-        assert wait_until(lambda: schedule.runs["failed"] >= 4, 30, interval_s=0.02), schedule.runs
+        poll(lambda: schedule.runs, lambda runs: runs["failed"] >= 4, 30, "4 failed runs", interval_s=0.02)
         assert schedule.is_alive()
     finally:
         schedule.stop()
@@ -59,3 +59,33 @@ def test_run_once_never_raises() -> None:
     schedule = SloSchedule([], SloConfig(), no_spark, owns_session=False, delivery=None)
     assert schedule.run_once(datetime.now(UTC)) is False
     assert (schedule.failures, schedule.runs["failed"]) == (1, 1)
+
+
+def test_a_failed_evaluation_withdraws_the_previous_budget_gauges() -> None:
+    """After a failed evaluation /metrics holds no budget gauges of an older one passed off as current: the failure
+    is counted (`runs{result="failed"}`) and the last success time stays; before, the last good gauges stayed."""
+    from datetime import timedelta
+
+    from slo import output
+    from slo.results import AlertResult, SloResult
+
+    at = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
+    previous = SloResult(
+        name="produce", labels={"cluster": "dev"}, objective=99.9, window="30d", at=at,
+        period_start=at - timedelta(days=30), period_end=None, good=990.0, total=1000.0, sli=0.99,
+        budget_consumed=0.1, budget_remaining=0.9,
+        burn_rates={"1h": 2.0}, alerts=(AlertResult("page", False, ()),), exhaustion_at=None, projected_sli=None,
+        projected_at=None, forecast_window="6h", budgeting="occurrences",
+    )  # fmt: skip
+    schedule = SloSchedule([], SloConfig(), no_spark, owns_session=False, delivery=None)
+    schedule._gauges = output.gauges([previous])  # what the last good evaluation published
+    schedule.last_success_s = 1_000.0
+    registry = CollectorRegistry()
+    registry.register(SloScheduleCollector(schedule))
+    labels = {"slo": "produce", "cluster": "dev"}
+    assert registry.get_sample_value("kafka_pulse_slo_sli_ratio", labels) == 0.99
+
+    assert schedule.run_once(at + timedelta(minutes=1)) is False
+    assert registry.get_sample_value("kafka_pulse_slo_sli_ratio", labels) is None
+    assert registry.get_sample_value("kafka_pulse_slo_schedule_runs_total", {"result": "failed"}) == 1
+    assert registry.get_sample_value("kafka_pulse_slo_schedule_last_success_timestamp_seconds") == 1_000.0

@@ -1,4 +1,4 @@
-"""pulse/alert_spool.py under a failing disk: a write that fails (ENOSPC injected, a temp file that cannot be made,
+"""pulse/alerts/spool.py under a failing disk: a write that fails (ENOSPC injected, a temp file that cannot be made,
 a directory gone) leaves the file, its entry count and the directory true (no half line, no .tmp)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pulse.alert_spool import LOCK_FILE, SPOOL_FILE
 from pulse.alerts import Alert, AlertSpool
+from pulse.alerts.spool import LOCK_FILE, SPOOL_FILE
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -22,7 +22,7 @@ def alert(slo: str) -> Alert:
 
 def test_enospc_leaves_the_file_its_entry_count_and_no_temp_file(tmp_path: Path) -> None:
     """ENOSPC injected where the spool opens a file to write (a real full disk at the write itself is
-    tests/integration/test_alert_path_faults.py's 64 KiB tmpfs)."""
+    tests/integration/pulse/test_alert_path_faults.py's 64 KiB tmpfs)."""
     full = [False]
 
     def opener(path: str, flags: int, mode: int) -> int:

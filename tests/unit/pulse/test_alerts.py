@@ -1,7 +1,7 @@
-"""pulse/alerts.py: the Alert message, Incidents' keep-alive and resolve logic, and the
+"""pulse/alerts/: the Alert message, Incidents' keep-alive and resolve logic, and the
 AlertSink's bounded, ordered, restart-safe spool, against a real loopback HTTP server scripted per test.
 
-Alertmanager itself is exercised in tests/integration/test_alert_delivery.py.
+Alertmanager itself is exercised in tests/integration/pulse/test_alert_delivery.py.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import pytest
 from prometheus_client import CollectorRegistry
 from pydantic import ValidationError
 
-from pulse.alert_spool import SPOOL_FILE
 from pulse.alerts import (
     Alert,
     AlertSink,
@@ -32,6 +31,7 @@ from pulse.alerts import (
     render_link,
     supersede,
 )
+from pulse.alerts.spool import SPOOL_FILE
 from pulse.config import AlertingConfig, PulseConfig, parse_config
 from pulse.errors import ConfigError
 from pulse.ports import LOOPBACK, free_ports

@@ -1,12 +1,8 @@
 """`http.request_timeout_s` is the deadline every listener built from config enforces: 30 s unless set, refused
 when not positive, and a request dripped past it is answered 408 naming it. In process on loopback; the same
-deadline on every command's real listener is tests/integration/test_listeners.py."""
+deadline on every command's real listener is tests/integration/app/test_listeners.py."""
 
 from __future__ import annotations
-
-import contextlib
-import select
-import socket
 
 import pytest
 from pydantic import ValidationError
@@ -14,6 +10,7 @@ from pydantic import ValidationError
 from pulse.config import HttpConfig
 from pulse.http import HttpServer
 from pulse.ports import free_ports
+from tests.support.http_drip import drip
 
 
 def test_the_deadline_defaults_to_30_s_and_must_be_positive() -> None:
@@ -28,29 +25,9 @@ def test_a_listener_from_config_answers_408_at_the_configured_deadline() -> None
     (port,) = free_ports(1)
     server = HttpServer.from_config(HttpConfig(listen=f"127.0.0.1:{port}", request_timeout_s=0.5)).start()
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
-            client.sendall(b"GET /metrics HTTP/1.1\r\nX-Slow: ")
-            answer = b""
-            for _ in range(25):  # up to 5 s of dripping: ten deadlines, a sixth of the default
-                readable, _, _ = select.select([client], [], [], 0.2)
-                if readable:
-                    answer = read_all(client)
-                    break
-                try:
-                    client.sendall(b"a")
-                except (BrokenPipeError, ConnectionResetError):
-                    answer = read_all(client)
-                    break
+        # up to 5 s of dripping: ten deadlines, a sixth of the default
+        answer = drip(port, b"GET /metrics HTTP/1.1\r\nX-Slow: ", 0.2, 25)
     finally:
         server.stop()
     assert answer.startswith(b"HTTP/1.0 408 "), answer[:200]
     assert b"the request was not complete within 0.5 s" in answer
-
-
-def read_all(client: socket.socket) -> bytes:
-    """Everything the server sends until it closes (the answer may come in several segments)."""
-    chunks: list[bytes] = []
-    with contextlib.suppress(ConnectionResetError):  # the answer, then the reset of the unread drip
-        while chunk := client.recv(65536):
-            chunks.append(chunk)
-    return b"".join(chunks)

@@ -1,5 +1,5 @@
 """The one HTTP stack: basic auth, routing, /metrics, health, TLS, the connection cap and bad requests; a real
-server on loopback, no Kafka. The same behaviour per command's listener: tests/integration/test_listeners.py."""
+server on loopback, no Kafka. The same behaviour per command's listener: tests/integration/app/test_listeners.py."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from devstack.tls import create_pem_files
 from pulse.config import HttpConfig
 from pulse.errors import ConfigError
 from pulse.http import BasicAuth, HttpApp, HttpServer, Request, Response, Route, Router, parse_basic_auth
-from pulse.ports import free_ports, wait_until
+from pulse.polling import poll
+from pulse.ports import free_ports
 
 LOGIN = BasicAuth("prometheus", "p4ss:with:colons")
 
@@ -182,7 +183,7 @@ def test_past_the_connection_cap_new_connections_get_503(serve: list[HttpServer]
         for client in silent:
             client.close()
     with httpx.Client(timeout=5) as http:  # the slots come back as the silent clients go
-        assert wait_until(lambda: _answers(http, f"{server.url}/"), 10)
+        poll(lambda: _answers(http, f"{server.url}/"), bool, 10, "an answer on /")
 
 
 def _answers(http: httpx.Client, url: str) -> bool:

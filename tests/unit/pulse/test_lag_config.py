@@ -58,8 +58,10 @@ def test_valid_lag_config_parses_and_becomes_settings() -> None:
     assert lag.ingestion_for("legacy") == "admin" and lag.ingestion_for("prod") == "consumer_offsets"
     assert (lag.mode, lag.intervals, lag.offset_refresh_s, lag.min_distance_s) == ("burrow", 15, 30, 1)
     assert (lag.effective_group_allow(), lag.group_deny, lag.effective_group_refresh_s()) == (
-        "^app-", "^console-consumer-", 20,
-    )  # fmt: skip
+        "^app-",
+        "^console-consumer-",
+        20,
+    )
     rules = rule_params(lag)
     assert (rules.allowed_lag, rules.minimum_complete, rules.offset_refresh_ms) == (1, 0.5, 30_000)
     assert lag.switch_interval_s == 0.0005
@@ -70,8 +72,11 @@ def test_defaults_derive_staleness_from_the_refresh_intervals() -> None:
     assert (lag.effective_stale_after_s(), lag.effective_recovery_s()) == (60.0, 15.0)
     default = PulseConfig().lag
     assert (default.mode, default.ingestion, default.exact_time_lag.enabled, default.page_cache.enabled) == (
-        "enhanced", "consumer_offsets", False, False,
-    )  # fmt: skip
+        "enhanced",
+        "consumer_offsets",
+        False,
+        False,
+    )
     assert default.effective_group_allow() is None  # ".*" is no filter
 
 

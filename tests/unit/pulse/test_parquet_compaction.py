@@ -1,4 +1,4 @@
-"""Compaction of a Parquet log's closed dates (pulse/parquet_compaction.py): the minute files of a day become one,
+"""Compaction of a Parquet log's closed dates (pulse/parquet_log/compaction.py): the minute files of a day become one,
 every row kept once; a compaction cut short at any step is finished or undone by the next pass, and readers never
 see a row twice meanwhile; another writer holding the folder is left alone. Real files in a temporary directory."""
 
@@ -16,10 +16,10 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-import pulse.parquet_compaction as compaction
-from pulse.parquet_compaction import MANIFEST, chunks, compact, folder_lock, recover
+import pulse.parquet_log.compaction as compaction
 from pulse.parquet_log import PART_FILE, ParquetLog
-from pulse.ports import wait_until
+from pulse.parquet_log.compaction import MANIFEST, chunks, compact, folder_lock, recover
+from pulse.polling import poll
 
 Row = dict[str, Any]
 
@@ -193,7 +193,7 @@ def test_a_started_log_compacts_the_dates_an_earlier_run_left(tmp_path: Path) ->
     log.compaction_delay_s = 0.0
     log.start()
     try:
-        assert wait_until(lambda: log.stats().files_compacted == 4, 30), log.stats()
+        poll(log.stats, lambda stats: stats.files_compacted == 4, 30, "four files compacted")
     finally:
         log.stop()
     assert len(parts(tmp_path / "date=2026-11-20")) == 1 and rows(tmp_path) == list(range(40))

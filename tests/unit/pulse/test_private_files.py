@@ -13,8 +13,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from pulse.alert_spool import LOCK_FILE, SPOOL_FILE
 from pulse.alerts import Alert, AlertSink, AlertSpool
+from pulse.alerts.spool import LOCK_FILE, SPOOL_FILE
 from pulse.parquet_log import ParquetLog
 from pulse.ports import free_ports
 from pulse.private_files import make_private_dir, open_private

@@ -151,9 +151,14 @@ def test_an_incident_costs_the_budget_of_its_bad_minutes() -> None:
     out = report_json([slo_report(make_slo(), series, alerts, "1M", month, end)], month, end, "month")
     shown = out["slos"][0]["periods"][0]["incidents"][0]
     assert shown == {
-        "severity": "page", "start": "2024-04-12T10:00:00Z", "end": "2024-04-12T10:45:00Z", "ongoing": False,
-        "duration_s": 2700, "bad": 360.0, "budget_consumed": pytest.approx(360 / 432),
-    }  # fmt: skip
+        "severity": "page",
+        "start": "2024-04-12T10:00:00Z",
+        "end": "2024-04-12T10:45:00Z",
+        "ongoing": False,
+        "duration_s": 2700,
+        "bad": 360.0,
+        "budget_consumed": pytest.approx(360 / 432),
+    }
 
 
 def test_from_and_to_cut_the_periods_they_fall_in() -> None:

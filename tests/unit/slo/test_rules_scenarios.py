@@ -1,4 +1,4 @@
-"""slo/rules_scenarios.py: the synthetic series generated into every SLO's promtool tests, and
+"""slo/rules_scenarios.py and rules_promtool.py: the synthetic series generated into every SLO's promtool tests, and
 the expectations computed for them, checked here against hand-computed minutes for the default policy (99.9 %,
 30d: page 14.4x 1h/5m, 6x 6h/30m; ticket 3x 1d/2h, 1x 3d/6h). Times are minutes from the test start."""
 
@@ -11,15 +11,14 @@ import pytest
 
 from slo.model import Slo
 from slo.rules import RuleOptions
+from slo.rules_promtool import promtool_case, series_notation
 from slo.rules_scenarios import (
     MinuteSeries,
     Sums,
     check_times,
     expected_intervals,
     job_units,
-    promtool_case,
     scenarios,
-    series_notation,
     steady,
 )
 from slo.spec import parse_slos

@@ -62,21 +62,42 @@ def canary() -> CanaryReading:
 
 def lagging_group() -> GroupStatus:
     stopped = PartitionVerdict(
-        "orders", 0, LagStatus.STOP, CommitPoint(10, 1000, 5), CommitPoint(10, 2000, 90), 90, 1.0,
-        reason="STOP: no commit for 600 s > window span 400 s", lag_seconds=620.0,
-    )  # fmt: skip
+        "orders",
+        0,
+        LagStatus.STOP,
+        CommitPoint(10, 1000, 5),
+        CommitPoint(10, 2000, 90),
+        90,
+        1.0,
+        reason="STOP: no commit for 600 s > window span 400 s",
+        lag_seconds=620.0,
+    )
     fine = PartitionVerdict("orders", 1, LagStatus.OK, None, CommitPoint(5, 2000, 0), 0, 1.0)
     return GroupStatus("dev", "billing/eu", LagStatus.ERR, 1.0, (stopped, fine), 2, stopped, 90, "", 620.0)
 
 
 def slo(remaining: float) -> SloResult:
     return SloResult(
-        name="produce", labels={"cluster": "dev"}, objective=99.9, window="30d", at=AT, period_start=AT - timedelta(30),
-        period_end=None, good=990.0, total=1000.0, sli=0.99, budget_consumed=1 - remaining, budget_remaining=remaining,
-        burn_rates={"1h": 14.4, "6h": None}, alerts=(AlertResult("page", True, ()), AlertResult("ticket", False, ())),
-        exhaustion_at=AT + timedelta(hours=3), projected_sli=None, projected_at=None, forecast_window="6h",
+        name="produce",
+        labels={"cluster": "dev"},
+        objective=99.9,
+        window="30d",
+        at=AT,
+        period_start=AT - timedelta(30),
+        period_end=None,
+        good=990.0,
+        total=1000.0,
+        sli=0.99,
+        budget_consumed=1 - remaining,
+        budget_remaining=remaining,
+        burn_rates={"1h": 14.4, "6h": None},
+        alerts=(AlertResult("page", True, ()), AlertResult("ticket", False, ())),
+        exhaustion_at=AT + timedelta(hours=3),
+        projected_sli=None,
+        projected_at=None,
+        forecast_window="6h",
         budgeting="occurrences",
-    )  # fmt: skip
+    )
 
 
 def document() -> dict[str, Any]:
@@ -118,8 +139,11 @@ def test_the_dead_broker_is_named_with_its_reason_and_canary_figures() -> None:
     assert brokers[1]["canary"]["availability"] == 1.0
     assert brokers[1]["canary"]["latency_p50_s"] == pytest.approx(0.0015)
     assert brokers[2]["canary"] == {
-        "connection_up": False, "availability": 0.5, "latency_p50_s": None, "latency_p99_s": None,
-    }  # fmt: skip
+        "connection_up": False,
+        "availability": 0.5,
+        "latency_p50_s": None,
+        "latency_p99_s": None,
+    }
 
 
 def test_azs_aggregate_their_brokers() -> None:
@@ -169,8 +193,9 @@ def test_slos_carry_figures_alerts_and_burn_down_points() -> None:
 def test_links_to_grafana_only_when_configured() -> None:
     links = document()["links"]
     assert links["grafana"][0] == {
-        "title": "Kafka cluster overview", "url": "http://127.0.0.1:3000/d/kafka-pulse-cluster",
-    }  # fmt: skip
+        "title": "Kafka cluster overview",
+        "url": "http://127.0.0.1:3000/d/kafka-pulse-cluster",
+    }
     assert links["burrow_api"] == "/v3/kafka"
     assert status_document(StatusInputs(generated_at=AT, refresh_s=5.0, grafana_url=None))["links"]["grafana"] == []
 

@@ -185,6 +185,9 @@ def test_main_config_names_the_listener_the_request_came_in_on(api: BurrowApi) -
                                                                    "timeout": 300}}  # fmt: skip
 
 
+JSON_BODY = {"Content-Type": "application/json"}
+
+
 def test_over_http_post_bodies_and_metrics_reach_the_routes(api: BurrowApi) -> None:
     registry = CollectorRegistry()
     registry.register(LagCollector(api.service))
@@ -192,9 +195,9 @@ def test_over_http_post_bodies_and_metrics_reach_the_routes(api: BurrowApi) -> N
     try:
         with httpx.Client(base_url=server.url, timeout=5, trust_env=False) as http:
             assert http.get("/v3/kafka").json()["clusters"] == ["local"]
-            assert http.post("/v3/admin/loglevel", content=b'{"level": "warn"}').json()["message"] == "set log level"
+            assert http.post("/v3/admin/loglevel", json={"level": "warn"}).json()["message"] == "set log level"
             assert api.logger.level == logging.WARNING
-            assert http.post("/v3/admin/loglevel", content=b"{").status_code == 400
+            assert http.post("/v3/admin/loglevel", content=b"{", headers=JSON_BODY).status_code == 400
             assert http.get("/v3/config").json()["httpserver"]["default"]["address"] == server.address
             invalid = http.get("/nowhere")
             assert (invalid.status_code, invalid.json()["message"]) == (404, "invalid request type")
