@@ -40,11 +40,12 @@ from pathlib import Path
 import numpy as np
 from figures import FigureLog
 
-from lag.decoder import OffsetCommit, decode_record
-from lag.evaluator import Evaluator
-from lag.rules import RuleParams
-from lag.status import MODES, Status
-from lag.store import OffsetStore
+from lag.evaluate.evaluator import Evaluator
+from lag.evaluate.rules import RuleParams
+from lag.ingest.records import OffsetCommit, decode_record
+from lag.protocol import MODES, Status
+from lag.store.offsets import OffsetStore
+from tests.support.lag_reference import evaluate_group_reference
 
 CLUSTER = "bench"
 START_MS = 1_700_000_000_000
@@ -214,7 +215,7 @@ def main() -> None:
         with timed() as objects_took:
             objects = [evaluator.group_status(verdicts, g) for g in checked]
         with timed() as reference_took:
-            reference = [evaluator.evaluate_group_reference(CLUSTER, o.group, now_ms) for o in objects]
+            reference = [evaluate_group_reference(evaluator, CLUSTER, o.group, now_ms) for o in objects]
         if objects != reference:
             raise SystemExit(f"{mode}: the columnar verdicts differ from the scalar reference")
         checked_gp = sum(o.partition_count for o in objects) or 1

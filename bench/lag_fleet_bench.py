@@ -25,9 +25,10 @@ from figures import FigureLog
 from lag_bench import START_MS, Took, load, offset_record, rss_bytes, timed
 from prometheus_client import generate_latest
 
-from lag.metrics import LagCollector
-from lag.service import LagService, SourceHealth
-from lag.source import KafkaLagSource
+from lag.ingest.source import KafkaLagSource
+from lag.serve.metrics import LagCollector
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
 from pulse.config import LagConfig
 
 CLUSTER = "fleet"

@@ -6,7 +6,7 @@ Run: python bench/lag_scrape_bench.py [--groups 100000] [--partitions 10] [--top
                                       [--hwm-samples 1] [--mode burrow] [--scrapes 3] [--no-objects]
                                       [--shuffled-names]
                                       [--statuses 2000] [--statuses-only] [--batches 10000]
-                                      [--ingest-rate 0] [--switch-interval-s S|none]
+                                      [--ingest-rate 0] [--switch-interval-s S|none] [--slow-broker]
 
 Workload: as bench/lag_bench.py (group i reads topic i mod topics; every group-partition gets `--intervals`
 commits 60 s apart; a quarter of the groups each catch up, stall, are caught up and rewind). Figures printed:
@@ -23,7 +23,11 @@ commits 60 s apart; a quarter of the groups each catch up, stall, are caught up 
    JSON included), each timed: idle, then while a thread hands `__consumer_offsets` records to
    `KafkaLagSource.ingest` in polls of `--batches` records (`--ingest-rate` records/s, 0 = as fast as it can);
    p50/p99/max and the ingestion rate reached. The interpreter's switch interval is `lag.switch_interval_s`
-   (`--switch-interval-s`, validated by `LagConfig`; `none` keeps Python's 5 ms), applied as `LagRunner` applies it.
+   (`--switch-interval-s`, validated by `LagConfig`; `none` keeps Python's 5 ms), applied as `LagRunner` applies it;
+4. with `--slow-broker`: the page-cache hint on (every broker an hour's window, so nobody reads beyond it) and broker
+   2 flagged slow, a whole scrape of the lag registry through pulse.http's `encode` (every lag family: the noisy
+   neighbours' need the diagnosis) at each granularity, best of `--scrapes`, and how many times it evaluated every
+   group (at group granularity the evaluation is most of a scrape, so a second one shows).
 """
 
 from __future__ import annotations
@@ -40,22 +44,25 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from figures import FigureLog
 from lag_bench import COMMIT_EVERY_MS, START_MS, Took, load, offset_record, rss_bytes, timed
-from prometheus_client import generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 
-from lag.api import BurrowApi
-from lag.metrics import LagCollector
-from lag.runner import SwitchInterval
-from lag.scrape import scrape_rows
-from lag.service import LagService, SourceHealth
-from lag.source import INGEST_CHUNK, KafkaLagSource
-from lag.store import OffsetStore
+from lag.assembly import SwitchInterval
+from lag.ingest.source import INGEST_CHUNK, KafkaLagSource
+from lag.protocol import ClusterRows, PageCacheEstimate
+from lag.serve.metrics import LagCollector
+from lag.serve.routes import BurrowApi
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
+from lag.store.offsets import OffsetStore
+from pulse.broker_health import BrokerHealthBoard, BrokerSlowness
 from pulse.config import LagConfig
 from pulse.http import Request
-from pulse.http.exposition import GZIP_LEVEL, encode_families
+from pulse.http.exposition import GZIP_LEVEL, encode, encode_families
 
 CLUSTER = "bench"
 TARGET_SCRAPE_CPU_S = {"partition": 1.0, "group": 0.3}
@@ -89,6 +96,24 @@ def fill(
     return end_ms
 
 
+class CountedService(LagService):
+    """The service, counting its full evaluations for /metrics (`--slow-broker`)."""
+
+    scrapes = 0
+
+    def scrape_rows(self, now_ms: int) -> list[ClusterRows]:
+        self.scrapes += 1
+        return super().scrape_rows(now_ms)
+
+
+def slow_broker(service: CountedService, board: BrokerHealthBoard, topics: int, parts: int) -> None:
+    """The page-cache hint on, an hour's window on every broker (so no group reads beyond it), broker 2 slow."""
+    leaders = {(f"topic-{t:05d}", p): 1 + (t + p) % 3 for t in range(topics) for p in range(parts)}
+    service.set_page_cache(CLUSTER, PageCacheEstimate({1: 3600.0, 2: 3600.0, 3: 3600.0}, leaders))
+    verdicts = {b: BrokerSlowness(b, b == 2, 0.0, "bench", 90.0 if b == 2 else 5.0, b == 2) for b in (1, 2, 3)}
+    board.publish(CLUSTER, verdicts)
+
+
 def scrape(collector: LagCollector, scrapes: int) -> tuple[Took, Took, bytes, int]:
     """Best of `scrapes` full renders (by CPU: evaluation, then every piece of text made and dropped, as the listener
     sends them), the evaluation part of that render, the text (joined outside the timing) and the most the process
@@ -101,7 +126,7 @@ def scrape(collector: LagCollector, scrapes: int) -> tuple[Took, Took, bytes, in
                 pass
         grew = peak_rss() - base
         with timed() as rows_took:
-            scrape_rows(collector.service, collector.service.clock_ms())
+            collector.service.scrape_rows(collector.service.clock_ms())
         if best is None or took.cpu_s < best[0].cpu_s:
             best = (took, rows_took, grew)
     assert best is not None
@@ -198,9 +223,8 @@ def run_queue_s() -> float:
     return int(Path("/proc/thread-self/schedstat").read_text().split()[1]) / 1e9
 
 
-def statuses(api: BurrowApi, args: argparse.Namespace, batch: int, now_ms: int) -> StatusRun:
+def statuses(api: BurrowApi, service: LagService, args: argparse.Namespace, batch: int, now_ms: int) -> StatusRun:
     """`--statuses` requests, with a thread ingesting polls of `batch` records meanwhile (0: none)."""
-    service = api.service
     source = KafkaLagSource(CLUSTER, {}, service, SourceHealth(60, 0, service.clock_ms))
     route = next(r for r in api.routes() if r.pattern.endswith("/status"))
     rng = random.Random(15)
@@ -259,6 +283,7 @@ def main() -> None:
     parser.add_argument(
         "--switch-interval-s", help="lag.switch_interval_s (default: the config's default; none: Python's own)"
     )
+    parser.add_argument("--slow-broker", action="store_true", help="also a whole scrape while broker 2 is slow")
     args = parser.parse_args()
     args.batches = [int(b) for b in args.batches.split(",") if b]
     settings: dict[str, object] = {
@@ -271,7 +296,8 @@ def main() -> None:
     interval.start()
     print(f"switch interval: {sys.getswitchinterval() * 1000:g} ms (lag.switch_interval_s {config.switch_interval_s})")
     now = [0]
-    service = LagService(config, clock_ms=lambda: now[0])
+    board = BrokerHealthBoard()
+    service = CountedService(config, clock_ms=lambda: now[0], broker_health=board)
     print(f"load average before: {load()}")
     log = FigureLog("lag_scrape_bench")
     at = f"{args.groups}x{args.partitions}" + (", shuffled" if args.shuffled_names else "")
@@ -339,9 +365,27 @@ def main() -> None:
             f"wall; its text and the render's: {same}; CPU ratio render/objects {cpu['partition'] / took.cpu_s:.3f}"
         )
 
+    if args.slow_broker:
+        slow_broker(service, board, args.topics, args.partitions)
+        granularities: tuple[Literal["partition", "group"], ...] = ("partition", "group")
+        for granularity in granularities:
+            registry = CollectorRegistry()
+            registry.register(LagCollector(service, granularity))
+            best_s, size, evaluations = float("inf"), 0, 0
+            for _ in range(args.scrapes):
+                service.scrapes = 0
+                with timed() as took:
+                    size = len(encode(registry, generate_latest))
+                best_s, evaluations = min(best_s, took.cpu_s), service.scrapes
+            print(
+                f"whole scrape of the lag registry at {granularity} granularity, broker 2 slow (best of "
+                f"{args.scrapes}, load {load()}): {best_s:.2f} s CPU, {size:,} B; every group evaluated "
+                f"{evaluations} time(s) per scrape"
+            )
+
     api = BurrowApi(service)
     for batch in [0, *args.batches] if args.statuses else []:  # --statuses 0: the scrapes only
-        run = statuses(api, args, batch, now[0])
+        run = statuses(api, service, args, batch, now[0])
         ms, cpu_ms = np.array(run.wall_s) * 1000, np.array(run.cpu_s) * 1000
         unqueued_ms = ms - np.array(run.queued_s) * 1000
         what = f"while ingesting polls of {batch:,} records, {INGEST_CHUNK:,} per lock" if batch else "idle"

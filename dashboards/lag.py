@@ -1,6 +1,6 @@
 """The consumer lag dashboard: group statuses as the evaluator judges them (Burrow's names), lag in records and in
 seconds (kafka-lag-exporter's names), the worst groups, and the reasons: which partitions are STOP, STALL or REWIND,
-exact time lag and reads beyond the page cache (docs/metrics.md, "Lag evaluator"; lag/metrics.py).
+exact time lag and reads beyond the page cache (docs/metrics.md, "Lag evaluator"; lag/serve/metrics.py).
 """
 
 from __future__ import annotations

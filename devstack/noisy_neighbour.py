@@ -4,7 +4,7 @@ and producers writing to another topic that broker leads: the producers a disk-b
 seed). A trickle keeps the backlog topic written, as a real one is, so the group's time lag stays measurable.
 
 Started as child processes and stopped by PID (perf_clients.py); nothing here decides what is noisy: that is
-lag/noisy_neighbour.py's job on what the cluster shows.
+lag/diagnose/noisy_neighbour.py's job on what the cluster shows.
 """
 
 from __future__ import annotations

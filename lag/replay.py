@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeGuard
 
-from lag.burrow_json import Json, group_status_json
+from lag.serve.burrow_json import Json, group_status_json
 from lag.service import new_evaluator
 from pulse.config import LagConfig
 
@@ -60,7 +60,7 @@ def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def replay(lines: Iterable[str], settings: LagConfig, on_error: Callable[[int, str], None]) -> Iterator[Json]:
+def replay_lines(lines: Iterable[str], settings: LagConfig, on_error: Callable[[int, str], None]) -> Iterator[Json]:
     """Apply the lines in order through an evaluator built as the service builds its own; yield one status object per
     `evaluate`; report bad lines as (line number, why)."""
     evaluator = new_evaluator(settings)

@@ -315,7 +315,8 @@ def _hwms(
     partitions: set[tuple[str, int]], cluster: ClusterConfig, servers: Iterable[str], deadline: Deadline
 ) -> dict[tuple[str, int], int]:
     """High watermarks through a consumer's `offsets_for_times`: an Admin ListOffsets that times out can abort the
-    process in native code (lag/admin_clients.py), and the check's timeouts are short. Partitions whose leader did
+    process in native code (lag/ingest/admin_clients.py), and the
+    check's timeouts are short. Partitions whose leader did
     not answer are left out: their lag is unknown, never zero."""
     if not partitions:
         return {}

@@ -1,5 +1,5 @@
 """The check's noisy-neighbour lines: groups a running `kafka-pulse run` names as reading from disk on a broker whose
-produce latency is up (lag/neighbours.py exports them on /metrics). One snapshot of offsets cannot tell this, so the
+produce latency is up (lag/serve exports them on /metrics). One snapshot of offsets cannot tell this, so the
 check reads the run's verdict; with no run listening, or a run without a slow-broker detector, there is nothing to
 add and the lag section stays as it was.
 """

@@ -18,7 +18,7 @@ from devstack import dev_home
 from kafka_pulse.cli.options import F, config_option
 from kafka_pulse.clusters import load_or_default, resolve_cluster
 from kafka_pulse.runner.assembly import Assembly, add_alert_sink, add_lag, add_status
-from lag.replay import replay
+from lag import replay_lines
 from pulse.alerts import AlertSink
 from pulse.config import LagConfig, LagMode, check_section, load_config, split_host_port
 from pulse.errors import ConfigError, PulseError
@@ -172,7 +172,7 @@ def replay_command(ctx: click.Context, /, config_path: Path | None, input_path: 
     except OSError as exc:
         raise ConfigError(f"--input {input_path}: {exc.strerror}") from exc
     with stream:
-        for status in replay(stream, settings, report):
+        for status in replay_lines(stream, settings, report):
             click.echo(json.dumps(status, separators=(",", ":")))
     if bad:
         raise ReplayInputInvalid(f"{len(bad)} malformed line(s) skipped in {input_path}: {bad[:10]}")

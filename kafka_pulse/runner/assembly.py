@@ -103,8 +103,7 @@ def add_lag(
 ) -> None:
     """Lag's families on the registry and the Burrow v3 routes on the listener (unknown routes get Burrow's
     answer); with `sink`, incidents go to Alertmanager and link to this listener's API."""
-    from lag.api import invalid_request
-    from lag.runner import LagRunner
+    from lag import LagRunner, invalid_request
 
     runner = LagRunner(
         config,

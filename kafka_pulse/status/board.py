@@ -19,14 +19,13 @@ from kafka_pulse.check.verdict import Report, Section, Status
 from kafka_pulse.self_health import ComponentHealth, SelfHealth
 from kafka_pulse.status.document import CanaryReading, SloPoint, SloView, StatusInputs, slo_key, status_document
 from kafka_pulse.status.quantiles import bucket_delta
-from lag.neighbours import with_noisy_neighbours
-from lag.status import GroupStatus
+from lag import GroupStatus
 from pulse.config import ClusterConfig, PulseConfig
 from pulse.lifecycle import Periodic
 
 if TYPE_CHECKING:
     from canary import CanaryService
-    from lag.service import LagService
+    from lag import LagReader
     from slo import SloResult
 
 REFRESH_S = 5.0
@@ -83,7 +82,7 @@ class StatusSources:
     config: PulseConfig
     clusters: Sequence[ClusterConfig]
     canary: CanaryService | None = None
-    lag: LagService | None = None
+    lag: LagReader | None = None
     slo: SloReadings | None = None
     off: dict[str, str] = field(default_factory=dict)
 
@@ -185,7 +184,7 @@ class StatusBoard:
         service = self.sources.lag
         if service is None:
             return None
-        return [with_noisy_neighbours(service, g) for g in service.all_statuses()]
+        return service.all_statuses()
 
     def _canary(self) -> CanaryReading | None:
         service = self.sources.canary

@@ -13,8 +13,8 @@ from urllib.parse import quote
 from kafka_pulse.check.render import report_json
 from kafka_pulse.check.verdict import Report, Section, Status, overall
 from kafka_pulse.status.quantiles import Buckets, merge, quantile
-from lag.status import GroupStatus
-from lag.status import Status as LagStatus
+from lag import GroupStatus
+from lag import Status as LagStatus
 from pulse.redact import redact_text
 from slo import SloResult, iso
 

@@ -1,5 +1,6 @@
 """Test oracle: the lag evaluator's group and partition families as client_python objects built from every
-`GroupStatus`, as lag/metrics.py produced them before it wrote them from the evaluator's arrays. Kept apart from the
+`GroupStatus`, as lag/serve/metrics.py produced them before it wrote them from the evaluator's arrays. Kept apart
+from the
 product path; tests compare the two renderings byte for byte."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from lag.service import LagService
 
 
 class ObjectLagCollector(Collector):
-    """The group and partition families built from `LagService.all_statuses()` objects, as lag/metrics.py did."""
+    """The group and partition families built from `LagService.all_statuses()` objects, as lag/serve/metrics.py did."""
 
     def __init__(self, service: LagService, granularity: Literal["partition", "group"] = "partition") -> None:
         self.service = service

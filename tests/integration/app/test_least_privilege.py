@@ -44,9 +44,10 @@ from kafka_pulse.check.health_check import run_check
 from kafka_pulse.check.verdict import Status as CheckStatus
 from kafka_pulse.check.verdict import overall
 from kafka_pulse.clusters import dev_cluster_config
-from lag.service import LagService, SourceHealth
-from lag.source import Ingestion, KafkaLagSource
-from lag.status import Status
+from lag.ingest.source import Ingestion, KafkaLagSource
+from lag.protocol import Status
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
 from pulse.config import CanaryConfig, ClusterConfig, LagConfig, PulseConfig
 from pulse.errors import KafkaUnavailable
 from pulse.kafka_log import verdict_settings

@@ -16,7 +16,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from lag.runner import LagRunner
+from lag.assembly import LagRunner
 from pulse.config import ClusterConfig, PulseConfig
 from pulse.names import LIBRDKAFKA_LOGS_METRIC
 from pulse.polling import poll

@@ -28,9 +28,9 @@ from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import LagFacts
 from kafka_pulse.check.kafka_probes import read_lag
 from kafka_pulse.clusters import dev_cluster_config
-from lag.evaluation_log import GROUPS, PARTITIONING, PARTITIONS
-from lag.runner import LagRunner
-from lag.status import Status
+from lag.assembly import LagRunner
+from lag.notify.evaluation_log import GROUPS, PARTITIONING, PARTITIONS
+from lag.protocol import Status
 from pulse.config import parse_config
 from pulse.polling import poll
 from pulse.ports import wait_until

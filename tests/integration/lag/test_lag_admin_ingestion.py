@@ -1,7 +1,7 @@
 """Admin API ingestion on the real Kafka 4.3 cluster, side by side with `__consumer_offsets`
 ingestion on the same groups: both services read the same real consumer groups (subscribed members, so the Admin
 API sees their state) and both classify the caught-up group OK, the stalled one STALL and the stopped one STOP.
-What the Admin API cannot see (no commit events or timestamps) is in lag/admin_source.py and docs/lag.md.
+What the Admin API cannot see (no commit events or timestamps) is in lag/ingest/admin_source.py and docs/lag.md.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from collections import defaultdict
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from lag.service import LagService, SourceHealth
-from lag.source import Ingestion, KafkaLagSource
-from lag.status import Status
+from lag.ingest.source import Ingestion, KafkaLagSource
+from lag.protocol import Status
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
 from pulse.config import LagConfig
 from pulse.polling import poll
 from pulse.ports import wait_until

@@ -22,9 +22,9 @@ from confluent_kafka import Consumer, TopicPartition
 from pyspark.sql import SparkSession
 
 from kafka_pulse.cli.main import cli
-from lag.evaluation_log import GROUP_SCHEMA, GROUPS, PARTITION_SCHEMA, PARTITIONING, PARTITIONS
-from lag.runner import LagRunner
-from lag.status import Status
+from lag.assembly import LagRunner
+from lag.notify.evaluation_log import GROUP_SCHEMA, GROUPS, PARTITION_SCHEMA, PARTITIONING, PARTITIONS
+from lag.protocol import Status
 from pulse.config import parse_config
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 

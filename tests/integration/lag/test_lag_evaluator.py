@@ -14,9 +14,11 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from prometheus_client import CollectorRegistry
 
-from lag.metrics import LagCollector
-from lag.service import LagService, SourceHealth
-from lag.source import KafkaLagSource
+from lag.ingest.source import KafkaLagSource
+from lag.serve.burrow_json import BurrowModules
+from lag.serve.metrics import LagCollector
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
 from pulse.config import LagConfig
 from pulse.polling import poll
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
@@ -70,11 +72,12 @@ def test_groups_on_a_real_cluster_get_the_right_status(kafka: KafkaHandle) -> No
     settings = LagConfig(mode="enhanced", intervals=5, offset_refresh_s=1.0)
     health = SourceHealth(stale_after_s=5.0, recovery_s=2.0)
     service = LagService(settings, health)
-    service.cluster_info[CLUSTER] = {"class-name": "kafka", "servers": kafka.bootstrap_servers.split(",")}
+    modules = BurrowModules(clusters={CLUSTER: {"class-name": "kafka", "servers": kafka.bootstrap_servers.split(",")}})
     source = KafkaLagSource(CLUSTER, kafka.client_config(), service, health)
     registry = CollectorRegistry()
     registry.register(LagCollector(service))
-    api = serve_lag_api(service, registry=registry, allow_unauthenticated_writes=True)  # the DELETE below
+    writes = True  # the DELETE below
+    api = serve_lag_api(service, registry=registry, allow_unauthenticated_writes=writes, modules=modules)
     source.start()
     groups = ["g-caught-up", "g-slow", "g-stalled", "g-stopped", "g-rewind", "g-idle"]
     consumers = {g: kafka.consumer(g) for g in groups}

@@ -12,9 +12,10 @@ import httpx
 import pytest
 from confluent_kafka import TopicPartition
 
-from lag.record_times import ExactLagFetcher
-from lag.service import LagService, SourceHealth
-from lag.source import KafkaLagSource
+from lag.ingest.exact_lag import ExactLagFetcher
+from lag.ingest.source import KafkaLagSource
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
 from pulse.config import ExactTimeLagConfig, LagConfig
 from pulse.ports import wait_until
 from tests.fixtures.kafka import KafkaHandle, commit_offsets

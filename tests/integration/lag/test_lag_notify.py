@@ -13,10 +13,11 @@ import pytest
 from confluent_kafka import TopicPartition
 
 from devstack.alertmanager import Alertmanager
-from lag.notify import ALERTNAME, LagNotifier
-from lag.service import LagService, SourceHealth
-from lag.source import KafkaLagSource
-from lag.status import Status
+from lag.ingest.source import KafkaLagSource
+from lag.notify.incidents import ALERTNAME, LagNotifier
+from lag.protocol import Status
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
 from pulse.alerts import AlertSink
 from pulse.config import AlertingConfig, LagConfig
 from pulse.polling import poll

@@ -1,5 +1,5 @@
 """Lag's offset reads survive timeouts on a real cluster. With librdkafka 2.16, an Admin ListOffsets that hits its
-request timeout while the answer is on its way aborts the process in native code (lag/admin_clients.py): three
+request timeout while the answer is on its way aborts the process in native code (lag/ingest/admin_clients.py): three
 `kafka-pulse lag` processes died so on the 10,000-partition cluster. Lag now reads offsets through a consumer's
 `offsets_for_times`; here it is driven into hundreds of timed-out rounds, and its HWM source through failing
 rounds and client renewals, in a child process (a native abort would kill pytest itself), which must exit
@@ -19,10 +19,11 @@ PARTITIONS = 60
 CHILD = """
 import json, sys, time
 from confluent_kafka import OFFSET_END, Consumer, KafkaException
-import lag.source
-from lag.admin_clients import read_offsets
-from lag.service import LagService, SourceHealth
-from lag.source import KafkaLagSource
+import lag.ingest.source
+from lag.ingest.admin_clients import read_offsets
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
+from lag.ingest.source import KafkaLagSource
 from pulse.config import LagConfig
 
 boot, topic, partitions = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -46,11 +47,11 @@ source = KafkaLagSource("local", {"bootstrap.servers": boot, "log_level": 0}, se
 # Every round now times out, and clients get renewed: the topic listing (asked with 0 partitions known, as no round
 # has succeeded) gets 5 s, the ListOffsets 0 s, so it is sent and times out at once, its answers still on their way.
 # (A 5 ms limit for both let most rounds succeed on a quiet host.)
-lag.source.request_timeout_s = lambda partitions: 5.0 if partitions == 0 else 0.0
+lag.ingest.source.request_timeout_s = lambda partitions: 5.0 if partitions == 0 else 0.0
 source.start()  # its first HWM round fails too
 failed = 1 + sum(not source.poll_hwms() for _ in range(8))
 reason = health.unavailable_reason("local", service.clock_ms())
-lag.source.request_timeout_s = lambda partitions: 30.0
+lag.ingest.source.request_timeout_s = lambda partitions: 30.0
 recovered = source.poll_hwms()
 source.stop()
 print(json.dumps({"timed_out": timed_out, "answered": answered, "ends": [ends[tp] for tp in tps],

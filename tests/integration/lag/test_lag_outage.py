@@ -18,9 +18,10 @@ from confluent_kafka import Consumer, TopicPartition
 from devstack.cluster import DevCluster
 from devstack.runtime import DEFAULT_VERSION
 from devstack.topology import Security
-from lag.service import LagService, SourceHealth
-from lag.source import KafkaLagSource
-from lag.status import Mode, Status
+from lag.ingest.source import KafkaLagSource
+from lag.protocol import Mode, Status
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
 from pulse.config import LagConfig
 from pulse.paths import cache_dir
 from pulse.polling import poll

@@ -11,9 +11,10 @@ import time
 import pytest
 from confluent_kafka import TopicPartition
 
-from lag.service import LagService, SourceHealth
-from lag.source import OFFSETS_TOPIC, KafkaLagSource
-from lag.status import Status
+from lag.ingest.source import OFFSETS_TOPIC, KafkaLagSource
+from lag.protocol import Status
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
 from pulse.config import LagConfig
 from pulse.polling import poll
 from tests.fixtures.kafka import KafkaHandle, commit_offsets

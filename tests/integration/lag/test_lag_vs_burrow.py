@@ -21,8 +21,9 @@ import httpx
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from lag.service import LagService, SourceHealth
-from lag.source import KafkaLagSource
+from lag.ingest.source import KafkaLagSource
+from lag.service import LagService
+from lag.store.freshness import SourceHealth
 from pulse.config import LagConfig
 from pulse.polling import PollTimeout, poll
 from tests.fixtures.kafka import KafkaHandle, commit_offsets

@@ -5,7 +5,7 @@ tmpfs filled to the last byte: ENOSPC at the write). The lag notifier's thread r
 every open incident reaches PagerDuty, including one opened while nothing could be spooled, and the SLO schedule
 (on the same sink) is still running.
 
-The notifier is the real one (lag/notify.py) on a LagService fed by hand (a group's commits stopped while its
+The notifier is the real one (lag/notify/incidents.py) on a LagService fed by hand (a group's commits stopped while its
 topic grew), so no Kafka is needed for what is tested here: the sink, its spool and the notifier's loop.
 """
 
@@ -25,9 +25,9 @@ import pytest
 
 from devstack.alertmanager import Alertmanager
 from kafka_pulse.runner.slo_schedule import SloSchedule
-from lag.notify import IncidentBook, LagNotifier
+from lag.notify.incidents import IncidentBook, LagNotifier
+from lag.protocol import Status
 from lag.service import LagService
-from lag.status import Status
 from pulse.alerts import AlertSink, Incidents
 from pulse.config import LagConfig, SloConfig
 from pulse.ports import wait_until

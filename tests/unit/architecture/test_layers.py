@@ -93,3 +93,28 @@ def lint_imports_with(tmp_path: Path, module: str, imported: str) -> subprocess.
     target = tmp_path / module
     target.write_text(target.read_text() + f"\nimport {imported}  # noqa: E402\n")
     return lint_imports(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("module", "imported"),
+    [
+        pytest.param("lag/evaluate/__init__.py", "lag.serve", id="evaluate-imports-serve"),
+        pytest.param("lag/store/lock.py", "lag.evaluate", id="store-imports-evaluate"),
+        pytest.param("lag/protocol.py", "lag.store", id="protocol-imports-store"),
+        pytest.param("lag/diagnose/__init__.py", "lag.notify", id="diagnose-imports-notify"),
+        pytest.param("lag/serve/__init__.py", "lag.notify", id="serve-imports-notify"),
+        pytest.param("lag/evaluate/rules.py", "lag.ingest", id="evaluate-imports-ingest"),
+        pytest.param("lag/ingest/wire.py", "lag.evaluate", id="ingest-imports-evaluate"),
+        pytest.param("lag/ingest/members.py", "lag.diagnose", id="ingest-imports-diagnose"),
+        pytest.param("lag/serve/burrow_json.py", "lag.assembly", id="serve-imports-assembly"),
+    ],
+)
+def test_a_lag_stage_reaching_up_breaks_the_inner_contract(tmp_path: Path, module: str, imported: str) -> None:
+    """The stages inside `lag` (pyproject.toml's lag contracts): an arrow up the pipeline fails the build."""
+    done = lint_imports_with(tmp_path, module, imported)
+
+    stage = "lag." + module.split("/")[1].removesuffix(".py")
+    importer = module.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+    assert done.returncode != 0
+    assert f"{stage} is not allowed to import {imported}" in done.stdout, done.stdout
+    assert f"{importer} -> {imported}" in done.stdout, done.stdout

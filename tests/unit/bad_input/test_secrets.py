@@ -25,7 +25,7 @@ from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import ProbeFailed
 from kafka_pulse.check.slo_budgets import read_pushgateway
 from kafka_pulse.cli.main import cli
-from lag.burrow_json import alertmanager_notifier_json
+from lag.serve.burrow_json import alertmanager_notifier_json
 from pulse.alerts import Alert, AlertSink
 from pulse.config import HttpClientConfig, PulseConfig
 from pulse.http import HttpApp, HttpServer, Request, Response, Route, Router, ServerTls
@@ -228,7 +228,7 @@ def test_a_log_line_never_shows_a_secret() -> None:
 
 PIN_PROGRAM = """
 import logging, sys, warnings
-from lag.api import BurrowApi, invalid_request
+from lag.serve.routes import BurrowApi, invalid_request
 from lag.service import LagService
 from pulse.config import LagConfig
 from pulse.http import Request, Router

@@ -1,4 +1,4 @@
-"""The check's noisy-neighbour lines: read back from the families lag/neighbours.py renders (the same text a run
+"""The check's noisy-neighbour lines: read back from the families lag/serve/metrics.py renders (the same text a run
 serves), then folded into the lag section as WARN lines naming broker, group, topic and the numbers."""
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from kafka_pulse.check.noisy_neighbours import (
     parse_noisy_neighbours,
 )
 from kafka_pulse.check.verdict import Section, Status
-from lag.neighbours import NoisyNeighbourCollector
-from lag.pagecache import PageCacheEstimate
+from lag.protocol import PageCacheEstimate
+from lag.serve.metrics import LagCollector
 from lag.service import LagService
 from pulse.broker_health import BrokerHealthBoard, BrokerSlowness
 from pulse.config import LagConfig
+from pulse.http.exposition import encode
 
 NOW = 1_000_000
 LAG = Section("lag", Status.INFO, "1 group, 1 read", ("one snapshot cannot ...",), details={"groups_listed": 1})
@@ -25,18 +26,17 @@ LAG = Section("lag", Status.INFO, "1 group, 1 read", ("one snapshot cannot ...",
 
 def served_metrics() -> str:
     """What a run's /metrics shows for a group reading 150 s back on broker 2 (60 s page cache, 85 ms produce)."""
-    service = LagService(LagConfig(mode="enhanced", intervals=2), clock_ms=lambda: NOW)
+    board = BrokerHealthBoard()
+    service = LagService(LagConfig(mode="enhanced", intervals=2), clock_ms=lambda: NOW, broker_health=board)
     with service.locked() as store:
         store.add_hwm("prod", "orders", 0, 0, NOW - 200_000)
         store.add_hwm("prod", "orders", 0, 2000, NOW)
         store.add_commit("prod", "etl", "orders", 0, 500, NOW - 1000, NOW - 1000)
-    service.page_cache["prod"] = PageCacheEstimate({2: 60.0}, {("orders", 0): 2})
-    board = BrokerHealthBoard()
+    service.set_page_cache("prod", PageCacheEstimate({2: 60.0}, {("orders", 0): 2}))
     board.publish("prod", {2: BrokerSlowness(2, False, 0.0, "", 85.0, True)})
-    service.broker_health = board
     registry = CollectorRegistry()
-    registry.register(NoisyNeighbourCollector(service))
-    return generate_latest(registry).decode()
+    registry.register(LagCollector(service))
+    return encode(registry, generate_latest).decode()
 
 
 def test_the_run_s_families_read_back() -> None:

@@ -7,11 +7,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from lag.evaluator import Evaluator
-from lag.service import SourceHealth, rule_params
-from lag.source import behind
-from lag.status import Status
-from lag.store import OffsetStore
+from lag.evaluate.evaluator import Evaluator
+from lag.ingest.source import behind
+from lag.protocol import Status
+from lag.service import rule_params
+from lag.store.freshness import SourceHealth
+from lag.store.offsets import OffsetStore
 from pulse.config import LagConfig
 
 
@@ -139,7 +140,7 @@ def test_every_expected_feed_must_be_fresh() -> None:
 
 
 def test_the_page_cache_hint_marks_partitions_read_from_disk() -> None:
-    from lag.pagecache import PageCacheEstimate
+    from lag.protocol import PageCacheEstimate
     from lag.service import LagService
 
     now = 1_000_000
@@ -150,14 +151,14 @@ def test_the_page_cache_hint_marks_partitions_read_from_disk() -> None:
             store.add_hwm("c", "t", p, 2000, now)  # 10 records/s
         store.add_commit("c", "g", "t", 0, 1990, now - 1000, now - 1000)  # 1 s behind
         store.add_commit("c", "g", "t", 1, 500, now - 1000, now - 1000)  # 150 s behind
-    service.page_cache["c"] = PageCacheEstimate({1: 60.0, 2: 600.0}, {("t", 0): 1, ("t", 1): 1})
+    service.set_page_cache("c", PageCacheEstimate({1: 60.0, 2: 600.0}, {("t", 0): 1, ("t", 1): 1}))
     status = service.group_status("c", "g")
     assert [(v.partition, v.beyond_page_cache, v.page_cache_window_s) for v in status.partitions] == [
         (0, False, 60.0),
         (1, True, 60.0),
     ]
     assert status.beyond_page_cache is True
-    service.page_cache["c"] = PageCacheEstimate({1: 600.0}, {("t", 0): 1, ("t", 1): 1})
+    service.set_page_cache("c", PageCacheEstimate({1: 600.0}, {("t", 0): 1, ("t", 1): 1}))
     assert service.group_status("c", "g").beyond_page_cache is False
 
 

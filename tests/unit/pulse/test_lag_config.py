@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from lag.runner import LagRunner
+from lag.assembly import LagRunner
 from lag.service import rule_params
 from pulse.config import PulseConfig, parse_config
 from pulse.errors import ConfigError
@@ -87,7 +87,7 @@ def test_the_whole_config_builds_a_runner_without_connecting() -> None:
     assert [s.ingestion for s in runner.sources] == ["consumer_offsets", "admin"]
     assert runner.health.unavailable_reason("legacy", 0) == "no HWM read yet"
     assert len(runner.fetchers) == 2
-    assert runner.service.consumer_info["legacy"]["class-name"] == "admin"
+    assert runner.api.modules.consumers["legacy"]["class-name"] == "admin"
 
 
 @dataclass(frozen=True)

@@ -71,20 +71,19 @@ def test_each_new_evaluation_becomes_a_burn_down_point() -> None:
 def test_a_group_reading_from_disk_on_a_hurting_broker_carries_the_diagnosis() -> None:
     """The groups table gets the lag API status's noisy-neighbour diagnosis, from the board `run` shares with the
     slow-broker detector; with the broker's produce latency back to normal the group is named nowhere."""
-    from lag.pagecache import PageCacheEstimate
+    from lag.protocol import PageCacheEstimate
     from lag.service import LagService
     from pulse.broker_health import BrokerHealthBoard, BrokerSlowness
     from pulse.config import LagConfig
 
     now = 1_000_000
-    service = LagService(LagConfig(mode="enhanced", intervals=2), clock_ms=lambda: now)
+    health = BrokerHealthBoard()
+    service = LagService(LagConfig(mode="enhanced", intervals=2), clock_ms=lambda: now, broker_health=health)
     with service.locked() as store:
         store.add_hwm("east", "orders", 0, 0, now - 200_000)
         store.add_hwm("east", "orders", 0, 2000, now)
         store.add_commit("east", "etl", "orders", 0, 500, now - 1000, now - 1000)
-    service.page_cache["east"] = PageCacheEstimate({2: 60.0}, {("orders", 0): 2})
-    health = BrokerHealthBoard()
-    service.broker_health = health
+    service.set_page_cache("east", PageCacheEstimate({2: 60.0}, {("orders", 0): 2}))
     board = StatusBoard(dataclasses.replace(sources(), lag=service), clock=lambda: AT)
 
     health.publish("east", {2: BrokerSlowness(2, False, 0.0, "", 85.0, True)})

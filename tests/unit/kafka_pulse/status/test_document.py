@@ -23,8 +23,8 @@ from kafka_pulse.status.document import (
     slo_key,
     status_document,
 )
-from lag.status import CommitPoint, GroupStatus, PartitionVerdict
-from lag.status import Status as LagStatus
+from lag.protocol import CommitPoint, GroupStatus, PartitionVerdict
+from lag.protocol import Status as LagStatus
 from slo.results import AlertResult, SloResult
 from tests.unit.kafka_pulse.test_check_verdict import meta, probe, ref
 
@@ -170,7 +170,7 @@ def test_a_group_carries_its_worst_partition_and_the_rule_that_fired() -> None:
 
 
 def test_a_noisy_neighbour_is_named_in_the_group_s_row() -> None:
-    from lag.noisy_neighbour import NoisyNeighbour
+    from lag.protocol import NoisyNeighbour
 
     n = NoisyNeighbour(2, "billing/eu", "orders", (0,), 620.0, 60.0, 85.0, False, "")
     group = dataclasses.replace(lagging_group(), noisy_neighbours=(n,))

@@ -1,0 +1,195 @@
+"""The lag evaluator as a service: one `LagService` for every configured cluster, each cluster's source (HWMs plus
+`__consumer_offsets` or Admin API commits), exact-time-lag readers, the Burrow v3 routes and lag's families, and
+the notifier, composed from the config. Started in Burrow's order (things taking requests first: the command's
+listener, then sources, then the notifier that reads them) and stopped in reverse.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from lag.ingest.exact_lag import ExactLagFetcher
+from lag.ingest.source import KafkaLagSource
+from lag.notify.evaluation_log import EvaluationLog, configure_evaluation_log
+from lag.notify.incidents import AlertSender, LagNotifier, LagNotifierCollector
+from lag.protocol import Status
+from lag.serve.burrow_json import (
+    BurrowModules,
+    Json,
+    alertmanager_notifier_json,
+    client_profile_json,
+    cluster_module_json,
+    consumer_module_json,
+)
+from lag.serve.metrics import LagCollector
+from lag.serve.routes import BurrowApi
+from lag.service import LagService
+from lag.store.freshness import SourceHealth, wall_clock_ms
+from pulse.broker_health import BrokerHealthBoard
+from pulse.config import ClusterConfig, PulseConfig
+from pulse.kafka_log import limiter_for
+from pulse.paths import state_dir
+from pulse.profile import client_config
+
+_LOG = logging.getLogger(__name__)
+CLIENT_ID = "kafka-pulse-lag"
+
+
+class SwitchInterval:
+    """`lag.switch_interval_s` applied to the interpreter while lag runs and the previous interval restored on stop:
+    a thread decoding commits holds the interpreter lock until another thread has waited this long for it, so it
+    bounds how long an API request waits behind ingestion (docs/benchmarks.md, status while ingesting)."""
+
+    def __init__(self, interval_s: float | None) -> None:
+        """None: the interpreter's interval is left as it is."""
+        self.interval_s = interval_s
+        self._before: float | None = None
+
+    def start(self) -> None:
+        if self.interval_s is not None:
+            self._before = sys.getswitchinterval()
+            _set_switch_interval(self.interval_s)
+
+    def stop(self) -> None:
+        if self._before is not None:
+            _set_switch_interval(self._before)
+            self._before = None
+
+
+def _set_switch_interval(interval_s: float) -> None:
+    """The interpreter truncates to whole microseconds (0.007 is kept as 6,999 us); half a microsecond more makes
+    it keep the nearest one, so an interval read back and set again stays the same."""
+    sys.setswitchinterval(interval_s + 5e-7)
+
+
+class LagRunner:
+    """Everything lag runs for `kafka-pulse lag` and `kafka-pulse run`, built from config; `start()` returns once
+    every source made its first round (a cluster that is down at start is simply unknown until it answers). The
+    command serves `api.routes()` on its listener, started before this."""
+
+    def __init__(
+        self,
+        config: PulseConfig,
+        clusters: Sequence[ClusterConfig],
+        sender: AlertSender | None = None,
+        api_url: str = "",
+        clock_ms: Callable[[], int] = wall_clock_ms,
+        state: Path | None = None,
+        registry: CollectorRegistry | None = None,
+        broker_health: BrokerHealthBoard | None = None,
+    ) -> None:
+        """`api_url` is where the listener serving `api.routes()` answers (incidents link to it); `registry`
+        receives lag's families (a new one by default); `state` holds what is written by default (the evaluation
+        log's `<state>/sli/lag`; default `pulse.paths.state_dir()`); `broker_health` is the slow-broker detector's
+        board when one runs in the same process (the noisy-neighbour diagnosis reads it; none without)."""
+        lag = config.lag
+        self.health = SourceHealth(lag.effective_stale_after_s(), lag.effective_recovery_s(), clock_ms)
+        self.service = LagService(lag, self.health, clock_ms, [c.name for c in clusters], broker_health)
+        self.service.ready = False
+        self.switch_interval = SwitchInterval(lag.switch_interval_s)
+        self.sources: list[KafkaLagSource] = []
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.kafka_log = limiter_for(self.registry)
+        """librdkafka's lines and errors of every lag client, one a minute per cluster and kind (pulse/kafka_log.py)."""
+        self.fetchers: list[ExactLagFetcher] = []
+        cluster_modules: dict[str, Json] = {}
+        consumer_modules: dict[str, Json] = {}
+        for cluster in clusters:
+            kafka = {**client_config(cluster), "client.id": CLIENT_ID, **self.kafka_log.settings(cluster.name)}
+            ingestion = lag.ingestion_for(cluster.name)
+            self.sources.append(
+                KafkaLagSource(cluster.name, kafka, self.service, self.health, ingestion, lag.page_cache)
+            )
+            if lag.exact_time_lag.enabled:
+                self.fetchers.append(ExactLagFetcher(cluster.name, kafka, self.service, lag.exact_time_lag))
+            profile = _profile(cluster)
+            cluster_modules[cluster.name] = cluster_module_json(
+                cluster.bootstrap_servers, profile, lag.offset_refresh_s, lag.offset_refresh_s
+            )
+            consumer_modules[cluster.name] = consumer_module_json(
+                lag.mode,
+                cluster.name,
+                cluster.bootstrap_servers,
+                profile,
+                lag.effective_group_allow(),
+                lag.group_deny,
+                ingestion,
+            )
+        self.registry.register(LagCollector(self.service, lag.metrics_granularity, per_member=lag.metrics_per_member))
+        self.evaluation_log: EvaluationLog | None = configure_evaluation_log(
+            lag.evaluation_log, self.service, self.registry, state if state is not None else state_dir()
+        )  # the SLO engine's `lag` source (docs/sli-log.md)
+        self.notifier: LagNotifier | None = None
+        notifier_modules: dict[str, Json] = {}
+        if lag.notify.enabled and sender is not None:
+            threshold = Status[lag.notify.severity]
+            self.notifier = LagNotifier.from_config(
+                self.service, config.alerting, threshold, lag.notify.interval_s, sender, api_url
+            )
+            self.registry.register(LagNotifierCollector(self.notifier))
+            notifier_modules["alertmanager"] = alertmanager_notifier_json(
+                config.alerting.alertmanager_url or "",
+                int(threshold),
+                lag.notify.interval_s,
+                config.alerting.resend_interval_s,
+            )
+        self.api = BurrowApi(self.service, BurrowModules(cluster_modules, consumer_modules, notifier_modules))
+        """The Burrow v3 routes over the service, for the listener the command mounts them on."""
+
+    def start(self) -> None:
+        self.switch_interval.start()  # before the sources: their first poll may be a backlog decoded flat out
+        starting = [threading.Thread(target=s.start, name=f"lag-start-{s.cluster}") for s in self.sources]
+        for thread in starting:  # in parallel: an unreachable cluster must not hold up the others
+            thread.start()
+        for thread in starting:
+            thread.join()
+        for fetcher in self.fetchers:
+            fetcher.start()
+        if self.evaluation_log is not None:
+            self.evaluation_log.start()
+        if self.notifier is not None:
+            self.notifier.start()
+        self.service.ready = True
+
+    def stop(self) -> None:
+        self.service.ready = False
+        if self.notifier is not None:
+            self.notifier.stop()
+        if self.evaluation_log is not None:
+            self.evaluation_log.stop()  # writes what is queued
+        for fetcher in reversed(self.fetchers):
+            fetcher.stop()
+        for source in reversed(self.sources):
+            source.stop()
+        self.switch_interval.stop()
+
+
+def _profile(cluster: ClusterConfig) -> Json:
+    """Burrow's client profile for a cluster: TLS and SASL described, never their secrets."""
+    security = cluster.security
+    tls: dict[str, Any] | None = None
+    if security.protocol in ("SSL", "SASL_SSL"):
+        t = security.tls
+        tls = {
+            "name": cluster.name,
+            "noverify": t is not None and not t.verify_hostname,
+            "certfile": str(t.cert_file) if t is not None and t.cert_file is not None else "",
+            "keyfile": str(t.key_file) if t is not None and t.key_file is not None else "",
+            "cafile": str(t.ca_file) if t is not None and t.ca_file is not None else "",
+        }
+    sasl: dict[str, Any] | None = None
+    if security.sasl is not None:
+        sasl = {
+            "name": cluster.name,
+            "handshake-first": True,
+            "username": security.sasl.username,
+            "mechanism": security.sasl.mechanism,
+        }
+    return client_profile_json(cluster.name, CLIENT_ID, tls, sasl)

@@ -1,0 +1,1 @@
+"""The columnar path of evaluate: many groups' windows as numpy blocks, decided with array operations."""

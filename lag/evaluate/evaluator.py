@@ -1,0 +1,282 @@
+"""Group evaluation: reads groups' windows from the store, applies the mode's rules to every partition and
+aggregates as Burrow's `evaluateConsumerStatus` does. Pure apart from reading the store; the clock is an argument.
+
+Two paths give the same answers. The columnar one (`evaluate_groups`, used by `evaluate_group` and
+`evaluate_cluster`) gathers the windows of many groups into numpy blocks (`columnar/block.py`), decides every partition
+with `columnar/rules.py` and rolls the groups up with array reductions; `PartitionVerdict`/`GroupStatus` objects are
+built only for the groups a caller reads. The scalar one (`tests/support/lag_reference.py`) runs `rules.py` one
+partition at a time and is the readable reference the columnar path is tested against.
+
+Aggregation (Burrow's `evaluateConsumerStatus`, `core/internal/evaluator/caching.go`): status is the worst partition
+status with STOP/STALL/REWIND reported as ERR; totallag sums current lags; maxlag is the first partition (topic, then
+partition order) with the largest current lag; complete is the fraction of partitions whose window is full; placeholder
+partitions count in partition_count.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lag.evaluate.columnar.block import I64, HwmHistories, PartitionIndex, gather, gather_histories, partition_index
+from lag.evaluate.columnar.rules import decide
+from lag.evaluate.rules import RULE_STATUS, Rule, RuleParams, Window, explain
+from lag.evaluate.timelag import time_lag_seconds
+from lag.protocol import CommitPoint, GroupStatus, PartitionVerdict, SourceFreshness, Status, not_found
+from lag.store.offsets import OffsetStore
+from lag.store.windows import NO_LAG
+
+BLOCK_ROWS = 32_768
+"""Group-partitions decided per numpy block: large enough to amortise numpy's per-call cost, small enough that a
+block's temporaries stay in cache."""
+
+_STATUS_OF_RULE = np.array([RULE_STATUS[rule] for rule in Rule], dtype=np.int64)
+_RULES = tuple(Rule)
+"""Rule by value (the enum's values are 0..n-1), cheaper than `Rule(value)`."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupVerdicts:
+    """The columnar result for some groups of one cluster: per partition and per group, as arrays.
+
+    Partition arrays follow `index` (group after group, topic then partition order). Reason texts and time lags
+    are not here: `Evaluator.group_status` computes them when it builds a group's objects.
+    """
+
+    cluster: str
+    now_ms: int
+    index: PartitionIndex
+    rules: NDArray[np.uint8]
+    """Per partition: the `Rule` that fired."""
+    status: I64
+    """Per partition: the `Status` value."""
+    current_lag: I64
+    complete: NDArray[np.float64]
+    last_offset: I64
+    """Per partition: the newest committed offset (any value where the rule is NO_COMMIT)."""
+    group_status: I64
+    """Per group: OK, WARN or ERR (`Status` values)."""
+    group_totallag: I64
+    group_complete: NDArray[np.float64]
+    group_maxlag: I64
+    """Per group: index of the maxlag partition; -1 for a group without partitions."""
+    group_worst: I64
+    """Per group: index of the first partition with the worst status; -1 for a group without partitions."""
+    histories: HwmHistories | None = None
+    """The distinct HWM histories of the partitions (`history[i]` is partition i's), for time lags."""
+    history: I64 | None = None
+
+
+class Evaluator:
+    """Evaluates groups stored in an `OffsetStore` with one rule set."""
+
+    def __init__(self, store: OffsetStore, params: RuleParams, health: SourceFreshness | None = None) -> None:
+        self.store = store
+        self.params = params
+        self.health = health
+
+    def evaluate_group(self, cluster: str, group: str, now_ms: int) -> GroupStatus:
+        """The group's status at `now_ms`; NOTFOUND when unknown or expired, UNKNOWN while its cluster is down."""
+        if not self.store.has_group(cluster, group, now_ms):
+            return not_found(cluster, group)
+        why = self._unavailable(cluster, now_ms)
+        if why is not None:
+            return _unknown(cluster, group, why)
+        gid = self.store.group_id(cluster, group)
+        if gid is None:  # has_group said it is stored
+            raise KeyError(group)
+        verdicts = self.evaluate_groups(cluster, [gid], now_ms)
+        return self.group_status(verdicts, 0)
+
+    def evaluate_cluster(self, cluster: str, now_ms: int) -> Iterator[GroupStatus]:
+        """Every group of the cluster in name order, decided in one columnar pass (expired groups are NOTFOUND)."""
+        names, ids, expired = self.store.groups_at(cluster, now_ms)
+        all_expired = expired is not None and bool(expired.all())
+        why = self._unavailable(cluster, now_ms) if names and not all_expired else None
+        live_ids = ids if expired is None else ids[~expired]
+        verdicts = self.evaluate_groups(cluster, live_ids, now_ms) if why is None else None
+        row = 0  # the group's row in `verdicts`: live groups keep their name order
+        for i, name in enumerate(names):
+            if expired is not None and expired[i]:
+                yield not_found(cluster, name)
+            elif verdicts is None:
+                yield _unknown(cluster, name, why or "")
+            else:
+                yield self.group_status(verdicts, row)
+                row += 1
+
+    def evaluate_groups(self, cluster: str, gids: Sequence[int] | I64, now_ms: int) -> GroupVerdicts:
+        """The columnar pass: decide every partition of the given groups and roll each group up, as arrays.
+
+        No expiry or health check here (`evaluate_group`/`evaluate_cluster` do those)."""
+        index = partition_index(self.store, gids)
+        total = len(index.slots)
+        rules = np.empty(total, dtype=np.uint8)
+        current_lag = np.empty(total, dtype=np.int64)
+        complete = np.empty(total, dtype=np.float64)
+        last_offset = np.empty(total, dtype=np.int64)
+        histories, history = gather_histories(self.store, index.hwm_rows)  # shared by many groups: read once
+        for lo in range(0, total, BLOCK_ROWS):
+            hi = min(lo + BLOCK_ROWS, total)
+            block = gather(self.store, index.slots[lo:hi], history[lo:hi], histories)
+            decided = decide(block, now_ms, self.params)
+            rules[lo:hi], current_lag[lo:hi], complete[lo:hi] = decided.rules, decided.current_lag, decided.complete
+            last_offset[lo:hi] = decided.last_offset
+        status = _STATUS_OF_RULE[rules]
+        verdicts = _roll_up(cluster, now_ms, index, rules, status, current_lag, complete, last_offset)
+        return dataclasses.replace(verdicts, histories=histories, history=history)
+
+    def group_status(self, verdicts: GroupVerdicts, group: int) -> GroupStatus:
+        """The objects of the `group`-th group of a columnar result: verdicts with reasons and time lags."""
+        index, store, p, now_ms = verdicts.index, self.store, self.params, verdicts.now_ms
+        gid = int(index.gids[group])
+        owners = store.owners(gid)
+        lo, hi = int(index.starts[group]), int(index.starts[group + 1])
+        columns = zip(
+            index.topic_ids[lo:hi].tolist(),
+            index.partitions[lo:hi].tolist(),
+            index.slots[lo:hi].tolist(),
+            index.hwm_rows[lo:hi].tolist(),
+            verdicts.rules[lo:hi].tolist(),
+            verdicts.current_lag[lo:hi].tolist(),
+            verdicts.complete[lo:hi].tolist(),
+            strict=True,
+        )
+        out = []
+        for topic_id, partition, slot, row, rule_id, current_lag, complete in columns:
+            topic = store.hwms.topic_name(topic_id)
+            owner, client_id = owners.get((topic, partition), ("", ""))
+            if p.mode == "burrow-1.2":
+                client_id = ""  # 1.2.1 never copied it into the status
+            rule = _RULES[rule_id]
+            if rule is Rule.NO_COMMIT:
+                out.append(_placeholder(topic, partition, owner, client_id))
+                continue
+            offsets, timestamps, lags = store.commits.read(slot)
+            hwm_offsets, hwm_times = store.hwms.history_of_row(row) if row >= 0 else ([], [])
+            window = Window(offsets, timestamps, lags, hwm_offsets, hwm_times, current_lag)
+            out.append(
+                PartitionVerdict(
+                    topic=topic,
+                    partition=partition,
+                    status=RULE_STATUS[rule],
+                    start=_point(offsets[0], timestamps[0], lags[0]),
+                    end=_point(offsets[-1], timestamps[-1], lags[-1]),
+                    current_lag=current_lag,
+                    complete=complete,
+                    owner=owner,
+                    client_id=client_id,
+                    reason=explain(rule, window, now_ms, p),
+                    lag_seconds=time_lag_seconds(offsets[-1], hwm_offsets, hwm_times, now_ms),
+                )
+            )
+        return aggregate(verdicts.cluster, store.group_name(gid), tuple(out))
+
+    def _unavailable(self, cluster: str, now_ms: int) -> str | None:
+        return self.health.unavailable_reason(cluster, now_ms) if self.health is not None else None
+
+
+def _unknown(cluster: str, group: str, why: str) -> GroupStatus:
+    return GroupStatus(cluster, group, Status.UNKNOWN, 0.0, (), 0, None, 0, f"cluster {cluster}: {why}")
+
+
+def _placeholder(topic: str, partition: int, owner: str, client_id: str) -> PartitionVerdict:
+    return PartitionVerdict(
+        topic, partition, Status.OK, None, None, 0, 0.0, owner, client_id, "no commit from this group on this partition"
+    )
+
+
+def _point(offset: int, timestamp_ms: int, lag: int) -> CommitPoint:
+    return CommitPoint(offset, timestamp_ms, None if lag == NO_LAG else lag)
+
+
+def _roll_up(
+    cluster: str,
+    now_ms: int,
+    index: PartitionIndex,
+    rules: NDArray[np.uint8],
+    status: I64,
+    current_lag: I64,
+    complete: NDArray[np.float64],
+    last_offset: I64,
+) -> GroupVerdicts:
+    """`aggregate` over every group at once, with segment reductions over the partition arrays."""
+    groups = len(index.gids)
+    sizes = np.diff(index.starts)
+    nonempty = sizes > 0
+    starts = index.starts[:-1][nonempty]
+    group_status = np.full(groups, int(Status.OK), dtype=np.int64)
+    totallag = np.zeros(groups, dtype=np.int64)
+    full = np.zeros(groups, dtype=np.int64)
+    maxlag = np.full(groups, -1, dtype=np.int64)
+    worst = np.full(groups, -1, dtype=np.int64)
+    if len(starts):
+        group_status[nonempty] = np.maximum.reduceat(np.minimum(status, int(Status.ERR)), starts)
+        totallag[nonempty] = np.add.reduceat(current_lag, starts)
+        full[nonempty] = np.add.reduceat((complete == 1.0).astype(np.int64), starts)
+        maxlag[nonempty] = _first_max(current_lag, starts, sizes[nonempty])
+        worst[nonempty] = _first_max(status, starts, sizes[nonempty])
+    group_complete = np.divide(full, sizes, out=np.zeros(groups, dtype=np.float64), where=nonempty)
+    return GroupVerdicts(
+        cluster,
+        now_ms,
+        index,
+        rules,
+        status,
+        current_lag,
+        complete,
+        last_offset,
+        group_status,
+        totallag,
+        group_complete,
+        maxlag,
+        worst,
+    )
+
+
+def _first_max(values: I64, starts: I64, sizes: I64) -> I64:
+    """Per segment, the index of the first element equal to the segment's maximum."""
+    top = np.maximum.reduceat(values, starts)
+    positions = np.arange(len(values))
+    candidates = np.where(values == np.repeat(top, sizes), positions, len(values))
+    first: I64 = np.minimum.reduceat(candidates, starts)
+    return first
+
+
+def aggregate(cluster: str, group: str, verdicts: tuple[PartitionVerdict, ...]) -> GroupStatus:
+    """Burrow's group roll-up of partition verdicts."""
+    status = Status.OK
+    worst: PartitionVerdict | None = None
+    maxlag: PartitionVerdict | None = None
+    complete = 0
+    lag_seconds: float | None = None
+    for v in verdicts:
+        if v.status.group_level() > status:
+            status = v.status.group_level()
+        if worst is None or v.status > worst.status:
+            worst = v
+        if maxlag is None or v.current_lag > maxlag.current_lag:
+            maxlag = v
+        if v.complete == 1.0:
+            complete += 1
+        if v.lag_seconds is not None:
+            lag_seconds = v.lag_seconds if lag_seconds is None else max(lag_seconds, v.lag_seconds)
+    reason = ""
+    if worst is not None and worst.status > Status.OK:
+        reason = f"{worst.topic}[{worst.partition}] {worst.status.name}: {worst.reason}"
+    return GroupStatus(
+        cluster=cluster,
+        group=group,
+        status=status,
+        complete=complete / len(verdicts) if verdicts else 0.0,
+        partitions=verdicts,
+        partition_count=len(verdicts),
+        maxlag=maxlag,
+        totallag=sum(v.current_lag for v in verdicts),
+        reason=reason,
+        lag_seconds=lag_seconds,
+    )

@@ -1,0 +1,180 @@
+"""Admin API ingestion, for clusters whose `__consumer_offsets` cannot be read: every `group_offsets_refresh_s`,
+list the groups, describe them (state, members, assignments) and fetch each group's committed offsets
+(OffsetFetch), then store a commit per partition with the fetch time as its commit time.
+
+What this mode cannot see, and how it compensates (docs/architecture.md says the same): there are no commit events
+and no commit timestamps, only the committed offset at each poll. So a poll stores a sample when the offset moved
+(someone committed) or when the group has live members (its consumers are there, whatever they commit); an empty
+group whose offset did not move stores nothing, so its window ages as a silent group's does. With those samples:
+a caught-up group is OK, a stalled group (members present, offset stuck, lag growing) is STALL, a stopped group
+(members gone) is STOP, as with `__consumer_offsets`. It differs where the member list and the commits disagree:
+a consumer that hangs while still a member is STALL here but STOP there, and a group that commits by assign()
+only (no members) with an unchanged offset is STOP here where it would be STALL there; both are ERR for the
+group. Commits between two polls are not seen, so min-distance is effectively the poll interval.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaError, KafkaException
+
+from lag.ingest.admin_clients import AdminClients
+from lag.store.access import LagWriter
+from lag.store.freshness import SourceHealth
+from pulse.admin_requests import GROUP_REQUEST_TIMEOUT_S, await_result
+
+_LOG = logging.getLogger(__name__)
+GROUP_OFFSETS_FEED = "group-offsets"
+"""The SourceHealth feed this reader keeps fresh; the cluster is unknown while it is stale."""
+_REQUEST_TIMEOUT_S = 5.0
+"""The group listing's request timeout (ListGroups goes to every broker, not to a coordinator)."""
+_WAIT_S = 10.0
+"""How long a round waits for one group's answers; one that does not come in time fails the round."""
+_BATCH = 200
+"""OffsetFetch requests in flight at once (confluent-kafka takes one group per request)."""
+
+TopicPartition = tuple[str, int]
+_SKIPPED_GROUP_ERRORS = frozenset({KafkaError.GROUP_ID_NOT_FOUND, KafkaError.GROUP_AUTHORIZATION_FAILED})
+"""Errors about one group that skip it for the round. Any other error (timeouts, a coordinator that is down) fails
+the round, so the cluster turns unknown: a skipped live group would otherwise look silent, i.e. stopped."""
+_ACTIVE_STATES = frozenset(
+    {ConsumerGroupState.STABLE, ConsumerGroupState.PREPARING_REBALANCING, ConsumerGroupState.COMPLETING_REBALANCING}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSnapshot:
+    """One group as one poll saw it."""
+
+    group: str
+    active: bool
+    """The group has members (stable or rebalancing), i.e. its consumers are alive."""
+    offsets: Mapping[TopicPartition, int]
+    """Committed offsets; partitions without a committed offset are absent."""
+    owners: Mapping[TopicPartition, tuple[str, str]]
+    """(host, client id) of the member each partition is assigned to."""
+    members: int = 0
+    """Members in the group (classic or consumer protocol: DescribeConsumerGroups answers both)."""
+
+
+def should_store(previous_offset: int | None, offset: int, group_active: bool) -> bool:
+    """Whether a poll's committed offset becomes a stored commit (sampled at fetch time).
+
+    First sight and every move are commits. An unchanged offset is a commit only while the group has members:
+    live consumers re-committing (or failing to progress) keep their window fresh, so STALL can be seen; a group
+    with no members committed nothing, so its window must age and STOP can be seen.
+    """
+    return previous_offset is None or offset != previous_offset or group_active
+
+
+def commits_to_store(
+    previous: Mapping[TopicPartition, int] | None, snapshot: GroupSnapshot
+) -> list[tuple[TopicPartition, int]]:
+    """The (partition, offset) pairs of one group's poll that `should_store` keeps, in partition order."""
+    prev = previous or {}
+    return [
+        (tp, offset)
+        for tp, offset in sorted(snapshot.offsets.items())
+        if should_store(prev.get(tp), offset, snapshot.active)
+    ]
+
+
+class AdminOffsetsReader:
+    """Polls one cluster's committed offsets through the Admin API and stores them as commits."""
+
+    def __init__(self, cluster: str, clients: AdminClients, service: LagWriter, health: SourceHealth) -> None:
+        self.cluster = cluster
+        self.clients = clients
+        """This reader's own admin client (never the HWM thread's), renewed by its loop after failed polls."""
+        self.service = service
+        self.health = health
+        self._last: dict[str, dict[TopicPartition, int]] = {}
+        """Per group, the offsets of the previous successful poll."""
+        health.expect(cluster, GROUP_OFFSETS_FEED)
+
+    def poll(self) -> bool:
+        """One round; False (and the cluster's feed marked failing) when any request failed."""
+        try:
+            listed, snapshots = self.read_snapshots()
+        except (KafkaException, Exception) as exc:  # any failure: commits unknown now, so the cluster is unknown
+            self.health.mark_error(self.cluster, f"{type(exc).__name__}: {exc}", GROUP_OFFSETS_FEED)
+            return False
+        self.apply(listed, snapshots, self.service.clock_ms())
+        self.health.mark_ok(self.cluster, GROUP_OFFSETS_FEED)
+        return True
+
+    def read_snapshots(self) -> tuple[set[str], list[GroupSnapshot]]:
+        """The groups Kafka lists (those the filters accept) and a snapshot of each that could be read."""
+        admin = self.clients.client
+        listed = admin.list_consumer_groups(request_timeout=_REQUEST_TIMEOUT_S)
+        listing = await_result(self.clients.track([listed])[0], _REQUEST_TIMEOUT_S + 5)
+        with self.service.locked() as store:
+            groups = sorted(g.group_id for g in listing.valid if store.accepts_group(g.group_id))
+        snapshots: list[GroupSnapshot] = []
+        for i in range(0, len(groups), _BATCH):
+            batch = groups[i : i + _BATCH]
+            # Coordinator requests keep librdkafka's long timeout (pulse/admin_requests.py); `_snapshot` bounds
+            # our wait.
+            described = admin.describe_consumer_groups(batch, request_timeout=GROUP_REQUEST_TIMEOUT_S)
+            offsets = {
+                g: admin.list_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(g)], request_timeout=GROUP_REQUEST_TIMEOUT_S
+                )[g]
+                for g in batch
+            }
+            self.clients.track([*described.values(), *offsets.values()])
+            for group in batch:
+                snap = _snapshot(group, described[group], offsets[group])
+                if snap is not None:
+                    snapshots.append(snap)
+        return set(groups), snapshots
+
+    def apply(self, listed: set[str], snapshots: list[GroupSnapshot], now_ms: int) -> None:
+        """Store the polled offsets; groups Kafka no longer lists are forgotten (Burrow's groups reaper)."""
+        with self.service.locked() as store:
+            for gone in set(self._last) - listed:
+                store.delete_group(self.cluster, gone)
+                del self._last[gone]
+            for snap in snapshots:
+                store.set_members(self.cluster, snap.group, snap.members)
+                for (topic, partition), offset in commits_to_store(self._last.get(snap.group), snap):
+                    store.add_commit(self.cluster, snap.group, topic, partition, offset, now_ms, now_ms)
+                if snap.owners:
+                    for (topic, partition), (host, client_id) in snap.owners.items():
+                        store.set_owner(self.cluster, snap.group, topic, partition, host, client_id)
+                elif not snap.active:
+                    store.clear_owners(self.cluster, snap.group)
+                self._last[snap.group] = dict(snap.offsets)
+
+
+def _snapshot(group: str, described: Future[Any], offsets: Future[Any]) -> GroupSnapshot | None:
+    """The group's snapshot; None when the group was deleted between the listing and the fetch, or is not ours to
+    read: it is skipped this round. Every other error raises."""
+    try:
+        description = await_result(described, _WAIT_S)
+        committed = await_result(offsets, _WAIT_S)
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+        if error is None or error.code() not in _SKIPPED_GROUP_ERRORS:
+            raise
+        _LOG.info("group %s skipped this round: %s", group, error.str())
+        return None
+    owners: dict[TopicPartition, tuple[str, str]] = {}
+    for member in description.members or []:
+        for tp in member.assignment.topic_partitions if member.assignment is not None else []:
+            owners[(tp.topic, tp.partition)] = (member.host or "", member.client_id or "")
+    found = {
+        (tp.topic, tp.partition): tp.offset
+        for tp in committed.topic_partitions or []
+        if tp.error is None and tp.offset >= 0
+    }
+    members = len(description.members or [])
+    # A consumer-protocol group reconciling an assignment may report a state this client has no name for
+    # (UNKNOWN); its members say it is alive all the same.
+    active = description.state in _ACTIVE_STATES or members > 0
+    return GroupSnapshot(group, active, found, owners, members)

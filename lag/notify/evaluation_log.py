@@ -1,0 +1,295 @@
+"""The lag evaluation log: every `interval_s` every consumer group is evaluated and written as one Parquet row
+(`groups/date=YYYY-MM-DD/`), and with `partitions` on also every group-partition (`partitions/...`), which the SLO
+engine reads as a `lag` source (DESIGN "SLI event log"; schema in docs/sli-log.md, "Lag evaluation log").
+
+Row building is pure (`group_table`, `partition_table`); `EvaluationLog` runs the cycle on its own thread and hands
+each cycle's rows to the shared Parquet writer (`pulse.parquet_log`), which never makes the cycle wait: a cycle
+whose rows do not fit its queue is dropped and counted. A group without a verdict (its cluster unreadable: UNKNOWN;
+expired: NOTFOUND) is written with `unknown` true, so an SLO can count it as no data rather than as bad.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import pyarrow as pa
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from lag.protocol import GroupStatus, PartitionVerdict, Status
+from pulse.config import LagEvaluationLogConfig
+from pulse.parquet_log import ParquetLog, ParquetLogCollector, date_folder
+
+_LOG = logging.getLogger(__name__)
+
+GROUPS = "groups"
+"""The folder of the group rows below the log's root: the path an SLO's `lag` source names."""
+PARTITIONS = "partitions"
+"""The folder of the group-partition rows (with `lag.evaluation_log.partitions`)."""
+
+_TIME = pa.field("time", pa.timestamp("us", tz="UTC"), nullable=False)
+
+GROUP_SCHEMA = pa.schema(
+    [
+        _TIME,
+        pa.field("cluster", pa.string(), nullable=False),
+        pa.field("group", pa.string(), nullable=False),
+        pa.field("status", pa.string(), nullable=False),
+        pa.field("ok", pa.bool_(), nullable=False),
+        pa.field("unknown", pa.bool_(), nullable=False),
+        pa.field("complete", pa.float64(), nullable=False),
+        pa.field("partition_count", pa.int32(), nullable=False),
+        pa.field("totallag", pa.int64(), nullable=False),
+        pa.field("maxlag", pa.int64()),
+        pa.field("maxlag_topic", pa.string()),
+        pa.field("maxlag_partition", pa.int32()),
+        pa.field("lag_seconds", pa.float64()),
+        pa.field("exact_lag_seconds", pa.float64()),
+        pa.field("reason", pa.string()),
+    ]
+)
+"""The columns of every group file, in order (docs/sli-log.md); `date` is the hive directory, not stored."""
+
+PARTITION_SCHEMA = pa.schema(
+    [
+        _TIME,
+        pa.field("cluster", pa.string(), nullable=False),
+        pa.field("group", pa.string(), nullable=False),
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("status", pa.string(), nullable=False),
+        pa.field("ok", pa.bool_(), nullable=False),
+        pa.field("unknown", pa.bool_(), nullable=False),
+        pa.field("complete", pa.float64(), nullable=False),
+        pa.field("lag", pa.int64(), nullable=False),
+        pa.field("offset", pa.int64()),
+        pa.field("lag_seconds", pa.float64()),
+        pa.field("exact_lag_seconds", pa.float64()),
+        pa.field("reason", pa.string()),
+    ]
+)
+"""The columns of every group-partition file, in order (docs/sli-log.md)."""
+
+PARTITIONING = pa.schema([pa.field("date", pa.string())])
+"""The hive partition column, for `pyarrow.dataset.partitioning(PARTITIONING, flavor="hive")`."""
+
+NO_VERDICT = (Status.UNKNOWN, Status.NOTFOUND)
+"""Group statuses written with `unknown` true: the cluster cannot be read, or the group expired."""
+
+
+def _times(now_ms: int, count: int) -> pa.Array:
+    return pa.array([now_ms * 1000] * count, type=_TIME.type)
+
+
+def group_table(statuses: Sequence[GroupStatus], now_ms: int) -> pa.Table:
+    """One row per group evaluated at `now_ms` (pure): `ok` when judged OK, `unknown` when not judged at all."""
+    columns: dict[str, list[Any]] = {f.name: [] for f in GROUP_SCHEMA if f.name != "time"}
+    for s in statuses:
+        unknown = s.status in NO_VERDICT
+        m = s.maxlag
+        columns["cluster"].append(s.cluster)
+        columns["group"].append(s.group)
+        columns["status"].append(s.status.name)
+        columns["ok"].append(s.status is Status.OK)
+        columns["unknown"].append(unknown)
+        columns["complete"].append(s.complete)
+        columns["partition_count"].append(s.partition_count)
+        columns["totallag"].append(s.totallag)
+        columns["maxlag"].append(None if m is None else m.current_lag)
+        columns["maxlag_topic"].append(None if m is None else m.topic)
+        columns["maxlag_partition"].append(None if m is None else m.partition)
+        columns["lag_seconds"].append(s.lag_seconds)
+        columns["exact_lag_seconds"].append(s.exact_lag_seconds)
+        columns["reason"].append(s.reason or None)
+    return pa.Table.from_pydict({"time": _times(now_ms, len(statuses)), **columns}, schema=GROUP_SCHEMA)
+
+
+def is_judged(verdict: PartitionVerdict) -> bool:
+    """A partition the group never committed on is a placeholder (Burrow reports it OK): no verdict, no data."""
+    return verdict.end is not None
+
+
+def partition_table(statuses: Sequence[GroupStatus], now_ms: int) -> pa.Table:
+    """One row per group-partition evaluated at `now_ms` (pure); groups without a verdict have no partitions."""
+    columns: dict[str, list[Any]] = {f.name: [] for f in PARTITION_SCHEMA if f.name != "time"}
+    for s in statuses:
+        for v in s.partitions:
+            judged = is_judged(v)
+            columns["cluster"].append(s.cluster)
+            columns["group"].append(s.group)
+            columns["topic"].append(v.topic)
+            columns["partition"].append(v.partition)
+            columns["status"].append(v.status.name)
+            columns["ok"].append(judged and v.status is Status.OK)
+            columns["unknown"].append(not judged)
+            columns["complete"].append(v.complete)
+            columns["lag"].append(v.current_lag)
+            columns["offset"].append(None if v.end is None else v.end.offset)
+            columns["lag_seconds"].append(v.lag_seconds)
+            columns["exact_lag_seconds"].append(v.exact_lag_seconds)
+            columns["reason"].append(v.reason or None)
+    rows = len(columns["cluster"])
+    return pa.Table.from_pydict({"time": _times(now_ms, rows), **columns}, schema=PARTITION_SCHEMA)
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """One cycle's rows of one kind, on their way to the writer."""
+
+    folder: str
+    """`groups/date=YYYY-MM-DD` or `partitions/date=YYYY-MM-DD`."""
+    table: pa.Table
+
+
+def batch_of(kind: str, table: pa.Table, now_ms: int) -> Batch:
+    """The cycle's table filed under `kind` and the UTC date of the evaluation."""
+    return Batch(f"{kind}/{date_folder(_utc(now_ms))}", table)
+
+
+def _utc(now_ms: int) -> datetime:
+    return datetime.fromtimestamp(now_ms / 1000, tz=UTC)
+
+
+def _concat(batches: Sequence[Batch]) -> pa.Table:
+    return pa.concat_tables([b.table for b in batches])
+
+
+def writer(
+    directory: Path, flush_interval_s: float = 60.0, max_bytes: int = 1 << 30, queue_size: int = 1_000_000
+) -> ParquetLog[Batch]:
+    """The Parquet appender for the log under `directory` (group and partition rows, one bound for both)."""
+    return ParquetLog(
+        directory,
+        table_of=_concat,
+        folder_of=lambda b: b.folder,
+        size_of=lambda b: b.table.num_rows,
+        subdirs=(GROUPS, PARTITIONS),
+        name="lag evaluation log",
+        flush_interval_s=flush_interval_s,
+        max_bytes=max_bytes,
+        queue_size=queue_size,
+    )
+
+
+class StatusSource(Protocol):
+    """What a cycle needs from `lag.service.LagService`: the clock, and every group evaluated at a given time."""
+
+    @property
+    def clock_ms(self) -> Callable[[], int]: ...
+
+    def all_statuses(self, now_ms: int | None = None) -> list[GroupStatus]: ...
+
+
+class EvaluationLog:
+    """Every `interval_s` (aligned to the wall clock, so each minute holds the same number of cycles): evaluate every
+    group through `source` and offer the rows to `log`. `start` after the sources, `stop` before them."""
+
+    def __init__(
+        self, source: StatusSource, log: ParquetLog[Batch], interval_s: float = 15.0, partitions: bool = False
+    ) -> None:
+        if interval_s <= 0:
+            raise ValueError(f"interval_s must be positive, got {interval_s}")
+        self.source = source
+        self.log = log
+        self.interval_s = interval_s
+        self.partitions = partitions
+        self.cycles: dict[str, int] = {"ok": 0, "failed": 0}
+        """Cycles run, by outcome (`failed`: the evaluation raised; logged, and the next cycle runs anyway)."""
+        self.last_cycle_ms: int | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def from_config(cls, config: LagEvaluationLogConfig, source: StatusSource, default_dir: Path) -> EvaluationLog:
+        directory = config.dir if config.dir is not None else default_dir
+        log = writer(directory, config.flush_interval_s, config.max_bytes, config.queue_size)
+        return cls(source, log, config.interval_s, config.partitions)
+
+    def run_once(self, now_ms: int | None = None) -> int:
+        """Evaluate every group at `now_ms` (default: the source's clock) and offer the rows; the rows accepted."""
+        now = self.source.clock_ms() if now_ms is None else now_ms
+        statuses = self.source.all_statuses(now)
+        accepted = 0
+        tables = [(GROUPS, group_table(statuses, now))]
+        if self.partitions:
+            tables.append((PARTITIONS, partition_table(statuses, now)))
+        for kind, table in tables:
+            if table.num_rows and self.log.offer(batch_of(kind, table, now)):
+                accepted += table.num_rows
+        self.last_cycle_ms = now
+        self.cycles["ok"] += 1
+        return accepted
+
+    def start(self) -> None:
+        self.log.start()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="lag-evaluation-log", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """End the cycles, then write what is queued."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+            self._thread = None
+        self.log.stop()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._until_next_tick_s()):
+            try:
+                self.run_once()
+            except Exception as exc:  # an evaluation bug must not end the log; the next cycle tries again
+                self.cycles["failed"] += 1
+                _LOG.warning("lag evaluation log: cycle failed: %s: %s", type(exc).__name__, exc)
+
+    def _until_next_tick_s(self) -> float:
+        """Seconds to the next multiple of `interval_s` on the wall clock (cycles land at :00, :15, :30, :45)."""
+        interval_ms = self.interval_s * 1000
+        now_ms = time.time() * 1000
+        return (interval_ms - now_ms % interval_ms) / 1000
+
+
+def configure_evaluation_log(
+    config: LagEvaluationLogConfig, source: StatusSource, registry: CollectorRegistry, state: Path
+) -> EvaluationLog | None:
+    """The log `lag.evaluation_log` describes (default directory `<state>/sli/lag`), its families registered on
+    `registry`, not started yet; None when disabled."""
+    if not config.enabled:
+        return None
+    log = EvaluationLog.from_config(config, source, state / "sli" / "lag")
+    registry.register(EvaluationLogCollector(log))
+    return log
+
+
+class EvaluationLogCollector(Collector):
+    """The writer's health (`kafka_pulse_lag_evaluation_log_*`, as the canary's log) and the cycles run."""
+
+    PREFIX = "kafka_pulse_lag_evaluation_log"
+
+    def __init__(self, log: EvaluationLog) -> None:
+        self.log = log
+        self.writer = ParquetLogCollector(log.log, self.PREFIX)
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self.writer.collect()
+        cycles = CounterMetricFamily(
+            f"{self.PREFIX}_cycles",
+            "Evaluation cycles run, by result (failed: the evaluation raised).",
+            labels=["result"],
+        )
+        for result, count in sorted(self.log.cycles.items()):
+            cycles.add_metric([result], count)
+        yield cycles
+        if self.log.last_cycle_ms is not None:
+            yield GaugeMetricFamily(
+                f"{self.PREFIX}_last_cycle_timestamp_seconds",
+                "When the latest cycle evaluated.",
+                value=self.log.last_cycle_ms / 1000,
+            )

@@ -1,0 +1,121 @@
+"""Group name -> group id within one cluster, for `offsets.py`: an open-addressing table of int32 ids placed by the
+names' hashes and checked against the store's id -> name list, which holds the names already.
+
+Why not a dict: a dict entry (about 32 B resident) and the `int` object of its id (32 B) were a fifth of a group of
+one partition at 1,000,000 groups; here a group costs one int32 slot at a load of at most one half, 4-8 B
+(docs/benchmarks.md). A lookup is a few Python-level reads, dearer than a dict's but a small part of a commit's
+ingestion; readers that want every group take the ids as an array (`ids`), never a lookup per name.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+EMPTY = -1
+"""A slot never used since the last rehash: a probe stops here."""
+DELETED = -2
+"""A slot whose group was removed: a probe goes on past it, an insertion may take it."""
+_MIN_SLOTS = 8
+
+
+class GroupIndex:
+    """The ids of one cluster's groups by name; `names` is the store's id -> name list (None for a free id), which
+    must name an id for as long as the id is in the index (add after naming it, remove before forgetting it)."""
+
+    def __init__(self, names: Sequence[str | None]) -> None:
+        self._names = names
+        self._slots = array("i", [EMPTY]) * _MIN_SLOTS
+        self._mask = _MIN_SLOTS - 1
+        self._live = 0
+        self._used = 0
+        """Slots not EMPTY (live and deleted): what bounds a probe's length."""
+        self._order: array[int] | None = None
+        """The ids in their names' order, kept until a group is added or removed (4 B a group)."""
+
+    def __len__(self) -> int:
+        return self._live
+
+    def get(self, name: str) -> int | None:
+        """The group's id, None when the cluster has no such group."""
+        slots, names, mask = self._slots, self._names, self._mask
+        i = hash(name) & mask
+        while True:
+            gid = slots[i]
+            if gid == EMPTY:
+                return None
+            if gid >= 0 and names[gid] == name:
+                return gid
+            i = (i + 1) & mask
+
+    def add(self, name: str, gid: int) -> None:
+        """Index a group not in the index yet (the caller checked with `get`) under the id that `names` gives it."""
+        if (self._used + 1) * 2 > len(self._slots):
+            self._rehash(self._live + 1)
+        slots, mask = self._slots, self._mask
+        i = hash(name) & mask
+        while slots[i] >= 0:
+            i = (i + 1) & mask
+        if slots[i] == EMPTY:
+            self._used += 1
+        slots[i] = gid
+        self._live += 1
+        self._order = None
+
+    def remove(self, name: str) -> int | None:
+        """Unindex a group; its id, None when it was not there."""
+        slots, names, mask = self._slots, self._names, self._mask
+        i = hash(name) & mask
+        while True:
+            gid = slots[i]
+            if gid == EMPTY:
+                return None
+            if gid >= 0 and names[gid] == name:
+                slots[i] = DELETED
+                self._live -= 1
+                self._order = None
+                return gid
+            i = (i + 1) & mask
+
+    def ids(self) -> NDArray[np.int64]:
+        """Every id in the index, in increasing order (ids are handed out in order of arrival, as a dict's
+        insertion order was)."""
+        table = np.frombuffer(self._slots, dtype=np.int32)
+        return np.sort(table[table >= 0]).astype(np.int64)
+
+    def in_name_order(self) -> array[int]:
+        """Every id in its name's order, sorted once and kept while the groups stay the same: names arrive in no
+        order on a real cluster, and sorting a million of them costs every scrape about half a second of CPU."""
+        if self._order is None:
+            ids = self.ids().tolist()
+            ids.sort(key=self._names.__getitem__)
+            self._order = array("i", ids)
+        return self._order
+
+    def _rehash(self, live: int) -> None:
+        """A new table with room for `live` ids at a load of at most one half (deleted slots dropped), filled a
+        round at a time: each id not placed yet takes its current slot if free and no earlier id claims it, else
+        moves on to the next, so every id sits where a probe from its hash finds it."""
+        size = len(self._slots)
+        while live * 2 > size:
+            size *= 2
+        gids = self.ids()
+        names = self._names
+        where = np.fromiter((hash(names[g]) for g in gids.tolist()), dtype=np.int64, count=len(gids)) & (size - 1)
+        table = np.full(size, EMPTY, dtype=np.int32)
+        pending = np.arange(len(gids))
+        while len(pending):
+            slots, first = np.unique(where[pending], return_index=True)
+            free = table[slots] == EMPTY
+            placed = pending[first[free]]
+            table[where[placed]] = gids[placed]
+            left = np.ones(len(pending), dtype=np.bool_)
+            left[first[free]] = False
+            pending = pending[left]
+            where[pending] = (where[pending] + 1) & (size - 1)
+        self._slots = array("i", table.tobytes())
+        self._mask = size - 1
+        self._used = self._live = len(gids)
