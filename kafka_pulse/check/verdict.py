@@ -269,6 +269,8 @@ def judge_partitions(meta: MetadataFacts | ProbeFailed) -> Section:
 # --- lag ------------------------------------------------------------------------------------------------------------
 
 
+SNAPSHOT_SOURCE = "one snapshot (no evaluator: groups not judged)"
+"""What the lag section says it judged when no evaluator's verdicts were read (lag_verdicts.py has the other)."""
 SNAPSHOT_NOTE = (
     "status UNKNOWN for every group: one snapshot cannot tell a stalled or stopped consumer (Burrow's STALL, STOP) "
     "from one that is merely behind; `kafka-pulse run` or `kafka-pulse lag` evaluate windows of commits and serve "
@@ -303,7 +305,9 @@ def judge_lag(facts: LagFacts | ProbeFailed | NotAvailable) -> Section:
             for g in worst
         ],
         "unread": list(facts.unread),
+        "source": SNAPSHOT_SOURCE,
     }  # fmt: skip
+    reasons.append(f"source: {SNAPSHOT_SOURCE}")
     return Section("lag", Status.INFO, summary, tuple(reasons), details=details)
 
 

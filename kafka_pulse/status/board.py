@@ -56,22 +56,39 @@ def _run_check(config: PulseConfig, cluster: ClusterConfig, deadline: Deadline) 
     return run_check(config, cluster, deadline)
 
 
-def in_process_check(health: SelfHealth) -> CheckRunner:
-    """The check with its `self` section read from this process's own components, not through its listener."""
+def in_process_check(health: SelfHealth | None, lag: LagReader | None = None) -> CheckRunner:
+    """The check with its `self` section read from this process's own components (with `health`), not through its
+    listener, and its lag section judged from this process's evaluator (with `lag`), not from one snapshot."""
 
     def check(config: PulseConfig, cluster: ClusterConfig, deadline: Deadline) -> tuple[Section, ...]:
-        from kafka_pulse.check.health_check import run_check
+        from kafka_pulse.check.health_check import LagSource, run_check
+        from kafka_pulse.check.lag_verdicts import LagVerdicts, from_group_statuses
 
         def read_self() -> list[ComponentHealth] | NotAvailable:
-            components = health.snapshot()
+            components = health.snapshot() if health is not None else []
             return components or NotAvailable("no component of this process reports its health")
 
         def read_neighbours() -> NotAvailable:  # a request to our own /metrics would evaluate every group again
             return NotAvailable("inside run: the lag API's status names noisy neighbours")
 
-        return run_check(config, cluster, deadline, read_self=read_self, read_neighbours=read_neighbours)
+        def read_verdicts() -> LagVerdicts:
+            assert lag is not None
+            return from_group_statuses(IN_PROCESS, cluster.name, lag.all_statuses())
+
+        return run_check(
+            config,
+            cluster,
+            deadline,
+            read_self=read_self if health is not None else None,
+            read_neighbours=read_neighbours if health is not None else None,
+            lag_source=LagSource(IN_PROCESS, read_verdicts) if lag is not None else None,
+        )
 
     return check
+
+
+IN_PROCESS = "this process's evaluator"
+"""The lag verdicts' source inside `run` and `lag`."""
 
 
 @dataclass
