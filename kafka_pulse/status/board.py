@@ -219,6 +219,7 @@ class StatusBoard:
             cluster=service.cluster.name,
             window_s=service.config.availability_window_s,
             latency_window_s=now - since if since < now else 0.0,
+            latency_span_s=LATENCY_WINDOW_S,
             racks=service.view.known_brokers(),
             up=service.broker_up(),
             availability=service.availability(),

@@ -218,3 +218,12 @@ def test_every_key_is_documented() -> None:
 
     missing = keys(document(), "") - documented
     assert not missing, f"keys missing from {DOC.name}: {sorted(missing)}"
+
+
+def test_latency_columns_say_how_much_history_they_hold() -> None:
+    """Two minutes into a run the quantiles cover 2 min of their 5: the document says so (the page prints
+    "2 min of 5"), instead of leaving the reader to guess why a cell is empty."""
+    young = dataclasses.replace(canary(), latency_window_s=125.04)
+    doc = status_document(StatusInputs(generated_at=AT, refresh_s=5.0, canary=young))
+    assert doc["canary_history"] == {"latency_history_s": 125.0, "latency_span_s": 300.0}
+    assert status_document(StatusInputs(generated_at=AT, refresh_s=5.0))["canary_history"] is None
