@@ -8,8 +8,16 @@ from datetime import UTC, datetime
 import pytest
 
 from kafka_pulse.check.facts import FailureKind, ProbeFailed
-from kafka_pulse.check.lag_verdicts import GroupVerdict, LagVerdicts, judge_lag_verdicts, map_status
+from kafka_pulse.check.lag_verdicts import (
+    GroupVerdict,
+    LagVerdicts,
+    from_group_statuses,
+    judge_lag_verdicts,
+    map_status,
+)
 from kafka_pulse.check.verdict import Report, Section, Status, overall
+from lag import GroupStatus, PartitionVerdict
+from lag import Status as LagStatus
 from pulse.config.lag import LagCheckStatusMap
 
 BATCH = [LagCheckStatusMap(pattern="batch-.*", err="WARN")]
@@ -93,3 +101,24 @@ def test_the_overall_verdict_is_crit_when_a_group_is_err_with_every_other_sectio
     assert overall(sections) is Status.CRIT
     report = Report("dev", (), sections, datetime(2026, 1, 1, tzinfo=UTC), 1.0, 5.0)
     assert (report.status, report.status.exit_code) == (Status.CRIT, 2)
+
+
+def group(cluster: str, name: str, status: LagStatus, *partitions: LagStatus) -> GroupStatus:
+    parts = tuple(PartitionVerdict("t", i, p, None, None, 10, 1.0) for i, p in enumerate(partitions))
+    return GroupStatus(cluster, name, status, 1.0, parts, len(parts), parts[0] if parts else None, 10)
+
+
+def test_the_evaluator_s_statuses_become_verdicts_of_one_cluster_with_the_worst_partition() -> None:
+    statuses = [
+        group("dev", "stopped", LagStatus.ERR, LagStatus.OK, LagStatus.STOP),
+        group("dev", "stalled", LagStatus.ERR, LagStatus.STALL, LagStatus.STOP),
+        group("dev", "fine", LagStatus.OK, LagStatus.OK),
+        group("other", "elsewhere", LagStatus.ERR, LagStatus.STOP),
+    ]
+    got = from_group_statuses("this process's evaluator", "dev", statuses)
+    assert [(g.group, g.status, g.worst_partition) for g in got.groups] == [
+        ("stopped", "ERR", "STOP"),
+        ("stalled", "ERR", "STALL"),
+        ("fine", "OK", None),
+    ]
+    assert judge_lag_verdicts(got, [], got.source).status is Status.CRIT
