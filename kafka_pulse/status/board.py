@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -32,6 +32,9 @@ REFRESH_S = 5.0
 """Seconds between two refreshes of the document (the page polls at the same pace)."""
 CHECK_TIMEOUT_S = 4.0
 """Budget of each cluster's check; a hung broker costs the refresh at most this much."""
+JOIN_GRACE_S = 2.0
+"""What a refresh waits past CHECK_TIMEOUT_S for a check before reporting it as not finished."""
+NOT_FINISHED = "check did not finish within"
 LATENCY_WINDOW_S = 300.0
 """Span of the canary latency quantiles: the newest histogram reading minus the one about this old."""
 HISTORY_POINTS = 1440
@@ -104,6 +107,27 @@ class StatusSources:
     off: dict[str, str] = field(default_factory=dict)
 
 
+def every_cluster(
+    clusters: Sequence[ClusterConfig], finished: Mapping[int, Report], now: datetime, waited_s: float
+) -> list[Report]:
+    """One report per configured cluster, in config order (pure): a check that did not finish is UNKNOWN with the
+    reason, so a cluster never drops off the page and the overall verdict is never better than UNKNOWN."""
+    return [
+        finished.get(i)
+        or Report(
+            cluster=c.name,
+            bootstrap_servers=tuple(c.bootstrap_servers),
+            sections=(
+                Section("check", Status.UNKNOWN, "check did not finish", (f"{NOT_FINISHED} {CHECK_TIMEOUT_S} s",)),
+            ),
+            checked_at=now,
+            elapsed_s=waited_s,
+            timeout_s=CHECK_TIMEOUT_S,
+        )
+        for i, c in enumerate(clusters)
+    ]
+
+
 class StatusBoard:
     """Holds the latest `/api/status` document; `start` runs the first refresh on its thread and returns."""
 
@@ -141,10 +165,12 @@ class StatusBoard:
         ]
         for thread in threads:
             thread.start()
+        started = time.monotonic()
         for thread in threads:
-            thread.join(timeout=CHECK_TIMEOUT_S + 2)
+            thread.join(timeout=max(0.0, started + CHECK_TIMEOUT_S + JOIN_GRACE_S - time.monotonic()))
+        reports = every_cluster(self.sources.clusters, dict(results), self._clock(), time.monotonic() - started)
         with self._lock:
-            self._reports = [results[i] for i in sorted(results)]
+            self._reports = reports
         self.refreshes += 1
 
     def _check_one(self, index: int, cluster: ClusterConfig, into: dict[int, Report]) -> None:
