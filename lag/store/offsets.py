@@ -30,7 +30,8 @@ from numpy.typing import NDArray
 
 from lag.store.arrays import fitting_epoch
 from lag.store.group_index import GroupIndex
-from lag.store.windows import CommitWindows, HwmWindows
+from lag.store.hwm_windows import HwmWindows
+from lag.store.windows import CommitWindows
 
 
 class Ingest(enum.Enum):

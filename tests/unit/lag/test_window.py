@@ -10,8 +10,9 @@ from lag.evaluate.evaluator import Evaluator
 from lag.evaluate.rules import RuleParams
 from lag.protocol import MODES
 from lag.store import arrays as flat_arrays
+from lag.store.hwm_windows import HwmWindows
 from lag.store.offsets import Ingest, OffsetStore
-from lag.store.windows import NO_LAG, CommitWindows, HwmWindows
+from lag.store.windows import NO_LAG, CommitWindows
 from tests.support.lag_reference import evaluate_group_reference
 
 
@@ -238,10 +239,10 @@ def test_a_widened_store_evaluates_as_the_reference() -> None:
 
 
 def test_arrays_start_zeroed_and_grow_with_the_values_in_use() -> None:
-    a = flat_arrays.zeros(1 << 20, np.int32)
+    a = flat_arrays.allocate_zeroed(1 << 20, np.int32)
     assert a.flags.writeable and not a.any()
     a[[0, 5, (1 << 20) - 1]] = (7, -1, 3)
-    b = flat_arrays.grown(a, 1 << 21, used=6)
+    b = flat_arrays.grow_zeroed(a, 1 << 21, used=6)
     assert b[:6].tolist() == [7, 0, 0, 0, 0, -1] and not b[6:].any()
 
 
