@@ -140,3 +140,12 @@ class GroupStatus:
 def not_found(cluster: str, group: str, reason: str = "group not found") -> GroupStatus:
     """Burrow answers 404 for an unknown group; the status object we print for it."""
     return GroupStatus(cluster, group, Status.NOTFOUND, 0.0, (), 0, None, 0, reason)
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where one partition lives, from the cluster metadata: the HWM rounds read it, the page-cache estimate uses it."""
+
+    leader: int
+    """Broker id of the leader (-1 when the partition has none)."""
+    replicas: tuple[int, ...]

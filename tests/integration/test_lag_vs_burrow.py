@@ -19,7 +19,7 @@ import httpx
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from lag.ingest.source import KafkaLagSource
+from lag.assembly import KafkaLagSource
 from lag.service import LagService, SourceHealth
 from pulse.config import LagConfig
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
