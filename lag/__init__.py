@@ -10,42 +10,36 @@ evaluation log). `protocol` holds the messages the stages exchange; `service` an
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from lag.evaluate.evaluator import Evaluator
-from lag.evaluate.rules import RuleParams
-from lag.protocol import GroupStatus, NoisyNeighbour, PartitionVerdict, Status
-from lag.replay import replay_lines
-from lag.serve.routes import invalid_request
-from lag.service import LagService
-from lag.store.access import LagReader, LagWriter
-from lag.store.offsets import OffsetStore
+from pulse.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from lag.assembly import LagRunner
+    from lag.protocol import GroupStatus, Status
+    from lag.replay import replay_lines
+    from lag.serve.routes import invalid_request
+    from lag.store.access import LagReader
 
 __all__ = [
-    "Evaluator",
     "GroupStatus",
     "LagReader",
     "LagRunner",
-    "LagService",
-    "LagWriter",
-    "NoisyNeighbour",
-    "OffsetStore",
-    "PartitionVerdict",
-    "RuleParams",
     "Status",
     "invalid_request",
     "replay_lines",
 ]
 
-_LAZY = {"LagRunner": "lag.assembly"}
-"""Imported on first use: the runner brings the Kafka client, which `lag replay` and the status page never need."""
+_HOMES = {
+    "GroupStatus": "lag.protocol",
+    "LagReader": "lag.store.access",
+    "LagRunner": "lag.assembly",
+    "Status": "lag.protocol",
+    "invalid_request": "lag.serve.routes",
+    "replay_lines": "lag.replay",
+}
+"""Exported name -> the module that defines it, imported on first use (PEP 562): `lag replay` and the status page
+never load the Kafka client the runner brings."""
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'lag' has no attribute {name!r}")
+if not TYPE_CHECKING:  # mypy reads the imports above, so a name missing from them is an error, not an `object`
+    __getattr__ = lazy_exports(__name__, _HOMES)

@@ -23,7 +23,7 @@ from lag.ingest.exact_lag import ExactLagFetcher
 from lag.ingest.hwm import HwmPoller
 from lag.ingest.offsets_topic import COMMITS_FEED, OffsetsTopicReader
 from lag.notify.evaluation_log import EvaluationLog, configure_evaluation_log
-from lag.notify.incidents import AlertSender, LagNotifier, LagNotifierCollector
+from lag.notify.incidents import LagNotifier, LagNotifierCollector
 from lag.protocol import Status
 from lag.serve.burrow_json import (
     BurrowModules,
@@ -38,6 +38,7 @@ from lag.serve.routes import BurrowApi
 from lag.service import LagService
 from lag.store.access import LagWriter
 from lag.store.freshness import SourceHealth, wall_clock_ms
+from pulse.alerts import AlertSender
 from pulse.broker_health import BrokerHealthBoard
 from pulse.config import ClusterConfig, PulseConfig
 from pulse.kafka_log import limiter_for

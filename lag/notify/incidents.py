@@ -17,17 +17,17 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal, Protocol
+from typing import Literal
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from lag.protocol import GroupStatus, Status
 from lag.store.access import LagReader
-from pulse.alerts import Alert, Incidents, render_link
+from pulse.alerts import Alert, AlertSender, Incidents, render_link
 from pulse.config import AlertingConfig
 
 _LOG = logging.getLogger(__name__)
@@ -46,12 +46,6 @@ class Transition:
     severity: Status
     """The incident's severity after the transition (before it, for a close)."""
     incident_id: str
-
-
-class AlertSender(Protocol):
-    """What delivery needs from `pulse.alerts.AlertSink`; it spools what Alertmanager cannot take now."""
-
-    def send(self, alerts: Sequence[Alert]) -> object: ...
 
 
 @dataclass

@@ -16,8 +16,9 @@ from kafka_pulse.check.lag_verdicts import (
     map_status,
 )
 from kafka_pulse.check.verdict import Report, Section, Status, overall
-from lag import GroupStatus, PartitionVerdict
+from lag import GroupStatus
 from lag import Status as LagStatus
+from lag.protocol import PartitionVerdict
 from pulse.config.lag import LagCheckStatusMap
 
 BATCH = [LagCheckStatusMap(pattern="batch-.*", err="WARN")]

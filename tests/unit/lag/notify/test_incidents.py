@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 from lag.notify.incidents import ALERTNAME, IncidentBook, LagNotifier, LagNotifierCollector
 from lag.protocol import GroupStatus, PartitionVerdict, Status
 from lag.service import LagService
-from pulse.alerts import Alert, Incidents
+from pulse.alerts import Alert, Incidents, SendResult
 from pulse.config import LagConfig
 
 
@@ -121,8 +121,9 @@ class RecordingSender:
     def __init__(self) -> None:
         self.batches: list[list[Alert]] = []
 
-    def send(self, alerts: Any) -> None:
+    def send(self, alerts: Any) -> SendResult:
         self.batches.append(list(alerts))
+        return SendResult(len(alerts), 0)
 
 
 def test_the_notifier_resolves_through_incidents() -> None:
@@ -155,11 +156,12 @@ class FailingSender:
         self.failures = failures
         self.batches: list[list[Alert]] = []
 
-    def send(self, alerts: Any) -> None:
+    def send(self, alerts: Any) -> SendResult:
         if self.failures:
             self.failures -= 1
             raise OSError(30, "Read-only file system")
         self.batches.append(list(alerts))
+        return SendResult(len(alerts), 0)
 
 
 def test_a_failing_cycle_is_counted_and_the_next_one_delivers() -> None:
