@@ -218,3 +218,13 @@ def test_every_key_is_documented() -> None:
 
     missing = keys(document(), "") - documented
     assert not missing, f"keys missing from {DOC.name}: {sorted(missing)}"
+
+
+def test_groups_dropped_at_ingestion_are_a_count_per_cluster_and_reason() -> None:
+    counts = {"east": {"name_too_long": 3, "too_many_groups": 0}, "west": {"too_many_groups": 7}}
+    doc = status_document(StatusInputs(generated_at=AT, refresh_s=5.0, groups=[], groups_dropped=counts))
+    assert doc["groups_dropped"] == [
+        {"cluster": "east", "reason": "name_too_long", "records": 3},
+        {"cluster": "west", "reason": "too_many_groups", "records": 7},
+    ]
+    assert status_document(StatusInputs(generated_at=AT, refresh_s=5.0))["groups_dropped"] is None  # lag off
