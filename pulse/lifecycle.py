@@ -4,8 +4,12 @@ one logging setup those commands share."""
 
 from __future__ import annotations
 
+import errno
+import io
 import logging
+import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -200,9 +204,69 @@ class Periodic:
         _LOG.error("%s: tick failed: %s; the loop goes on%s", self.name, self.last_error, more, exc_info=exc)
 
 
+class _DropWhenClosed(io.RawIOBase):
+    """A standard stream's file descriptor whose reader may be gone (`cmd | head`, `tee` killed by Ctrl-C): the
+    first write that meets EPIPE points the descriptor at /dev/null and is dropped, so no print or log line can
+    abort a teardown half way, and later writes (ours, or a child's that inherited it) cost nothing."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self._fd)
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data)
+        try:
+            return os.write(self._fd, view)
+        except OSError as exc:
+            if exc.errno != errno.EPIPE:
+                raise
+        silence_fd(self._fd)
+        return len(view)
+
+
+def silence_fd(fd: int) -> None:
+    """Point `fd` at /dev/null (its reader is gone)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def guard_std_streams() -> None:
+    """Make the process's own stdout and stderr safe against a closed pipe (see `_DropWhenClosed`); idempotent (a
+    stream already replaced, by this or by a test's capture, is left alone). Python already ignores SIGPIPE, so a write
+    to a closed pipe raises EPIPE rather than killing the process; this turns that into a dropped write."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is None or stream is not getattr(sys, f"__{name}__") or not isinstance(stream, io.TextIOWrapper):
+            continue
+        stream.flush()
+        safe = io.TextIOWrapper(
+            io.BufferedWriter(_DropWhenClosed(stream.fileno())),
+            encoding=stream.encoding,
+            errors=stream.errors,
+            line_buffering=stream.line_buffering or name == "stderr",
+            write_through=name == "stderr",
+        )
+        setattr(sys, name, safe)  # the original stays alive as sys.__stdout__/__stderr__, its descriptor open
+
+
 def configure_logging(level: int = logging.WARNING, quieter: Mapping[str, int] | None = None) -> None:
     """Logs to stderr, one line each with time, level and logger, secrets redacted (pulse/redact.py), the
-    third-party loggers pinned (PINNED_LOGGERS); `quieter` raises some further (`check`: kafka at CRITICAL)."""
+    third-party loggers pinned (PINNED_LOGGERS); `quieter` raises some further (`check`: kafka at CRITICAL).
+    First stdout and stderr are made safe against a closed pipe (`guard_std_streams`): every long-running
+    command calls this before it starts anything, so its teardown never depends on its output's reader."""
+    guard_std_streams()
     handler = logging.StreamHandler()
     handler.setFormatter(RedactingFormatter(LOG_FORMAT))
     handler.addFilter(ThirdPartyFloor())

@@ -10,17 +10,23 @@ PYTHON=${PYTHON:-python3}
 cluster_started=0
 supervisor=""
 
+# Teardown must not depend on where the output goes: with `demo.sh | tee log` stopped by Ctrl-C, tee is gone before
+# this runs, and an echo into its closed pipe would kill bash (SIGPIPE) or, under `set -e`, end the trap early.
+say() { echo "$@" 2>/dev/null || true; }
+
 cleanup() {
   trap - EXIT INT TERM
+  trap '' PIPE
+  set +e
   if [ -n "$supervisor" ] && kill -0 "$supervisor" 2>/dev/null; then
     kill -TERM "$supervisor" 2>/dev/null || true
     wait "$supervisor" 2>/dev/null || true  # it stops run, Prometheus and Alertmanager
   fi
   if [ "$cluster_started" = 1 ]; then
-    echo "demo: stopping the dev cluster"
+    say "demo: stopping the dev cluster"
     kafka-pulse dev down || true
   fi
-  echo "demo: stopped"
+  say "demo: stopped"
 }
 trap cleanup EXIT
 trap 'exit 130' INT

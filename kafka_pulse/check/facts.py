@@ -67,6 +67,9 @@ class MetadataFacts:
     """The controller id of the metadata response: the real one under ZooKeeper, a random broker under KRaft."""
     answered_by: str = ""
     """The bootstrap server whose answer this is."""
+    min_isr_unread: tuple[str, ...] = ()
+    """Topics whose min.insync.replicas was not read: their partitions are not judged for min ISR."""
+    min_isr_unread_reason: str = ""
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ again. Whatever has not answered by the deadline is reported as such.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 
@@ -23,6 +24,7 @@ from kafka_pulse.check.facts import (
     SloFacts,
 )
 from kafka_pulse.check.kafka_probes import AnsweringServers, probe_brokers, read_lag, read_metadata, read_quorum
+from kafka_pulse.check.lag_verdicts import LagVerdicts, judge_lag_verdicts
 from kafka_pulse.check.noisy_neighbours import NoisyNeighbourFacts, add_noisy_neighbours, read_noisy_neighbours
 from kafka_pulse.check.round_trip import round_trip
 from kafka_pulse.check.round_trip_verdict import judge_round_trip
@@ -54,6 +56,20 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+VerdictsReader = Callable[[], LagVerdicts | ProbeFailed | NotAvailable]
+"""Where the lag section's group verdicts come from: this process's evaluator (inside `run` and `lag`) or a running
+listener (`check --lag-url`); without one, the lag section is the unjudged snapshot."""
+
+
+@dataclass(frozen=True)
+class LagSource:
+    """A running evaluator's verdicts: how to read them and what the report calls their source."""
+
+    name: str
+    """`http://127.0.0.1:9308` or `this process`."""
+    read: VerdictsReader
+
+
 SelfReader = Callable[[], list[ComponentHealth] | NotAvailable | ProbeFailed]
 """How the `self` section learns the components' health: from a running `run`'s /metrics (the CLI), or in-process
 (the status page inside `run`, which must not scrape itself through its own login and TLS)."""
@@ -67,10 +83,12 @@ def run_check(
     read_self: SelfReader | None = None,
     read_slow: Callable[[], SlowBrokerFacts] | None = None,
     read_neighbours: Callable[[], NoisyNeighbourFacts] | None = None,
+    lag_source: LagSource | None = None,
 ) -> tuple[Section, ...]:
     """Every section of the report for `cluster`, returned by the deadline whatever the cluster does.
     `read_self`, `read_slow` and `read_neighbours` replace what the run on http.listen reports on its /metrics
-    (the default: that /metrics, read once for the three)."""
+    (the default: that /metrics, read once for the three). With `lag_source`, the lag section is judged from the
+    evaluator's group verdicts instead of the one-snapshot read."""
     run = RunMetrics(config.http, deadline)
     slo_task: Task[SloFacts | NotAvailable] = Task("SLO results", partial(read_slo_budgets, config, deadline))
     self_task: Task[list[ComponentHealth] | NotAvailable | ProbeFailed] = Task(
@@ -79,6 +97,15 @@ def run_check(
     neighbours_task: Task[NoisyNeighbourFacts] = Task(
         "noisy neighbours", read_neighbours or partial(read_noisy_neighbours, run, cluster.name)
     )
+    verdicts_task: Task[LagVerdicts | ProbeFailed | NotAvailable] | None = (
+        Task("lag verdicts", lag_source.read) if lag_source is not None else None
+    )
+
+    def judged_lag(snapshot: LagFacts | ProbeFailed | NotAvailable) -> Section:
+        if lag_source is None or verdicts_task is None:
+            return judge_lag(snapshot)
+        return judge_lag_verdicts(verdicts_task.wait(deadline), config.lag.check_statuses, lag_source.name)
+
     slow_task: Task[SlowBrokerFacts] = Task("slow brokers", read_slow or partial(read_slow_brokers, run, cluster.name))
     configured = {b.broker_id for b in cluster.jmx.brokers} if cluster.jmx is not None else set()
     answering = AnsweringServers(cluster, deadline)
@@ -107,7 +134,7 @@ def run_check(
             judge_partitions(meta),
             judge_round_trip(meta, ()),
             add_noisy_neighbours(
-                judge_lag(ProbeFailed(meta.kind, "not read: no broker answered the metadata request")),
+                judged_lag(ProbeFailed(meta.kind, "not read: no broker answered the metadata request")),
                 neighbours_task.wait(deadline),
             ),
             slo,
@@ -126,18 +153,22 @@ def run_check(
     quorum_task: Task[QuorumFacts] = Task(
         "controller quorum", partial(read_quorum, cluster, servers, facts.metadata_controller, deadline)
     )
-    lag_task: Task[LagFacts] = Task("lag snapshot", partial(read_lag, cluster, servers, inner))
+    lag_task: Task[LagFacts] | None = (
+        Task("lag snapshot", partial(read_lag, cluster, servers, inner)) if lag_source is None else None
+    )
     quorum = quorum_task.wait(deadline)
     if isinstance(quorum, ProbeFailed) and quorum.kind is FailureKind.TIMEOUT:
         quorum = ProbeFailed(quorum.kind, quorum.reason + HUNG_QUORUM_HINT)
     trips = trip_task.wait(deadline)
-    lag: LagFacts | ProbeFailed | NotAvailable = lag_task.wait(deadline)
+    lag: LagFacts | ProbeFailed | NotAvailable = (
+        lag_task.wait(deadline) if lag_task is not None else NotAvailable("judged from the evaluator's verdicts")
+    )
     return (
         add_slow_brokers(judge_brokers(facts, probes), slow_task.wait(deadline)),
         judge_controller(quorum),
         judge_partitions(facts),
         judge_round_trip(trips, facts.brokers, unhealthy),
-        add_noisy_neighbours(judge_lag(lag), neighbours_task.wait(deadline)),
+        add_noisy_neighbours(judged_lag(lag), neighbours_task.wait(deadline)),
         slo,
         own,
     )

@@ -14,7 +14,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -52,6 +52,11 @@ from pulse.profile import admin_config, kafka_python_config
 CLIENT_ID = "kafka-pulse-check"
 MAX_GROUPS = 200
 """Consumer groups whose offsets one check reads at most (the rest are named as not read)."""
+MAX_CONFIG_TOPICS = 5000
+"""Topics with a short ISR whose min.insync.replicas one check reads at most, in one DescribeConfigs batch (the rest
+are named as not judged for min ISR)."""
+CONFIGS_SHARE = 0.5
+"""Of the metadata deadline left after Metadata and DescribeCluster, what the DescribeConfigs batch may take."""
 
 
 def admin_settings(
@@ -114,25 +119,35 @@ def _metadata_from(
     try:
         metadata = admin.list_topics(timeout=deadline.remaining())
         described = describe_cluster(admin, deadline.remaining())
-        racks = {node.id: node.rack for node in described.nodes}
-        brokers = {b.id: BrokerAddress(b.id, str(b.host), b.port, racks.get(b.id)) for b in metadata.brokers.values()}
-        states = [
-            PartitionState(name, p.id, p.leader, tuple(p.replicas), tuple(p.isrs))
-            for name, topic in sorted(metadata.topics.items())
-            for p in sorted(topic.partitions.values(), key=lambda part: part.id)
-        ]
-        # min.insync.replicas only matters where the ISR is short of the replicas, so only those topics are asked.
-        short = sorted({s.topic for s in states if s.is_under_replicated})
-        min_isr = _min_isr(admin, short, deadline) if short else {}
     except (KafkaException, TimeoutError) as exc:
         admin.poll(0)  # deliver the errors librdkafka queued for error_cb while we waited
         refused = [e for e in reported if isinstance(e, KafkaError) and e.code() in _LOGIN_ERRORS]
         if refused:  # the request itself often fails as a transport error once the broker drops the connection
             return ProbeFailed(FailureKind.REFUSED, f"metadata from {server}: {refused[0].str()}")
         return _failure(exc, f"metadata from {server}")
+    racks = {node.id: node.rack for node in described.nodes}
+    brokers = {b.id: BrokerAddress(b.id, str(b.host), b.port, racks.get(b.id)) for b in metadata.brokers.values()}
     states = [
-        PartitionState(s.topic, s.partition, s.leader, s.replicas, s.isr, min_isr.get(s.topic, 1)) for s in states
+        PartitionState(name, p.id, p.leader, tuple(p.replicas), tuple(p.isrs))
+        for name, topic in sorted(metadata.topics.items())
+        for p in sorted(topic.partitions.values(), key=lambda part: part.id)
     ]
+    min_isr = _min_isr(admin, states, deadline)
+    controller = metadata.controller_id if metadata.controller_id >= 0 else None
+    return metadata_facts(brokers, states, min_isr, configured, controller, server)
+
+
+def metadata_facts(
+    brokers: Mapping[int, BrokerAddress],
+    states: Iterable[PartitionState],
+    min_isr: MinIsrRead,
+    configured: Collection[int],
+    controller: int | None,
+    server: str,
+) -> MetadataRead:
+    """The facts of one metadata answer (pure), each partition judged against its topic's min.insync.replicas as
+    the leader applies it (`under_min_isr`)."""
+    states = [replace(s, min_isr=min_isr.by_topic.get(s.topic, s.min_isr)) for s in states]
     topics: dict[str, list[PartitionState]] = {}
     for state in states:
         topics.setdefault(state.topic, []).append(state)
@@ -144,25 +159,79 @@ def _metadata_from(
         partitions=len(states),
         offline=tuple(s for s in states if s.is_offline),
         under_replicated=tuple(s for s in states if s.is_under_replicated),
-        under_min_isr=tuple(s for s in states if s.is_under_min_isr),
+        under_min_isr=tuple(s for s in states if under_min_isr(s)),
         diagnosis_scope=diagnosis.scope.value,
         diagnosis_brokers=diagnosis.brokers,
-        metadata_controller=metadata.controller_id if metadata.controller_id >= 0 else None,
+        metadata_controller=controller,
         answered_by=server,
+        min_isr_unread=min_isr.unread,
+        min_isr_unread_reason=min_isr.reason,
     )
     return MetadataRead(facts, {t: tuple(parts) for t, parts in topics.items()})
 
 
-def _min_isr(admin: AdminClient, topics: list[str], deadline: Deadline) -> dict[str, int]:
-    futures: dict[Any, Any] = admin.describe_configs(
-        [ConfigResource("TOPIC", t) for t in topics], request_timeout=deadline.share(0.5)
-    )
+def under_min_isr(state: PartitionState) -> bool:
+    """Fewer in-sync replicas than an acks=all write needs. Since Kafka 3.7 (apache/kafka#14594) the leader requires
+    min(min.insync.replicas, replicas), so a full ISR is never short: replication 2 under min.insync.replicas=3
+    takes acks=all writes with both replicas in sync (tests/integration/app/test_check_min_isr.py). Older brokers
+    compare with min.insync.replicas alone; a full ISR below it is not caught there."""
+    return len(state.isr) < min(state.min_isr, len(state.replicas))
+
+
+@dataclass(frozen=True)
+class MinIsrRead:
+    """Each topic's effective min.insync.replicas as DescribeConfigs gave it, and the topics it did not give."""
+
+    by_topic: Mapping[str, int]
+    unread: tuple[str, ...] = ()
+    reason: str = ""
+    """Why `unread` were not read (past the cap, timed out, refused)."""
+
+
+def config_topics(states: Iterable[PartitionState], cap: int = MAX_CONFIG_TOPICS) -> tuple[list[str], list[str]]:
+    """The topics whose min.insync.replicas one check asks for, and those past `cap` (pure): the topics with a
+    partition whose ISR is short of its replicas, the smallest ISRs first. A full ISR is never under min ISR, as
+    the leader requires at most as many replicas as there are (`under_min_isr`)."""
+    smallest: dict[str, int] = {}
+    for s in states:
+        if s.is_under_replicated:
+            smallest[s.topic] = min(len(s.isr), smallest.get(s.topic, len(s.isr)))
+    ordered = sorted(smallest, key=lambda t: (smallest[t], t))
+    return ordered[:cap], ordered[cap:]
+
+
+def _min_isr(admin: AdminClient, states: Iterable[PartitionState], deadline: Deadline) -> MinIsrRead:
+    """The min.insync.replicas of the topics `config_topics` picks, in one DescribeConfigs batch within a share of
+    the deadline. A topic that sets none is described with the broker's default (source DEFAULT_CONFIG or a broker
+    config). What is not read is named, never taken as 1."""
+    asked, skipped = config_topics(states)
+    if not asked:
+        return MinIsrRead({})
+    timeout_s = deadline.share(CONFIGS_SHARE)
+    limit = deadline.earlier(timeout_s)
     out: dict[str, int] = {}
-    for resource, future in futures.items():
-        entry = await_result(future, deadline.remaining()).get("min.insync.replicas")
-        if entry is not None and entry.value is not None:
-            out[resource.name] = int(entry.value)
-    return out
+    failed: list[str] = []
+    reason = f"{len(skipped)} topics past the {MAX_CONFIG_TOPICS}-topic bound" if skipped else ""
+    try:
+        futures: dict[Any, Any] = admin.describe_configs(
+            [ConfigResource("TOPIC", t) for t in asked], request_timeout=timeout_s
+        )
+        for resource, future in futures.items():
+            try:
+                entry = await_result(future, limit.remaining()).get("min.insync.replicas")
+            except KafkaException as exc:  # this topic only (deleted meanwhile, not authorised)
+                failed.append(resource.name)
+                reason = reason or f"DescribeConfigs: {_failure(exc, resource.name).reason}"
+                continue
+            if entry is not None and entry.value is not None:
+                out[resource.name] = int(entry.value)
+            else:
+                failed.append(resource.name)
+                reason = reason or f"DescribeConfigs of {resource.name} has no min.insync.replicas"
+    except (KafkaException, TimeoutError) as exc:
+        reason = _failure(exc, "DescribeConfigs").reason
+    unread = sorted({*asked, *skipped} - set(out))
+    return MinIsrRead(out, tuple(unread), reason if unread else "")
 
 
 # --- brokers ------------------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ def metrics_url(http: HttpConfig) -> str:
     return f"{'https' if http.tls is not None else 'http'}://{http.listen}/metrics"
 
 
-def _own_certificate(http: HttpConfig) -> ssl.SSLContext | None:
+def own_certificate(http: HttpConfig) -> ssl.SSLContext | None:
     """Our own listener's certificate as the one trusted (often self-signed, named for another host than the
     loopback address it listens on, so the host name is not checked); None without TLS."""
     if http.tls is None:
@@ -45,7 +45,7 @@ def read_run_metrics(http: HttpConfig, deadline: Deadline) -> RunText:
     url = metrics_url(http)
     login = HttpClientConfig(basic_auth=http.basic_auth)
     try:
-        with outbound_client(login, deadline.share(SHARE, cap_s=CAP_S), verify=_own_certificate(http)) as client:
+        with outbound_client(login, deadline.share(SHARE, cap_s=CAP_S), verify=own_certificate(http)) as client:
             response = client.get(url)
     except httpx.ConnectError as exc:
         if _tls_failure(exc):  # something listens there, but its certificate is not the one configured

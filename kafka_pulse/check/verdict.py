@@ -214,7 +214,8 @@ def judge_controller(quorum: QuorumFacts | ProbeFailed) -> Section:
 
 def judge_partitions(meta: MetadataFacts | ProbeFailed) -> Section:
     """Offline and under-min-ISR partitions are CRIT (reads or acks=all writes fail); under-replicated ones WARN,
-    with the common-broker diagnosis."""
+    with the common-broker diagnosis; topics with a short ISR whose min.insync.replicas was not read make it at
+    least UNKNOWN, never OK."""
     if isinstance(meta, ProbeFailed):
         return Section("partitions", _failed(meta.kind), "partition states not read", (meta.reason,))
     reasons: list[str] = []
@@ -234,7 +235,22 @@ def judge_partitions(meta: MetadataFacts | ProbeFailed) -> Section:
             reasons.append(f"diagnosis: {brokers} missing from the ISR of every under-replicated partition")
         else:
             reasons.append("diagnosis: cluster-wide, no single broker is behind them all (load, network, controller)")
-    status = Status.CRIT if meta.offline or meta.under_min_isr else Status.WARN if meta.under_replicated else Status.OK
+    if meta.min_isr_unread:  # a partition we could not judge may take no write: never OK
+        reasons.append(
+            f"min.insync.replicas not read for {_plural(len(meta.min_isr_unread), 'topic')} "
+            f"({meta.min_isr_unread_reason}): their partitions are not judged for min ISR: "
+            + ", ".join(meta.min_isr_unread[:EXAMPLES])
+            + (f" and {len(meta.min_isr_unread) - EXAMPLES} more" if len(meta.min_isr_unread) > EXAMPLES else "")
+        )
+    status = (
+        Status.CRIT
+        if meta.offline or meta.under_min_isr
+        else Status.WARN
+        if meta.under_replicated
+        else Status.UNKNOWN
+        if meta.min_isr_unread
+        else Status.OK
+    )
     if status is Status.OK:
         summary = f"{_plural(meta.partitions, 'partition')}, all fully replicated"
     else:
@@ -242,6 +258,8 @@ def judge_partitions(meta: MetadataFacts | ProbeFailed) -> Section:
             f"{len(meta.offline)} offline, {len(meta.under_min_isr)} under min ISR, "
             f"{len(meta.under_replicated)} under-replicated of {meta.partitions}"
         )
+        if meta.min_isr_unread:
+            summary += f"; min ISR of {_plural(len(meta.min_isr_unread), 'topic')} not read"
     culprits = meta.diagnosis_brokers if meta.diagnosis_scope == "broker" else ()
 
     def listed(refs: Sequence[PartitionState]) -> list[dict[str, Any]]:
@@ -269,6 +287,8 @@ def judge_partitions(meta: MetadataFacts | ProbeFailed) -> Section:
 # --- lag ------------------------------------------------------------------------------------------------------------
 
 
+SNAPSHOT_SOURCE = "one snapshot (no evaluator: groups not judged)"
+"""What the lag section says it judged when no evaluator's verdicts were read (lag_verdicts.py has the other)."""
 SNAPSHOT_NOTE = (
     "status UNKNOWN for every group: one snapshot cannot tell a stalled or stopped consumer (Burrow's STALL, STOP) "
     "from one that is merely behind; `kafka-pulse run` or `kafka-pulse lag` evaluate windows of commits and serve "
@@ -303,7 +323,9 @@ def judge_lag(facts: LagFacts | ProbeFailed | NotAvailable) -> Section:
             for g in worst
         ],
         "unread": list(facts.unread),
+        "source": SNAPSHOT_SOURCE,
     }  # fmt: skip
+    reasons.append(f"source: {SNAPSHOT_SOURCE}")
     return Section("lag", Status.INFO, summary, tuple(reasons), details=details)
 
 

@@ -10,6 +10,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -19,6 +20,10 @@ from kafka_pulse.cli.options import config_option
 from pulse.errors import PulseError
 from pulse.lifecycle import configure_logging
 from pulse.redact import redact_text
+
+if TYPE_CHECKING:
+    from kafka_pulse.check.health_check import LagSource
+    from pulse.config import PulseConfig
 
 EXIT_RESERVE_S = 0.4
 """Of `--timeout`, what is kept back for rendering the report and leaving the process (client teardown is left to
@@ -40,6 +45,18 @@ def startup_s() -> float | None:
     return process_age_s()
 
 
+def _listener(url: str | None, config: PulseConfig, cluster: str, deadline: Deadline) -> LagSource | None:
+    """The lag verdicts of the listener at `url`, read within `deadline`; None without a URL."""
+    if url is None:
+        return None
+    from functools import partial
+
+    from kafka_pulse.check.health_check import LagSource
+    from kafka_pulse.check.lag_listener import listener_name, read_listener_verdicts
+
+    return LagSource(listener_name(url), partial(read_listener_verdicts, url, cluster, config.http, deadline))
+
+
 @click.command()
 @config_option
 @click.option(
@@ -55,9 +72,23 @@ def startup_s() -> float | None:
     help="Seconds for the whole command, counted from the process's start; every Kafka call gets a deadline "
     "inside it, and what has not answered by then is reported as such.",
 )
+@click.option(
+    "--lag-url",
+    "lag_url",
+    default=None,
+    metavar="URL",
+    help="A running `kafka-pulse run` or `lag` listener (http://127.0.0.1:9308) whose evaluator's group verdicts "
+    "judge the lag section, with http.basic_auth as the login (or the URL's own user:password@); without it, the "
+    "lag section is one snapshot and judges no group.",
+)
 @click.pass_context
 def check(
-    ctx: click.Context, config_path: Path | None, cluster_name: str | None, as_json: bool, timeout_s: float
+    ctx: click.Context,
+    config_path: Path | None,
+    cluster_name: str | None,
+    as_json: bool,
+    timeout_s: float,
+    lag_url: str | None,
 ) -> None:
     """Is Kafka OK, and if not, what is wrong: brokers, controller, partitions (with the common-broker diagnosis),
     a canary round trip through every broker, the worst consumer lag and SLO budgets.
@@ -88,7 +119,7 @@ def check(
                 f"loading the config took {time.monotonic() - loading:.1f} s of the {timeout_s:g} s budget, nothing "
                 "was asked; give a larger --timeout or a smaller config"
             )
-        sections = run_check(config, cluster, deadline)
+        sections = run_check(config, cluster, deadline, lag_source=_listener(lag_url, config, cluster.name, deadline))
     except BudgetSpent as exc:
         sections = (Section("budget", Status.UNKNOWN, "nothing checked", (str(exc),)),)
     except PulseError as exc:  # nothing to check: UNKNOWN, as Nagios plugins answer bad arguments

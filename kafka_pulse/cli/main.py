@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from pulse.errors import ConfigError, PulseError
+from pulse.lifecycle import guard_std_streams
 from pulse.redact import redact_text
 
 COMMANDS = {
@@ -83,6 +84,7 @@ def cli() -> None:
 
 
 def main() -> None:
+    guard_std_streams()  # `kafka-pulse ... | head`: a closed pipe never aborts a command's teardown
     cli(prog_name="kafka-pulse")
 
 

@@ -142,6 +142,9 @@ def add_status(
         slo=services.get("slo"),
         off=dict(off or {}),
     )
-    board = StatusBoard(sources) if self_health is None else StatusBoard(sources, check=in_process_check(self_health))
+    if self_health is None and sources.lag is None:
+        board = StatusBoard(sources)
+    else:
+        board = StatusBoard(sources, check=in_process_check(self_health, sources.lag))
     assembly.mount(status_routes(board.document, load_assets()))
     assembly.add([Part("status", board, f"page at / (JSON at /api/status), refreshed every {board.refresh_s:g} s")])

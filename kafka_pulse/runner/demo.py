@@ -3,7 +3,8 @@ own client tools (a steady producer and three consumer groups: one keeping up, o
 devstack/traffic.py), Alertmanager taking the alerts and Prometheus scraping the one /metrics (each when its Debian
 package is installed), a config for the dev cluster with an SLO on the canary's produce counters as Prometheus holds
 them, `run` itself, and a "where to look" summary that starts with the status page. On SIGTERM or Ctrl-C everything
-it started is stopped, `run`'s whole process group included (Spark's JVM lives there).
+it started is stopped, `run`'s whole process group included (Spark's JVM lives there), also when stdout or stderr
+is a pipe whose reader is gone (`| tee` stopped by the same Ctrl-C).
 
 Run as `python -m kafka_pulse.runner.demo`; the state lives in `<state dir>/demo` (`KAFKA_PULSE_HOME` moves it).
 """
@@ -210,14 +211,23 @@ class Demo:
         print(done.stdout, end="", flush=True)
 
     def stop(self) -> None:
-        if self.run is not None:
-            self.run.stop(grace_s=60)
-            _kill_group(self.run.pid)
-            self.run = None
-        while self.services:
-            self.services.pop().stop()
-        if self.traffic is not None:
-            self.traffic.stop()
+        """Stop what was started, in reverse order; one part failing to stop never leaves the others running (the
+        ExitStack runs every callback and re-raises the last failure)."""
+        with contextlib.ExitStack() as stack:
+            if self.traffic is not None:
+                stack.callback(self.traffic.stop)
+            for service in self.services:
+                stack.callback(service.stop)
+            if self.run is not None:
+                stack.callback(_stop_run, self.run)
+            self.traffic, self.services, self.run = None, [], None
+
+
+def _stop_run(run: ManagedProcess) -> None:
+    try:
+        run.stop(grace_s=60)
+    finally:
+        _kill_group(run.pid)
 
 
 def _answers(url: str) -> bool:
@@ -255,8 +265,11 @@ def main() -> None:
         print(f"demo: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         code = 1
     finally:
-        print("demo: stopping kafka-pulse run, Prometheus, Alertmanager and the traffic", flush=True)
-        demo.stop()
+        # Whatever stdout is: configure_logging made a closed pipe's writes no-ops, and the stop runs regardless.
+        try:
+            print("demo: stopping kafka-pulse run, Prometheus, Alertmanager and the traffic", flush=True)
+        finally:
+            demo.stop()
     sys.exit(code)
 
 

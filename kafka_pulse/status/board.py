@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -32,6 +32,9 @@ REFRESH_S = 5.0
 """Seconds between two refreshes of the document (the page polls at the same pace)."""
 CHECK_TIMEOUT_S = 4.0
 """Budget of each cluster's check; a hung broker costs the refresh at most this much."""
+JOIN_GRACE_S = 2.0
+"""What a refresh waits past CHECK_TIMEOUT_S for a check before reporting it as not finished."""
+NOT_FINISHED = "check did not finish within"
 LATENCY_WINDOW_S = 300.0
 """Span of the canary latency quantiles: the newest histogram reading minus the one about this old."""
 HISTORY_POINTS = 1440
@@ -56,22 +59,39 @@ def _run_check(config: PulseConfig, cluster: ClusterConfig, deadline: Deadline) 
     return run_check(config, cluster, deadline)
 
 
-def in_process_check(health: SelfHealth) -> CheckRunner:
-    """The check with its `self` section read from this process's own components, not through its listener."""
+def in_process_check(health: SelfHealth | None, lag: LagReader | None = None) -> CheckRunner:
+    """The check with its `self` section read from this process's own components (with `health`), not through its
+    listener, and its lag section judged from this process's evaluator (with `lag`), not from one snapshot."""
 
     def check(config: PulseConfig, cluster: ClusterConfig, deadline: Deadline) -> tuple[Section, ...]:
-        from kafka_pulse.check.health_check import run_check
+        from kafka_pulse.check.health_check import LagSource, run_check
+        from kafka_pulse.check.lag_verdicts import LagVerdicts, from_group_statuses
 
         def read_self() -> list[ComponentHealth] | NotAvailable:
-            components = health.snapshot()
+            components = health.snapshot() if health is not None else []
             return components or NotAvailable("no component of this process reports its health")
 
         def read_neighbours() -> NotAvailable:  # a request to our own /metrics would evaluate every group again
             return NotAvailable("inside run: the lag API's status names noisy neighbours")
 
-        return run_check(config, cluster, deadline, read_self=read_self, read_neighbours=read_neighbours)
+        def read_verdicts() -> LagVerdicts:
+            assert lag is not None
+            return from_group_statuses(IN_PROCESS, cluster.name, lag.all_statuses())
+
+        return run_check(
+            config,
+            cluster,
+            deadline,
+            read_self=read_self if health is not None else None,
+            read_neighbours=read_neighbours if health is not None else None,
+            lag_source=LagSource(IN_PROCESS, read_verdicts) if lag is not None else None,
+        )
 
     return check
+
+
+IN_PROCESS = "this process's evaluator"
+"""The lag verdicts' source inside `run` and `lag`."""
 
 
 @dataclass
@@ -85,6 +105,27 @@ class StatusSources:
     lag: LagReader | None = None
     slo: SloReadings | None = None
     off: dict[str, str] = field(default_factory=dict)
+
+
+def every_cluster(
+    clusters: Sequence[ClusterConfig], finished: Mapping[int, Report], now: datetime, waited_s: float
+) -> list[Report]:
+    """One report per configured cluster, in config order (pure): a check that did not finish is UNKNOWN with the
+    reason, so a cluster never drops off the page and the overall verdict is never better than UNKNOWN."""
+    return [
+        finished.get(i)
+        or Report(
+            cluster=c.name,
+            bootstrap_servers=tuple(c.bootstrap_servers),
+            sections=(
+                Section("check", Status.UNKNOWN, "check did not finish", (f"{NOT_FINISHED} {CHECK_TIMEOUT_S} s",)),
+            ),
+            checked_at=now,
+            elapsed_s=waited_s,
+            timeout_s=CHECK_TIMEOUT_S,
+        )
+        for i, c in enumerate(clusters)
+    ]
 
 
 class StatusBoard:
@@ -124,10 +165,12 @@ class StatusBoard:
         ]
         for thread in threads:
             thread.start()
+        started = time.monotonic()
         for thread in threads:
-            thread.join(timeout=CHECK_TIMEOUT_S + 2)
+            thread.join(timeout=max(0.0, started + CHECK_TIMEOUT_S + JOIN_GRACE_S - time.monotonic()))
+        reports = every_cluster(self.sources.clusters, dict(results), self._clock(), time.monotonic() - started)
         with self._lock:
-            self._reports = [results[i] for i in sorted(results)]
+            self._reports = reports
         self.refreshes += 1
 
     def _check_one(self, index: int, cluster: ClusterConfig, into: dict[int, Report]) -> None:
@@ -203,6 +246,7 @@ class StatusBoard:
             cluster=service.cluster.name,
             window_s=service.config.availability_window_s,
             latency_window_s=now - since if since < now else 0.0,
+            latency_span_s=LATENCY_WINDOW_S,
             racks=service.view.known_brokers(),
             up=service.broker_up(),
             availability=service.availability(),

@@ -41,6 +41,8 @@ class CanaryReading:
     """The canary's availability window."""
     latency_window_s: float
     """The span the latency buckets cover."""
+    latency_span_s: float = 300.0
+    """The span the latency quantiles are meant to cover once that much history is held (the board's window)."""
     racks: Mapping[int, str | None] = field(default_factory=dict)
     up: Mapping[int, bool] = field(default_factory=dict)
     availability: Mapping[int, float | None] = field(default_factory=dict)
@@ -104,6 +106,7 @@ def status_document(inputs: StatusInputs) -> dict[str, Any]:
         "clusters": [_cluster(r) for r in inputs.reports],
         "brokers": _brokers(inputs.reports, inputs.canary),
         "azs": _azs(inputs.canary),
+        "canary_history": _history(inputs.canary),
         "partitions": _partitions(inputs.reports),
         "groups": None if inputs.groups is None else [_group(g) for g in inputs.groups],
         "groups_dropped": None if inputs.groups is None else _dropped(inputs.groups_dropped),
@@ -206,6 +209,14 @@ def _azs(canary: CanaryReading | None) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def _history(canary: CanaryReading | None) -> dict[str, float] | None:
+    """How much history the latency quantiles hold of the span they are meant to cover: the page shows "2 min of 5"
+    instead of an empty cell while the run is younger than the span."""
+    if canary is None:
+        return None
+    return {"latency_history_s": round(canary.latency_window_s, 1), "latency_span_s": canary.latency_span_s}
 
 
 def _partitions(reports: Sequence[Report]) -> dict[str, list[dict[str, Any]]]:

@@ -87,6 +87,34 @@ LagMode = Literal["burrow", "burrow-1.2", "enhanced"]
 """Rule set: Burrow v1.9.5's rules, Debian Burrow 1.2.1's rules, or ours (the default)."""
 
 
+CheckStatusName = Literal["OK", "WARN", "CRIT", "UNKNOWN"]
+"""A health-check status (`kafka-pulse check`'s), as a lag verdict may be mapped to."""
+
+
+class LagCheckStatusMap(Section):
+    """For the groups `pattern` matches (`re.fullmatch`), the check status each lag status maps to; a status left
+    out keeps the default (docs/check.md, "Lag verdicts"). STOP, STALL and REWIND fall back to `err` first."""
+
+    pattern: Regex
+    """Group names this entry covers, matched whole (`batch-.*`); the first matching entry wins."""
+    ok: CheckStatusName | None = None
+    """Check status of a group the evaluator finds OK (default OK)."""
+    warn: CheckStatusName | None = None
+    """... of a WARN group (lag growing; default WARN)."""
+    err: CheckStatusName | None = None
+    """... of an ERR group, and of STOP, STALL or REWIND when those are not given (default CRIT)."""
+    stop: CheckStatusName | None = None
+    """... of an ERR group whose worst partition is STOP (the consumer stopped committing; default: `err`)."""
+    stall: CheckStatusName | None = None
+    """... of an ERR group whose worst partition is STALL (commits without progress; default: `err`)."""
+    rewind: CheckStatusName | None = None
+    """... of an ERR group whose worst partition is REWIND (offsets moved back; default: `err`)."""
+    notfound: CheckStatusName | None = None
+    """... of a group the evaluator does not know (default UNKNOWN)."""
+    unknown: CheckStatusName | None = None
+    """... of a group whose cluster cannot be read now (default UNKNOWN)."""
+
+
 class LagConfig(Section):
     """Consumer-lag evaluator (lag/): Burrow's settings by their Burrow names, plus ours."""
 
@@ -139,6 +167,10 @@ class LagConfig(Section):
     """Incidents per consumer group through `alerting` (Burrow's notifier; off by default)."""
     evaluation_log: LagEvaluationLogConfig = LagEvaluationLogConfig()
     """The Parquet log of every group's verdict, the `lag` source of lag SLOs."""
+    check_statuses: list[LagCheckStatusMap] = Field(default_factory=list)
+    """How the evaluator's group verdicts count in the health check (`check`, the status page's overall verdict):
+    per group pattern, overrides of the default ERR/STOP/STALL/REWIND -> CRIT, WARN -> WARN, OK -> OK, NOTFOUND
+    and UNKNOWN -> UNKNOWN (e.g. `{pattern: "batch-.*", err: WARN}`)."""
     listen: HostPort | None = None
     """The Burrow v3 API and /metrics listener of `kafka-pulse lag` (default: `http.listen`)."""
     metrics_granularity: Literal["partition", "group"] = "partition"

@@ -32,6 +32,17 @@ function ms(seconds) {
   return seconds === null || seconds === undefined ? "–" : (seconds * 1000).toFixed(1) + " ms";
 }
 
+function history(held, span) {
+  return `${Math.floor((held || 0) / 60)} min of ${Math.round(span / 60)}`;
+}
+
+function latency(seconds, row) {
+  // A quantile over less than its span says how much history it has, never an empty cell.
+  if (!row || row.latency_span_s === undefined || row.latency_history_s >= row.latency_span_s) return ms(seconds);
+  const held = history(row.latency_history_s, row.latency_span_s);
+  return seconds === null || seconds === undefined ? held : `${ms(seconds)} (${held})`;
+}
+
 function secs(seconds) {
   if (seconds === null || seconds === undefined) return "–";
   if (seconds < 120) return seconds.toFixed(1) + " s";
@@ -105,8 +116,8 @@ function renderBrokers(doc) {
         el("td", {}, b.rack || "–"),
         el("td", {}, up),
         el("td", {}, pct(canary.availability)),
-        el("td", {}, ms(canary.latency_p50_s)),
-        el("td", {}, ms(canary.latency_p99_s)),
+        el("td", {}, b.canary ? latency(canary.latency_p50_s, doc.canary_history) : ms(null)),
+        el("td", {}, b.canary ? latency(canary.latency_p99_s, doc.canary_history) : ms(null)),
         el("td", {}, b.reason || "")
       );
     })
@@ -121,8 +132,8 @@ function renderBrokers(doc) {
         el("td", {}, z.brokers.join(", ")),
         el("td", {}, `${z.brokers_up}/${z.brokers.length}`),
         el("td", {}, pct(z.availability)),
-        el("td", {}, ms(z.latency_p50_s)),
-        el("td", {}, ms(z.latency_p99_s))
+        el("td", {}, latency(z.latency_p50_s, doc.canary_history)),
+        el("td", {}, latency(z.latency_p99_s, doc.canary_history))
       )
     )
   );

@@ -24,6 +24,7 @@ from kafka_pulse.check.facts import (
     SloFacts,
     VoterState,
 )
+from kafka_pulse.check.kafka_probes import MinIsrRead, config_topics, metadata_facts
 from kafka_pulse.check.lag_summary import group_lag
 from kafka_pulse.check.round_trip_verdict import blame, judge_round_trip
 from kafka_pulse.check.verdict import (
@@ -324,3 +325,66 @@ def test_slo(facts: SloFacts | NotAvailable | ProbeFailed, want: Status, says: s
     got = judge_slo(facts, NOW, stale_after_s=180)
     assert got.status is want, got
     assert says in got.summary + " | ".join(got.reasons)
+
+
+# --- min ISR: as the leader applies it --------------------------------------------------------------------------
+
+
+def state(topic: str, replicas: tuple[int, ...], isr: tuple[int, ...]) -> PartitionState:
+    return PartitionState(topic, 0, replicas[0] if isr else -1, replicas, isr)
+
+
+@pytest.mark.parametrize(
+    ("replicas", "isr", "min_isr", "want", "under_min_isr"),
+    [
+        pytest.param((1, 2, 3), (1, 2, 3), 2, Status.OK, False, id="rf3-full-isr-min2"),
+        # Kafka >= 3.7 requires min(min.insync.replicas, replicas): a full ISR takes acks=all writes (proved on a
+        # real cluster in tests/integration/app/test_check_min_isr.py), so these are not under min ISR.
+        pytest.param((1, 2), (1, 2), 3, Status.OK, False, id="rf2-full-isr-min3-still-writable"),
+        pytest.param((1,), (1,), 2, Status.OK, False, id="rf1-on-broker-default-2-still-writable"),
+        pytest.param((1, 2, 3), (1, 2), 2, Status.WARN, False, id="shrunk-but-at-min"),
+        pytest.param((1, 2, 3), (1,), 2, Status.CRIT, True, id="shrunk-below-min"),
+        pytest.param((1, 2), (1,), 3, Status.CRIT, True, id="shrunk-below-capped-min"),
+        pytest.param((1, 2, 3), (1, 2), 5, Status.CRIT, True, id="shrunk-below-min-above-replicas"),
+        pytest.param((1, 2, 3), (), 1, Status.CRIT, True, id="offline-empty-isr"),
+    ],
+)
+def test_a_partition_is_under_min_isr_as_the_leader_judges_it(
+    replicas: tuple[int, ...], isr: tuple[int, ...], min_isr: int, want: Status, under_min_isr: bool
+) -> None:
+    read = metadata_facts(ADDRESSES, [state("t", replicas, isr)], MinIsrRead({"t": min_isr}), (), 1, "s")
+    assert [s.label for s in read.facts.under_min_isr] == (["t-0"] if under_min_isr else [])
+    got = judge_partitions(read.facts)
+    assert got.status is want, got
+    if under_min_isr:
+        assert "1 partition under min ISR (acks=all produces fail): t-0" in got.reasons
+        assert got.details["examples"]["under_min_isr"][0]["min_isr"] == min_isr
+
+
+def test_only_topics_with_a_short_isr_are_asked_smallest_isr_first() -> None:
+    """A full ISR is never under min ISR, so its topic's config is not read; past the bound, the largest ISRs are
+    left out."""
+    states = [
+        state("full", (1, 2), (1, 2)),
+        state("two-left", (1, 2, 3), (1, 2)),
+        state("one-left", (1, 2, 3), (1,)),
+        state("wide", (1, 2, 3, 4), (1, 2, 3)),
+    ]
+    assert config_topics(states) == (["one-left", "two-left", "wide"], [])
+    assert config_topics(states, cap=2) == (["one-left", "two-left"], ["wide"])
+
+
+def test_topics_whose_min_isr_was_not_read_are_named() -> None:
+    """A short ISR whose min.insync.replicas the batch did not return is named, never judged at min ISR 1; a topic
+    that is not short cannot be under min ISR, so only a read-less report (no short ISR) floors at UNKNOWN."""
+    states = [state("a", (1, 2, 3), (1, 2)), state("b", (1, 2, 3), (1, 2))]
+    read = metadata_facts(ADDRESSES, states, MinIsrRead({"a": 2}, ("b",), "DescribeConfigs: timed out"), (), 1, "s")
+    got = judge_partitions(read.facts)
+    assert got.status is Status.WARN
+    assert (
+        "min.insync.replicas not read for 1 topic (DescribeConfigs: timed out): their partitions are not judged "
+        "for min ISR: b"
+    ) in got.reasons
+    assert got.summary.endswith("; min ISR of 1 topic not read")
+    lone = metadata_facts(ADDRESSES, [], MinIsrRead({}, ("c",), "x"), (), 1, "s")
+    assert judge_partitions(lone.facts).status is Status.UNKNOWN

@@ -1,14 +1,20 @@
 """The board's refresh without Kafka (the check is injected): one check per cluster makes the verdict, a check
-that raises is UNKNOWN with its error (never OK), and reading the document runs no check."""
+that raises or does not finish is UNKNOWN with the reason (never OK, never dropped), and reading the document runs
+no check."""
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 from datetime import UTC, datetime
 
+import pytest
+
 from kafka_pulse.check.deadline import Deadline
-from kafka_pulse.check.verdict import Section, Status
-from kafka_pulse.status.board import StatusBoard, StatusSources
+from kafka_pulse.check.verdict import Report, Section, Status
+from kafka_pulse.status import board as board_module
+from kafka_pulse.status.board import StatusBoard, StatusSources, every_cluster
+from kafka_pulse.status.document import StatusInputs, status_document
 from pulse.config import ClusterConfig, PulseConfig
 
 AT = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -96,3 +102,67 @@ def test_a_group_reading_from_disk_on_a_hurting_broker_carries_the_diagnosis() -
     health.publish("east", {2: BrokerSlowness(2, False, 0.0, "", 5.0, False)})
     (group,) = board.document()["groups"]
     assert group["noisy_neighbour"] == [] and "noisy neighbour" not in group["reason"]
+
+
+# --- no silent drop: every configured cluster has a report in every refresh ---------------------------------------
+
+
+def clusters(*names: str) -> list[ClusterConfig]:
+    return [ClusterConfig(name=n, bootstrap_servers=[f"{n}.example:9092"]) for n in names]
+
+
+def report(name: str, status: Status) -> Report:
+    return Report(name, (f"{name}.example:9092",), (Section("brokers", status, ""),), AT, 0.1, 4.0)
+
+
+@pytest.mark.parametrize(
+    ("finished", "want", "overall"),
+    [
+        pytest.param({0: Status.OK, 1: Status.OK, 2: Status.OK}, ["OK", "OK", "OK"], "OK", id="all-finished"),
+        pytest.param({0: Status.OK, 2: Status.OK}, ["OK", "UNKNOWN", "OK"], "UNKNOWN", id="one-missing-never-ok"),
+        pytest.param({}, ["UNKNOWN", "UNKNOWN", "UNKNOWN"], "UNKNOWN", id="none-finished"),
+        pytest.param({0: Status.WARN, 2: Status.OK}, ["WARN", "UNKNOWN", "OK"], "WARN", id="a-known-problem-outranks"),
+        pytest.param({1: Status.CRIT}, ["UNKNOWN", "CRIT", "UNKNOWN"], "CRIT", id="crit-outranks-missing"),
+    ],
+)
+def test_a_check_that_did_not_finish_is_unknown_with_the_reason(
+    finished: dict[int, Status], want: list[str], overall: str
+) -> None:
+    configured = clusters("east", "west", "north")
+    got = every_cluster(configured, {i: report(configured[i].name, s) for i, s in finished.items()}, AT, 6.0)
+    assert [r.cluster for r in got] == ["east", "west", "north"]  # every configured cluster, in config order
+    assert [r.status.value for r in got] == want
+    for i, r in enumerate(got):
+        if i not in finished:
+            (section,) = r.sections
+            assert section.reasons == ("check did not finish within 4.0 s",)
+            assert r.bootstrap_servers == (f"{r.cluster}.example:9092",)
+    doc = status_document(StatusInputs(AT, 5.0, got))
+    assert doc["status"] == overall
+    assert [(c["cluster"], c["status"]) for c in doc["clusters"]] == list(
+        zip(["east", "west", "north"], want, strict=True)
+    )
+
+
+def test_a_check_that_overruns_stays_on_the_page_as_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refresh waits CHECK_TIMEOUT_S + JOIN_GRACE_S for a hung check, then publishes every cluster: the hung
+    one UNKNOWN, the overall verdict UNKNOWN although the other cluster is OK."""
+    monkeypatch.setattr(board_module, "CHECK_TIMEOUT_S", 0.05)
+    monkeypatch.setattr(board_module, "JOIN_GRACE_S", 0.05)
+    release = threading.Event()
+
+    def check(config: PulseConfig, cluster: ClusterConfig, deadline: Deadline) -> tuple[Section, ...]:
+        if cluster.name == "west":
+            release.wait(30)  # overruns its deadline, as a check on a starved host can
+        return (Section("brokers", Status.OK, f"{cluster.name} brokers"),)
+
+    board = StatusBoard(sources(), check=check, clock=lambda: AT)
+    try:
+        board.refresh()
+    finally:
+        release.set()
+    doc = board.document()
+    assert [(c["cluster"], c["status"]) for c in doc["clusters"]] == [("east", "OK"), ("west", "UNKNOWN")]
+    assert doc["status"] == "UNKNOWN"
+    (section,) = doc["clusters"][1]["checks"]
+    assert section["reasons"] == ["check did not finish within 0.05 s"]

@@ -228,3 +228,12 @@ def test_groups_dropped_at_ingestion_are_a_count_per_cluster_and_reason() -> Non
         {"cluster": "west", "reason": "too_many_groups", "records": 7},
     ]
     assert status_document(StatusInputs(generated_at=AT, refresh_s=5.0))["groups_dropped"] is None  # lag off
+
+
+def test_latency_columns_say_how_much_history_they_hold() -> None:
+    """Two minutes into a run the quantiles cover 2 min of their 5: the document says so (the page prints
+    "2 min of 5"), instead of leaving the reader to guess why a cell is empty."""
+    young = dataclasses.replace(canary(), latency_window_s=125.04)
+    doc = status_document(StatusInputs(generated_at=AT, refresh_s=5.0, canary=young))
+    assert doc["canary_history"] == {"latency_history_s": 125.0, "latency_span_s": 300.0}
+    assert status_document(StatusInputs(generated_at=AT, refresh_s=5.0))["canary_history"] is None

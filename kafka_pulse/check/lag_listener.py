@@ -1,0 +1,71 @@
+"""A running evaluator's group verdicts read over its Burrow v3 routes (`check --lag-url`): the cluster's consumer
+list, then each group's `/status`, through the one outbound client (its login and CA), all within the deadline.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from kafka_pulse.check.deadline import Deadline
+from kafka_pulse.check.facts import FailureKind, ProbeFailed
+from kafka_pulse.check.lag_verdicts import GroupVerdict, LagVerdicts, worst_partition
+from kafka_pulse.check.run_metrics import own_certificate
+from pulse.config import HttpConfig
+from pulse.config.outbound import HttpClientConfig
+
+MARGIN_S = 0.1
+"""No group's status is asked with less than this left: the section still has to be judged."""
+
+
+def listener_name(url: str) -> str:
+    """`url` without a login or trailing slash: what the report names as the source (never the password)."""
+    from pulse.http.client import split_userinfo
+
+    return split_userinfo(url.rstrip("/"))[0]
+
+
+def read_listener_verdicts(url: str, cluster: str, http: HttpConfig, deadline: Deadline) -> LagVerdicts | ProbeFailed:
+    """Every group of `cluster` with its status from the listener at `url`. The login is the URL's own
+    `user:password@`, else `http.basic_auth` (the login our listener asks); an https listener's certificate is
+    trusted through `http.tls` (our own) or the system's CAs."""
+    import httpx
+
+    from pulse.http.client import outbound_client
+
+    name = listener_name(url)
+    login = HttpClientConfig(basic_auth=http.basic_auth)
+    trust = own_certificate(http) if url.startswith("https:") else None
+    base = f"/v3/kafka/{quote(cluster, safe='')}/consumer"
+    try:
+        with outbound_client(login, deadline.share(0.5), base_url=url.rstrip("/"), verify=trust) as client:
+            listing = client.get(base)
+            if listing.status_code == 404:
+                return ProbeFailed(FailureKind.ERROR, f"{name} has no cluster {cluster!r} (is it evaluating it?)")
+            if listing.status_code != 200:
+                return ProbeFailed(FailureKind.REFUSED, f"{name}{base}: HTTP {listing.status_code}")
+            groups = sorted(str(g) for g in listing.json().get("consumers", []))
+            verdicts: list[GroupVerdict] = []
+            unread: list[str] = []
+            for group in groups:
+                if deadline.remaining() < MARGIN_S:
+                    unread.append(group)
+                    continue
+                answer = client.get(f"{base}/{quote(group, safe='')}/status", timeout=deadline.share(0.9))
+                if answer.status_code not in (200, 404):
+                    unread.append(group)
+                    continue
+                verdicts.append(_verdict(group, answer.json().get("status") or {}))
+    except httpx.HTTPError as exc:
+        return ProbeFailed(FailureKind.UNREACHABLE, f"no answer from {name}: {type(exc).__name__}: {exc}"[:300])
+    except ValueError as exc:  # not JSON: something else listens there
+        return ProbeFailed(FailureKind.ERROR, f"{name} did not answer Burrow v3 JSON ({exc})"[:300])
+    return LagVerdicts(name, tuple(verdicts), tuple(unread))
+
+
+def _verdict(group: str, status: dict[str, Any]) -> GroupVerdict:
+    """One `/status` body: the group's status and, for ERR, the worst of its listed partitions'."""
+    name = str(status.get("status") or "NOTFOUND")
+    parts = status.get("partitions") or []
+    worst = worst_partition(str(p.get("status")) for p in parts) if name == "ERR" else None
+    return GroupVerdict(group, name, worst, int(status.get("totallag") or 0), str(status.get("reason") or ""))
