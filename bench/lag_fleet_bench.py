@@ -1,5 +1,5 @@
 """A large cluster's lag evaluator in one process, simulated: synthetic `__consumer_offsets` records through the real
-ingestion path (`KafkaLagSource.ingest`: decode a poll, then store it 1,000 records per hold of the lock) and HWMs
+ingestion path (`OffsetsTopicReader.ingest`: decode a poll, then store it 1,000 records per hold of the lock) and HWMs
 into the same store, for 200,000 partitions consumed by 10 groups each (2,000,000 group-partitions) by default.
 
 Run: python bench/lag_fleet_bench.py [--topics 2000] [--partitions 100] [--groups-per-topic 10] [--rounds 3]
@@ -25,7 +25,7 @@ from figures import FigureLog
 from lag_bench import START_MS, Took, load, offset_record, rss_bytes, timed
 from prometheus_client import generate_latest
 
-from lag.ingest.source import KafkaLagSource
+from lag.ingest.offsets_topic import OffsetsTopicReader
 from lag.serve.metrics import LagCollector
 from lag.service import LagService
 from lag.store.freshness import SourceHealth
@@ -68,7 +68,7 @@ def main() -> None:
     now = [START_MS]
     config = LagConfig(mode="burrow", intervals=args.intervals, min_distance_s=1)
     service = LagService(config, clock_ms=lambda: now[0])
-    source = KafkaLagSource(CLUSTER, {}, service, SourceHealth(60, 0, lambda: now[0]))
+    source = OffsetsTopicReader(CLUSTER, {}, service, SourceHealth(60, 0, lambda: now[0]))
     print(f"load average before: {load()}")
     gc.collect()
     rss_before = rss_bytes()

@@ -21,7 +21,7 @@ commits 60 s apart; a quarter of the groups each catch up, stall, are caught up 
    once, and whether its text is byte-identical;
 3. status: `--statuses` requests for random groups through the Burrow route table (`GET .../consumer/{group}/status`,
    JSON included), each timed: idle, then while a thread hands `__consumer_offsets` records to
-   `KafkaLagSource.ingest` in polls of `--batches` records (`--ingest-rate` records/s, 0 = as fast as it can);
+   `OffsetsTopicReader.ingest` in polls of `--batches` records (`--ingest-rate` records/s, 0 = as fast as it can);
    p50/p99/max and the ingestion rate reached. The interpreter's switch interval is `lag.switch_interval_s`
    (`--switch-interval-s`, validated by `LagConfig`; `none` keeps Python's 5 ms), applied as `LagRunner` applies it;
 4. with `--slow-broker`: the page-cache hint on (every broker an hour's window, so nobody reads beyond it) and broker
@@ -52,7 +52,7 @@ from lag_bench import COMMIT_EVERY_MS, START_MS, Took, load, offset_record, rss_
 from prometheus_client import CollectorRegistry, generate_latest
 
 from lag.assembly import SwitchInterval
-from lag.ingest.source import INGEST_CHUNK, KafkaLagSource
+from lag.ingest.offsets_topic import INGEST_CHUNK, OffsetsTopicReader
 from lag.protocol import ClusterRows, PageCacheEstimate
 from lag.serve.metrics import LagCollector
 from lag.serve.routes import BurrowApi
@@ -151,7 +151,7 @@ def _status_kib(field: str) -> int:
 
 
 def ingest(
-    source: KafkaLagSource,
+    source: OffsetsTopicReader,
     stop: threading.Event,
     batch: int,
     rate: float,
@@ -163,7 +163,7 @@ def ingest(
     holds: list[float],
     spent: list[float],
 ) -> None:
-    """Commits to existing group-partitions through `KafkaLagSource.ingest`, a poll of `batch` records at a time
+    """Commits to existing group-partitions through `OffsetsTopicReader.ingest`, a poll of `batch` records at a time
     (it decodes outside the service lock and applies `INGEST_CHUNK` records per hold), until `stop`; `holds` gets
     the CPU seconds of each hold of the lock, which is what a status request can wait for, and `spent` this
     thread's CPU seconds in all (what ingestion costs, thread switches included)."""
@@ -225,7 +225,7 @@ def run_queue_s() -> float:
 
 def statuses(api: BurrowApi, service: LagService, args: argparse.Namespace, batch: int, now_ms: int) -> StatusRun:
     """`--statuses` requests, with a thread ingesting polls of `batch` records meanwhile (0: none)."""
-    source = KafkaLagSource(CLUSTER, {}, service, SourceHealth(60, 0, service.clock_ms))
+    source = OffsetsTopicReader(CLUSTER, {}, service, SourceHealth(60, 0, service.clock_ms))
     route = next(r for r in api.routes() if r.pattern.endswith("/status"))
     rng = random.Random(15)
     stop, counted, holds, spent = threading.Event(), list[int](), list[float](), list[float]()

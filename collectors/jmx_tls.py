@@ -5,8 +5,8 @@ that the certificate names the host it connects to, and the RMI server's stub br
 So `JpypeTransport` first opens a TLS connection of its own to the registry port, with endpoint identification
 (the HTTPS rules: a DNS or IP subject alternative name must match), then looks up the RMI server stub through the
 registry and does the same for the endpoint the stub names, and connects with that very stub. A certificate that
-does not name the host is refused with the names it holds. What is checked is each endpoint's certificate just
-before connecting; the RMI connections themselves still verify the chain only (docs/security.md).
+does not name the host is refused with the names it holds. The RMI connections that follow are checked again,
+chain and name, by the cluster's own trust store (`transport/trust.py`, docs/security.md).
 """
 
 from __future__ import annotations

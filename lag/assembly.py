@@ -1,7 +1,8 @@
-"""The lag evaluator as a service: one `LagService` for every configured cluster, each cluster's source (HWMs plus
-`__consumer_offsets` or Admin API commits), exact-time-lag readers, the Burrow v3 routes and lag's families, and
-the notifier, composed from the config. Started in Burrow's order (things taking requests first: the command's
-listener, then sources, then the notifier that reads them) and stopped in reverse.
+"""The lag evaluator as a service: one `LagService` for every configured cluster, each cluster's source (the HWM
+rounds of `ingest/hwm.py` plus commits from `ingest/offsets_topic.py` or the Admin API's `ingest/admin_source.py`,
+one loop each), its page-cache estimate, exact-time-lag readers, the Burrow v3 routes and lag's families, and the
+notifier, composed from the config. Started in Burrow's order (things taking requests first: the command's listener,
+then sources, then what reads them: the estimates, the notifier) and stopped in reverse.
 """
 
 from __future__ import annotations
@@ -11,12 +12,16 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from prometheus_client import CollectorRegistry
 
+from lag.diagnose.page_cache import PageCacheEstimator
+from lag.ingest.admin_clients import AdminClients, new_admin_client
+from lag.ingest.admin_source import GROUP_OFFSETS_FEED, AdminOffsetsReader
 from lag.ingest.exact_lag import ExactLagFetcher
-from lag.ingest.source import KafkaLagSource
+from lag.ingest.hwm import HwmPoller
+from lag.ingest.offsets_topic import COMMITS_FEED, OffsetsTopicReader
 from lag.notify.evaluation_log import EvaluationLog, configure_evaluation_log
 from lag.notify.incidents import AlertSender, LagNotifier, LagNotifierCollector
 from lag.protocol import Status
@@ -31,6 +36,7 @@ from lag.serve.burrow_json import (
 from lag.serve.metrics import LagCollector
 from lag.serve.routes import BurrowApi
 from lag.service import LagService
+from lag.store.access import LagWriter
 from lag.store.freshness import SourceHealth, wall_clock_ms
 from pulse.broker_health import BrokerHealthBoard
 from pulse.config import ClusterConfig, PulseConfig
@@ -40,6 +46,60 @@ from pulse.profile import client_config
 
 _LOG = logging.getLogger(__name__)
 CLIENT_ID = "kafka-pulse-lag"
+Ingestion = Literal["consumer_offsets", "admin"]
+
+
+class KafkaLagSource:
+    """One cluster's ingestion: its HWM rounds plus one commits reader, `__consumer_offsets` or the Admin API, each
+    a loop on a thread of its own. Configuring it connects to nothing (Burrow's module contract)."""
+
+    def __init__(
+        self,
+        cluster: str,
+        client_config: dict[str, Any],
+        service: LagWriter,
+        health: SourceHealth,
+        ingestion: Ingestion = "consumer_offsets",
+    ) -> None:
+        self.cluster = cluster
+        self.client_config = dict(client_config)
+        self.service = service
+        self.health = health
+        self.ingestion = ingestion
+        self.hwm = HwmPoller(cluster, client_config, service, health)
+        self.offsets = OffsetsTopicReader(cluster, client_config, service, health)
+        self.hwm.topic_ids_for = self.offsets  # consumer-protocol owners wait for topic ids the HWM rounds read
+        self.decoded = self.offsets.decoded
+        """Records read from __consumer_offsets by decoded kind (the reader's own counter)."""
+        self.admin_reader: AdminOffsetsReader | None = None
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        # Judged only while commits can be read too.
+        health.expect(cluster, GROUP_OFFSETS_FEED if ingestion == "admin" else COMMITS_FEED)
+
+    def start(self) -> None:
+        self.hwm.poll_hwms()  # commits are only stored once their partition has a HWM (Burrow's rule)
+        loops: list[tuple[str, Callable[[threading.Event], None]]] = [("hwm", self.hwm.run)]
+        if self.ingestion == "admin":
+            clients = AdminClients(lambda: new_admin_client(self.client_config))
+            self.admin_reader = AdminOffsetsReader(self.cluster, clients, self.service, self.health)
+            self.admin_reader.poll()
+            loops.append(("admin", self.admin_reader.run))
+        else:
+            loops.append(("offsets", self.offsets.run))
+        for name, loop in loops:
+            thread = threading.Thread(target=loop, args=(self._stop,), name=f"lag-{self.cluster}-{name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self) -> None:
+        """Stops the loops, then closes the HWM reader (`HwmPoller.close` says why)."""
+        self._stop.set()
+        for thread in reversed(self._threads):
+            thread.join(timeout=10)
+        if any(thread.is_alive() for thread in self._threads):
+            return  # a read still in progress owns the reader; closing it under that read is unsafe
+        self.hwm.close()
 
 
 class SwitchInterval:
@@ -95,6 +155,8 @@ class LagRunner:
         self.service.ready = False
         self.switch_interval = SwitchInterval(lag.switch_interval_s)
         self.sources: list[KafkaLagSource] = []
+        self.page_cache: list[PageCacheEstimator] = []
+        """One estimate per cluster when `lag.page_cache` is enabled, fed by that cluster's HWM rounds."""
         self.registry = registry if registry is not None else CollectorRegistry()
         self.kafka_log = limiter_for(self.registry)
         """librdkafka's lines and errors of every lag client, one a minute per cluster and kind (pulse/kafka_log.py)."""
@@ -104,9 +166,18 @@ class LagRunner:
         for cluster in clusters:
             kafka = {**client_config(cluster), "client.id": CLIENT_ID, **self.kafka_log.settings(cluster.name)}
             ingestion = lag.ingestion_for(cluster.name)
-            self.sources.append(
-                KafkaLagSource(cluster.name, kafka, self.service, self.health, ingestion, lag.page_cache)
-            )
+            source = KafkaLagSource(cluster.name, kafka, self.service, self.health, ingestion)
+            self.sources.append(source)
+            if lag.page_cache.enabled:
+                self.page_cache.append(
+                    PageCacheEstimator(
+                        cluster.name,
+                        self.service,
+                        lag.page_cache,
+                        source.hwm.placements,
+                        lag.offset_refresh_s,
+                    )
+                )
             if lag.exact_time_lag.enabled:
                 self.fetchers.append(ExactLagFetcher(cluster.name, kafka, self.service, lag.exact_time_lag))
             profile = _profile(cluster)
@@ -150,6 +221,8 @@ class LagRunner:
             thread.start()
         for thread in starting:
             thread.join()
+        for estimator in self.page_cache:
+            estimator.start()
         for fetcher in self.fetchers:
             fetcher.start()
         if self.evaluation_log is not None:
@@ -166,6 +239,8 @@ class LagRunner:
             self.evaluation_log.stop()  # writes what is queued
         for fetcher in reversed(self.fetchers):
             fetcher.stop()
+        for estimator in reversed(self.page_cache):
+            estimator.stop()
         for source in reversed(self.sources):
             source.stop()
         self.switch_interval.stop()

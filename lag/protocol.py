@@ -161,7 +161,7 @@ class SourceFreshness(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class PageCacheEstimate:
-    """One cluster's page-cache windows, recomputed after every HWM round; read at evaluation time."""
+    """One cluster's page-cache windows, recomputed every HWM interval; read at evaluation time."""
 
     windows_s: Mapping[int, float]
     """Broker id -> seconds of recent data its page cache holds."""
@@ -208,3 +208,12 @@ class ClusterRows:
     """1.0, 0.0, or NaN when unknown."""
     noisy_neighbours: tuple[NoisyNeighbour, ...] = ()
     """The cluster's noisy neighbours (groups reading from disk on a hurting broker); empty while none is hurting."""
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where one partition lives, from the cluster metadata: the HWM rounds read it, the page-cache estimate uses it."""
+
+    leader: int
+    """Broker id of the leader (-1 when the partition has none)."""
+    replicas: tuple[int, ...]

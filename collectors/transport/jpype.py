@@ -10,15 +10,17 @@ absolute, so this module's own name does not shadow it.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from collectors.catalogue import BeanQuery, Reading
-from collectors.jmx_tls import Endpoint, NameMismatch, TlsVerifier
+from collectors.jmx_tls import Endpoint, NameMismatch, TlsVerifier, stub_endpoints
 from collectors.transport.contract import JmxTimeout, JmxUnreachable, number_or_string, service_url
 from collectors.transport.jvm import ensure_jvm
+from collectors.transport.trust import ROUTER, JmxPeer
 from pulse.config import JmxBrokerConfig
 
 _LOG = logging.getLogger(__name__)
@@ -42,6 +44,8 @@ class JpypeTransport:
         self._truststore = truststore
         self._truststore_password = truststore_password
         self._tls = TlsVerifier(truststore, truststore_password, timeout_s)
+        self._peer: JmxPeer | None = None
+        """This broker's cluster trust and hosts, marking the threads that connect and read (`trust.py`)."""
         self._connector: Any = None
         self._connection: Any = None
         # One worker per broker: a read stuck on a paused broker blocks only this broker's next scrape.
@@ -84,14 +88,12 @@ class JpypeTransport:
             credentials = jpype.JArray(jpype.JString)([self.broker.username, self.broker.password.get_secret_value()])
             env.put("jmx.remote.credentials", credentials)
         if self.broker.ssl:
-            System = jpype.JClass("java.lang.System")
-            if self._truststore is not None:
-                System.setProperty("javax.net.ssl.trustStore", self._truststore)
-            if self._truststore_password is not None:
-                System.setProperty("javax.net.ssl.trustStorePassword", self._truststore_password)
             factory = jpype.JClass("javax.rmi.ssl.SslRMIClientSocketFactory")()
-            # Java checks the chain only; the stub is used once its endpoints' certificates named their hosts.
+            # The stub is used once its endpoints' certificates named their hosts (a message naming the names);
+            # every RMI connection is then checked again, by this cluster's trust store, in trust.py.
             stub = self._tls.verified_stub(Endpoint(self.broker.host, self.broker.port), factory)
+            assert self._peer is not None
+            self._peer.hosts.update(e.host for e in stub_endpoints(str(stub)))
             self._connector = jpype.JClass("javax.management.remote.rmi.RMIConnector")(stub, env)
             self._connector.connect(env)
             return self._connector.getMBeanServerConnection()
@@ -102,10 +104,11 @@ class JpypeTransport:
         import jpype
 
         try:
-            if self._connection is None:
-                self._close_connector()
-                self._connection = self._connect()
-            return self._query(self._connection, queries)
+            with self._marked():
+                if self._connection is None:
+                    self._close_connector()
+                    self._connection = self._connect()
+                return self._query(self._connection, queries)
         except jpype.JException as exc:
             self._connection = None
             self._close_connector()
@@ -118,6 +121,15 @@ class JpypeTransport:
                 f"broker {self.broker.broker_id} JMX at {self._where()}: {exc}; refused (host name verification): "
                 "set jmx.brokers[].host to a name the certificate holds, or reissue the certificate"
             ) from None
+
+    def _marked(self) -> contextlib.AbstractContextManager[object]:
+        """Mark the calling thread's TLS handshakes as this broker's (its cluster's trust store, loaded once per
+        process on first use); a broker without TLS opens none."""
+        if not self.broker.ssl:
+            return contextlib.nullcontext()
+        if self._peer is None:
+            self._peer = JmxPeer(ROUTER.trust(self._truststore, self._truststore_password), {self.broker.host})
+        return ROUTER.peer(self._peer)
 
     def _describe(self, exc: Any) -> str:
         """Name the likely fix for a login or TLS failure; Java's own messages never carry the password."""
@@ -141,7 +153,7 @@ class JpypeTransport:
         # beans (12,000 a broker at 1,000 partitions) a future per bean cost more than the reads gained.
         lanes = [beans[k::READS_IN_FLIGHT] for k in range(READS_IN_FLIGHT)]
         try:
-            results = list(self._getters.map(lambda lane: [_read_bean(connection, bean) for bean in lane], lanes))
+            results = list(self._getters.map(lambda lane: self._read_lane(connection, lane), lanes))
         except RuntimeError as exc:
             if not self._closed:
                 raise
@@ -160,6 +172,11 @@ class JpypeTransport:
                 continue
             readings.extend(read)
         return readings
+
+    def _read_lane(self, connection: Any, lane: list[_Bean]) -> list[list[Reading] | None]:
+        """A getter's beans; its thread marked with this broker's peer, since RMI may open a connection on it."""
+        with self._marked():
+            return [_read_bean(connection, bean) for bean in lane]
 
     def _close_connector(self) -> None:
         connector, self._connector = self._connector, None

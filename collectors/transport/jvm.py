@@ -8,6 +8,7 @@ import logging
 import threading
 
 from collectors.transport.contract import JmxUnreachable
+from collectors.transport.trust import ROUTER
 
 _LOG = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ def _start_jvm(timeout_ms: str) -> None:
         convertStrings=True,
         interrupt=False,
     )
+    ROUTER.install()  # before any TLS socket: per-cluster trust for JMX over TLS (trust.py)
     atexit.register(_stop_reference_queue)  # runs before JPype's own exit hook (atexit is last-in, first-out)
 
 

@@ -1,28 +1,28 @@
-"""The page-cache hint, pure: how many seconds of recent data each broker's page cache holds, and whether a group
+"""The page-cache hint: how many seconds of recent data each broker's page cache holds, and whether a group
 reads further back than that (the Kuaishou seed: lagging consumers read from disk and slow the producers down).
 
 The window comes from config (`window_s`, measured by the operator) or is estimated: a broker writes the records
 of every partition it holds a replica of, at that partition's produce rate (from the HWM history) times the average
 record size, and its page cache of `size_bytes` holds the newest `size_bytes / write rate` seconds. A consumer
 reads from the partition's leader, so its lag in seconds is compared with the leader's window.
+
+The functions are pure; `PageCacheEstimator` runs them periodically for one cluster over the HWM history and the
+placements of the last HWM round, a task of its own (started by `lag/assembly.py`) so ingestion never reaches into
+the diagnosis.
 """
 
 from __future__ import annotations
 
+import logging
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Mapping, Sequence
 
-from lag.protocol import PageCacheEstimate, TopicPartition
+from lag.protocol import PageCacheEstimate, Placement, TopicPartition
+from lag.store.access import LagWriter
+from pulse.config import PageCacheConfig
 
-
-@dataclass(frozen=True, slots=True)
-class Placement:
-    """Where one partition lives, from the cluster metadata."""
-
-    leader: int
-    """Broker id of the leader (-1 when the partition has none)."""
-    replicas: tuple[int, ...]
+_LOG = logging.getLogger(__name__)
 
 
 def produce_rate(hwm_offsets: Sequence[int], hwm_times_ms: Sequence[int]) -> float | None:
@@ -74,3 +74,66 @@ def estimate(
         return PageCacheEstimate({}, leaders, fixed_window_s)
     windows = cache_windows_s(size_bytes, broker_write_rates(rates, placements, record_bytes))
     return PageCacheEstimate(windows, leaders)
+
+
+class PageCacheEstimator:
+    """One cluster's page-cache estimate, remade every `interval_s` (the HWM interval) on a thread of its own."""
+
+    def __init__(
+        self,
+        cluster: str,
+        service: LagWriter,
+        page_cache: PageCacheConfig,
+        placements: Callable[[], Mapping[TopicPartition, Placement] | None],
+        interval_s: float,
+    ) -> None:
+        """`placements` gives the partitions' placements of the last successful HWM round (None before the first)."""
+        self.cluster = cluster
+        self.service = service
+        self.page_cache = page_cache
+        self.placements = placements
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """A first estimate now (the sources made their first round), then one every `interval_s`."""
+        self.refresh()
+        self._thread = threading.Thread(target=self._run, name=f"lag-{self.cluster}-page-cache", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.refresh()
+            except Exception:  # a hint, never a verdict: the last estimate stays until the next one succeeds
+                _LOG.exception("lag page cache %s: estimate failed", self.cluster)
+
+    def refresh(self) -> None:
+        """Per broker, how many seconds of writes its page cache holds (under the service lock, as the HWM rounds
+        write the history it reads)."""
+        with self.service.locked() as store:
+            placements = self.placements()
+            if placements is None:
+                return  # no HWM round yet: no estimate, as before any round
+            rates: dict[tuple[str, int], float] = {}
+            if self.page_cache.size_bytes is not None:
+                for topic, partition in placements:
+                    rate = produce_rate(*store.hwms.history(self.cluster, topic, partition))
+                    if rate is not None:
+                        rates[(topic, partition)] = rate
+            self.service.set_page_cache(
+                self.cluster,
+                estimate(
+                    placements,
+                    rates,
+                    self.page_cache.size_bytes,
+                    self.page_cache.record_bytes,
+                    self.page_cache.window_s,
+                ),
+            )

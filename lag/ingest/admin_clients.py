@@ -24,7 +24,12 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from pulse.profile import ADMIN_SETTINGS
+
 _LOG = logging.getLogger(__name__)
+
+RENEW_AFTER_FAILURES = 3
+"""Consecutive failed HWM rounds (or Admin API polls) after which that thread's admin client is replaced."""
 
 BASE_TIMEOUT_S = 5.0
 """Request timeout of a round over a few partitions (the figure every request used before scaling)."""
@@ -37,6 +42,11 @@ MAX_TIMEOUT_S = 120.0
 def request_timeout_s(partitions: int) -> float:
     """A request timeout for one Admin round over `partitions` partitions (pure)."""
     return min(MAX_TIMEOUT_S, BASE_TIMEOUT_S + PER_PARTITION_S * max(0, partitions))
+
+
+def new_admin_client(client_config: dict[str, Any]) -> AdminClient:
+    """An admin client of the lag sources: the profile's admin settings, a 5 s socket timeout."""
+    return AdminClient({**client_config, **ADMIN_SETTINGS, "socket.timeout.ms": 5000})
 
 
 def all_done(futures: Iterable[Future[Any]]) -> bool:

@@ -16,6 +16,7 @@ group. Commits between two polls are not seen, so min-distance is effectively th
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from typing import Any
 
 from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaError, KafkaException
 
-from lag.ingest.admin_clients import AdminClients
+from lag.ingest.admin_clients import RENEW_AFTER_FAILURES, AdminClients
 from lag.store.access import LagWriter
 from lag.store.freshness import SourceHealth
 from pulse.admin_requests import GROUP_REQUEST_TIMEOUT_S, await_result
@@ -107,6 +108,16 @@ class AdminOffsetsReader:
         self.apply(listed, snapshots, self.service.clock_ms())
         self.health.mark_ok(self.cluster, GROUP_OFFSETS_FEED)
         return True
+
+    def run(self, stop: threading.Event) -> None:
+        """Polls every `group_offsets_refresh_s` until `stop` is set; its admin client is renewed after repeated
+        failures (admin_clients.py says why a fresh client helps)."""
+        failed = 0
+        while not stop.wait(self.service.settings.effective_group_refresh_s()):
+            failed = 0 if self.poll() else failed + 1
+            if failed and failed % RENEW_AFTER_FAILURES == 0:
+                _LOG.info("lag source %s: %d offset polls failed; renewing their admin client", self.cluster, failed)
+                self.clients.renew()
 
     def read_snapshots(self) -> tuple[set[str], list[GroupSnapshot]]:
         """The groups Kafka lists (those the filters accept) and a snapshot of each that could be read."""

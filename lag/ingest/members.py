@@ -1,5 +1,5 @@
 """Who is in a consumer-protocol (KIP-848) group and what each member owns, rebuilt from the new coordinator's
-records (pure; `source.py` feeds it decoded records and turns its answers into the store's owners and member
+records (pure; `offsets_topic.py` feeds it decoded records and turns its answers into the store's owners and member
 counts). Classic groups carry all of this in one GroupMetadata record; consumer-protocol groups spread it over a
 record per member (client id and host) and one per member's current assignment (partitions by topic id), each
 deleted by its own tombstone when the member leaves."""

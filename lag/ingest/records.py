@@ -1,4 +1,4 @@
-"""Decoding of `__consumer_offsets` records into small typed messages (pure; `source.py` feeds it raw bytes).
+"""Decoding of `__consumer_offsets` records into small typed messages (pure; `offsets_topic.py` feeds it raw bytes).
 
 Formats (apache/kafka `group-coordinator/src/main/resources/common/message/*.json`), big-endian,
 key and value each start with an int16 version:

@@ -1,5 +1,6 @@
-"""The flat arrays the windows of `windows.py` live in: runs of rows handed out and reused, zeroed arrays grown with
-their rows in use, and the helpers that keep commit timestamps and lags in 32 bits while they fit (numpy).
+"""The flat arrays the windows of `windows.py` and `hwm_windows.py` live in: runs of rows handed out and reused,
+zeroed arrays grown with their rows in use, and the helpers that keep commit timestamps and lags in 32 bits while
+they fit (numpy). Each helper is named for what it does to the arrays it is given.
 
 Why numpy's zeroed allocation and not anonymous mappings: a mapping would keep capacity not yet used and freed old
 arrays out of RSS (about 24 B a group-partition at 1,000,000 once glibc serves the grown arrays from its heap), but
@@ -28,6 +29,8 @@ _CHUNK_ROWS = 1 << 16
 """Rows per step of a rebase or a widening, so their temporary int64 copies stay a few MB."""
 
 
+GROWTH_MIN_ROWS = 1024
+"""Rows a window array grows to at least, so the first commits do not resize it one row at a time."""
 TRIM_EVERY_ROWS = 1 << 16
 """Rows handed out between two `release_freed_heap` calls while the arrays grow."""
 
@@ -75,14 +78,14 @@ class RunAllocator:
         self._free.setdefault(n, []).append(base)
 
 
-def zeros(size: int, dtype: Any) -> np.ndarray[Any, Any]:
+def allocate_zeroed(size: int, dtype: Any) -> np.ndarray[Any, Any]:
     """A zeroed array (numpy's calloc: pages not yet written are not resident while they come fresh from the OS)."""
     return np.zeros(size, dtype=np.dtype(dtype))
 
 
-def grown(old: np.ndarray[Any, Any], size: int, used: int | None = None) -> np.ndarray[Any, Any]:
+def grow_zeroed(old: np.ndarray[Any, Any], size: int, used: int | None = None) -> np.ndarray[Any, Any]:
     """A zeroed array of `size` items starting with `old`'s first `used` (default: all of them)."""
-    new = zeros(size, old.dtype)
+    new = allocate_zeroed(size, old.dtype)
     keep = len(old) if used is None else min(used, len(old))
     new[:keep] = old[:keep]
     return new
@@ -113,7 +116,7 @@ def stored_range(
     return None if low is None or high is None else (low, high)
 
 
-def shift(values: np.ndarray[Any, Any], by: int, cells: int) -> None:
+def subtract_in_place(values: np.ndarray[Any, Any], by: int, cells: int) -> None:
     """Subtract `by` from the first `cells` values in place, clipping to the dtype's range (the cells in use are
     checked to fit by the caller; the others hold nothing that is read)."""
     bounds = np.iinfo(values.dtype)
@@ -124,19 +127,19 @@ def shift(values: np.ndarray[Any, Any], by: int, cells: int) -> None:
         values[start:stop] = moved
 
 
-def widened(values: np.ndarray[Any, Any], add: int, cells: int) -> np.ndarray[Any, Any]:
+def widen_to_int64(values: np.ndarray[Any, Any], add: int, cells: int) -> np.ndarray[Any, Any]:
     """An int64 copy of `values` with `add` added to the first `cells` (the rest stay zero)."""
-    wide = zeros(len(values), np.int64)
+    wide = allocate_zeroed(len(values), np.int64)
     for start in range(0, cells, _CHUNK_ROWS * 16):
         stop = min(cells, start + _CHUNK_ROWS * 16)
         wide[start:stop] = values[start:stop].astype(np.int64) + add
     return wide
 
 
-def based(values: np.ndarray[Any, Any], bases: np.ndarray[Any, Any], n: int, rows: int) -> np.ndarray[Any, Any]:
+def add_row_bases(values: np.ndarray[Any, Any], bases: np.ndarray[Any, Any], n: int, rows: int) -> np.ndarray[Any, Any]:
     """An int64 copy of `values` (rows of `n`) with each of the first `rows` rows' base added (the rest stay zero);
     a cell not in use may wrap around, which no reader sees."""
-    wide = zeros(len(values), np.int64)
+    wide = allocate_zeroed(len(values), np.int64)
     for start in range(0, rows, _CHUNK_ROWS):
         stop = min(rows, start + _CHUNK_ROWS)
         block = wide[start * n : stop * n].reshape(-1, n)

@@ -122,7 +122,7 @@ class JmxConfig(Section):
     timeout_s: PositiveSeconds = 5.0
     """Per-broker limit for one scrape; a slower broker is reported as unknown for that scrape."""
     truststore: ExistingFile | None = None
-    """JKS or PKCS12 trust store for brokers with `ssl: true` (one per JVM, so one for all brokers)."""
+    """JKS or PKCS12 trust store for this cluster's brokers with `ssl: true` (each cluster verified by its own)."""
     truststore_password: SecretStr | None = None
     """Password of `truststore`."""
 

@@ -44,7 +44,7 @@ from kafka_pulse.check.health_check import run_check
 from kafka_pulse.check.verdict import Status as CheckStatus
 from kafka_pulse.check.verdict import overall
 from kafka_pulse.clusters import dev_cluster_config
-from lag.ingest.source import Ingestion, KafkaLagSource
+from lag.assembly import Ingestion, KafkaLagSource
 from lag.protocol import Status
 from lag.service import LagService
 from lag.store.freshness import SourceHealth

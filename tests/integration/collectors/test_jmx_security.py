@@ -20,6 +20,7 @@ from collectors.jmx_tls import Endpoint, TlsVerifier, stub_endpoints
 from collectors.mapping import BrokerIdentity, Family, map_readings
 from collectors.scrapers import BrokerScraper
 from collectors.transport import JmxUnreachable, ensure_jvm, open_transport
+from collectors.transport.trust import ROUTER, JmxPeer
 from devstack.cluster import DevCluster
 from devstack.runtime import DEFAULT_VERSION
 from devstack.tls import create_tls_files, write_truststore
@@ -231,7 +232,9 @@ def test_the_rmi_server_endpoint_the_stub_names_is_verified_too(secured: DevClus
 
     factory = jpype.JClass("javax.rmi.ssl.SslRMIClientSocketFactory")()
     port = secured.node(1).jmx_port
-    stub = verifier.verified_stub(Endpoint("127.0.0.1", port), factory)
+    trust = ROUTER.trust(str(jmx.truststore), jmx.truststore_password.get_secret_value())
+    with ROUTER.peer(JmxPeer(trust, {"127.0.0.1"})):  # as the transport marks its threads (transport/trust.py)
+        stub = verifier.verified_stub(Endpoint("127.0.0.1", port), factory)
     # The dev broker serves registry and connector on one port (com.sun.management.jmxremote.rmi.port).
     assert stub_endpoints(str(stub)) == [Endpoint("127.0.0.1", port)]
     assert "SslRMIClientSocketFactory" in str(stub)

@@ -13,7 +13,7 @@ from collections import defaultdict
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from lag.ingest.source import Ingestion, KafkaLagSource
+from lag.assembly import Ingestion, KafkaLagSource
 from lag.protocol import Status
 from lag.service import LagService
 from lag.store.freshness import SourceHealth

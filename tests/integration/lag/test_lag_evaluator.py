@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from prometheus_client import CollectorRegistry
 
-from lag.ingest.source import KafkaLagSource
+from lag.assembly import KafkaLagSource
 from lag.serve.burrow_json import BurrowModules
 from lag.serve.metrics import LagCollector
 from lag.service import LagService

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from confluent_kafka import TopicPartition
 
+from lag.assembly import KafkaLagSource
 from lag.ingest.exact_lag import ExactLagFetcher
-from lag.ingest.source import KafkaLagSource
 from lag.service import LagService
 from lag.store.freshness import SourceHealth
 from pulse.config import ExactTimeLagConfig, LagConfig

@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import TopicPartition
 
 from devstack.alertmanager import Alertmanager
-from lag.ingest.source import KafkaLagSource
+from lag.assembly import KafkaLagSource
 from lag.notify.incidents import ALERTNAME, LagNotifier
 from lag.protocol import Status
 from lag.service import LagService

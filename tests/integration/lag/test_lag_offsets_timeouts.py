@@ -19,11 +19,11 @@ PARTITIONS = 60
 CHILD = """
 import json, sys, time
 from confluent_kafka import OFFSET_END, Consumer, KafkaException
-import lag.ingest.source
+import lag.ingest.hwm, lag.ingest.offsets_topic
 from lag.ingest.admin_clients import read_offsets
 from lag.service import LagService
 from lag.store.freshness import SourceHealth
-from lag.ingest.source import KafkaLagSource
+from lag.assembly import KafkaLagSource
 from pulse.config import LagConfig
 
 boot, topic, partitions = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -47,12 +47,13 @@ source = KafkaLagSource("local", {"bootstrap.servers": boot, "log_level": 0}, se
 # Every round now times out, and clients get renewed: the topic listing (asked with 0 partitions known, as no round
 # has succeeded) gets 5 s, the ListOffsets 0 s, so it is sent and times out at once, its answers still on their way.
 # (A 5 ms limit for both let most rounds succeed on a quiet host.)
-lag.ingest.source.request_timeout_s = lambda partitions: 5.0 if partitions == 0 else 0.0
+lag.ingest.hwm.request_timeout_s = lambda partitions: 5.0 if partitions == 0 else 0.0
+lag.ingest.offsets_topic.request_timeout_s = lag.ingest.hwm.request_timeout_s  # the source's reads, as one module had
 source.start()  # its first HWM round fails too
-failed = 1 + sum(not source.poll_hwms() for _ in range(8))
+failed = 1 + sum(not source.hwm.poll_hwms() for _ in range(8))
 reason = health.unavailable_reason("local", service.clock_ms())
-lag.ingest.source.request_timeout_s = lambda partitions: 30.0
-recovered = source.poll_hwms()
+lag.ingest.hwm.request_timeout_s = lag.ingest.offsets_topic.request_timeout_s = lambda partitions: 30.0
+recovered = source.hwm.poll_hwms()
 source.stop()
 print(json.dumps({"timed_out": timed_out, "answered": answered, "ends": [ends[tp] for tp in tps],
                   "failed": failed, "reason": reason, "recovered": recovered}))

@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, TopicPartition
 from devstack.cluster import DevCluster
 from devstack.runtime import DEFAULT_VERSION
 from devstack.topology import Security
-from lag.ingest.source import KafkaLagSource
+from lag.assembly import KafkaLagSource
 from lag.protocol import Mode, Status
 from lag.service import LagService
 from lag.store.freshness import SourceHealth

@@ -11,7 +11,8 @@ import time
 import pytest
 from confluent_kafka import TopicPartition
 
-from lag.ingest.source import OFFSETS_TOPIC, KafkaLagSource
+from lag.assembly import KafkaLagSource
+from lag.ingest.offsets_topic import OFFSETS_TOPIC
 from lag.protocol import Status
 from lag.service import LagService
 from lag.store.freshness import SourceHealth
@@ -50,7 +51,7 @@ def test_a_dead_commits_reader_makes_the_cluster_unknown_never_stopped(kafka: Ka
         def broken(records: list[tuple[bytes | None, bytes | None]]) -> None:
             raise ValueError("cannot decode this record")
 
-        source.ingest = broken  # type: ignore[method-assign]  # the next batch of commits kills the reader
+        source.offsets.ingest = broken  # type: ignore[method-assign]  # the next batch of commits kills the reader
         seen: list[Status] = []
 
         def unknown() -> Status:

@@ -21,7 +21,7 @@ import httpx
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from lag.ingest.source import KafkaLagSource
+from lag.assembly import KafkaLagSource
 from lag.service import LagService
 from lag.store.freshness import SourceHealth
 from pulse.config import LagConfig

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from lag.evaluate.evaluator import Evaluator
-from lag.ingest.source import behind
+from lag.ingest.offsets_topic import unread_partitions
 from lag.protocol import Status
 from lag.service import rule_params
 from lag.store.freshness import SourceHealth
@@ -175,4 +175,4 @@ def test_the_page_cache_hint_marks_partitions_read_from_disk() -> None:
 def test_the_offsets_reader_is_behind_until_it_reaches_the_backlogs_end(
     ends: dict[int, int], starts: dict[int, int], positions: dict[int, int], want: list[int]
 ) -> None:
-    assert behind(ends, starts, positions) == want
+    assert unread_partitions(ends, starts, positions) == want

@@ -9,13 +9,16 @@ import math
 import pytest
 
 from lag.diagnose.page_cache import (
-    Placement,
+    PageCacheEstimator,
     broker_write_rates,
     cache_windows_s,
     estimate,
     is_beyond_page_cache,
     produce_rate,
 )
+from lag.protocol import Placement
+from lag.service import LagService
+from pulse.config import LagConfig, PageCacheConfig
 
 
 @pytest.mark.parametrize(
@@ -75,3 +78,27 @@ def test_estimate_from_size_uses_the_leaders_window() -> None:
 def test_estimate_from_a_configured_window_is_the_same_everywhere() -> None:
     est = estimate({}, {}, size_bytes=None, record_bytes=1000, fixed_window_s=600.0)
     assert est.window_for("anything", 7) == 600.0
+
+
+def test_the_estimator_reads_the_hwm_history_of_the_last_rounds_placements() -> None:
+    """The periodic task (started by the assembly, fed by the HWM rounds): nothing before a round, then each
+    broker's window from the produce rates in the HWM history of the partitions the last round placed."""
+    service = LagService(LagConfig(intervals=3), None)
+    config = PageCacheConfig(enabled=True, size_bytes=4_000_000_000, record_bytes=1000)
+    placements: dict[tuple[str, int], Placement] | None = None
+    estimator = PageCacheEstimator("c", service, config, lambda: placements, interval_s=60.0)
+    estimator.refresh()
+    assert "c" not in service.page_caches()  # no HWM round yet
+    with service.locked() as store:
+        for partition, per_second in ((0, 1000), (1, 3000)):
+            store.add_hwm("c", "t", partition, 0, 0)
+            store.add_hwm("c", "t", partition, per_second * 10, 10_000)
+    placements = {("t", 0): Placement(1, (1, 2)), ("t", 1): Placement(2, (2, 1))}
+    estimator.refresh()
+    est = service.page_caches()["c"]
+    assert est.window_for("t", 0) == pytest.approx(1000.0)  # 4 MB/s on each broker, 4 GB of cache
+    assert est.window_for("t", 1) == pytest.approx(1000.0)
+    placements = {("t", 0): Placement(1, (1,))}  # the next round: t-1 gone, broker 2 writes nothing known
+    estimator.refresh()
+    assert service.page_caches()["c"].window_for("t", 0) == pytest.approx(4000.0)
+    assert service.page_caches()["c"].window_for("t", 1) is None

@@ -1,6 +1,7 @@
 """The new group coordinator's `__consumer_offsets` records (KIP-848 consumer groups, share groups): decoded from
 bytes a real Kafka 4.3.1 broker wrote (kafka_4_3_group_records.json) and from hand-built records, and turned into
-owners and member counts (members.py, the store, the source's ingest) as classic group metadata is."""
+owners and member counts (members.py, the store, the `__consumer_offsets` reader's ingest) as classic group
+metadata is."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from lag.ingest.coordinator_records import (
     ShareGroupTombstone,
 )
 from lag.ingest.members import ConsumerGroupMembers
+from lag.ingest.offsets_topic import OffsetsTopicReader
 from lag.ingest.records import (
     GroupMetadata,
     OffsetCommit,
@@ -32,7 +34,6 @@ from lag.ingest.records import (
     decode_record,
     decode_record_general,
 )
-from lag.ingest.source import KafkaLagSource
 from lag.service import LagService
 from lag.store.freshness import SourceHealth
 from lag.store.offsets import OffsetStore
@@ -226,8 +227,8 @@ def test_store_keeps_owners_until_the_first_commit_and_counts_members() -> None:
 def test_source_ingest_of_captured_bytes_gives_owners_members_and_share_groups() -> None:
     health = SourceHealth(stale_after_s=30, recovery_s=0)
     service = LagService(LagConfig(intervals=3), health)
-    source = KafkaLagSource("c", {}, service, health)  # ingest() alone: no Kafka is contacted
-    source._topic_names = TOPIC_NAMES  # what poll_hwms reads with DescribeTopics
+    source = OffsetsTopicReader("c", {}, service, health)  # ingest() alone: no Kafka is contacted
+    source.topic_names = TOPIC_NAMES  # what poll_hwms reads with DescribeTopics
     with service.locked() as store:
         for p in (0, 1):
             store.add_hwm("c", "t1", p, 20, service.clock_ms())
@@ -259,8 +260,8 @@ def test_captured_protocol_upgrade_keeps_the_groups_commits_and_deletion_removes
     kinds = [type(decode_record(k, v)).__name__ for k, v in records]
     health = SourceHealth(stale_after_s=30, recovery_s=0)
     service = LagService(LagConfig(intervals=3), health)
-    source = KafkaLagSource("c", {}, service, health)
-    source._topic_names = {bytes.fromhex(k): v for k, v in UPGRADE["topic_ids"].items()}
+    source = OffsetsTopicReader("c", {}, service, health)
+    source.topic_names = {bytes.fromhex(k): v for k, v in UPGRADE["topic_ids"].items()}
     with service.locked() as store:
         store.add_hwm("c", "m1", 0, 10, service.clock_ms())
     store = service.store

@@ -7,7 +7,7 @@ import struct
 import threading
 import time
 
-from lag.ingest.source import INGEST_CHUNK, KafkaLagSource
+from lag.ingest.offsets_topic import INGEST_CHUNK, OffsetsTopicReader
 from lag.service import LagService
 from lag.store.freshness import SourceHealth
 from lag.store.lock import ServiceLock
@@ -105,7 +105,7 @@ def test_ingest_gives_waiting_threads_a_turn_before_every_chunk() -> None:
     health = SourceHealth(stale_after_s=30, recovery_s=0)
     service = LagService(LagConfig(intervals=3), health)
     service.lock = lock = RecordingLock()
-    source = KafkaLagSource("c", {}, service, health)
+    source = OffsetsTopicReader("c", {}, service, health)
     records: list[tuple[bytes | None, bytes | None]] = [commit(f"g{i}", 0, 10) for i in range(INGEST_CHUNK * 5 // 2)]
     source.ingest(records)
     assert lock.events == ["turn", "hold"] * 3

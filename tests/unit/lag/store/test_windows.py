@@ -10,8 +10,9 @@ from lag.evaluate.evaluator import Evaluator
 from lag.evaluate.rules import RuleParams
 from lag.protocol import MODES
 from lag.store import arrays as flat_arrays
+from lag.store.hwm_windows import HwmWindows
 from lag.store.offsets import Ingest, OffsetStore
-from lag.store.windows import NO_LAG, CommitWindows, HwmWindows
+from lag.store.windows import NO_LAG, CommitWindows
 from tests.support.lag_reference import evaluate_group_reference
 
 
@@ -238,10 +239,10 @@ def test_a_widened_store_evaluates_as_the_reference() -> None:
 
 
 def test_arrays_start_zeroed_and_grow_with_the_values_in_use() -> None:
-    a = flat_arrays.zeros(1 << 20, np.int32)
+    a = flat_arrays.allocate_zeroed(1 << 20, np.int32)
     assert a.flags.writeable and not a.any()
     a[[0, 5, (1 << 20) - 1]] = (7, -1, 3)
-    b = flat_arrays.grown(a, 1 << 21, used=6)
+    b = flat_arrays.grow_zeroed(a, 1 << 21, used=6)
     assert b[:6].tolist() == [7, 0, 0, 0, 0, -1] and not b[6:].any()
 
 
@@ -272,16 +273,16 @@ def test_last_commit_times_read_back_through_rebases_and_widening() -> None:
     t = 1_700_000_000_000
     for step in range(300):
         if step == 200:
-            assert s._last_commit.typecode == "i" and len(epochs) > 3  # rebased several times, still narrow
+            assert s.runs.last_commit.typecode == "i" and len(epochs) > 3  # rebased several times, still narrow
             t -= 100 * DAY_MS  # a commit 100 days before the others: wider than int32 can hold
         else:
             t += rng.choice([0, 1, 1000, DAY_MS, 5 * DAY_MS])
         group = f"g{step % 8}"  # every group commits within 8 steps (40 days at most): the times fit int32
         assert s.add_commit("c", group, "t", 0, step, t, t) in (Ingest.STORED, Ingest.MERGED)  # merged: went back
         last[group] = t
-        epochs.add(s._last_epoch_ms)
+        epochs.add(s.runs.last_epoch_ms)
         assert {g: s.last_commit_ms("c", g) for g in last} == last, step
-    assert s._last_commit.typecode == "q"
+    assert s.runs.last_commit.typecode == "q"
     group, ts = min(last.items(), key=lambda item: item[1])
     assert s.has_group("c", group, ts + 10_000 * DAY_MS)
     assert not s.has_group("c", group, ts + 10_000 * DAY_MS + 1)
