@@ -125,3 +125,11 @@ def test_drops_are_on_metrics_by_cluster_and_reason() -> None:
         ("e", "too_many_groups"): 0,
     }
     assert service.dropped_groups() == {"c": {"name_too_long": 2, "too_many_groups": 1}}
+
+
+def test_admin_listings_go_through_the_bound_and_count_it() -> None:
+    """Admin ingestion lists groups and reads only those `admits` lets through: a long id is neither described nor
+    fetched, and is counted; a filtered one is refused without being counted as a drop."""
+    store = store_with_topic(max_group_name_bytes=8, group_allow="^a")
+    assert [store.admits("c", g) for g in ("a1", "a" * 9, "b1")] == [True, False, False]
+    assert dict(store.admission.dropped) == {("c", "name_too_long"): 1}
