@@ -43,6 +43,8 @@ def offset_store(config: LagConfig) -> OffsetStore:
         expire_group_ms=round(config.expire_group_s * 1000),
         group_allow=config.effective_group_allow(),
         group_deny=config.group_deny,
+        max_group_name_bytes=config.max_group_name_bytes,
+        max_groups=config.max_groups,
     )
 
 
@@ -120,6 +122,13 @@ class LagService:
     def record_counts(self) -> dict[str, dict[str, int]]:
         with self.lock:
             return {cluster: dict(counts) for cluster, counts in self._records.items()}
+
+    def dropped_groups(self) -> dict[str, dict[str, int]]:
+        with self.lock:
+            out: dict[str, dict[str, int]] = {}
+            for (cluster, reason), n in sorted(self.store.admission.dropped.items()):
+                out.setdefault(cluster, {})[reason] = n
+            return out
 
     def group_status(self, cluster: str, group: str, now_ms: int | None = None) -> GroupStatus:
         now = self.clock_ms() if now_ms is None else now_ms

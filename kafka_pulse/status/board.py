@@ -214,6 +214,7 @@ class StatusBoard:
                 reports=reports,
                 canary=self._canary(),
                 groups=self._groups(),
+                groups_dropped=s.lag.dropped_groups() if s.lag is not None else {},
                 slo=self._slo(),
                 off=s.off,
                 grafana_url=str(grafana) if grafana is not None else None,

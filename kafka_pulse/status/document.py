@@ -79,6 +79,8 @@ class StatusInputs:
     """One check report per cluster, from the last background refresh (empty before the first one ends)."""
     canary: CanaryReading | None = None
     groups: Sequence[GroupStatus] | None = None
+    groups_dropped: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    """Per cluster and reason, records of groups lag refused at ingestion (name or count bound)."""
     slo: SloView | None = None
     off: Mapping[str, str] = field(default_factory=dict)
     grafana_url: str | None = None
@@ -107,11 +109,22 @@ def status_document(inputs: StatusInputs) -> dict[str, Any]:
         "canary_history": _history(inputs.canary),
         "partitions": _partitions(inputs.reports),
         "groups": None if inputs.groups is None else [_group(g) for g in inputs.groups],
+        "groups_dropped": None if inputs.groups is None else _dropped(inputs.groups_dropped),
         "slos": None if inputs.slo is None else [_slo(r, inputs.slo.history) for r in inputs.slo.results],
         "slo_schedule": None if inputs.slo is None else _schedule(inputs.slo),
         "off": {name: redact_text(why) for name, why in sorted(inputs.off.items())},
         "links": _links(inputs.grafana_url, inputs.burrow_api),
     }
+
+
+def _dropped(counts: Mapping[str, Mapping[str, int]]) -> list[dict[str, Any]]:
+    """Each cluster and reason with groups dropped at ingestion, and how many of their records."""
+    return [
+        {"cluster": cluster, "reason": reason, "records": n}
+        for cluster, reasons in sorted(counts.items())
+        for reason, n in sorted(reasons.items())
+        if n
+    ]
 
 
 def _cluster(report: Report) -> dict[str, Any]:

@@ -125,7 +125,7 @@ class AdminOffsetsReader:
         listed = admin.list_consumer_groups(request_timeout=_REQUEST_TIMEOUT_S)
         listing = await_result(self.clients.track([listed])[0], _REQUEST_TIMEOUT_S + 5)
         with self.service.locked() as store:
-            groups = sorted(g.group_id for g in listing.valid if store.accepts_group(g.group_id))
+            groups = sorted(g.group_id for g in listing.valid if store.admits(self.cluster, g.group_id))
         snapshots: list[GroupSnapshot] = []
         for i in range(0, len(groups), _BATCH):
             batch = groups[i : i + _BATCH]

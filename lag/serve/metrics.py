@@ -19,12 +19,14 @@ from lag.protocol import ClusterRows, GroupStatus
 from lag.serve.text_families import render, templates
 from lag.store.access import LagReader
 from lag.store.arrays import release_freed_heap
+from lag.store.group_index import NAME_TOO_LONG, TOO_MANY_GROUPS
 from pulse.http.exposition import Encoder, RenderedFamilies
 
 RELEASE_FROM_ROWS = 1 << 16
 """A scrape of at least this many groups and group-partitions hands the freed heap back once its text is written."""
 MEMBER_LABELS = ["cluster", "consumer_group", "client_id", "host"]
 NEIGHBOUR_LABELS = ["cluster", "broker", "group", "topic"]
+DROP_REASONS = (NAME_TOO_LONG, TOO_MANY_GROUPS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +85,8 @@ class LagCollector(Collector):
         return _then_release(pieces, self.release_heap) if large else pieces
 
     def _service_families(self) -> Iterator[Metric]:
-        """Per cluster: is it judged (fresh), page-cache windows, records read; per result: commits ingested."""
+        """Per cluster: is it judged (fresh), page-cache windows, records read, groups dropped; per result: commits
+        ingested."""
         svc = self.service
         now = svc.clock_ms()
         up = GaugeMetricFamily(
@@ -104,6 +107,12 @@ class LagCollector(Collector):
         commits = CounterMetricFamily(
             "kafka_pulse_lag_commits", "Commits offered to the store, by what became of them.", labels=["result"]
         )
+        dropped = CounterMetricFamily(
+            "kafka_pulse_lag_groups_dropped",
+            "Records of consumer groups dropped at ingestion, never stored nor exported: an id longer than "
+            "lag.max_group_name_bytes, or a new group past lag.max_groups.",
+            labels=["cluster", "reason"],
+        )
         freshness = svc.freshness
         with svc.locked() as store:
             for cluster in svc.clusters():
@@ -118,7 +127,11 @@ class LagCollector(Collector):
                     records.add_metric([cluster, kind], n)
             for result, n in sorted(store.ingested.items(), key=lambda item: item[0].value):
                 commits.add_metric([result.value], n)
-        yield from (up, windows, records, commits)
+            counted = svc.dropped_groups()
+            for cluster in sorted(set(svc.clusters()) | set(counted)):
+                for reason in DROP_REASONS:
+                    dropped.add_metric([cluster, reason], counted.get(cluster, {}).get(reason, 0))
+        yield from (up, windows, records, commits, dropped)
 
     def _member_families(self) -> Iterator[Metric]:
         """Who is in each group: member counts (classic and consumer-protocol groups alike), share groups (listed,

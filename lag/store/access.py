@@ -78,3 +78,6 @@ class LagReader(Protocol):
 
     def record_counts(self) -> Mapping[str, Mapping[str, int]]:
         """Per cluster, `__consumer_offsets` records read by decoded kind (a copy)."""
+
+    def dropped_groups(self) -> Mapping[str, Mapping[str, int]]:
+        """Per cluster and reason (`name_too_long`, `too_many_groups`), records of groups refused at ingestion."""

@@ -1,5 +1,6 @@
 """Group name -> group id within one cluster, for `offsets.py`: an open-addressing table of int32 ids placed by the
-names' hashes and checked against the store's id -> name list, which holds the names already.
+names' hashes and checked against the store's id -> name list, which holds the names already; and which names are
+admitted at all (`GroupAdmission`: the name and count bounds and the allow/deny filter, judged once per name).
 
 Why not a dict: a dict entry (about 32 B resident) and the `int` object of its id (32 B) were a fifth of a group of
 one partition at 1,000,000 groups; here a group costs one int32 slot at a load of at most one half, 4-8 B
@@ -9,8 +10,11 @@ ingestion; readers that want every group take the ids as an array (`ids`), never
 
 from __future__ import annotations
 
+import re
 from array import array
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
@@ -119,3 +123,61 @@ class GroupIndex:
         self._slots = array("i", table.tobytes())
         self._mask = size - 1
         self._used = self._live = len(gids)
+
+
+NAME_TOO_LONG = "name_too_long"
+TOO_MANY_GROUPS = "too_many_groups"
+DECISIONS_KEPT = 16_384
+"""Names whose filter decision is remembered; at most `max_name_bytes` each (16 MiB at the 1 KiB default)."""
+
+
+class GroupAdmission:
+    """Which group names the store takes: a name within `max_name_bytes` (UTF-8) that Burrow's allow/deny regexes
+    accept, and a new group only while its cluster has fewer than `max_groups`. Group ids are data from Kafka: the
+    regexes run once per name (an LRU of decisions), never per commit, and every refusal is counted by cluster and
+    reason (`kafka_pulse_lag_groups_dropped_total`)."""
+
+    def __init__(
+        self,
+        allow: str | None = None,
+        deny: str | None = None,
+        max_name_bytes: int = 1024,
+        max_groups: int = 1_000_000,
+        decisions_kept: int = DECISIONS_KEPT,
+    ) -> None:
+        self.max_name_bytes = max_name_bytes
+        self.max_groups = max_groups
+        self._allow = re.compile(allow) if allow else None
+        self._deny = re.compile(deny) if deny else None
+        self.passes: Callable[[str], bool] = (
+            lru_cache(maxsize=decisions_kept)(self._search) if allow or deny else _everyone
+        )
+        """Burrow's filter: unanchored search, allow must match and deny not; remembered per name."""
+        self.judged = 0
+        """Times the regexes ran: once per name while its decision is remembered."""
+        self.dropped: Counter[tuple[str, str]] = Counter()
+        """(cluster, reason) -> records of groups refused (`NAME_TOO_LONG`, `TOO_MANY_GROUPS`)."""
+
+    def fits(self, group: str) -> bool:
+        """The name is within `max_name_bytes` (checked without encoding when its length alone decides)."""
+        limit = self.max_name_bytes
+        if len(group) > limit:
+            return False
+        return len(group) * 4 <= limit or len(group.encode("utf-8", "surrogatepass")) <= limit
+
+    def accepts(self, group: str) -> bool:
+        """Within the name bound and through the filter (Burrow's: unanchored search, allow must match, deny not)."""
+        return self.fits(group) and self.passes(group)
+
+    def refuse(self, cluster: str, reason: str) -> None:
+        self.dropped[(cluster, reason)] += 1
+
+    def _search(self, group: str) -> bool:
+        self.judged += 1
+        if self._allow is not None and not self._allow.search(group):
+            return False
+        return not (self._deny is not None and self._deny.search(group))
+
+
+def _everyone(group: str) -> bool:
+    return True

@@ -17,7 +17,6 @@ groups and serves deletes.
 from __future__ import annotations
 
 import enum
-import re
 from array import array
 from collections import Counter
 from collections.abc import Iterator
@@ -27,7 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from lag.store.group_index import GroupIndex
+from lag.store.group_index import NAME_TOO_LONG, TOO_MANY_GROUPS, GroupAdmission, GroupIndex
 from lag.store.hwm_windows import HwmWindows
 from lag.store.membership import GroupMembership, Owners
 from lag.store.runs import NONE, GroupRuns
@@ -44,13 +43,19 @@ class Ingest(enum.Enum):
     """Older than expire-group."""
     FILTERED = "filtered"
     """Group rejected by the allow/deny regexes."""
+    NAME_TOO_LONG = "name_too_long"
+    """Group id longer than `lag.max_group_name_bytes`."""
+    TOO_MANY_GROUPS = "too_many_groups"
+    """A new group while the cluster holds `lag.max_groups`."""
     NO_TOPIC = "no_topic"
     NO_PARTITION = "no_partition"
     NO_HWM = "no_hwm"
 
 
 _INGEST = tuple(Ingest)
-_STORED, _MERGED, _EXPIRED, _FILTERED, _NO_TOPIC, _NO_PARTITION, _NO_HWM = range(len(_INGEST))
+_STORED, _MERGED, _EXPIRED, _FILTERED, _NAME_TOO_LONG, _TOO_MANY_GROUPS, _NO_TOPIC, _NO_PARTITION, _NO_HWM = range(
+    len(_INGEST)
+)
 _NO_RECENT: tuple[str, str | None, int] = ("", None, -1)
 """No last commit (no group name equals None)."""
 
@@ -77,13 +82,15 @@ class OffsetStore:
         expire_group_ms: int = 604_800_000,
         group_allow: str | None = None,
         group_deny: str | None = None,
+        max_group_name_bytes: int = 1024,
+        max_groups: int = 1_000_000,
     ) -> None:
         self.intervals = intervals
         self.commits = CommitWindows(intervals, min_distance_ms)
         self.hwms = HwmWindows(max(intervals, hwm_capacity or 0))
         self.expire_group_ms = expire_group_ms
-        self._allow = re.compile(group_allow) if group_allow else None
-        self._deny = re.compile(group_deny) if group_deny else None
+        self.admission = GroupAdmission(group_allow, group_deny, max_group_name_bytes, max_groups)
+        """Which group ids are stored at all (name and count bounds, the filter once per name), and the drops."""
         self._counts = [0] * len(_INGEST)
         self._gids: dict[str, GroupIndex] = {}
         """Cluster -> group name -> group id."""
@@ -101,10 +108,16 @@ class OffsetStore:
         return Counter({kind: n for kind, n in zip(_INGEST, self._counts, strict=True) if n})
 
     def accepts_group(self, group: str) -> bool:
-        """Burrow's filter: unanchored regex search; an allowlist must match, a denylist must not."""
-        if self._allow is not None and not self._allow.search(group):
+        """Within `max_group_name_bytes` and through Burrow's filter (unanchored regex search; an allowlist must
+        match, a denylist must not), judged once per name."""
+        return self.admission.accepts(group)
+
+    def admits(self, cluster: str, group: str) -> bool:
+        """`accepts_group`, with a name past the bound counted as dropped (for a listing of the cluster's groups)."""
+        if not self.admission.fits(group):
+            self.admission.refuse(cluster, NAME_TOO_LONG)
             return False
-        return not (self._deny is not None and self._deny.search(group))
+        return self.admission.passes(group)
 
     def add_hwm(self, cluster: str, topic: str, partition: int, offset: int, timestamp_ms: int) -> None:
         self.hwms.add(cluster, topic, partition, offset, timestamp_ms)
@@ -120,8 +133,13 @@ class OffsetStore:
         else:
             groups = self._gids.get(cluster)
             gid = groups.get(group) if groups is not None else None
-        if gid is None and not self.accepts_group(group):
-            return self._dropped(_FILTERED)
+        if gid is None:
+            admission = self.admission
+            if not admission.fits(group):  # before the regexes: a 32 KiB id never reaches them
+                admission.refuse(cluster, NAME_TOO_LONG)
+                return self._dropped(_NAME_TOO_LONG)
+            if not admission.passes(group):
+                return self._dropped(_FILTERED)
         tid, partitions, hwm = self.hwms.probe(cluster, topic, partition)
         if partitions == 0:
             return self._dropped(_NO_TOPIC)
@@ -131,6 +149,10 @@ class OffsetStore:
             return self._dropped(_NO_HWM)
         runs = self.runs  # its arrays are read here, not through its methods: this is the path of every commit
         if gid is None:
+            index = self._gids.get(cluster)
+            if index is not None and len(index) >= self.admission.max_groups:
+                self.admission.refuse(cluster, TOO_MANY_GROUPS)
+                return self._dropped(_TOO_MANY_GROUPS)
             gid = self._new_group(cluster, group)
             run = runs.run(gid, tid, partitions)
         else:

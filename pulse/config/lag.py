@@ -141,9 +141,17 @@ class LagConfig(Section):
     recovery_s: Seconds | None = None
     """After an outage, groups stay unknown this long while commits catch up (default 3 x offset_refresh_s)."""
     group_allow: Regex = ".*"
-    """Groups evaluated (`re.search`, Burrow's allowlist); `.*` evaluates every group."""
+    """Groups evaluated (`re.search`, Burrow's allowlist); `.*` evaluates every group. Judged once per group name;
+    a pattern that can backtrack exponentially (a quantifier inside a quantifier) is refused at load."""
     group_deny: Regex | None = None
     """Groups never evaluated even when `group_allow` matches (Burrow's denylist)."""
+    max_group_name_bytes: int = Field(default=1024, ge=1, le=32_767)
+    """Groups whose id is longer than this (UTF-8 bytes) are dropped at ingestion, never stored or exported, and
+    counted (`kafka_pulse_lag_groups_dropped_total{reason="name_too_long"}`): Kafka allows 32 KiB ids, and a
+    group's id is repeated on every one of its per-partition lines."""
+    max_groups: int = Field(default=1_000_000, ge=1, le=100_000_000)
+    """Groups stored per cluster at most; a new group past it is dropped at ingestion and counted
+    (`reason="too_many_groups"`), so a flood of group ids cannot grow memory and scrapes without bound."""
     ingestion: IngestionMode = "consumer_offsets"
     """Where commits come from: the `__consumer_offsets` topic (commit timestamps from the broker) or the Admin API
     (committed offsets polled per group; the poll time stands in for the commit time)."""

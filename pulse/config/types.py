@@ -2,8 +2,9 @@
 message is the same wherever the type is used.
 """
 
+import importlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 from urllib.parse import urlsplit
@@ -56,7 +57,79 @@ def _check_regex(pattern: str) -> str:
         re.compile(pattern)
     except re.error as exc:
         raise ValueError(f"{pattern!r} is not a valid regular expression: {exc}") from None
+    why = catastrophic_shape(pattern)
+    if why is not None:
+        raise ValueError(
+            f"{pattern!r} {why}, which can backtrack for seconds on one hostile name; rewrite it without that "
+            "(a character class such as [a-z0-9.-]+, or a possessive quantifier such as ++)"
+        )
     return pattern
+
+
+_PARSER: Any = importlib.import_module("re._parser")  # the stdlib's own parse tree, not typed by typeshed
+_REPEATS = frozenset({"MAX_REPEAT", "MIN_REPEAT"})
+"""Quantifiers that backtrack; POSSESSIVE_REPEAT and atomic groups give nothing back, so they are safe to nest."""
+_ANY = None
+"""A first-character set that may hold any character."""
+
+
+def catastrophic_shape(pattern: str) -> str | None:
+    """Why `pattern` may take exponential time (a quantifier inside a quantifier, or overlapping alternatives
+    under one), or None. Conservative: a few safe patterns are refused too, never a dangerous one of these shapes."""
+    return _scan(_PARSER.parse(pattern), repeated=False)
+
+
+def _scan(items: Iterable[tuple[Any, Any]], repeated: bool) -> str | None:
+    """Walk a parse tree; `repeated` is True below a quantifier that repeats more than once."""
+    for op, arg in items:
+        name = str(op)
+        if name in _REPEATS:
+            _, high, body = arg
+            if repeated and high > 1:
+                return "nests a quantifier inside another quantifier"
+            why = _scan(body, repeated or high > 1)
+        elif name == "BRANCH":
+            why = _overlap(arg[1]) if repeated else None
+            why = why or next((w for alt in arg[1] if (w := _scan(alt, repeated))), None)
+        elif name == "SUBPATTERN":
+            why = _scan(arg[3], repeated)
+        elif name == "ASSERT" or name == "ASSERT_NOT":
+            why = _scan(arg[1], repeated)
+        elif name == "GROUPREF_EXISTS":
+            why = _scan(arg[1], repeated) or (_scan(arg[2], repeated) if arg[2] is not None else None)
+        else:  # literals, classes, anchors; POSSESSIVE_REPEAT and ATOMIC_GROUP never backtrack into themselves
+            why = None
+        if why is not None:
+            return why
+    return None
+
+
+def _overlap(alternatives: list[Any]) -> str | None:
+    """Alternatives under a quantifier that can begin with the same character (or both match nothing) can split
+    one input in exponentially many ways, as `(a|a)*` does."""
+    seen: list[frozenset[int] | None] = []
+    for alternative in alternatives:
+        first = _first_characters(alternative)
+        for other in seen:
+            if first is _ANY or other is _ANY or first & other:
+                return "repeats alternatives that can begin alike"
+        seen.append(first)
+    return None
+
+
+def _first_characters(alternative: list[tuple[Any, Any]]) -> frozenset[int] | None:
+    """The characters an alternative can begin with; -1 stands for the empty alternative; None for any."""
+    if not alternative:
+        return frozenset({-1})
+    op, arg = alternative[0]
+    if str(op) == "LITERAL":
+        return frozenset({arg})
+    if str(op) == "IN" and all(str(o) in ("LITERAL", "RANGE") for o, _ in arg):
+        chars: set[int] = set()
+        for o, a in arg:
+            chars.update([a] if str(o) == "LITERAL" else range(a[0], a[1] + 1))
+        return frozenset(chars)
+    return _ANY
 
 
 def _base_dir(info: ValidationInfo) -> Path | None:

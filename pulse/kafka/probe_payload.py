@@ -37,18 +37,28 @@ def encode(probe: Probe) -> tuple[bytes, bytes]:
     return probe.producer_id.encode(), json.dumps(value, separators=(",", ":")).encode()
 
 
+MAX_VALUE_BYTES = 1024
+"""The largest record value decoded: a probe is under 150 bytes, and anything larger on the monitor topic is not
+ours, so it is refused before the JSON parser (and its recursion) ever sees it."""
+
+
 def decode(value: bytes | None) -> Probe:
-    """The probe in a record's value; MalformedProbe says what is wrong with anything else."""
+    """The probe in a record's value; MalformedProbe says what is wrong with anything else. Any failure to decode
+    (bad UTF-8, JSON nested past the recursion limit, anything) is MalformedProbe: the value is data from Kafka."""
     if value is None:
         raise MalformedProbe("record has no value")
+    if len(value) > MAX_VALUE_BYTES:
+        raise MalformedProbe(f"value is {len(value)} bytes, larger than a probe ({MAX_VALUE_BYTES} at most)")
     try:
         fields = json.loads(value)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise MalformedProbe(f"value is not JSON: {exc}") from None
+    except Exception as exc:  # RecursionError on deep nesting, MemoryError, whatever the parser meets
+        raise MalformedProbe(f"value is not decodable: {type(exc).__name__}") from None
     if not isinstance(fields, dict):
         raise MalformedProbe(f"value is a JSON {type(fields).__name__}, not an object")
     if fields.get("v") != FORMAT_VERSION:
-        raise MalformedProbe(f"format version {fields.get('v')!r}, expected {FORMAT_VERSION}")
+        raise MalformedProbe(f"format version {fields.get('v')!r:.40}, expected {FORMAT_VERSION}")
     try:
         producer_id, partition, sequence, sent_ns = fields["id"], fields["p"], fields["seq"], fields["ts_ns"]
     except KeyError as exc:

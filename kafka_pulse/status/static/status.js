@@ -181,6 +181,10 @@ function renderGroups(doc) {
     fill(tbody, [el("tr", {}, el("td", { colspan: 7, class: "dim" }, "lag is off: " + (doc.off.lag || "not run here")))]);
     return;
   }
+  const dropped = doc.groups_dropped || [];
+  document.getElementById("groups-dropped").textContent = dropped.length
+    ? "dropped at ingestion (never stored nor shown): " + dropped.map((d) => d.records + " records of " + d.cluster + " (" + d.reason.replace(/_/g, " ") + ")").join(", ")
+    : "no group dropped at ingestion";
   const filter = document.getElementById("group-filter").value.trim().toLowerCase();
   const shown = doc.groups
     .filter((g) => !filter || [g.group, g.cluster, g.status, g.worst_partition_status || "", g.reason].join(" ").toLowerCase().includes(filter))

@@ -182,3 +182,53 @@ def test_two_canaries_share_one_topic_and_each_tracks_only_its_own_probes(kafka:
         assert sum(created) == 1, f"the shared topic was created {created} times"
         moved = [sample(c, "kafka_pulse_canary_topic_changes_total", action="reassign") for c in (first, second)]
         assert sum(moved) == 0, f"two instances fought over the placement: {moved}"
+
+
+def test_a_hostile_record_is_malformed_and_the_rest_of_its_batch_is_read(kafka: KafkaHandle) -> None:
+    """Records under the canary's own key whose values are `[[[[...` (deep enough to exhaust the JSON parser's
+    recursion, and far past the size bound) sit in one batch with good probes: each is counted malformed, and
+    every probe after them in that batch is read, none reported lost. The reader is held back on partition 0
+    while they are written, so that one fetch returns them together."""
+    with running_canary(kafka, loss_deadline_s=30.0) as (canary, sink):
+        await_healthy(canary, BROKERS)
+        assert canary.consumer is not None
+        topic = canary.config.topic
+        reader = kafka.consumer(f"test-reader-{topic}")
+        tp0 = TopicPartition(topic, 0)
+        canary.consumer.pause([0])
+        writer = kafka.producer()
+        key = canary.producer_id.encode()
+        for value in (b"[" * 1020, b"[" * 100_000):
+            writer.produce(topic, key=key, value=value, partition=0)
+        assert writer.flush(30) == 0
+        _, after_hostile = reader.get_watermark_offsets(tp0, timeout=10, cached=False)
+        poll(
+            lambda: reader.get_watermark_offsets(tp0, timeout=10, cached=False)[1],
+            lambda hw: hw >= after_hostile + 3,
+            30,
+            "3 probes written on partition 0 after the hostile records",
+        )
+        reader.assign([TopicPartition(topic, 0, after_hostile)])
+        behind: list[int] = []
+        while len(behind) < 3:
+            message = reader.poll(10)
+            assert message is not None and message.error() is None
+            behind.append(decode(message.value()).sequence)
+        reader.close()
+        canary.consumer.resume([0])
+        poll(
+            lambda: canary.consumer.counts.malformed if canary.consumer is not None else 0,
+            lambda n: n >= 2,
+            30,
+            "the two hostile records counted malformed",
+        )
+        poll(
+            lambda: {e.sequence for e in sink.events if e.partition == 0 and e.consume_ok},
+            lambda read: set(behind) <= read,
+            30,
+            f"probes {behind}, written behind the hostile records, read",
+        )
+        assert canary.consumer.counts.malformed == 2
+        assert sample(canary, "kafka_pulse_canary_records_malformed_total") == 2
+        assert [e for e in sink.events if e.lost] == []
+        assert sample(canary, "kafka_pulse_canary_records_lost_total") == 0

@@ -90,6 +90,12 @@ def test_the_whole_config_builds_a_runner_without_connecting() -> None:
     assert runner.api.modules.consumers["legacy"]["class-name"] == "admin"
 
 
+_REDOS_TAIL = (
+    "which can backtrack for seconds on one hostile name; rewrite"
+    " it without that (a character class such as [a-z0-9.-]+, or a possessive quantifier such as ++)"
+)
+
+
 @dataclass(frozen=True)
 class Case:
     breaks: Callable[[dict[str, Any]], None]
@@ -221,6 +227,44 @@ CASES = [
     ),
     pytest.param(
         Case(
+            _set("lag", "max_group_name_bytes", value=0),
+            "lag.max_group_name_bytes: Input should be greater than or equal to 1 (got 0)",
+        ),
+        id="group-name-bound-zero",
+    ),
+    pytest.param(
+        Case(
+            _set("lag", "max_group_name_bytes", value=40_000),
+            "lag.max_group_name_bytes: Input should be less than or equal to 32767 (got 40000)",
+        ),
+        id="group-name-bound-past-kafkas",
+    ),
+    pytest.param(
+        Case(_set("lag", "max_groups", value=0), "lag.max_groups: Input should be greater than or equal to 1 (got 0)"),
+        id="group-count-bound-zero",
+    ),
+    pytest.param(
+        Case(
+            _set("lag", "max_groups", value=10**9),
+            "lag.max_groups: Input should be less than or equal to 100000000 (got 1000000000)",
+        ),
+        id="group-count-bound-unbounded",
+    ),
+    *(
+        pytest.param(Case(_set("lag", key, value=pattern), f"lag.{key}: {pattern!r} {why}, {_REDOS_TAIL}"), id=name)
+        for name, key, pattern, why in [
+            ("allow-nested-plus", "group_allow", "^(a+)+$", "nests a quantifier inside another quantifier"),
+            ("deny-nested-star", "group_deny", "(a*)*", "nests a quantifier inside another quantifier"),
+            ("allow-nested-in-group", "group_allow", "^app-(?:x+y)*$", "nests a quantifier inside another quantifier"),
+            ("allow-nested-bounded", "group_allow", "(a{2,9}){3}", "nests a quantifier inside another quantifier"),
+            ("allow-dot-star-star", "group_allow", "(.*)*", "nests a quantifier inside another quantifier"),
+            ("deny-same-alternatives", "group_deny", "^(a|a)*$", "repeats alternatives that can begin alike"),
+            ("deny-any-alternative", "group_deny", "(x|.)+", "repeats alternatives that can begin alike"),
+            ("allow-class-alternatives", "group_allow", "([a-c]x|b)+", "repeats alternatives that can begin alike"),
+        ]
+    ),
+    pytest.param(
+        Case(
             _set("lag", "exact_time_lag", "enable", value=True),
             "lag.exact_time_lag: unknown key 'enable'; did you mean 'enabled'?",
         ),
@@ -236,3 +280,20 @@ def test_invalid_lag_config_is_refused_naming_the_key(case: Case) -> None:
     with pytest.raises(ConfigError) as excinfo:
         parse(tree)
     assert str(excinfo.value).splitlines() == ["pulse.yaml: " + case.want]
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["^app-", "^(foo|bar)+$", "(ab|ac)*", "^[a-z]+(?:-[a-z]++)*$", "(?>a+)*", "a{2,5}", "^(a|b|c)+$", ".*"],
+)
+def test_linear_filter_patterns_still_load(pattern: str) -> None:
+    """The refusal is conservative but not blind: alternatives that begin apart, possessive or atomic inner
+    quantifiers and a single quantifier load as before."""
+    tree = valid_config()
+    tree["lag"]["group_allow"] = pattern
+    assert parse(tree).lag.group_allow == pattern
+
+
+def test_bounds_default_to_a_kib_and_a_million_groups() -> None:
+    lag = PulseConfig().lag
+    assert (lag.max_group_name_bytes, lag.max_groups) == (1024, 1_000_000)

@@ -220,6 +220,16 @@ def test_every_key_is_documented() -> None:
     assert not missing, f"keys missing from {DOC.name}: {sorted(missing)}"
 
 
+def test_groups_dropped_at_ingestion_are_a_count_per_cluster_and_reason() -> None:
+    counts = {"east": {"name_too_long": 3, "too_many_groups": 0}, "west": {"too_many_groups": 7}}
+    doc = status_document(StatusInputs(generated_at=AT, refresh_s=5.0, groups=[], groups_dropped=counts))
+    assert doc["groups_dropped"] == [
+        {"cluster": "east", "reason": "name_too_long", "records": 3},
+        {"cluster": "west", "reason": "too_many_groups", "records": 7},
+    ]
+    assert status_document(StatusInputs(generated_at=AT, refresh_s=5.0))["groups_dropped"] is None  # lag off
+
+
 def test_latency_columns_say_how_much_history_they_hold() -> None:
     """Two minutes into a run the quantiles cover 2 min of their 5: the document says so (the page prints
     "2 min of 5"), instead of leaving the reader to guess why a cell is empty."""
