@@ -73,9 +73,19 @@ class Parts:
 
 
 PINNED_LOGGERS = (
-    "kafka", "confluent_kafka", "py4j", "pyspark", "jpype", "urllib3", "requests", "httpx", "httpcore", "h11", "h2",
+    "kafka",
+    "confluent_kafka",
+    "py4j",
+    "pyspark",
+    "jpype",
+    "urllib3",
+    "requests",
+    "httpx",
+    "httpcore",
+    "h11",
+    "h2",
     "hpack",
-)  # fmt: skip
+)
 """Third-party loggers that print a client's config or a request's headers below WARNING (kafka-python logs its
 whole config, passwords included, when an admin client starts): kept at WARNING or above whatever the root level,
 also after `/v3/admin/loglevel` sets it to debug. Their children (`kafka.conn`) follow."""

@@ -41,8 +41,11 @@ def without_repeats(results: Sequence[L]) -> tuple[list[L], dict[Identity, int]]
         key = identity(result.name, result.labels)
         if key in seen:
             refused[key] = refused.get(key, 0) + 1
-            _LOG.warning("SLO %r: a second instance with labels %s refused: one label set, one instance",
-                         result.name, dict(sorted(result.labels.items())))  # fmt: skip
+            _LOG.warning(
+                "SLO %r: a second instance with labels %s refused: one label set, one instance",
+                result.name,
+                dict(sorted(result.labels.items())),
+            )
             continue
         seen.add(key)
         kept.append(result)

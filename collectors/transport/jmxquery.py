@@ -64,8 +64,11 @@ class JmxqueryTransport:
             # Defect 2: one value with a quote or backslash spoils the whole batch's JSON. Halve the batch until
             # the bad query stands alone, keep everything else, and name the one left out.
             if len(queries) == 1:
-                _LOG.warning("broker %s: %s returns a value jmxquery cannot encode; skipped", self.broker.broker_id,
-                             queries[0].pattern)  # fmt: skip
+                _LOG.warning(
+                    "broker %s: %s returns a value jmxquery cannot encode; skipped",
+                    self.broker.broker_id,
+                    queries[0].pattern,
+                )
                 self.dropped.append(queries[0])
                 return []
             middle = len(queries) // 2

@@ -39,15 +39,19 @@ class NodeProcesses:
         for node in self.spec.nodes:
             node_dir = self.files.node_dir(node.node_id)
             argv = [
-                "java", "-cp", runtime.classpath,
+                "java",
+                "-cp",
+                runtime.classpath,
                 f"-Dlog4j2.configurationFile={node_dir / 'log4j.properties'}",
                 f"-Dlog4j.configuration=file:{node_dir / 'log4j.properties'}",
                 f"-Dkafka.logs.dir={node_dir / 'logs'}",
-                "kafka.tools.StorageTool", "format",
+                "kafka.tools.StorageTool",
+                "format",
                 f"--cluster-id={self.spec.cluster_id}",
-                "-c", str(node_dir / "server.properties"),
+                "-c",
+                str(node_dir / "server.properties"),
                 "--ignore-formatted",
-            ]  # fmt: skip
+            ]
             procs.append((node, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)))
         for node, proc in procs:
             out, _ = proc.communicate(timeout=120)
@@ -71,9 +75,11 @@ class NodeProcesses:
         argv = [
             "java",
             *flags,
-            "-cp", os.pathsep.join([runtime.classpath, *self.spec.extra_jars]),
-            "kafka.Kafka", str(node_dir / "server.properties"),
-        ]  # fmt: skip
+            "-cp",
+            os.pathsep.join([runtime.classpath, *self.spec.extra_jars]),
+            "kafka.Kafka",
+            str(node_dir / "server.properties"),
+        ]
         proc = ManagedProcess(f"kafka node {node.node_id}", argv, self.files.stdout_path(node.node_id)).start()
         self.pids[node.node_id] = proc.pid
         self._children[node.node_id] = proc

@@ -113,8 +113,13 @@ def judge_lag_verdicts(
     reason, never OK, as are groups whose status was not read in time."""
     first = source_line(source)
     if not isinstance(facts, LagVerdicts):
-        return Section("lag", Status.UNKNOWN, "group verdicts not read", (first, facts.reason), details={
-            "source": first, "groups": []})  # fmt: skip
+        return Section(
+            "lag",
+            Status.UNKNOWN,
+            "group verdicts not read",
+            (first, facts.reason),
+            details={"source": first, "groups": []},
+        )
     judged = [(g, map_status(g, rules)) for g in sorted(facts.groups, key=lambda g: g.group)]
     bad = sorted((x for x in judged if x[1] is not Status.OK), key=lambda x: (-x[1].rank, x[0].group))
     status = max((s for _, s in judged), key=lambda s: s.rank, default=Status.OK)
@@ -138,11 +143,17 @@ def judge_lag_verdicts(
     details: dict[str, Any] = {
         "source": first,
         "groups": [
-            {"group": g.group, "lag_status": g.status, "worst_partition": g.worst_partition, "status": s.value,
-             "totallag": g.totallag, "reason": g.reason}
+            {
+                "group": g.group,
+                "lag_status": g.status,
+                "worst_partition": g.worst_partition,
+                "status": s.value,
+                "totallag": g.totallag,
+                "reason": g.reason,
+            }
             for g, s in bad[:20]
         ],
         "groups_judged": len(judged),
         "unread": list(facts.unread),
-    }  # fmt: skip
+    }
     return Section("lag", status, summary, tuple(reasons), details=details)

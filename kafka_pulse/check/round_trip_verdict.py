@@ -96,11 +96,19 @@ def judge_round_trip(
         "created": facts.created,
         "brokers": rows,
         "trips": [
-            {"partition": t.partition, "leader": t.leader, "in_sync": list(t.in_sync), "sent": t.sent,
-             "read_back": t.read_back, "error": t.error, "latency_s": t.latency_s, "judged": t.judged}
+            {
+                "partition": t.partition,
+                "leader": t.leader,
+                "in_sync": list(t.in_sync),
+                "sent": t.sent,
+                "read_back": t.read_back,
+                "error": t.error,
+                "latency_s": t.latency_s,
+                "judged": t.judged,
+            }
             for t in facts.trips
         ],
-    }  # fmt: skip
+    }
     if facts.created:
         reasons.append(f"{facts.topic} did not exist; the check created it with the canary's placement")
     return Section("round_trip", status, summary, tuple(reasons), tuple(sorted(culprits)), details)

@@ -264,10 +264,16 @@ def judge_partitions(meta: MetadataFacts | ProbeFailed) -> Section:
 
     def listed(refs: Sequence[PartitionState]) -> list[dict[str, Any]]:
         return [
-            {"topic": r.topic, "partition": r.partition, "leader": r.leader, "replicas": list(r.replicas),
-             "isr": list(r.isr), "min_isr": r.min_isr}
+            {
+                "topic": r.topic,
+                "partition": r.partition,
+                "leader": r.leader,
+                "replicas": list(r.replicas),
+                "isr": list(r.isr),
+                "min_isr": r.min_isr,
+            }
             for r in refs[:20]
-        ]  # fmt: skip
+        ]
 
     details = {
         "partitions": meta.partitions,
@@ -317,14 +323,21 @@ def judge_lag(facts: LagFacts | ProbeFailed | NotAvailable) -> Section:
         "groups_listed": facts.groups_listed,
         "groups_read": len(facts.groups),
         "worst": [
-            {"group": g.group, "state": g.state, "status": "UNKNOWN", "total_lag": g.total_lag, "max_lag": g.max_lag,
-             "max_lag_partition": g.max_lag_partition, "partitions": g.partitions,
-             "unknown_partitions": g.unknown_partitions}
+            {
+                "group": g.group,
+                "state": g.state,
+                "status": "UNKNOWN",
+                "total_lag": g.total_lag,
+                "max_lag": g.max_lag,
+                "max_lag_partition": g.max_lag_partition,
+                "partitions": g.partitions,
+                "unknown_partitions": g.unknown_partitions,
+            }
             for g in worst
         ],
         "unread": list(facts.unread),
         "source": SNAPSHOT_SOURCE,
-    }  # fmt: skip
+    }
     reasons.append(f"source: {SNAPSHOT_SOURCE}")
     return Section("lag", Status.INFO, summary, tuple(reasons), details=details)
 
@@ -343,12 +356,17 @@ def judge_slo(facts: SloFacts | ProbeFailed | NotAvailable, now: datetime, stale
         "source": facts.source,
         "evaluated_at": facts.evaluated_at.isoformat() if facts.evaluated_at else None,
         "slos": [
-            {"name": b.name, "labels": dict(b.labels), "budget_remaining": b.budget_remaining,
-             "page_firing": b.page_firing, "ticket_firing": b.ticket_firing,
-             "exhaustion_at": b.exhaustion_at.isoformat() if b.exhaustion_at else None}
+            {
+                "name": b.name,
+                "labels": dict(b.labels),
+                "budget_remaining": b.budget_remaining,
+                "page_firing": b.page_firing,
+                "ticket_firing": b.ticket_firing,
+                "exhaustion_at": b.exhaustion_at.isoformat() if b.exhaustion_at else None,
+            }
             for b in facts.budgets
         ],
-    }  # fmt: skip
+    }
     if facts.evaluated_at is None or not facts.budgets:
         return Section("slo", Status.INFO, "not available", (f"no SLO results in {facts.source}",), details=details)
     age_s = (now - facts.evaluated_at).total_seconds()

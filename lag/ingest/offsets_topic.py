@@ -174,8 +174,13 @@ class OffsetsTopicReader:
         }
         late = unread_partitions(ends, starts, positions)
         if late and waited_s > CATCH_UP_GIVE_UP_S:
-            _LOG.warning("lag source %s: %s partitions %s still short of their end after %.0f s; judging anyway",
-                         self.cluster, OFFSETS_TOPIC, late, waited_s)  # fmt: skip
+            _LOG.warning(
+                "lag source %s: %s partitions %s still short of their end after %.0f s; judging anyway",
+                self.cluster,
+                OFFSETS_TOPIC,
+                late,
+                waited_s,
+            )
             return True
         if late:
             self.health.mark_error(

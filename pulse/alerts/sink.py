@@ -289,8 +289,11 @@ class AlertSink:
             # the same batch could never succeed, so it is dropped (counted) rather than blocking the spool.
             _LOG.error(
                 "alertmanager %s refused %d alerts: HTTP %d: %s",
-                self.url, len(batch), response.status_code, response.text.strip()[:500],
-            )  # fmt: skip
+                self.url,
+                len(batch),
+                response.status_code,
+                response.text.strip()[:500],
+            )
             return "rejected"
         return self._failed(batch, f"HTTP {response.status_code}: {response.text.strip()[:200]}")
 
@@ -334,8 +337,10 @@ class AlertSink:
         if trimmed.overflow:
             _LOG.warning(
                 "alert spool %s is full (%d bytes): dropped the %d oldest alerts",
-                self.spool.path, self.spool.max_bytes, trimmed.overflow,
-            )  # fmt: skip
+                self.spool.path,
+                self.spool.max_bytes,
+                trimmed.overflow,
+            )
         self.stats.superseded += trimmed.superseded
         self.stats.dropped["overflow"] += trimmed.overflow
         return trimmed.overflow + len(trimmed.corrupt)
