@@ -42,6 +42,7 @@ from pulse.alerts import AlertSender
 from pulse.broker_health import BrokerHealthBoard
 from pulse.config import ClusterConfig, PulseConfig
 from pulse.kafka_log import limiter_for
+from pulse.lifecycle import Periodic
 from pulse.paths import state_dir
 from pulse.profile import client_config
 
@@ -74,31 +75,45 @@ class KafkaLagSource:
         """Records read from __consumer_offsets by decoded kind (the reader's own counter)."""
         self.admin_reader: AdminOffsetsReader | None = None
         self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
+        """Ends the `__consumer_offsets` reader: a continuous consume loop whose crash marks its feed stopped."""
+        self._loops: list[Periodic | threading.Thread] = []
         # Judged only while commits can be read too.
         health.expect(cluster, GROUP_OFFSETS_FEED if ingestion == "admin" else COMMITS_FEED)
 
     def start(self) -> None:
         self.hwm.poll_hwms()  # commits are only stored once their partition has a HWM (Burrow's rule)
-        loops: list[tuple[str, Callable[[threading.Event], None]]] = [("hwm", self.hwm.run)]
+        settings, name = self.service.settings, f"lag-{self.cluster}"
+        # HWM rounds start `offset_refresh_s` apart, counted from the previous round's start (fixed rate): a round
+        # that takes most of the interval (10,000 partitions on a loaded host) must not push the next past
+        # `stale_after_s`.
+        refresh_s = settings.offset_refresh_s
+        self._loops = [Periodic(f"{name}-hwm", refresh_s, self.hwm.poll_hwms, first_delay_s=refresh_s)]
         if self.ingestion == "admin":
             clients = AdminClients(lambda: new_admin_client(self.client_config))
             self.admin_reader = AdminOffsetsReader(self.cluster, clients, self.service, self.health)
             self.admin_reader.poll()
-            loops.append(("admin", self.admin_reader.run))
+            group_s = settings.effective_group_refresh_s()
+            poll = self.admin_reader.poll_renewing
+            self._loops.append(Periodic(f"{name}-admin", group_s, poll, fixed_rate=False, first_delay_s=group_s))
         else:
-            loops.append(("offsets", self.offsets.run))
-        for name, loop in loops:
-            thread = threading.Thread(target=loop, args=(self._stop,), name=f"lag-{self.cluster}-{name}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
+            self._loops.append(
+                threading.Thread(target=self.offsets.run, args=(self._stop,), name=f"{name}-offsets", daemon=True)
+            )
+        for loop in self._loops:
+            loop.start()
 
     def stop(self) -> None:
         """Stops the loops, then closes the HWM reader (`HwmPoller.close` says why)."""
         self._stop.set()
-        for thread in reversed(self._threads):
-            thread.join(timeout=10)
-        if any(thread.is_alive() for thread in self._threads):
+        for loop in self._loops:
+            if isinstance(loop, Periodic):
+                loop.stop(timeout_s=0)  # only asks: every loop is told before any is waited for
+        for loop in reversed(self._loops):
+            if isinstance(loop, Periodic):
+                loop.stop(timeout_s=10)
+            else:
+                loop.join(timeout=10)
+        if any(loop.is_alive() for loop in self._loops):
             return  # a read still in progress owns the reader; closing it under that read is unsafe
         self.hwm.close()
 

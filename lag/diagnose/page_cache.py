@@ -13,16 +13,13 @@ the diagnosis.
 
 from __future__ import annotations
 
-import logging
 import math
-import threading
 from collections.abc import Callable, Mapping, Sequence
 
 from lag.protocol import PageCacheEstimate, Placement, TopicPartition
 from lag.store.access import LagWriter
 from pulse.config import PageCacheConfig
-
-_LOG = logging.getLogger(__name__)
+from pulse.lifecycle import Periodic
 
 
 def produce_rate(hwm_offsets: Sequence[int], hwm_times_ms: Sequence[int]) -> float | None:
@@ -93,26 +90,18 @@ class PageCacheEstimator:
         self.page_cache = page_cache
         self.placements = placements
         self.interval_s = interval_s
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        # A failed estimate is logged and the last one stays until the next succeeds: a hint, never a verdict.
+        self.loop = Periodic(
+            f"lag-{cluster}-page-cache", interval_s, self.refresh, fixed_rate=False, first_delay_s=interval_s
+        )
 
     def start(self) -> None:
         """A first estimate now (the sources made their first round), then one every `interval_s`."""
         self.refresh()
-        self._thread = threading.Thread(target=self._run, name=f"lag-{self.cluster}-page-cache", daemon=True)
-        self._thread.start()
+        self.loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            try:
-                self.refresh()
-            except Exception:  # a hint, never a verdict: the last estimate stays until the next one succeeds
-                _LOG.exception("lag page cache %s: estimate failed", self.cluster)
+        self.loop.stop(timeout_s=10)
 
     def refresh(self) -> None:
         """Per broker, how many seconds of writes its page cache holds (under the service lock, as the HWM rounds

@@ -16,7 +16,6 @@ group. Commits between two polls are not seen, so min-distance is effectively th
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -96,6 +95,8 @@ class AdminOffsetsReader:
         self.health = health
         self._last: dict[str, dict[TopicPartition, int]] = {}
         """Per group, the offsets of the previous successful poll."""
+        self._failed = 0
+        """Loop rounds failed in a row."""
         health.expect(cluster, GROUP_OFFSETS_FEED)
 
     def poll(self) -> bool:
@@ -109,15 +110,15 @@ class AdminOffsetsReader:
         self.health.mark_ok(self.cluster, GROUP_OFFSETS_FEED)
         return True
 
-    def run(self, stop: threading.Event) -> None:
-        """Polls every `group_offsets_refresh_s` until `stop` is set; its admin client is renewed after repeated
-        failures (admin_clients.py says why a fresh client helps)."""
-        failed = 0
-        while not stop.wait(self.service.settings.effective_group_refresh_s()):
-            failed = 0 if self.poll() else failed + 1
-            if failed and failed % RENEW_AFTER_FAILURES == 0:
-                _LOG.info("lag source %s: %d offset polls failed; renewing their admin client", self.cluster, failed)
-                self.clients.renew()
+    def poll_renewing(self) -> bool:
+        """One loop round (`poll`); its admin client is renewed after repeated failures (admin_clients.py says why
+        a fresh client helps)."""
+        ok = self.poll()
+        self._failed = 0 if ok else self._failed + 1
+        if self._failed and self._failed % RENEW_AFTER_FAILURES == 0:
+            _LOG.info("lag source %s: %d offset polls failed; renewing their admin client", self.cluster, self._failed)
+            self.clients.renew()
+        return ok
 
     def read_snapshots(self) -> tuple[set[str], list[GroupSnapshot]]:
         """The groups Kafka lists (those the filters accept) and a snapshot of each that could be read."""

@@ -7,7 +7,6 @@ seconds behind. Tesla's `kafka_consumer_freshness_tracker` (teslamotors/kafka-he
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import uuid
 from typing import Any
@@ -17,6 +16,7 @@ from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, Kafka
 from lag.store.access import LagWriter
 from lag.store.record_times import RecordKey, RecordTimes
 from pulse.config import ExactTimeLagConfig
+from pulse.lifecycle import Periodic
 
 _LOG = logging.getLogger(__name__)
 
@@ -116,24 +116,18 @@ class ExactLagFetcher:
         self.read_total = 0
         """Records read since start (for the metrics and the bench)."""
         self._reader: RecordTimeReader | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.loop = Periodic(f"lag-{cluster}-record-times", config.interval_s, self._cycle, fixed_rate=False)
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name=f"lag-{self.cluster}-record-times", daemon=True)
-        self._thread.start()
+        self.loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=self.config.fetch_timeout_s + 10)
+        self.loop.stop(timeout_s=self.config.fetch_timeout_s + 10)
         if self._reader is not None:
             self._reader.close()
 
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            self.run_cycle()
-            self._stop.wait(self.config.interval_s)
+    def _cycle(self) -> None:
+        self.run_cycle()
 
     def run_cycle(self) -> int:
         """One bounded cycle; returns how many timestamps it learnt. Kafka errors wait for the next cycle."""

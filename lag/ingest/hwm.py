@@ -7,8 +7,6 @@ Kafka errors are caught here and turn the cluster unknown, never a verdict.
 from __future__ import annotations
 
 import logging
-import threading
-import time
 import uuid
 from collections.abc import Iterable
 from typing import Any, Protocol
@@ -65,14 +63,6 @@ class HwmPoller:
         """This thread's admin client (topic ids only); the Admin API reader has its own."""
         self._topics: dict[str, int] = {}
         self._failed_rounds = 0
-
-    def run(self, stop: threading.Event) -> None:
-        """Rounds start `offset_refresh_s` apart, counted from the previous round's start: a round that takes
-        most of the interval (10,000 partitions on a loaded host) must not push the next past `stale_after_s`."""
-        started = time.monotonic()
-        while not stop.wait(max(0.0, started + self.service.settings.offset_refresh_s - time.monotonic())):
-            started = time.monotonic()
-            self.poll_hwms()
 
     def placements(self) -> dict[tuple[str, int], Placement] | None:
         """Where each partition lived at the last successful round (read under the service lock); None before it."""

@@ -14,7 +14,6 @@ group (its cluster cannot be read) neither opens nor closes anything, and its op
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -29,6 +28,7 @@ from lag.protocol import GroupStatus, Status
 from lag.store.access import LagReader
 from pulse.alerts import Alert, AlertSender, Incidents, render_link
 from pulse.config import AlertingConfig
+from pulse.lifecycle import Periodic
 
 _LOG = logging.getLogger(__name__)
 ALERTNAME = "KafkaConsumerGroupUnhealthy"
@@ -176,8 +176,7 @@ class LagNotifier:
         self.incidents = incidents
         self.sender = sender
         self.interval_s = interval_s
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.loop = Periodic("lag-notifier", interval_s, self._cycle, fixed_rate=False, first_delay_s=interval_s)
         self.failures = 0
         """Cycles that raised (logged; the next cycle resends every open alert)."""
         self.last_success_s: float | None = None
@@ -199,17 +198,13 @@ class LagNotifier:
         return cls(service, book, Incidents.from_config(alerting, interval_s), sender, interval_s)
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="lag-notifier", daemon=True)
-        self._thread.start()
+        self.loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        self.loop.stop(timeout_s=30)
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self.run_once()
+    def _cycle(self) -> None:
+        self.run_once()
 
     def run_once(self) -> list[Transition]:
         """One cycle, also when nothing fires (resolves and the sink's spool go out); never raises."""
@@ -230,7 +225,7 @@ class LagNotifier:
 
     def is_alive(self) -> bool:
         """Whether its thread runs (False before `start` and after `stop`)."""
-        return self._thread is not None and self._thread.is_alive()
+        return self.loop.is_alive()
 
 
 class LagNotifierCollector(Collector):

@@ -22,6 +22,7 @@ from typing import Generic, Self, TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pulse.lifecycle import Periodic
 from pulse.parquet_log.compaction import chunks, compact, folder_lock, recover
 from pulse.parquet_log.files import part_files, remove_oldest
 from pulse.private_files import WRITE_NEW, make_private_dir, open_private
@@ -113,8 +114,7 @@ class ParquetLog(Generic[R]):
         """Merged files stay about this size, so the size bound still removes the oldest data in small steps."""
         self.compaction_delay_s = 60.0
         """The compactor's first pass waits this long after `start`: a starting service has more urgent work."""
-        self._compactor: threading.Thread | None = None
-        self._stopping = threading.Event()
+        self._compactor: Periodic | None = None
         self.writer_id = uuid.uuid4().hex[:8]
         """In every file name, so several writers (processes or components) can share one directory."""
         self._queue: queue.Queue[object] = queue.Queue()
@@ -145,12 +145,16 @@ class ParquetLog(Generic[R]):
     def start(self) -> Self:
         """Start the writer thread; the directory is created by the first write, so a bad one only counts errors."""
         if self._thread is None:
-            self._stopping.clear()
             self._thread = threading.Thread(target=self._run, name=f"{self.name} writer", daemon=True)
             self._thread.start()
             if self.compact_after_s is not None:  # its own thread: a long merge never holds up the writes
-                name = f"{self.name} compactor"
-                self._compactor = threading.Thread(target=self._compact_loop, name=name, daemon=True)
+                self._compactor = Periodic(
+                    f"{self.name} compactor",
+                    COMPACTION_INTERVAL_S,
+                    self._compact_pass,
+                    fixed_rate=False,
+                    first_delay_s=self.compaction_delay_s,
+                )
                 self._compactor.start()
         return self
 
@@ -167,10 +171,9 @@ class ParquetLog(Generic[R]):
         thread, self._thread = self._thread, None
         if thread is None:
             return
-        self._stopping.set()
         compactor, self._compactor = self._compactor, None
         if compactor is not None:
-            compactor.join(timeout_s)
+            compactor.stop(timeout_s)
         self._queue.put_nowait(_STOP)
         thread.join(timeout_s)
         if thread.is_alive():
@@ -279,17 +282,10 @@ class ParquetLog(Generic[R]):
         finally:
             tmp.unlink(missing_ok=True)
 
-    def _compact_loop(self) -> None:
-        """Soon after start (dates an earlier run left) and every COMPACTION_INTERVAL_S, until `stop`."""
-        if self._stopping.wait(self.compaction_delay_s):
-            return
-        while True:
-            try:
-                self.compact_closed_dates(datetime.now(UTC))
-            except Exception:  # a bug here must not end compaction for good, nor reach the writer
-                _LOG.exception("%s: compaction pass failed", self.name)
-            if self._stopping.wait(COMPACTION_INTERVAL_S):
-                return
+    def _compact_pass(self) -> None:
+        """Soon after start (dates an earlier run left) and every COMPACTION_INTERVAL_S, until `stop`; a failing
+        pass is logged by the loop and the next one runs (it never reaches the writer)."""
+        self.compact_closed_dates(datetime.now(UTC))
 
     def compact_closed_dates(self, now: datetime) -> int:
         """Merge the part files of every date that ended `compact_after_s` before `now`; returns the files merged.
