@@ -124,6 +124,7 @@ class Periodic:
         tick: Tick,
         *,
         fixed_rate: bool = True,
+        wall_aligned: bool = False,
         first_delay_s: float = 0.0,
         min_pause_s: float = 0.0,
         failure_pause_s: float = 0.0,
@@ -136,6 +137,9 @@ class Periodic:
         self.interval_s = interval_s
         self._tick = tick
         self.fixed_rate = fixed_rate
+        self.wall_aligned = wall_aligned
+        """Ticks land on multiples of `interval_s` of `clock` (:00, :15, ...), the first included, so rows written
+        by a tick line up across restarts and processes."""
         self.first_delay_s = first_delay_s
         self.min_pause_s = min_pause_s
         self.failure_pause_s = failure_pause_s
@@ -190,13 +194,23 @@ class Periodic:
             self.failures += 1
         return ok
 
+    def until_aligned_s(self) -> float:
+        """Seconds from `clock`'s now to its next multiple of `interval_s`."""
+        return self.interval_s - self._clock() % self.interval_s
+
     def _run(self) -> None:
-        if self.first_delay_s > 0 and self.stopping.wait(self.first_delay_s):
+        first = self.until_aligned_s() if self.wall_aligned else self.first_delay_s
+        if first > 0 and self.stopping.wait(first):
             return
         while not self.stopping.is_set():
             started = time.monotonic()
             floor = self.min_pause_s if self.tick_once() else max(self.min_pause_s, self.failure_pause_s)
-            pause = self.interval_s - (time.monotonic() - started) if self.fixed_rate else self.interval_s
+            if self.wall_aligned:
+                pause = self.until_aligned_s()
+            elif self.fixed_rate:
+                pause = self.interval_s - (time.monotonic() - started)
+            else:
+                pause = self.interval_s
             if self.stopping.wait(max(pause, floor, 0.0)):
                 return
 

@@ -11,8 +11,6 @@ expired: NOTFOUND) is written with `unknown` true, so an SLO can count it as no 
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,6 +23,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from lag.protocol import GroupStatus, PartitionVerdict, Status
 from pulse.config import LagEvaluationLogConfig
+from pulse.lifecycle import Periodic
 from pulse.parquet_log import ParquetLog, ParquetLogCollector, date_folder
 
 _LOG = logging.getLogger(__name__)
@@ -203,8 +202,7 @@ class EvaluationLog:
         self.cycles: dict[str, int] = {"ok": 0, "failed": 0}
         """Cycles run, by outcome (`failed`: the evaluation raised; logged, and the next cycle runs anyway)."""
         self.last_cycle_ms: int | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = Periodic("lag-evaluation-log", interval_s, self._cycle, wall_aligned=True)
 
     @classmethod
     def from_config(cls, config: LagEvaluationLogConfig, source: StatusSource, default_dir: Path) -> EvaluationLog:
@@ -229,31 +227,22 @@ class EvaluationLog:
 
     def start(self) -> None:
         self.log.start()
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, name="lag-evaluation-log", daemon=True)
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
         """End the cycles, then write what is queued."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=60)
-            self._thread = None
+        self._loop.stop(60)
         self.log.stop()
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self._until_next_tick_s()):
-            try:
-                self.run_once()
-            except Exception as exc:  # an evaluation bug must not end the log; the next cycle tries again
-                self.cycles["failed"] += 1
-                _LOG.warning("lag evaluation log: cycle failed: %s: %s", type(exc).__name__, exc)
-
-    def _until_next_tick_s(self) -> float:
-        """Seconds to the next multiple of `interval_s` on the wall clock (cycles land at :00, :15, :30, :45)."""
-        interval_ms = self.interval_s * 1000
-        now_ms = time.time() * 1000
-        return (interval_ms - now_ms % interval_ms) / 1000
+    def _cycle(self) -> bool:
+        """One cycle; a failure is counted in `cycles` and logged here, and the next cycle tries again."""
+        try:
+            self.run_once()
+        except Exception as exc:  # an evaluation bug must not end the log
+            self.cycles["failed"] += 1
+            _LOG.warning("lag evaluation log: cycle failed: %s: %s", type(exc).__name__, exc)
+            return False
+        return True
 
 
 def configure_evaluation_log(

@@ -64,7 +64,13 @@ def test_a_group_id_past_the_bound_is_dropped_and_counted(
             assert long not in metrics and "x" * 1025 not in metrics
             assert 'kafka_pulse_lag_groups_dropped_total{cluster="dev",reason="too_many_groups"} 0.0' in metrics
             assert 'kafka_pulse_lag_commits_total{result="name_too_long"}' in metrics
-            status = http.get(f"/v3/kafka/dev/consumer/{normal}/status").json()["status"]
+            # First seen on /metrics, the group may still be UNKNOWN (its feed not yet fresh): await its verdict.
+            status = poll(
+                lambda: http.get(f"/v3/kafka/dev/consumer/{normal}/status").json()["status"],
+                lambda s: s["status"] != "UNKNOWN",
+                30,
+                "the normal group judged",
+            )
             assert status["status"] == "OK" and status["partition_count"] == 1
             assert http.get(f"/v3/kafka/dev/consumer/{long}/status").status_code == 404
         assert process.stop() == 0, process.log()[-3000:]

@@ -157,3 +157,21 @@ def test_a_failed_tick_pauses_the_loop_for_failure_pause_s() -> None:
     finally:
         assert loop.stop(30)  # the failure pause, too, is cut short
     assert calls == [1]  # no spinning on a lasting fault
+
+
+def test_a_wall_aligned_loop_ticks_on_multiples_of_its_interval() -> None:
+    """The lag evaluation log's cycles land at :00, :15, :30, :45 of the clock, the first one included."""
+    ticks: list[float] = []
+    clock_s = [1_000.0]
+    loop = Periodic("aligned", 15.0, lambda: ticks.append(clock_s[0]), wall_aligned=True, clock=lambda: clock_s[0])
+    assert loop.until_aligned_s() == pytest.approx(5.0)  # 1,000 s -> the next multiple of 15 is 1,005
+    clock_s[0] = 1_004.5
+    assert loop.until_aligned_s() == pytest.approx(0.5)
+    clock_s[0] = 1_005.0
+    assert loop.until_aligned_s() == pytest.approx(15.0)  # on a tick: the next one, never a zero wait
+    loop.start()
+    try:
+        assert loop.is_alive()
+        assert ticks == []  # waiting for the next multiple, not ticking at once
+    finally:
+        assert loop.stop(30)
