@@ -252,11 +252,17 @@ class CanaryService:
                 continue  # a hung broker's check is still waiting out its timeout
             timeout_s = self.config.connection_check_timeout_s
             future = self._checks.submit(check_broker, broker, host, port, timeout_s, context)
-            future.add_done_callback(functools.partial(self._checked, started))
+            future.add_done_callback(functools.partial(self._checked, broker, started))
             self._in_flight[broker] = future
 
-    def _checked(self, started_s: float, future: Future[CheckResult]) -> None:
-        result = future.result()
+    def _checked(self, broker: int, started_s: float, future: Future[CheckResult]) -> None:
+        """Publish one check; one that raised is a failed check, so the broker's last good result never stays."""
+        failure = future.exception()
+        if failure is not None:
+            _LOG.warning("canary connection check of broker %d raised: %r", broker, failure)
+            result = CheckResult(broker, False, time.monotonic() - started_s, "error")
+        else:
+            result = future.result()
         self.metrics.connection_checked(result, self.view.rack(result.broker))
         with self._lock:
             self._up[result.broker] = result.ok

@@ -70,6 +70,10 @@ def parse_api_versions_response(frame: bytes, correlation_id: int) -> int:
     return int(error_code)
 
 
+MAX_RESPONSE_BYTES = 1 << 20
+"""An ApiVersions answer is a few KiB; a larger announced size is not a Kafka broker, so it is never buffered."""
+
+
 def check_broker(
     broker: int, host: str, port: int, timeout_s: float, context: ssl.SSLContext | None = None
 ) -> CheckResult:
@@ -87,6 +91,8 @@ def check_broker(
             with context.wrap_socket(raw, server_hostname=host) if context is not None else raw as conn:
                 conn.sendall(api_versions_request(correlation_id))
                 (size,) = struct.unpack(">i", _read(conn, 4))
+                if not 6 <= size <= MAX_RESPONSE_BYTES:
+                    raise ValueError(f"response size {size} outside 6..{MAX_RESPONSE_BYTES}")
                 error_code = parse_api_versions_response(_read(conn, size), correlation_id)
                 return result(error_code == 0, None if error_code == 0 else f"error code {error_code}")
     except TimeoutError:
