@@ -13,9 +13,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
+
+from pulse.lifecycle import started_loops
 
 _LOG = logging.getLogger(__name__)
 STALE_INTERVALS = 3
@@ -134,6 +136,25 @@ class SelfHealthCollector(Collector):
             started.add_metric([c.component], c.started_s)
             stale.add_metric([c.component], 1.0 if c.is_stale(now) else 0.0)
         yield from (last, interval, started, stale)
+
+
+class LoopCollector(Collector):
+    """Ticks and failed ticks of every periodic loop of the process: a loop that keeps failing shows even while
+    its component's last success is still recent (a flapping loop)."""
+
+    def collect(self) -> Iterator[Metric]:
+        ticks = CounterMetricFamily("kafka_pulse_loop_ticks", "Ticks the periodic loop ran.", labels=["loop"])
+        failures = CounterMetricFamily(
+            "kafka_pulse_loop_tick_failures", "Ticks of the periodic loop that raised or failed.", labels=["loop"]
+        )
+        counts: dict[str, tuple[int, int]] = {}
+        for loop in started_loops():  # a restarted part's new loop of the same name adds to one series
+            seen_ticks, seen_failures = counts.get(loop.name, (0, 0))
+            counts[loop.name] = (seen_ticks + loop.ticks, seen_failures + loop.failures)
+        for name, (tick_count, failure_count) in counts.items():
+            ticks.add_metric([name], tick_count)
+            failures.add_metric([name], failure_count)
+        yield from (ticks, failures)
 
 
 def parse_self_health(text: str) -> list[ComponentHealth]:

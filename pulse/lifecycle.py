@@ -12,6 +12,7 @@ import signal
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -19,6 +20,7 @@ from typing import Any, Protocol
 from pulse.redact import RedactingFormatter, redact_text
 
 _LOG = logging.getLogger(__name__)
+_STARTED: weakref.WeakSet[Periodic] = weakref.WeakSet()
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 TICK_LOG_PERIOD_S = 60.0
 """A loop logs a given kind of failing tick at most once per this many seconds; the rest are counted."""
@@ -162,6 +164,7 @@ class Periodic:
         if self.is_alive():
             raise RuntimeError(f"{self.name} is already running")
         self.stopping.clear()
+        _STARTED.add(self)
         self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
         self._thread.start()
 
@@ -226,6 +229,11 @@ class Periodic:
         held = self._held.pop(kind, 0)
         more = f" ({held} more like it in the last {TICK_LOG_PERIOD_S:.0f} s)" if held else ""
         _LOG.error("%s: tick failed: %s; the loop goes on%s", self.name, self.last_error, more, exc_info=exc)
+
+
+def started_loops() -> list[Periodic]:
+    """Every `Periodic` started in this process and not yet collected, by name: what /metrics counts per loop."""
+    return sorted(_STARTED, key=lambda loop: loop.name)
 
 
 class _DropWhenClosed(io.RawIOBase):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from kafka_pulse.self_health import SelfHealth, SelfHealthCollector, Watched, watch_loop
+from kafka_pulse.self_health import LoopCollector, SelfHealth, SelfHealthCollector, Watched, watch_loop
 from pulse.alerts import Alert
 from pulse.config import PulseConfig
 from pulse.lifecycle import Part, Periodic
@@ -140,6 +140,7 @@ def add_self_health(assembly: Assembly, config: PulseConfig, sender: Sender | No
     health = SelfHealth()
     checks = watch_parts(health, config, assembly.parts.parts)
     assembly.registry.register(SelfHealthCollector(health))
+    assembly.registry.register(LoopCollector())
     if sender is not None:
         alerting = config.alerting
         heartbeat = Heartbeat(
