@@ -1,0 +1,125 @@
+"""The soak's judgement and picture (pure, tested in tests/unit/bench/test_soak_report.py): growth per hour of each
+sampled resource after warm-up, verdicts taken while a fault was on or after it healed, and an SVG of the samples.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+
+HEALED_AFTER_S = 300.0
+"""A fault is over this long after it was undone: a verdict worse than OK after that, with no fault on, is false."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One minute's reading of `run`: seconds since the soak started and the resources it holds."""
+
+    t_s: float
+    rss_mb: float
+    threads: int
+    fds: int
+    children_rss_mb: float
+    """Spark's JVM and anything else `run` started, summed."""
+    alert_spool_entries: float
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One fault the soak applied: `kind` from `started_s` until `undone_s` (seconds since the start)."""
+
+    kind: str
+    target: str
+    started_s: float
+    undone_s: float
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The status page's overall verdict at `t_s`."""
+
+    t_s: float
+    status: str
+    why: tuple[str, ...] = ()
+    """`check: summary` of each check worse than OK, so a false verdict can be traced."""
+
+
+def growth_per_hour(samples: Sequence[Sample], field: str, warmup_s: float) -> float | None:
+    """Least-squares slope of `field` after `warmup_s`, per hour, as a fraction of its mean there (0.05 = 5 %/h);
+    None with fewer than three samples past warm-up."""
+    points = [(s.t_s, float(getattr(s, field))) for s in samples if s.t_s >= warmup_s]
+    if len(points) < 3:
+        return None
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
+    spread = sum((x - mean_x) ** 2 for x in xs)
+    if spread == 0 or mean_y == 0:
+        return 0.0
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
+    return slope * 3600.0 / mean_y
+
+
+def during(fault: Fault, t_s: float) -> bool:
+    return fault.started_s <= t_s <= fault.undone_s
+
+
+def false_verdicts(
+    verdicts: Sequence[Verdict], faults: Sequence[Fault], cluster_faults: frozenset[str]
+) -> dict[str, int]:
+    """`ok_while_broken`: OK while a broker fault was on; `alarm_when_healed`: not OK with no fault on or healing
+    (every fault undone, and the start, at least HEALED_AFTER_S before). Faults of other kinds (Alertmanager down)
+    never make a verdict false, since the cluster itself is healthy then."""
+    broken = [f for f in faults if f.kind in cluster_faults]
+    ok_while_broken = sum(1 for v in verdicts if v.status == "OK" and any(during(f, v.t_s) for f in broken))
+    start_up = Fault("start", "run", 0.0, 0.0)  # run's first checks and windows fill before it is judged
+    healing = [Fault(f.kind, f.target, f.started_s, f.undone_s + HEALED_AFTER_S) for f in [start_up, *broken]]
+    alarm = sum(1 for v in verdicts if v.status != "OK" and not any(during(f, v.t_s) for f in healing))
+    return {"ok_while_broken": ok_while_broken, "alarm_when_healed": alarm}
+
+
+def svg_plot(samples: Sequence[Sample], faults: Sequence[Fault], width: int = 900, row_h: int = 120) -> str:
+    """One row per resource over the soak's minutes, fault windows shaded; axis labels name each row's range."""
+    rows = [
+        ("rss_mb", "RSS of run (MB)"),
+        ("children_rss_mb", "RSS of run's children (MB)"),
+        ("threads", "threads"),
+        ("fds", "open files"),
+        ("alert_spool_entries", "alerts spooled"),
+    ]
+    end_s = max((s.t_s for s in samples), default=1.0) or 1.0
+    left, pad = 170, 14
+    height = len(rows) * (row_h + pad) + pad
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
+        'font-size="11">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+    ]
+    plot_w = width - left - pad
+
+    def x_of(t_s: float) -> float:
+        return left + plot_w * t_s / end_s
+
+    for index, (field, title) in enumerate(rows):
+        top = pad + index * (row_h + pad)
+        values = [float(getattr(s, field)) for s in samples]
+        low, high = (min(values), max(values)) if values else (0.0, 1.0)
+        span = (high - low) or 1.0
+        out.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{row_h}" fill="none" stroke="#ccc"/>')
+        for fault in faults:
+            x0, x1 = x_of(fault.started_s), x_of(fault.undone_s)
+            out.append(
+                f'<rect x="{x0:.1f}" y="{top}" width="{max(x1 - x0, 1):.1f}" height="{row_h}" fill="#fde2e2">'
+                f"<title>{escape(fault.kind)} {escape(fault.target)}</title></rect>"
+            )
+        points = " ".join(
+            f"{x_of(s.t_s):.1f},{top + row_h - (v - low) / span * (row_h - 8) - 4:.1f}"
+            for s, v in zip(samples, values, strict=True)
+        )
+        out.append(f'<polyline points="{points}" fill="none" stroke="#1f6feb" stroke-width="1.5"/>')
+        out.append(f'<text x="4" y="{top + 14}">{escape(title)}</text>')
+        out.append(f'<text x="4" y="{top + 30}" fill="#666">{low:g} .. {high:g}</text>')
+    out.append(f'<text x="{left}" y="{height - 2}" fill="#666">0 .. {end_s / 60:.0f} min; shaded: faults</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"

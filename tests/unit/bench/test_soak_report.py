@@ -1,0 +1,43 @@
+"""The soak's judgement on hand-made readings (bench/soak_report.py)."""
+
+from __future__ import annotations
+
+import pytest
+from soak_report import HEALED_AFTER_S, Fault, Sample, Verdict, false_verdicts, growth_per_hour, svg_plot
+
+
+def samples(rss: list[float]) -> list[Sample]:
+    return [Sample(60.0 * i, r, 40, 90, 500.0, 0.0) for i, r in enumerate(rss)]
+
+
+def test_flat_memory_has_no_growth_and_a_leak_shows_its_rate() -> None:
+    assert growth_per_hour(samples([100.0] * 10), "rss_mb", warmup_s=0) == 0.0
+    # +1 MB a minute around 100 MB after warm-up: 60 MB an hour over a mean of ~105 MB.
+    leak = growth_per_hour(samples([50.0, 200.0] + [100.0 + i for i in range(12)]), "rss_mb", warmup_s=120)
+    assert leak == pytest.approx(60.0 / 105.5, rel=1e-6)
+
+
+def test_too_few_samples_past_warm_up_is_no_figure() -> None:
+    assert growth_per_hour(samples([1.0, 2.0, 3.0]), "rss_mb", warmup_s=60) is None
+
+
+def test_a_false_ok_and_a_stuck_alarm_are_counted_and_alertmanager_faults_never_are() -> None:
+    faults = [Fault("kill", "broker 1", 100.0, 160.0), Fault("alertmanager", "alertmanager", 1000.0, 1120.0)]
+    verdicts = [
+        Verdict(50.0, "OK"),  # before any fault: right
+        Verdict(120.0, "OK"),  # broker down, page says OK: false
+        Verdict(130.0, "ERR"),  # broker down: right
+        Verdict(160.0 + HEALED_AFTER_S - 1, "WARN"),  # still healing: not judged
+        Verdict(160.0 + HEALED_AFTER_S + 1, "WARN"),  # healed long ago: false alarm
+        Verdict(1050.0, "OK"),  # Alertmanager down does not make the cluster broken
+    ]
+    assert false_verdicts(verdicts, faults, frozenset({"kill", "pause"})) == {
+        "ok_while_broken": 1,
+        "alarm_when_healed": 1,
+    }
+
+
+def test_the_plot_names_each_row_and_escapes_fault_labels() -> None:
+    svg = svg_plot(samples([1.0, 2.0, 3.0]), [Fault("kill", "<b>", 0.0, 60.0)])
+    assert svg.startswith("<svg") and "RSS of run (MB)" in svg and "open files" in svg
+    assert "&lt;b&gt;" in svg and "<b>" not in svg
