@@ -166,7 +166,8 @@ class Soak:
 
     def sample(self, pid: int, metrics_url: str) -> None:
         threads, fds = proc_counts(pid)
-        children = sum(rss_mb(c) for c in descendants(pid) if Path(f"/proc/{c}").exists())
+        # A child that has exited but is not reaped yet (a zombie) has no VmRSS: its NaN would hide the others.
+        children = sum(r for r in (rss_mb(c) for c in descendants(pid) if Path(f"/proc/{c}").exists()) if r == r)
         try:
             spool = metric_sum(self.http.get(metrics_url).text, "kafka_pulse_alert_spool_entries")
         except httpx.HTTPError:
