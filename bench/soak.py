@@ -26,8 +26,6 @@ from typing import Any
 
 import httpx
 import yaml
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient
 from figures import FigureLog
 from large_cluster_support import rss_mb, say
 from prometheus_client.parser import text_string_to_metric_families
@@ -38,64 +36,39 @@ os.environ.setdefault("KAFKA_PULSE_HOME", tempfile.mkdtemp(prefix="kp-soak-"))
 
 from devstack import Alertmanager, Prometheus, ScrapeTarget, dev_home  # noqa: E402  # after KAFKA_PULSE_HOME
 from devstack.cluster import DevCluster  # noqa: E402
-from devstack.populate import commit_groups, fill  # noqa: E402
+from devstack.populate import fill  # noqa: E402
 from devstack.runtime import DEFAULT_VERSION  # noqa: E402
 from devstack.topology import DataShape, Security  # noqa: E402
 from kafka_pulse.runner.demo import ALERTMANAGER_CONFIG, demo_config  # noqa: E402
-from pulse.lifecycle import Periodic  # noqa: E402
 from pulse.paths import cache_dir, state_dir  # noqa: E402
 from pulse.ports import free_ports  # noqa: E402
 from pulse.process import ManagedProcess  # noqa: E402
 
 RECORDS = 10
+"""Records `fill` writes to each partition; bench/soak_traffic.py's commits start there."""
 BROKER_FAULTS = frozenset({"kill", "pause"})
 VERDICT_EVERY_S = 10.0
 
 
-class Traffic:
-    """A producer writing one record to every partition every 5 s, and every group committing its topic's end
-    offsets every 10 s: lag stays near 0, so a verdict worse than OK means a fault, never the load."""
+class TrafficChild:
+    """bench/soak_traffic.py as a child, started again whenever it dies; each death is counted with its code."""
 
-    def __init__(self, bootstrap: str, shape: DataShape) -> None:
-        self.shape = shape
-        self.ends: dict[tuple[str, int], int] = {
-            (t, p): RECORDS for t in shape.topic_names() for p in range(shape.partitions_per_topic)
-        }
-        self._lock = threading.Lock()
-        settings: dict[str, str | int | float | bool] = {"bootstrap.servers": bootstrap, "log_level": 3}
-        self.producer = Producer(settings | {"acks": "all", "enable.idempotence": True})
-        self.admin = AdminClient(settings | {"log_level": 0})
-        self.loops = [
-            Periodic("soak-produce", 5.0, self._produce),
-            Periodic("soak-commit", 10.0, self._commit, first_delay_s=10.0),
-        ]
+    def __init__(self, home: Path, bootstrap: str, shape: DataShape) -> None:
+        self.argv = [sys.executable, str(REPO / "bench" / "soak_traffic.py"), bootstrap]
+        self.argv += [str(shape.topics), str(shape.partitions_per_topic), str(shape.groups)]
+        self.log = home / "traffic.log"
+        self.deaths: list[int] = []
+        self.process = ManagedProcess("soak traffic", self.argv, self.log).start()
 
-    def _delivered(self, err: Any, msg: Any) -> None:
-        if err is None:
-            key = (msg.topic(), msg.partition())
-            with self._lock:
-                self.ends[key] = max(self.ends[key], msg.offset() + 1)
-
-    def _produce(self) -> None:
-        for topic, partition in list(self.ends):
-            self.producer.produce(topic, b"soak", partition=partition, on_delivery=self._delivered)
-        self.producer.flush(4.0)
-
-    def _commit(self) -> None:
-        topics = dict(self.shape.group_topics())
-        names = list(topics)
-        with self._lock:
-            ends = dict(self.ends)
-        commit_groups(self.admin, self.shape, lambda g, p: ends[(topics[names[g]], p)], timeout_s=20.0)
-
-    def start(self) -> None:
-        for loop in self.loops:
-            loop.start()
+    def keep_alive(self) -> None:
+        if not self.process.running():
+            code = self.process.popen.returncode if self.process.popen is not None else -1
+            self.deaths.append(code if code is not None else -1)
+            say(f"traffic exited {code}; started again (see {self.log})")
+            self.process = ManagedProcess("soak traffic", self.argv, self.log).start()
 
     def stop(self) -> None:
-        for loop in self.loops:
-            loop.stop(timeout_s=60)
-        self.producer.flush(10.0)
+        self.process.stop(grace_s=60)
 
 
 def proc_counts(pid: int) -> tuple[int, int]:
@@ -208,13 +181,12 @@ def main() -> None:
     alertmanager: Alertmanager | None = None
     prometheus: Prometheus | None = None
     run: ManagedProcess | None = None
-    traffic: Traffic | None = None
+    traffic: TrafficChild | None = None
     soak = Soak(args, home)
     faults: threading.Thread | None = None
     try:
         fill(bootstrap, shape, 3, RECORDS)
-        traffic = Traffic(bootstrap, shape)
-        traffic.start()
+        traffic = TrafficChild(home, bootstrap, shape)
         (port,) = free_ports(1)
         listen = f"127.0.0.1:{port}"
         alertmanager = Alertmanager(
@@ -242,6 +214,7 @@ def main() -> None:
         while soak.now() < args.minutes * 60:
             if not run.running():
                 raise SystemExit(f"run exited early; see {home / 'run.log'}")
+            traffic.keep_alive()
             if soak.now() >= next_sample:
                 soak.sample(run.pid, metrics_url)
                 next_sample += args.sample_every_s
@@ -251,6 +224,7 @@ def main() -> None:
         faults.join(timeout=300)
         final = drained(soak.http, metrics_url)
         report = summarise(soak, args, final)
+        report["summary"]["traffic_deaths"] = traffic.deaths
     finally:
         soak.done.set()
         for part in (traffic, run, prometheus, alertmanager):
