@@ -52,16 +52,28 @@ def on_loopback(master: str) -> bool:
         return False
 
 
-def spark_session(
-    master: str, app_name: str = "kafka-pulse-slo", extra: Mapping[str, str] | None = None
-) -> SparkSession:
-    """The active session if there is one (tests share one), else a new one on `master` with `extra` settings."""
-    builder = SparkSession.builder.master(master).appName(app_name)
+def session_settings(
+    master: str, extra: Mapping[str, str] | None = None, driver_memory: str | None = None
+) -> dict[str, str]:
+    """Every setting a new session on `master` gets (pure); `driver_memory` caps the driver's heap, with the
+    serial collector, whose footprint suits a heap this small. Substitution stays off whatever `extra` says."""
     settings = dict(LOCAL_SETTINGS)
     if on_loopback(master):
         settings |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
-    settings |= dict(extra or {}) | NO_SUBSTITUTION
-    for key, value in settings.items():
+    if driver_memory is not None:
+        settings |= {"spark.driver.memory": driver_memory, "spark.driver.extraJavaOptions": "-XX:+UseSerialGC"}
+    return settings | dict(extra or {}) | NO_SUBSTITUTION
+
+
+def spark_session(
+    master: str,
+    app_name: str = "kafka-pulse-slo",
+    extra: Mapping[str, str] | None = None,
+    driver_memory: str | None = None,
+) -> SparkSession:
+    """The active session if there is one (tests share one), else a new one on `master` (`session_settings`)."""
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in session_settings(master, extra, driver_memory).items():
         builder = builder.config(key, value)
     try:
         session = builder.getOrCreate()

@@ -65,7 +65,7 @@ def evaluate(
     slos, settings = _load(config_path)
     from slo import evaluate, iso, push_gauges, spark_session, write_results
 
-    results = evaluate(spark_session(settings.spark_master), slos, at)
+    results = evaluate(spark_session(settings.spark_master, driver_memory=settings.driver_memory), slos, at)
     results_dir = results_dir or settings.results_dir
     pushgateway_url = pushgateway_url or settings.pushgateway_url
     if results_dir is not None:
@@ -108,7 +108,13 @@ def backtest(config_path: Path | None, from_time: str, to_time: str, step: str, 
     slos, settings = _load(config_path)
     from slo import backtest, iso, spark_session
 
-    results = backtest(spark_session(settings.spark_master), slos, start, end, timedelta(seconds=step_s))
+    results = backtest(
+        spark_session(settings.spark_master, driver_memory=settings.driver_memory),
+        slos,
+        start,
+        end,
+        timedelta(seconds=step_s),
+    )
     if as_json:
         click.echo(json.dumps({"slos": [r.to_json() for r in results]}, indent=2))
         return
@@ -145,7 +151,7 @@ def report(config_path: Path | None, from_time: str, to_time: str, period: str, 
     slos, settings = _load(config_path)
     from slo import PERIOD_UNITS, backtest, minute_series, report_json, slo_report, spark_session, to_html, to_markdown
 
-    spark = spark_session(settings.spark_master)
+    spark = spark_session(settings.spark_master, driver_memory=settings.driver_memory)
     series = minute_series(spark, slos, start, end)
     # Alerts as the burn-rate job would have raised them at every minute of the report.
     fired = {

@@ -108,7 +108,9 @@ class Suite:
             if self.sink is not None
             else None
         )
-        schedule = SloSchedule(slos, self.config.slo, _spark_factory(master), True, delivery, describe(slos))
+        schedule = SloSchedule(
+            slos, self.config.slo, _spark_factory(master, self.config.slo.driver_memory), True, delivery, describe(slos)
+        )
         self.registry.register(SloScheduleCollector(schedule))
         alerts = ", alerts to Alertmanager" if delivery is not None else ""
         description = f"{len(slos)} SLOs every {self.config.slo.schedule_s:g} s on {master}{alerts}"
@@ -138,10 +140,10 @@ class Suite:
         return f"kafka-pulse run: cluster {names}\n  " + "\n  ".join([*on, *off, alerts, urls])
 
 
-def _spark_factory(master: str) -> Callable[[], Any]:
+def _spark_factory(master: str, driver_memory: str) -> Callable[[], Any]:
     def make() -> Any:
         from slo import spark_session
 
-        return spark_session(master)
+        return spark_session(master, driver_memory=driver_memory)
 
     return make

@@ -26,8 +26,19 @@ class SloConfig(Section):
     """SLO spec file; SLOs may also be given inline under the top-level `slos` key."""
     spark_master: str = "local[*]"
     """Any Spark master URL: `local[*]`, `spark://host:7077`, `yarn`, `k8s://...`."""
+    driver_memory: Annotated[str, Field(pattern=r"^[1-9][0-9]*[mg]$")] = "512m"
+    """Heap of Spark's driver JVM (`spark.driver.memory`, at least 450m); on a local master the executors share it.
+    Bounds the JVM that `run` keeps between evaluations; raise it for thousands of SLOs."""
     schedule_s: PositiveSeconds = 60.0
     """How often `run` evaluates every SLO (and delivers its alerts)."""
+
+    @field_validator("driver_memory")
+    @classmethod
+    def _spark_accepts(cls, value: str) -> str:
+        megabytes = int(value[:-1]) * (1024 if value.endswith("g") else 1)
+        if megabytes < 450:
+            raise ValueError(f"{value} is below the 450m Spark's driver needs to start")
+        return value
     results_dir: Path | None = None
     """Each evaluation also writes `evaluation-<time>.parquet` here (relative to the working directory)."""
     pushgateway_url: HttpUrl | None = None
