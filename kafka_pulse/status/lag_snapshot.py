@@ -18,7 +18,7 @@ from kafka_pulse.status.document import GroupCount
 from lag import ClusterRows, GroupStatus, LagReader
 from lag import Status as LagStatus
 
-DETAIL_CHUNK = 1000
+DETAIL_CHUNK = 200
 """Listed groups evaluated per lock hold: a cluster whose groups all fail never holds the lock for all of them."""
 _OK = int(LagStatus.OK)
 
