@@ -40,6 +40,7 @@ from lag_bench import COMMIT_EVERY_MS, START_MS, load
 from lag_scrape_bench import CLUSTER
 
 from kafka_pulse.runner.assembly import Assembly, add_status
+from kafka_pulse.status.board import StatusBoard
 from lag.serve.routes import BurrowApi
 from lag.service import LagService
 from lag.store.lock import ServiceLock
@@ -164,6 +165,7 @@ def measure(args: argparse.Namespace) -> FigureLog:
     assembly.add([Part("lag", LagPart(service), "bench")])
     add_status(assembly, config, clusters, {"canary": "bench", "slo": "bench"})
     board = next(p.service for p in assembly.parts.parts if p.name == "status")
+    assert isinstance(board, StatusBoard)
     names = [f"group-{g:07d}" for g in range(args.groups)]
     stop = threading.Event()
     bodies: list[tuple[float, int]] = []
