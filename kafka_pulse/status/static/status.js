@@ -208,7 +208,7 @@ function renderGroups(doc) {
       return row;
     })
   );
-  if (!shown.length) fill(tbody, [el("tr", {}, el("td", { colspan: 7, class: "dim" }, doc.groups.length ? "no group matches" : "no consumer groups"))]);
+  if (!shown.length) fill(tbody, [el("tr", {}, el("td", { colspan: 7, class: "dim" }, doc.groups.length ? "no group matches" : listedLine(doc) ? "every group is OK" : "no consumer groups"))]);
   section.dataset.groups = String(doc.groups.length);
 }
 
