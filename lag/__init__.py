@@ -16,12 +16,13 @@ from pulse.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from lag.assembly import LagRunner
-    from lag.protocol import GroupStatus, Status
+    from lag.protocol import ClusterRows, GroupStatus, Status
     from lag.replay import replay_lines
     from lag.serve.routes import invalid_request
     from lag.store.access import LagReader
 
 __all__ = [
+    "ClusterRows",
     "GroupStatus",
     "LagReader",
     "LagRunner",
@@ -31,6 +32,7 @@ __all__ = [
 ]
 
 _HOMES = {
+    "ClusterRows": "lag.protocol",
     "GroupStatus": "lag.protocol",
     "LagReader": "lag.store.access",
     "LagRunner": "lag.assembly",

@@ -130,6 +130,7 @@ def add_status(
     added last, so its board starts once they run. `off` names the components not running here, and why;
     `self_health` (in `run`) answers the check's `self` section without a request to our own listener."""
     from kafka_pulse.status.board import StatusBoard, StatusSources, in_process_check
+    from kafka_pulse.status.lag_snapshot import LagSnapshots
     from kafka_pulse.status.routes import load_assets, status_routes
 
     services: dict[str, Any] = {p.name: p.service for p in assembly.parts.parts}
@@ -142,9 +143,11 @@ def add_status(
         slo=services.get("slo"),
         off=dict(off or {}),
     )
-    if self_health is None and sources.lag is None:
+    # one holder: the board takes the lag verdicts once per refresh, its in-process check reads the same ones
+    lag = LagSnapshots(sources.lag, config.lag.status_page_groups) if sources.lag is not None else None
+    if self_health is None and lag is None:
         board = StatusBoard(sources)
     else:
-        board = StatusBoard(sources, check=in_process_check(self_health, sources.lag))
-    assembly.mount(status_routes(board.document, load_assets()))
+        board = StatusBoard(sources, check=in_process_check(self_health, lag), lag=lag)
+    assembly.mount(status_routes(board.encoded, load_assets()))
     assembly.add([Part("status", board, f"page at / (JSON at /api/status), refreshed every {board.refresh_s:g} s")])

@@ -1,7 +1,7 @@
 """The status page's state, refreshed on a thread of its own every REFRESH_S: one `kafka-pulse check` per cluster
 (its sections make the overall verdict) and readings of the components running in this process (canary, lag
-evaluator, SLO schedule), so a page load or an `/api/status` request only serialises the last document and never
-opens a Kafka connection."""
+evaluator's snapshot, SLO schedule), made into the document and encoded once per refresh, so an `/api/status`
+request only sends those bytes: it never evaluates a group nor opens a Kafka connection."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ from kafka_pulse.check.facts import NotAvailable
 from kafka_pulse.check.verdict import Report, Section, Status
 from kafka_pulse.self_health import ComponentHealth, SelfHealth
 from kafka_pulse.status.document import CanaryReading, SloPoint, SloView, StatusInputs, slo_key, status_document
+from kafka_pulse.status.lag_snapshot import LagSnapshot, LagSnapshots
 from kafka_pulse.status.quantiles import bucket_delta
-from lag import GroupStatus
+from kafka_pulse.status.routes import EncodedDocument, encode_document
 from pulse.config import ClusterConfig, PulseConfig
 from pulse.lifecycle import Periodic
 
@@ -59,13 +60,14 @@ def _run_check(config: PulseConfig, cluster: ClusterConfig, deadline: Deadline) 
     return run_check(config, cluster, deadline)
 
 
-def in_process_check(health: SelfHealth | None, lag: LagReader | None = None) -> CheckRunner:
+def in_process_check(health: SelfHealth | None, lag: LagSnapshots | None = None) -> CheckRunner:
     """The check with its `self` section read from this process's own components (with `health`), not through its
-    listener, and its lag section judged from this process's evaluator (with `lag`), not from one snapshot."""
+    listener, and its lag section judged from this process's evaluator (with `lag`: the verdicts the board read at
+    the start of this refresh, the page's own), not from one snapshot of offsets."""
 
     def check(config: PulseConfig, cluster: ClusterConfig, deadline: Deadline) -> tuple[Section, ...]:
         from kafka_pulse.check.health_check import LagSource, run_check
-        from kafka_pulse.check.lag_verdicts import LagVerdicts, from_group_statuses
+        from kafka_pulse.check.lag_verdicts import LagVerdicts
 
         def read_self() -> list[ComponentHealth] | NotAvailable:
             components = health.snapshot() if health is not None else []
@@ -76,7 +78,7 @@ def in_process_check(health: SelfHealth | None, lag: LagReader | None = None) ->
 
         def read_verdicts() -> LagVerdicts:
             assert lag is not None
-            return from_group_statuses(IN_PROCESS, cluster.name, lag.all_statuses())
+            return lag.latest().verdicts(IN_PROCESS, cluster.name)
 
         return run_check(
             config,
@@ -129,7 +131,8 @@ def every_cluster(
 
 
 class StatusBoard:
-    """Holds the latest `/api/status` document; `start` runs the first refresh on its thread and returns."""
+    """Holds the latest `/api/status` body; `start` publishes a first one, runs the first refresh on its thread and
+    returns."""
 
     def __init__(
         self,
@@ -137,8 +140,17 @@ class StatusBoard:
         refresh_s: float = REFRESH_S,
         check: CheckRunner = _run_check,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        lag: LagSnapshots | None = None,
     ) -> None:
+        """`lag` is the snapshot holder the in-process check reads too (one is made over `sources.lag` if not
+        given)."""
         self.sources = sources
+        if lag is None and sources.lag is not None:
+            lag = LagSnapshots(sources.lag, sources.config.lag.status_page_groups)
+        self.lag = lag
+        self._published: EncodedDocument | None = None
+        self.publications = 0
+        """Documents built and encoded (one per refresh, and the first at start)."""
         self.refresh_s = refresh_s
         self._check = check
         self._clock = clock
@@ -151,13 +163,16 @@ class StatusBoard:
         self.refreshes = 0
 
     def start(self) -> None:
+        self.encoded()
         self._loop.start()
 
     def stop(self) -> None:
         self._loop.stop(CHECK_TIMEOUT_S + 5)
 
     def refresh(self) -> None:
-        """One round: every cluster's check, in parallel, each within CHECK_TIMEOUT_S."""
+        """One round: the lag verdicts read once, every cluster's check, in parallel, each within CHECK_TIMEOUT_S,
+        then the document built and encoded for the requests until the next round."""
+        snapshot = self.lag.take() if self.lag is not None else None
         results: dict[int, Report] = {}
         threads = [
             threading.Thread(target=self._check_one, args=(i, c, results), name=f"status-check-{c.name}", daemon=True)
@@ -171,7 +186,21 @@ class StatusBoard:
         reports = every_cluster(self.sources.clusters, dict(results), self._clock(), time.monotonic() - started)
         with self._lock:
             self._reports = reports
+        self._publish(self.document(snapshot))
         self.refreshes += 1
+
+    def encoded(self) -> EncodedDocument:
+        """The `/api/status` body of the last refresh (built once now if none is yet): what a request sends."""
+        with self._lock:
+            published = self._published
+        return published if published is not None else self._publish(self.document())
+
+    def _publish(self, document: dict[str, Any]) -> EncodedDocument:
+        encoded = encode_document(document)
+        with self._lock:
+            self._published = encoded
+            self.publications += 1
+        return encoded
 
     def _check_one(self, index: int, cluster: ClusterConfig, into: dict[int, Report]) -> None:
         started = time.monotonic()
@@ -201,11 +230,14 @@ class StatusBoard:
 
     # --- reading --------------------------------------------------------------------------------------------------
 
-    def document(self) -> dict[str, Any]:
-        """The current document: the last refresh's check reports with the components' state of this moment."""
+    def document(self, snapshot: LagSnapshot | None = None) -> dict[str, Any]:
+        """A document of this moment: the last refresh's check reports with the components' state now and the lag
+        verdicts of `snapshot` (one taken now if not given). A refresh builds it; requests read `encoded`."""
         with self._lock:
             reports = list(self._reports)
         s = self.sources
+        if snapshot is None and self.lag is not None:
+            snapshot = self.lag.take()
         grafana = s.config.dashboards.grafana_url
         return status_document(
             StatusInputs(
@@ -213,7 +245,9 @@ class StatusBoard:
                 refresh_s=self.refresh_s,
                 reports=reports,
                 canary=self._canary(),
-                groups=self._groups(),
+                groups=None if snapshot is None else snapshot.listed,
+                group_counts=() if snapshot is None else snapshot.counts,
+                groups_limit=None if snapshot is None else snapshot.ok_limit,
                 groups_dropped=s.lag.dropped_groups() if s.lag is not None else {},
                 slo=self._slo(),
                 off=s.off,
@@ -221,14 +255,6 @@ class StatusBoard:
                 burrow_api="/v3/kafka" if s.lag is not None else None,
             )
         )
-
-    def _groups(self) -> list[GroupStatus] | None:
-        """Every group's status with the noisy-neighbour diagnosis the lag API's status gives it (nothing is
-        evaluated again while no broker's produce latency is up)."""
-        service = self.sources.lag
-        if service is None:
-            return None
-        return service.all_statuses()
 
     def _canary(self) -> CanaryReading | None:
         service = self.sources.canary

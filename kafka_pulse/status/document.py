@@ -70,6 +70,17 @@ class SloView:
 
 
 @dataclass(frozen=True)
+class GroupCount:
+    """How many of one cluster's groups have one status, and how many of them the document lists."""
+
+    cluster: str
+    status: str
+    """The group's Burrow status: OK, WARN, ERR, NOTFOUND (or our UNKNOWN)."""
+    groups: int
+    listed: int
+
+
+@dataclass(frozen=True)
 class StatusInputs:
     """Everything one document is made of; a component that is off is None and named in `off` with the reason."""
 
@@ -79,6 +90,11 @@ class StatusInputs:
     """One check report per cluster, from the last background refresh (empty before the first one ends)."""
     canary: CanaryReading | None = None
     groups: Sequence[GroupStatus] | None = None
+    """The groups listed: every one not OK and the most lagging OK ones (kafka_pulse/status/lag_snapshot.py)."""
+    group_counts: Sequence[GroupCount] = ()
+    """Per cluster and status, the groups there are and how many of them `groups` lists."""
+    groups_limit: int | None = None
+    """OK groups listed at most (`lag.status_page_groups`)."""
     groups_dropped: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     """Per cluster and reason, records of groups lag refused at ingestion (name or count bound)."""
     slo: SloView | None = None
@@ -109,12 +125,18 @@ def status_document(inputs: StatusInputs) -> dict[str, Any]:
         "canary_history": _history(inputs.canary),
         "partitions": _partitions(inputs.reports),
         "groups": None if inputs.groups is None else [_group(g) for g in inputs.groups],
+        "groups_counts": None if inputs.groups is None else [_count(c) for c in inputs.group_counts],
+        "groups_limit": None if inputs.groups is None else inputs.groups_limit,
         "groups_dropped": None if inputs.groups is None else _dropped(inputs.groups_dropped),
         "slos": None if inputs.slo is None else [_slo(r, inputs.slo.history) for r in inputs.slo.results],
         "slo_schedule": None if inputs.slo is None else _schedule(inputs.slo),
         "off": {name: redact_text(why) for name, why in sorted(inputs.off.items())},
         "links": _links(inputs.grafana_url, inputs.burrow_api),
     }
+
+
+def _count(c: GroupCount) -> dict[str, Any]:
+    return {"cluster": c.cluster, "status": c.status, "groups": c.groups, "listed": c.listed}
 
 
 def _dropped(counts: Mapping[str, Mapping[str, int]]) -> list[dict[str, Any]]:

@@ -1,11 +1,14 @@
 """The status page's routes on the one listener (pulse.http, so its login and TLS apply): `/` the page,
-`/static/{name}` its assets from the package (no CDN: the page works offline), `/api/status` the JSON it reads."""
+`/static/{name}` its assets from the package (no CDN: the page works offline), `/api/status` the JSON it reads,
+serialised once per board refresh (`encode_document`): a request only sends those bytes, or 304 on its ETag."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -26,6 +29,21 @@ _SECURITY = (
 _NO_STORE = (("Cache-Control", "no-store"),)
 
 
+@dataclass(frozen=True)
+class EncodedDocument:
+    """One `/api/status` body as sent, and its entity tag."""
+
+    body: bytes
+    etag: str
+    """A strong validator of `body` (quoted, as the header carries it)."""
+
+
+def encode_document(document: Mapping[str, Any]) -> EncodedDocument:
+    """The document as compact JSON (non-finite figures as null) with its ETag: done once per refresh."""
+    body = json.dumps(_finite(document), separators=(",", ":"), allow_nan=False).encode()
+    return EncodedDocument(body, '"' + hashlib.blake2b(body, digest_size=12).hexdigest() + '"')
+
+
 def load_assets() -> dict[str, tuple[bytes, str]]:
     """Name -> (bytes, content type) of every file in kafka_pulse/status/static/, read once at assembly."""
     folder = resources.files("kafka_pulse.status") / "static"
@@ -37,8 +55,8 @@ def load_assets() -> dict[str, tuple[bytes, str]]:
     return out
 
 
-def status_routes(document: Callable[[], Mapping[str, Any]], assets: Mapping[str, tuple[bytes, str]]) -> list[Route]:
-    """`document` gives the current `/api/status` body (the board's, already refreshed in the background)."""
+def status_routes(document: Callable[[], EncodedDocument], assets: Mapping[str, tuple[bytes, str]]) -> list[Route]:
+    """`document` gives the current `/api/status` body (the board's, encoded at its last refresh)."""
 
     def page(_: Request) -> Response:
         body, kind = assets["index.html"]
@@ -50,9 +68,12 @@ def status_routes(document: Callable[[], Mapping[str, Any]], assets: Mapping[str
             return Response(404, f"404 Not Found: {request.path}\n".encode())
         return Response(200, found[0], found[1], (*_SECURITY, ("Cache-Control", "no-cache")))
 
-    def api(_: Request) -> Response:
-        body = json.dumps(_finite(document()), separators=(",", ":"), allow_nan=False).encode()
-        return Response(200, body, "application/json", _NO_STORE)
+    def api(request: Request) -> Response:
+        current = document()
+        headers = (*_NO_STORE, ("ETag", current.etag))
+        if _matches(request.headers.get("if-none-match", ""), current.etag):
+            return Response(304, b"", "application/json", headers)
+        return Response(200, current.body, "application/json", headers)
 
     def icon(_: Request) -> Response:
         body, kind = assets["favicon.svg"]
@@ -75,3 +96,9 @@ def _finite(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_finite(v) for v in value]
     return value
+
+
+def _matches(if_none_match: str, etag: str) -> bool:
+    """If-None-Match names `etag` or `*` (weak tags compare as strong: RFC 9110's weak comparison for GET)."""
+    tags = {t.strip().removeprefix("W/") for t in if_none_match.split(",")}
+    return etag in tags or "*" in tags

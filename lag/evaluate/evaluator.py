@@ -92,6 +92,29 @@ class Evaluator:
         verdicts = self.evaluate_groups(cluster, [gid], now_ms)
         return self.group_status(verdicts, 0)
 
+    def evaluate_named(self, cluster: str, groups: Sequence[str], now_ms: int) -> list[GroupStatus]:
+        """What `evaluate_group` gives each of `groups`, in their order, the stored ones decided in one columnar
+        pass: the objects of a few groups picked from a scrape's rows (the status page's listed groups)."""
+        why = self._unavailable(cluster, now_ms)
+        out: list[GroupStatus | None] = []
+        rows: list[int] = []  # the position in `out` of each group decided
+        gids: list[int] = []
+        for name in groups:
+            gid = self.store.group_id(cluster, name) if self.store.has_group(cluster, name, now_ms) else None
+            if gid is None:
+                out.append(not_found(cluster, name))
+            elif why is not None:
+                out.append(_unknown(cluster, name, why))
+            else:
+                rows.append(len(out))
+                gids.append(gid)
+                out.append(None)
+        if gids:
+            verdicts = self.evaluate_groups(cluster, gids, now_ms)
+            for row, at in enumerate(rows):
+                out[at] = self.group_status(verdicts, row)
+        return [s for s in out if s is not None]
+
     def evaluate_cluster(self, cluster: str, now_ms: int) -> Iterator[GroupStatus]:
         """Every group of the cluster in name order, decided in one columnar pass (expired groups are NOTFOUND)."""
         names, ids, expired = self.store.groups_at(cluster, now_ms)

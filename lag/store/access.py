@@ -6,7 +6,7 @@ side may touch, so no stage fills or reads the service's state behind the other'
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol
 
@@ -72,6 +72,9 @@ class LagReader(Protocol):
     def all_statuses(self, now_ms: int | None = None) -> list[GroupStatus]: ...
 
     def scrape_rows(self, now_ms: int) -> list[ClusterRows]: ...
+
+    def group_statuses(self, cluster: str, groups: Sequence[str], now_ms: int) -> list[GroupStatus]:
+        """`group_status` of each of `groups` at `now_ms`, in their order, in one pass (a few picked from rows)."""
 
     def page_caches(self) -> Mapping[str, PageCacheEstimate]:
         """Per cluster, the latest page-cache estimate (a copy)."""

@@ -171,6 +171,9 @@ class LagConfig(Section):
     """How the evaluator's group verdicts count in the health check (`check`, the status page's overall verdict):
     per group pattern, overrides of the default ERR/STOP/STALL/REWIND -> CRIT, WARN -> WARN, OK -> OK, NOTFOUND
     and UNKNOWN -> UNKNOWN (e.g. `{pattern: "batch-.*", err: WARN}`)."""
+    status_page_groups: int = Field(default=100, ge=0, le=100_000)
+    """OK groups the status page (`/api/status`) lists, the most lagging first, beside every group that is not
+    OK (always listed); the others are counted per cluster and status. Per-group detail is on the Burrow API."""
     listen: HostPort | None = None
     """The Burrow v3 API and /metrics listener of `kafka-pulse lag` (default: `http.listen`)."""
     metrics_granularity: Literal["partition", "group"] = "partition"

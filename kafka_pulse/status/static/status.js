@@ -181,6 +181,7 @@ function renderGroups(doc) {
     fill(tbody, [el("tr", {}, el("td", { colspan: 7, class: "dim" }, "lag is off: " + (doc.off.lag || "not run here")))]);
     return;
   }
+  document.getElementById("groups-listed").textContent = listedLine(doc);
   const dropped = doc.groups_dropped || [];
   document.getElementById("groups-dropped").textContent = dropped.length
     ? "dropped at ingestion (never stored nor shown): " + dropped.map((d) => d.records + " records of " + d.cluster + " (" + d.reason.replace(/_/g, " ") + ")").join(", ")
@@ -207,8 +208,20 @@ function renderGroups(doc) {
       return row;
     })
   );
-  if (!shown.length) fill(tbody, [el("tr", {}, el("td", { colspan: 7, class: "dim" }, doc.groups.length ? "no group matches" : "no consumer groups"))]);
+  if (!shown.length) fill(tbody, [el("tr", {}, el("td", { colspan: 7, class: "dim" }, doc.groups.length ? "no group matches" : listedLine(doc) ? "every group is OK" : "no consumer groups"))]);
   section.dataset.groups = String(doc.groups.length);
+}
+
+// The body lists every group not OK and the most lagging OK ones; the line says how many the table leaves out.
+function listedLine(doc) {
+  const counts = doc.groups_counts || [];
+  const total = counts.reduce((n, c) => n + c.groups, 0);
+  const listed = counts.reduce((n, c) => n + c.listed, 0);
+  if (listed >= total) return "";
+  const okLeft = counts.filter((c) => c.status === "OK").reduce((n, c) => n + c.groups - c.listed, 0);
+  return `showing ${listed.toLocaleString("en")} of ${total.toLocaleString("en")} groups: every group not OK and the ` +
+    `${(doc.groups_limit ?? 0).toLocaleString("en")} most lagging OK ones (${okLeft.toLocaleString("en")} OK groups ` +
+    "not listed; any group's detail is on the Burrow API, " + (doc.links.burrow_api || "/v3/kafka") + ")";
 }
 
 function showGroup(group) {

@@ -176,3 +176,24 @@ def test_the_offsets_reader_is_behind_until_it_reaches_the_backlogs_end(
     ends: dict[int, int], starts: dict[int, int], positions: dict[int, int], want: list[int]
 ) -> None:
     assert unread_partitions(ends, starts, positions) == want
+
+
+def test_group_statuses_are_each_group_status_in_one_pass() -> None:
+    """The status page lists a few groups picked from the scrape's rows: their objects must be exactly what the
+    Burrow status route gives each (unknown and expired groups NOTFOUND), in the order asked, under one lock hold."""
+    from lag.service import LagService
+
+    now = 10_000_000
+    service = LagService(LagConfig(intervals=2, expire_group_s=600), clock_ms=lambda: now)
+    with service.locked() as store:
+        store.add_hwm("east", "orders", 0, 0, now - 200_000)
+        store.add_hwm("east", "orders", 0, 2000, now)
+        store.add_commit("east", "stuck", "orders", 0, 500, now - 120_000, now - 120_000)
+        store.add_commit("east", "stuck", "orders", 0, 500, now - 60_000, now - 60_000)
+        store.add_commit("east", "fine", "orders", 0, 2000, now - 1000, now - 1000)
+        store.add_commit("east", "gone", "orders", 0, 10, now - 2_000_000, now - 2_000_000)
+    names = ["stuck", "nobody", "fine", "gone"]
+    got = service.group_statuses("east", names, now)
+    assert got == [service.group_status("east", n, now) for n in names]
+    assert [g.status for g in got] == [Status.ERR, Status.NOTFOUND, Status.OK, Status.NOTFOUND]
+    assert got[0].reason  # the rule that fired, as the route gives it

@@ -5,8 +5,10 @@ no check."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -166,3 +168,58 @@ def test_a_check_that_overruns_stays_on_the_page_as_unknown(monkeypatch: pytest.
     assert doc["status"] == "UNKNOWN"
     (section,) = doc["clusters"][1]["checks"]
     assert section["reasons"] == ["check did not finish within 0.05 s"]
+
+
+# --- /api/status built once per refresh, served from its bytes (issue 23, 11) --------------------------------------
+
+
+def test_api_status_is_built_once_per_refresh_and_requests_send_its_bytes() -> None:
+    """A refresh reads every group once (one scrape's rows) and encodes the document; requests only send those
+    bytes, evaluating nothing (the object path would raise), and a request naming the ETag gets 304."""
+    from kafka_pulse.status.routes import load_assets, status_routes
+    from lag.protocol import GroupStatus
+    from lag.service import LagService
+    from pulse.config import LagConfig
+    from pulse.http import HttpApp, Request, Router
+
+    class CountedService(LagService):
+        passes = 0
+
+        def scrape_rows(self, now_ms: int) -> list[Any]:
+            self.passes += 1
+            return super().scrape_rows(now_ms)
+
+        def all_statuses(self, now_ms: int | None = None) -> list[GroupStatus]:
+            raise AssertionError("nothing evaluates every group as objects")
+
+    now = 1_000_000
+    service = CountedService(LagConfig(intervals=2), clock_ms=lambda: now)
+    with service.locked() as store:
+        store.add_hwm("east", "orders", 0, 0, now - 200_000)
+        store.add_hwm("east", "orders", 0, 2000, now)
+        store.add_commit("east", "etl", "orders", 0, 2000, now - 1000, now - 1000)
+
+    def check(config: PulseConfig, cluster: ClusterConfig, deadline: Deadline) -> tuple[Section, ...]:
+        return (Section("brokers", Status.OK, f"{cluster.name} brokers"),)
+
+    board = StatusBoard(dataclasses.replace(sources(), lag=service), check=check, clock=lambda: AT)
+    app = HttpApp(Router(status_routes(board.encoded, load_assets())))
+    board.refresh()
+    assert (service.passes, board.publications) == (1, 1)
+    first, second = (app.handle(Request("GET", "/api/status")) for _ in range(2))
+    assert first.status == second.status == 200 and first.body == second.body
+    assert (service.passes, board.publications) == (1, 1)  # two requests: nothing read, nothing built
+    doc = json.loads(first.body)
+    assert [g["group"] for g in doc["groups"]] == ["etl"] and doc["groups_limit"] == 100
+    etag = dict(first.headers)["ETag"]
+    again = app.handle(Request("GET", "/api/status", headers={"if-none-match": f'W/{etag}, "other"'}))
+    assert (again.status, again.body, dict(again.headers)["ETag"]) == (304, b"", etag)
+    board.refresh()
+    assert (service.passes, board.publications) == (2, 2)
+
+
+def test_the_first_request_before_any_refresh_builds_the_document_once() -> None:
+    board = StatusBoard(sources(), clock=lambda: AT)
+    first = board.encoded()
+    assert board.encoded() is first and board.publications == 1
+    assert json.loads(first.body)["status"] == "UNKNOWN"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kafka_pulse.status.routes import load_assets, status_routes
+from kafka_pulse.status.routes import encode_document, load_assets, status_routes
 from pulse.http import BasicAuth, HttpApp, Request, Router
 
 LOGIN = BasicAuth("sre", "s3cret-status")
@@ -20,7 +20,7 @@ LOGIN = BasicAuth("sre", "s3cret-status")
 
 def app(document: dict[str, Any] | None = None) -> HttpApp:
     doc = document if document is not None else {"schema": "kafka-pulse-status/1", "status": "OK"}
-    return HttpApp(Router(status_routes(lambda: doc, load_assets())), LOGIN)
+    return HttpApp(Router(status_routes(lambda: encode_document(doc), load_assets())), LOGIN)
 
 
 def get(path: str, login: BasicAuth | None = LOGIN, document: dict[str, Any] | None = None) -> Any:
