@@ -1,7 +1,8 @@
-"""`run` watching itself: what each component's last successful cycle is (kafka_pulse/self_health.py puts it on
-/metrics, `check` judges it), and the heartbeat alert, always firing while the process is healthy, that
-examples/alertmanager.yml routes to a dead-man's-switch receiver: when `run` dies, hangs or loses one of its
-own loops, the heartbeat stops and the receiver outside raises the alarm (Alertmanager's "Watchdog" pattern).
+"""`run` watching itself: what each component's last successful cycle is (`SelfHealthCollector` puts it on
+/metrics, `check` judges it by kafka_pulse/self_health.py's rule), and the heartbeat alert, always firing while the
+process is healthy, that examples/alertmanager.yml routes to a dead-man's-switch receiver: when `run` dies, hangs or
+loses one of its own loops, the heartbeat stops and the receiver outside raises the alarm (Alertmanager's
+"Watchdog" pattern).
 """
 
 from __future__ import annotations
@@ -15,7 +16,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from kafka_pulse.self_health import SelfHealth, SelfHealthCollector, Watched, watch_loop
+from kafka_pulse.self_health import (
+    INTERVAL_GAUGE,
+    LAST_SUCCESS_GAUGE,
+    STALE_GAUGE,
+    STALE_INTERVALS,
+    STARTED_GAUGE,
+    SelfHealth,
+    Watched,
+    watch_loop,
+)
 from pulse.alerts import Alert
 from pulse.config import PulseConfig
 from pulse.lifecycle import Part, Periodic
@@ -132,6 +142,36 @@ class HeartbeatCollector(Collector):
                 "Unix time the heartbeat was last handed to the sink.",
                 h.last_success_s,
             )
+
+
+class SelfHealthCollector(Collector):
+    """The families docs/metrics.md lists under "Self-health", one series per component."""
+
+    def __init__(self, health: SelfHealth) -> None:
+        self.health = health
+
+    def collect(self) -> Iterator[Metric]:
+        now = self.health.clock()
+        components = self.health.snapshot()
+        last = GaugeMetricFamily(
+            LAST_SUCCESS_GAUGE, "Unix time of the component's last successful cycle.", labels=["component"]
+        )
+        interval = GaugeMetricFamily(INTERVAL_GAUGE, "The component's configured cycle.", labels=["component"])
+        started = GaugeMetricFamily(
+            STARTED_GAUGE, "When this process started watching the component.", labels=["component"]
+        )
+        stale = GaugeMetricFamily(
+            STALE_GAUGE,
+            f"1 when the last successful cycle is older than {STALE_INTERVALS} intervals.",
+            labels=["component"],
+        )
+        for c in components:
+            if c.last_success_s is not None:
+                last.add_metric([c.component], c.last_success_s)
+            interval.add_metric([c.component], c.interval_s)
+            started.add_metric([c.component], c.started_s)
+            stale.add_metric([c.component], 1.0 if c.is_stale(now) else 0.0)
+        yield from (last, interval, started, stale)
 
 
 def add_self_health(assembly: Assembly, config: PulseConfig, sender: Sender | None) -> SelfHealth:
