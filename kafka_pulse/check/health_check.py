@@ -55,7 +55,7 @@ METADATA_SHARE = 0.5
 """Of the budget, what the first metadata answer may take before the check gives up on the cluster."""
 PROBE_SHARE, PROBE_CAP_S = 0.3, 2.0
 """A broker's ApiVersions answer (milliseconds when healthy) may take this share of what is left, at most 2 s."""
-SILENT_GRACE_S = 0.75
+SILENT_GRACE_S = 0.5
 """Once a broker's probe has found it silent (connections accepted, nothing answered), what the reads still out
 get before the verdict: they most likely wait on that broker, which the report names CRIT either way."""
 INNER_MARGIN_S = 0.15
