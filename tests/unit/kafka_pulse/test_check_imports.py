@@ -38,7 +38,7 @@ def report_modules(code):
     print(json.dumps(sorted(sys.modules)), file=sys.stderr)
     exit_now(code)
 os._exit = report_modules  # check leaves with os._exit: nothing else runs after it
-sys.argv = ["kafka-pulse", "check", "--json", "--config", sys.argv[1], "--timeout", "3"]
+sys.argv = ["kafka-pulse", "check", "--json", "--config", sys.argv[1], "--timeout", "8"]
 from kafka_pulse.cli.main import main
 main()
 """
@@ -56,7 +56,8 @@ def test_check_loads_none_of_the_heavy_modules(tmp_path: Path) -> None:
         [sys.executable, "-c", RUN_CHECK, str(config)], cwd=REPO, env=env, capture_output=True, text=True, timeout=60
     )
     report = json.loads(done.stdout)
-    assert report["status"] == "CRIT", done.stdout  # it ran: nothing answers on the cluster's port
+    # it ran past the config into the probes (nothing answers on the cluster's port; the timeout is for a loaded host)
+    assert [c["name"] for c in report["checks"]][:1] == ["brokers"], done.stdout
     modules = json.loads(done.stderr.strip().splitlines()[-1])
     loaded = sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
     assert loaded == [], loaded
