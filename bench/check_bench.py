@@ -8,6 +8,8 @@ peer figure: Kafka's own `kafka-topics --describe --under-replicated-partitions`
 read, a fraction of what `check` asks) on the same cluster, and the ratio. Also the floor: starting Python and
 importing what `check` needs. Each hung run follows a fresh SIGSTOP of broker 2 on a healed cluster, so the broker
 is hung but still registered (the controller fences it after 9 s, and a fenced broker is quick to judge).
+`--base-tree DIR` (another checkout, e.g. `git archive main | tar -x -C DIR`) runs that tree's `check` too, each
+of its runs beside one of ours on the same cluster, for a before/after in one run.
 Jars must already be cached (`kafka-pulse dev fetch`).
 """
 
@@ -21,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
@@ -35,16 +38,34 @@ from pulse.ports import wait_until
 REPO = Path(__file__).resolve().parents[1]
 
 
-def timed(argv: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+def timed(argv: list[str], env: dict[str, str], cwd: Path = REPO) -> tuple[float, subprocess.CompletedProcess[str]]:
     started = time.monotonic()
-    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
     return time.monotonic() - started, done
 
 
-def check_runs(env: dict[str, str], runs: int, *args: str) -> tuple[list[float], list[float], list[int]]:
-    walls, own, codes = [], [], []
+Runs = tuple[list[float], list[float], list[int]]
+"""Wall times seen from outside, the command's own `elapsed_s`, exit codes."""
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A checkout whose `check` is timed: run from its own directory, so `python -m` imports its code."""
+
+    name: str
+    path: Path
+    env: dict[str, str]
+
+
+def tree(name: str, path: Path, env: dict[str, str]) -> Tree:
+    return Tree(name, path, {**env, "PYTHONPATH": str(path)})
+
+
+def check_runs(where: Tree, runs: int, *args: str, into: Runs | None = None) -> Runs:
+    walls, own, codes = into if into is not None else ([], [], [])
     for _ in range(runs):
-        wall_s, done = timed([sys.executable, "-m", "kafka_pulse.cli.main", "check", "--json", *args], env)
+        argv = [sys.executable, "-m", "kafka_pulse.cli.main", "check", "--json", *args]
+        wall_s, done = timed(argv, where.env, where.path)
         report = json.loads(done.stdout)
         walls.append(wall_s)
         own.append(report["elapsed_s"])
@@ -75,22 +96,31 @@ def row(case: str, walls: list[float], own: list[float], codes: list[int]) -> st
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--base-tree", type=Path, help="also time this checkout's `check`, run for run beside ours")
     parser.add_argument("--figures-out", type=Path, help="also write the figures as JSON (bench/compare.py)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pulse-check-bench-") as tmp:
         home = Path(tmp)
         cluster = DevCluster.plan(home / "dev", 3, DEFAULT_VERSION, Security.PLAINTEXT)
         cluster.up(cache_dir())
-        env = {**os.environ, "KAFKA_PULSE_HOME": str(home), "PYTHONPATH": str(REPO)}
+        env = {**os.environ, "KAFKA_PULSE_HOME": str(home)}
         env.pop("KAFKA_PULSE_CONFIG", None)
+        trees = [tree("this tree", REPO, env)]
+        if args.base_tree is not None:
+            trees.append(tree(f"base ({args.base_tree})", args.base_tree.resolve(), env))
+        ours = trees[0]
         try:
-            timed([sys.executable, "-m", "kafka_pulse.cli.main", "check", "--json", "--timeout", "60"], env)  # topic
+            timed([sys.executable, "-m", "kafka_pulse.cli.main", "check", "--json", "--timeout", "60"], ours.env)
             floor = (
                 "import kafka_pulse.cli.main, kafka_pulse.cli.check, kafka_pulse.check.health_check, "
                 "kafka_pulse.clusters"
             )
-            imports = [timed([sys.executable, "-c", floor], env)[0] for _ in range(args.runs)]
-            healthy = check_runs(env, args.runs)
+            imports: dict[str, list[float]] = {t.name: [] for t in trees}
+            healthy: dict[str, Runs] = {t.name: ([], [], []) for t in trees}
+            for _ in range(args.runs):
+                for t in trees:
+                    imports[t.name].append(timed([sys.executable, "-c", floor], t.env, t.path)[0])
+                    check_runs(t, 1, into=healthy[t.name])
             tools = ensure_tools(DEFAULT_VERSION, cache_dir())
             topics = [
                 "java",
@@ -103,39 +133,41 @@ def main() -> None:
                 "--under-replicated-partitions",
             ]
             peer = [timed(topics, env)[0] for _ in range(args.runs)]
-            hung: tuple[list[float], list[float], list[int]] = ([], [], [])
+            hung: dict[str, Runs] = {t.name: ([], [], []) for t in trees}
             for _ in range(args.runs):
-                await_healthy(cluster)
-                cluster.pause(2)
-                try:
-                    walls, own, codes = check_runs(env, 1)
-                finally:
-                    cluster.resume(2)
-                hung[0].extend(walls)
-                hung[1].extend(own)
-                hung[2].extend(codes)
+                for t in trees:
+                    await_healthy(cluster)
+                    cluster.pause(2)
+                    try:
+                        check_runs(t, 1, into=hung[t.name])
+                    finally:
+                        cluster.resume(2)
         finally:
             cluster.down()
     load = os.getloadavg()
     print(f"load average at the end: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; runs per case: {args.runs}")
     print("| case | wall median (s) | wall min-max (s) | own elapsed_s median | own elapsed_s max | exit codes |")
     print("|---|---|---|---|---|---|")
-    print(row("healthy", *healthy))
-    print(row("broker 2 SIGSTOPped", *hung))
-    print(
-        f"| start-up and imports of check only (floor) | {statistics.median(imports):.2f} | "
-        f"{min(imports):.2f}-{max(imports):.2f} | - | - | - |"
-    )
+    for t in trees:
+        suffix = f", {t.name}" if len(trees) > 1 else ""
+        print(row(f"healthy{suffix}", *healthy[t.name]))
+        print(row(f"broker 2 SIGSTOPped{suffix}", *hung[t.name]))
+        print(
+            f"| start-up and imports of check only (floor){suffix} | {statistics.median(imports[t.name]):.2f} | "
+            f"{min(imports[t.name]):.2f}-{max(imports[t.name]):.2f} | - | - | - |"
+        )
     print(
         f"| peer: kafka-topics --describe --under-replicated-partitions | {statistics.median(peer):.2f} | "
         f"{min(peer):.2f}-{max(peer):.2f} | - | - | - |"
     )
-    ratio = statistics.median(healthy[0]) / statistics.median(peer)
-    print(f"healthy check / kafka-topics: {ratio:.2f}x")
+    for t in trees:
+        ratio = statistics.median(healthy[t.name][0]) / statistics.median(peer)
+        print(f"healthy check / kafka-topics, {t.name}: {ratio:.2f}x")
     log, at = FigureLog("check_bench"), "3 brokers"
-    log.add("check.healthy_wall", at, statistics.median(healthy[0]), "s", peer=statistics.median(peer))
-    log.add("check.stopped_broker_wall", at, statistics.median(hung[0]), "s")
-    log.add("check.imports_wall", at, statistics.median(imports), "s")
+    log.add("check.healthy_wall", at, statistics.median(healthy[ours.name][0]), "s", peer=statistics.median(peer))
+    log.add("check.stopped_broker_wall", at, statistics.median(hung[ours.name][0]), "s")
+    log.add("check.stopped_broker_wall_max", at, max(hung[ours.name][0]), "s")
+    log.add("check.imports_wall", at, statistics.median(imports[ours.name]), "s")
     log.write(args.figures_out)
 
 

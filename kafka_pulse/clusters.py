@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from devstack import DevCluster
 from pulse.config import ClusterConfig, PulseConfig, load_config
 from pulse.errors import ClusterError
+
+if TYPE_CHECKING:
+    from devstack import DevCluster
 
 DEV_CLUSTER_NAME = "dev"
 
@@ -47,4 +50,6 @@ def resolve_cluster(config: PulseConfig, name: str | None, dev_home: Path) -> Cl
         return config.cluster(name)
     if name not in (None, DEV_CLUSTER_NAME):
         raise ClusterError(f"no cluster named {name!r}: the config names no clusters, only the dev cluster is known")
+    from devstack import DevCluster  # the dev cluster's modules only without a configured cluster (`check` starts fast)
+
     return dev_cluster_config(DevCluster.load(dev_home))

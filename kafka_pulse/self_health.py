@@ -1,23 +1,18 @@
 """Who watches the watcher: when each of kafka-pulse's own loops (collectors, canary, lag reader, SLO schedule) last
 completed a cycle, on /metrics, and the rule `check` applies to it: older than `STALE_INTERVALS` intervals is stale.
 
-`run` registers a `SelfHealthCollector` (kafka_pulse/runner/heartbeat.py says what each component's last
-success is); `check` reads the same families back from the running process (kafka_pulse/check/self_check.py).
+`run` registers a `SelfHealthCollector` (kafka_pulse/runner/heartbeat.py, which also says what each component's
+last success is); `check` reads the same families back from the running process (kafka_pulse/check/self_check.py),
+without importing prometheus_client unless there is a text to parse.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
-
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.parser import text_string_to_metric_families
-from prometheus_client.registry import Collector
-
-from pulse.lifecycle import started_loops
 
 _LOG = logging.getLogger(__name__)
 STALE_INTERVALS = 3
@@ -108,57 +103,10 @@ def _read(watched: Watched) -> float | None:
         return None
 
 
-class SelfHealthCollector(Collector):
-    """The families docs/metrics.md lists under "Self-health", one series per component."""
-
-    def __init__(self, health: SelfHealth) -> None:
-        self.health = health
-
-    def collect(self) -> Iterator[Metric]:
-        now = self.health.clock()
-        components = self.health.snapshot()
-        last = GaugeMetricFamily(
-            LAST_SUCCESS_GAUGE, "Unix time of the component's last successful cycle.", labels=["component"]
-        )
-        interval = GaugeMetricFamily(INTERVAL_GAUGE, "The component's configured cycle.", labels=["component"])
-        started = GaugeMetricFamily(
-            STARTED_GAUGE, "When this process started watching the component.", labels=["component"]
-        )
-        stale = GaugeMetricFamily(
-            STALE_GAUGE,
-            f"1 when the last successful cycle is older than {STALE_INTERVALS} intervals.",
-            labels=["component"],
-        )
-        for c in components:
-            if c.last_success_s is not None:
-                last.add_metric([c.component], c.last_success_s)
-            interval.add_metric([c.component], c.interval_s)
-            started.add_metric([c.component], c.started_s)
-            stale.add_metric([c.component], 1.0 if c.is_stale(now) else 0.0)
-        yield from (last, interval, started, stale)
-
-
-class LoopCollector(Collector):
-    """Ticks and failed ticks of every periodic loop of the process: a loop that keeps failing shows even while
-    its component's last success is still recent (a flapping loop)."""
-
-    def collect(self) -> Iterator[Metric]:
-        ticks = CounterMetricFamily("kafka_pulse_loop_ticks", "Ticks the periodic loop ran.", labels=["loop"])
-        failures = CounterMetricFamily(
-            "kafka_pulse_loop_tick_failures", "Ticks of the periodic loop that raised or failed.", labels=["loop"]
-        )
-        counts: dict[str, tuple[int, int]] = {}
-        for loop in started_loops():  # a restarted part's new loop of the same name adds to one series
-            seen_ticks, seen_failures = counts.get(loop.name, (0, 0))
-            counts[loop.name] = (seen_ticks + loop.ticks, seen_failures + loop.failures)
-        for name, (tick_count, failure_count) in counts.items():
-            ticks.add_metric([name], tick_count)
-            failures.add_metric([name], failure_count)
-        yield from (ticks, failures)
-
-
 def parse_self_health(text: str) -> list[ComponentHealth]:
     """The components a /metrics text describes (pure); ValueError when it is not Prometheus text."""
+    from prometheus_client.parser import text_string_to_metric_families
+
     values: dict[str, dict[str, float]] = {LAST_SUCCESS_GAUGE: {}, INTERVAL_GAUGE: {}, STARTED_GAUGE: {}}
     for family in text_string_to_metric_families(text):
         if family.name in values:

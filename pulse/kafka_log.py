@@ -2,7 +2,8 @@
 reconnect attempt (about 1.6 KB/s on stderr by default, some 140 MB a day). Every confluent-kafka client of the
 product is built with `settings(cluster)` of the limiter its process part shares (`limiter_for(registry)`): the
 first line of each (cluster, kind) per `period_s` goes to Python logging, the rest are only counted, so an outage
-reads as one line a minute per cause plus `kafka_pulse_librdkafka_logs_total` on that part's /metrics.
+reads as one line a minute per cause plus `kafka_pulse_librdkafka_logs_total` on that part's /metrics
+(pulse/kafka_log_metrics.py).
 
 With a `logger` set, librdkafka queues its lines until the client is polled: a client that is never polled (an
 AdminClient used only through futures) must call `poll(0)` each cycle, or the lines pile up in memory unseen.
@@ -14,13 +15,11 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from prometheus_client.core import CounterMetricFamily, Metric
-from prometheus_client.registry import Collector, CollectorRegistry
-
-from pulse.names import LIBRDKAFKA_LOGS_METRIC
+if TYPE_CHECKING:
+    from prometheus_client.registry import CollectorRegistry
 
 _LOG = logging.getLogger("pulse.librdkafka")
 PERIOD_S = 60.0
@@ -97,6 +96,8 @@ def limiter_for(registry: CollectorRegistry) -> KafkaLogLimiter:
     with _SHARED_LOCK:
         limiter = _SHARED.get(registry)
         if limiter is None:
+            from pulse.kafka_log_metrics import KafkaLogCollector  # prometheus_client: a check never registers one
+
             limiter = _SHARED[registry] = KafkaLogLimiter()
             registry.register(KafkaLogCollector(limiter))
         return limiter
@@ -128,19 +129,3 @@ class _ErrorCallback:
         self.limiter.offer(self.cluster, str(name), level, text)
         if self.then is not None:
             self.then(error)
-
-
-class KafkaLogCollector(Collector):
-    def __init__(self, limiter: KafkaLogLimiter) -> None:
-        self.limiter = limiter
-
-    def collect(self) -> Iterator[Metric]:
-        family = CounterMetricFamily(
-            LIBRDKAFKA_LOGS_METRIC,
-            "librdkafka log lines and errors by cluster and kind; suppressed ones were only counted (one a minute "
-            "per kind is logged).",
-            labels=["cluster", "kind", "outcome"],
-        )
-        for (cluster, kind, outcome), count in sorted(self.limiter.snapshot().items()):
-            family.add_metric([cluster, kind, outcome], count)
-        yield family

@@ -1,9 +1,10 @@
 """`kafka-pulse check` end to end: the probes in dependency order, all inside one deadline, then the verdicts.
 
 Order: the SLO results are read at once (a file or one HTTP GET); metadata comes from whichever bootstrap server
-answers first; every registered broker is asked for its API versions; then the round trip, the controller quorum
-and the lag snapshot run together, bootstrapped from the brokers that answered, so a hung broker is not asked
-again. Whatever has not answered by the deadline is reported as such.
+answers first; every registered broker is asked for its API versions (broker_watch.py); once those have answered,
+the round trip, the controller quorum and the lag snapshot run together, bootstrapped from the brokers that
+answered, so a hung broker is not asked again. A broker found silent moves the verdict earlier (SILENT_GRACE_S):
+whatever has not answered by then, or by the deadline, is reported as such.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 
+from kafka_pulse.check.broker_watch import SILENT, BrokerWatch
 from kafka_pulse.check.deadline import Deadline, Task
 from kafka_pulse.check.facts import (
     FailureKind,
@@ -23,7 +25,13 @@ from kafka_pulse.check.facts import (
     RoundTripFacts,
     SloFacts,
 )
-from kafka_pulse.check.kafka_probes import AnsweringServers, probe_brokers, read_lag, read_metadata, read_quorum
+from kafka_pulse.check.kafka_probes import (
+    AnsweringServers,
+    preload_quorum_client,
+    read_lag,
+    read_metadata,
+    read_quorum,
+)
 from kafka_pulse.check.lag_verdicts import LagVerdicts, judge_lag_verdicts
 from kafka_pulse.check.noisy_neighbours import NoisyNeighbourFacts, add_noisy_neighbours, read_noisy_neighbours
 from kafka_pulse.check.round_trip import round_trip
@@ -47,6 +55,9 @@ METADATA_SHARE = 0.5
 """Of the budget, what the first metadata answer may take before the check gives up on the cluster."""
 PROBE_SHARE, PROBE_CAP_S = 0.3, 2.0
 """A broker's ApiVersions answer (milliseconds when healthy) may take this share of what is left, at most 2 s."""
+SILENT_GRACE_S = 0.5
+"""Once a broker's probe has found it silent (connections accepted, nothing answered), what the reads still out
+get before the verdict: they most likely wait on that broker, which the report names CRIT either way."""
 INNER_MARGIN_S = 0.15
 """Probes that report partial facts at their deadline get it this much earlier than the verdict's."""
 HUNG_QUORUM_HINT = " (a hung active controller holds DescribeQuorum until the quorum elects another)"
@@ -89,6 +100,7 @@ def run_check(
     `read_self`, `read_slow` and `read_neighbours` replace what the run on http.listen reports on its /metrics
     (the default: that /metrics, read once for the three). With `lag_source`, the lag section is judged from the
     evaluator's group verdicts instead of the one-snapshot read."""
+    Task("kafka-python import", preload_quorum_client)  # overlaps the waits on the network below
     run = RunMetrics(config.http, deadline)
     slo_task: Task[SloFacts | NotAvailable] = Task("SLO results", partial(read_slo_budgets, config, deadline))
     self_task: Task[list[ComponentHealth] | NotAvailable | ProbeFailed] = Task(
@@ -141,14 +153,12 @@ def run_check(
             own,
         )
     facts = meta.facts
-    probes = probe_brokers(cluster, facts.brokers, deadline.share(PROBE_SHARE, cap_s=PROBE_CAP_S), deadline)
-    live = [f"{a.host}:{a.port}" for b, a in sorted(facts.brokers.items()) if probes[b].ok]
-    servers = live or list(cluster.bootstrap_servers)
-    unhealthy = {b for b in facts.expected if b not in facts.brokers or not probes[b].ok}
+    watch = BrokerWatch(cluster, facts.brokers, deadline.earlier(deadline.share(PROBE_SHARE, cap_s=PROBE_CAP_S)))
+    servers = watch.answered() or list(cluster.bootstrap_servers)
     layout = meta.topics.get(config.canary.topic)
     inner = deadline.before(INNER_MARGIN_S)  # probes settle their facts before the verdict stops waiting
     trip_task: Task[RoundTripFacts] = Task(
-        "round trip", partial(round_trip, cluster, config.canary, layout, servers, inner)
+        "round trip", partial(round_trip, cluster, config.canary, layout, servers, inner, watch.down)
     )
     quorum_task: Task[QuorumFacts] = Task(
         "controller quorum", partial(read_quorum, cluster, servers, facts.metadata_controller, deadline)
@@ -156,6 +166,10 @@ def run_check(
     lag_task: Task[LagFacts] | None = (
         Task("lag snapshot", partial(read_lag, cluster, servers, inner)) if lag_source is None else None
     )
+    probes = watch.results()
+    unhealthy = {b for b in facts.expected if b not in facts.brokers or not probes[b].ok}
+    if any(p.error == SILENT for p in probes.values()):
+        deadline = deadline.earlier(SILENT_GRACE_S)  # the reads still out most likely wait on the silent broker
     quorum = quorum_task.wait(deadline)
     if isinstance(quorum, ProbeFailed) and quorum.kind is FailureKind.TIMEOUT:
         quorum = ProbeFailed(quorum.kind, quorum.reason + HUNG_QUORUM_HINT)

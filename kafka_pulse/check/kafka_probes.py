@@ -1,5 +1,6 @@
 """The check's Kafka reads, each bounded by the deadline: cluster metadata (asked of every bootstrap server in
-parallel, the first answer wins), one ApiVersions exchange per broker, the KRaft quorum, and a lag snapshot.
+parallel, the first answer wins), the KRaft quorum, and a lag snapshot (one ApiVersions exchange per broker is
+broker_watch.py's).
 
 Every read returns facts (kafka_pulse/check/facts.py) or `ProbeFailed`; nothing raises. A hung broker accepts
 connections and never answers, so no read trusts a client timeout alone: each runs on a `Task` that is abandoned
@@ -8,7 +9,6 @@ at the deadline.
 
 from __future__ import annotations
 
-import ssl
 import threading
 import time
 import uuid
@@ -29,10 +29,10 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from collectors import diagnose_under_replicated
+from kafka_pulse.check.broker_watch import ask_api_versions
 from kafka_pulse.check.deadline import Deadline, Task, close_later, first_success
 from kafka_pulse.check.facts import (
     BrokerAddress,
-    BrokerProbe,
     FailureKind,
     GroupLag,
     LagFacts,
@@ -44,7 +44,7 @@ from kafka_pulse.check.facts import (
 from kafka_pulse.check.lag_summary import group_lag
 from pulse.admin_requests import GROUP_REQUEST_TIMEOUT_S, await_result, describe_cluster
 from pulse.config import ClusterConfig, split_host_port
-from pulse.kafka.broker_probe import CheckResult, check_broker, tls_context
+from pulse.kafka.broker_probe import CheckResult, tls_context
 from pulse.kafka.partitions import PartitionState
 from pulse.kafka_log import verdict_settings
 from pulse.profile import admin_config, kafka_python_config
@@ -237,25 +237,6 @@ def _min_isr(admin: AdminClient, states: Iterable[PartitionState], deadline: Dea
 # --- brokers ------------------------------------------------------------------------------------------------------
 
 
-def probe_brokers(
-    cluster: ClusterConfig, brokers: Mapping[int, BrokerAddress], timeout_s: float, deadline: Deadline
-) -> dict[int, BrokerProbe]:
-    """ApiVersions to every broker on a connection of its own, all at once; a broker that has not answered by
-    `timeout_s` (or the deadline) is a timeout. Served before authentication, so it needs no login."""
-    context = tls_context(cluster)
-    limit = deadline.earlier(timeout_s)
-    done = threading.Event()
-    tasks = {b.id: Task(f"broker {b.id}", partial(_ask, b, limit, context), done) for b in brokers.values()}
-    out: dict[int, BrokerProbe] = {}
-    for broker, task in tasks.items():
-        result = task.wait(limit)
-        if isinstance(result, ProbeFailed):
-            out[broker] = BrokerProbe(broker, False, time.monotonic() - task.started_s, "timeout")
-        else:
-            out[broker] = BrokerProbe(broker, result.ok, result.latency_s, result.error)
-    return out
-
-
 class AnsweringServers:
     """ApiVersions to every bootstrap server, started at construction. Served before authentication, so it tells a
     cluster that does not answer from one that refuses our login or is too slow for the deadline."""
@@ -266,7 +247,8 @@ class AnsweringServers:
         for server in cluster.bootstrap_servers:
             host, port = split_host_port(server)
             address = BrokerAddress(-1, host, port)
-            self._tasks.append((server, Task(f"bootstrap {server}", partial(_ask, address, deadline, context))))
+            ask = partial(ask_api_versions, context, address, deadline)
+            self._tasks.append((server, Task(f"bootstrap {server}", ask)))
 
     def __call__(self) -> list[str]:
         """The servers that have answered so far."""
@@ -279,11 +261,19 @@ class AnsweringServers:
         return self()
 
 
-def _ask(broker: BrokerAddress, limit: Deadline, context: ssl.SSLContext | None) -> CheckResult:
-    return check_broker(broker.id, broker.host, broker.port, limit.remaining(), context)
-
-
 # --- controller -----------------------------------------------------------------------------------------------------
+
+
+_SCHEMA_LOADER_WARNING = r"\w+ is deprecated\. Use files\(\) instead"
+"""kafka-python loads its protocol schemas with importlib.resources.read_text and open_text, deprecated in 3.11."""
+
+
+def preload_quorum_client() -> None:
+    """Import kafka-python, the quorum read's client, on a thread of its own while the check waits on the network:
+    its import is most of that read's time (0.1 s of CPU), and `read_quorum` then finds it loaded."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", _SCHEMA_LOADER_WARNING, DeprecationWarning)
+        import kafka.admin  # noqa: F401
 
 
 def read_quorum(
@@ -292,8 +282,7 @@ def read_quorum(
     """The KRaft quorum through DescribeQuorum (brokers forward it to the active controller); a cluster that does
     not know the request runs ZooKeeper, whose controller is the one the metadata names."""
     with warnings.catch_warnings():
-        # kafka-python loads its protocol schemas with importlib.resources.read_text and open_text, deprecated in 3.11.
-        warnings.filterwarnings("ignore", r"\w+ is deprecated\. Use files\(\) instead", DeprecationWarning)
+        warnings.filterwarnings("ignore", _SCHEMA_LOADER_WARNING, DeprecationWarning)
         from kafka import KafkaAdminClient
         from kafka.errors import IncompatibleBrokerVersion, UnsupportedVersionError
         from kafka.errors import KafkaError as KafkaPythonError

@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from prometheus_client.parser import text_string_to_metric_families
-
 from kafka_pulse.check.facts import FailureKind, NotAvailable, ProbeFailed
 from kafka_pulse.check.run_metrics import RunMetrics
 from kafka_pulse.check.verdict import Section, Status
@@ -49,6 +47,8 @@ NoisyNeighbourFacts = list[NoisyNeighbourFact] | NotAvailable | ProbeFailed
 def parse_noisy_neighbours(text: str, cluster: str) -> list[NoisyNeighbourFact]:
     """The diagnoses of `cluster` in a /metrics text (pure), sorted by broker, group and topic; ValueError when it
     is not Prometheus text."""
+    from prometheus_client.parser import text_string_to_metric_families  # only with a run's text to parse
+
     named: set[tuple[str, str, str]] = set()
     values: dict[str, dict[tuple[str, ...], float]] = {LAG: {}, WINDOW: {}, LATENCY: {}}
     for family in text_string_to_metric_families(text):

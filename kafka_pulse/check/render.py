@@ -3,14 +3,13 @@ an operator reads in a terminal. Rendering only; the verdicts are made in verdic
 
 from __future__ import annotations
 
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from kafka_pulse.check.verdict import Report, Status
 from pulse.redact import redact_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 SCHEMA = "kafka-pulse-check/1"
 """Bumped when a field changes meaning or goes away; new fields may appear without a bump."""
@@ -62,6 +61,9 @@ def report_json(report: Report) -> dict[str, Any]:
 
 def print_report(report: Report, console: Console) -> None:
     """One row per check, then the reasons, then the verdict line with the exit code."""
+    from rich.table import Table  # imported here: `--json` and the status page never need rich
+    from rich.text import Text
+
     table = Table(title=f"kafka-pulse check: cluster {report.cluster}", title_justify="left")
     table.add_column("check")
     table.add_column("status")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -40,8 +40,11 @@ def round_trip(
     layout: Sequence[PartitionState] | None,
     servers: Sequence[str],
     deadline: Deadline,
+    down: Callable[[], Collection[int]] = frozenset,
 ) -> RoundTripFacts | ProbeFailed:
-    """Produce one record to each partition in `layout` (None: the topic does not exist) and read each back."""
+    """Produce one record to each partition in `layout` (None: the topic does not exist) and read each back.
+    `down` tells, while the acknowledgements are awaited, the brokers known not to answer: once every record still
+    out waits on one of them, the wait ends (an acks=all produce waits for every in-sync replica)."""
     created = False
     if layout is None:
         if not canary.manage_topic:
@@ -54,7 +57,7 @@ def round_trip(
         if isinstance(made, ProbeFailed):
             return made
         layout, created = made, True
-    trips = _trips(cluster, canary.topic, layout, servers, deadline, canary.latency_slo_s)
+    trips = _trips(cluster, canary.topic, layout, servers, deadline, canary.latency_slo_s, down)
     return RoundTripFacts(canary.topic, trips, created)
 
 
@@ -65,6 +68,7 @@ def _trips(
     servers: Sequence[str],
     deadline: Deadline,
     latency_slo_s: float,
+    down: Callable[[], Collection[int]],
 ) -> tuple[PartitionTrip, ...]:
     producer_id = f"{CLIENT_ID}-{uuid.uuid4().hex}"
     produce_s = deadline.share(PRODUCE_SHARE)
@@ -105,6 +109,11 @@ def _trips(
     acks = deadline.earlier(produce_s)
     while len(offsets) + len(errors) < len(layout) and not acks.expired:
         producer.poll(min(0.02, acks.remaining()))
+        stalled = stalled_behind(layout, {*offsets, *errors}, down())
+        if stalled and len(offsets) + len(errors) + len(stalled) == len(layout):
+            for partition, broker in stalled.items():
+                waited = time.monotonic() - sent_at[partition]
+                errors[partition] = f"not acknowledged after {waited:.1f} s: broker {broker} does not answer"
     read_s = deadline.remaining()
     read_at = _read_back(common, topic, producer_id, offsets, deadline)
     close_later(producer.purge)
@@ -135,6 +144,22 @@ def _trips(
             )
         )
     return tuple(trips)
+
+
+def stalled_behind(
+    layout: Sequence[PartitionState], settled: Collection[int], down: Collection[int]
+) -> Mapping[int, int]:
+    """Each partition of `layout` not in `settled` whose acks=all produce waits on a broker in `down` (pure): its
+    leader, else its first in-sync follower there. Partitions that wait on no down broker are left out."""
+    out: dict[int, int] = {}
+    for ref in layout:
+        if ref.partition in settled:
+            continue
+        if ref.leader in down:
+            out[ref.partition] = ref.leader
+        elif waiting := sorted(b for b in ref.isr if b in down):
+            out[ref.partition] = waiting[0]
+    return out
 
 
 def _read_back(

@@ -5,12 +5,13 @@ answer, so a check costs the run one scrape, not three.
 
 from __future__ import annotations
 
+import socket
 import ssl
 import threading
 
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import FailureKind, NotAvailable, ProbeFailed
-from pulse.config import HttpConfig
+from pulse.config import HttpConfig, split_host_port
 from pulse.config.outbound import HttpClientConfig
 
 SHARE, CAP_S = 0.2, 1.0
@@ -35,14 +36,29 @@ def own_certificate(http: HttpConfig) -> ssl.SSLContext | None:
     return context
 
 
+def nothing_listens(http: HttpConfig, timeout_s: float) -> bool:
+    """True when `http.listen` refuses a TCP connection: no run there, known without importing the HTTP client
+    (httpx is a third of a check's imports, and most checks run with no `run` beside them)."""
+    host, port = split_host_port(http.listen)
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return False
+    except ConnectionRefusedError:
+        return True
+    except OSError:  # a timeout or an unreachable host: the HTTP client says what it is
+        return False
+
+
 def read_run_metrics(http: HttpConfig, deadline: Deadline) -> RunText:
     """One GET of the run's /metrics with its login and TLS: the text, NotAvailable when nothing listens there,
     ProbeFailed when something answers badly."""
+    url = metrics_url(http)
+    if nothing_listens(http, deadline.share(SHARE, cap_s=CAP_S)):
+        return NotAvailable(f"no kafka-pulse run answers on {url}")
     import httpx  # imported here, on the reading thread: the check's clock counts imports from process start
 
     from pulse.http.client import outbound_client
 
-    url = metrics_url(http)
     login = HttpClientConfig(basic_auth=http.basic_auth)
     try:
         with outbound_client(login, deadline.share(SHARE, cap_s=CAP_S), verify=own_certificate(http)) as client:

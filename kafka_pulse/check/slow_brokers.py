@@ -8,8 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from prometheus_client.parser import text_string_to_metric_families
-
 from kafka_pulse.check.facts import FailureKind, NotAvailable, ProbeFailed
 from kafka_pulse.check.run_metrics import RunMetrics
 from kafka_pulse.check.verdict import Section, Status
@@ -54,6 +52,8 @@ SlowBrokerFacts = list[SlowBrokerFact] | NotAvailable | ProbeFailed
 def parse_slow_brokers(text: str, cluster: str) -> list[SlowBrokerFact]:
     """The flagged brokers of `cluster` in a /metrics text (pure), by broker id; ValueError when it is not
     Prometheus text."""
+    from prometheus_client.parser import text_string_to_metric_families  # only with a run's text to parse
+
     flagged: set[str] = set()
     scores: dict[str, float] = {}
     reasons: dict[str, str] = {}

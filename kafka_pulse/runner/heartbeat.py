@@ -1,7 +1,8 @@
-"""`run` watching itself: what each component's last successful cycle is (kafka_pulse/self_health.py puts it on
-/metrics, `check` judges it), and the heartbeat alert, always firing while the process is healthy, that
-examples/alertmanager.yml routes to a dead-man's-switch receiver: when `run` dies, hangs or loses one of its
-own loops, the heartbeat stops and the receiver outside raises the alarm (Alertmanager's "Watchdog" pattern).
+"""`run` watching itself: what each component's last successful cycle is (`SelfHealthCollector` puts it on
+/metrics, `check` judges it by kafka_pulse/self_health.py's rule), and the heartbeat alert, always firing while the
+process is healthy, that examples/alertmanager.yml routes to a dead-man's-switch receiver: when `run` dies, hangs or
+loses one of its own loops, the heartbeat stops and the receiver outside raises the alarm (Alertmanager's
+"Watchdog" pattern).
 """
 
 from __future__ import annotations
@@ -15,10 +16,19 @@ from typing import TYPE_CHECKING, Any, Protocol
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from kafka_pulse.self_health import LoopCollector, SelfHealth, SelfHealthCollector, Watched, watch_loop
+from kafka_pulse.self_health import (
+    INTERVAL_GAUGE,
+    LAST_SUCCESS_GAUGE,
+    STALE_GAUGE,
+    STALE_INTERVALS,
+    STARTED_GAUGE,
+    SelfHealth,
+    Watched,
+    watch_loop,
+)
 from pulse.alerts import Alert
 from pulse.config import PulseConfig
-from pulse.lifecycle import Part, Periodic
+from pulse.lifecycle import Part, Periodic, started_loops
 
 if TYPE_CHECKING:
     from kafka_pulse.runner.assembly import Assembly
@@ -132,6 +142,55 @@ class HeartbeatCollector(Collector):
                 "Unix time the heartbeat was last handed to the sink.",
                 h.last_success_s,
             )
+
+
+class SelfHealthCollector(Collector):
+    """The families docs/metrics.md lists under "Self-health", one series per component."""
+
+    def __init__(self, health: SelfHealth) -> None:
+        self.health = health
+
+    def collect(self) -> Iterator[Metric]:
+        now = self.health.clock()
+        components = self.health.snapshot()
+        last = GaugeMetricFamily(
+            LAST_SUCCESS_GAUGE, "Unix time of the component's last successful cycle.", labels=["component"]
+        )
+        interval = GaugeMetricFamily(INTERVAL_GAUGE, "The component's configured cycle.", labels=["component"])
+        started = GaugeMetricFamily(
+            STARTED_GAUGE, "When this process started watching the component.", labels=["component"]
+        )
+        stale = GaugeMetricFamily(
+            STALE_GAUGE,
+            f"1 when the last successful cycle is older than {STALE_INTERVALS} intervals.",
+            labels=["component"],
+        )
+        for c in components:
+            if c.last_success_s is not None:
+                last.add_metric([c.component], c.last_success_s)
+            interval.add_metric([c.component], c.interval_s)
+            started.add_metric([c.component], c.started_s)
+            stale.add_metric([c.component], 1.0 if c.is_stale(now) else 0.0)
+        yield from (last, interval, started, stale)
+
+
+class LoopCollector(Collector):
+    """Ticks and failed ticks of every periodic loop of the process: a loop that keeps failing shows even while
+    its component's last success is still recent (a flapping loop)."""
+
+    def collect(self) -> Iterator[Metric]:
+        ticks = CounterMetricFamily("kafka_pulse_loop_ticks", "Ticks the periodic loop ran.", labels=["loop"])
+        failures = CounterMetricFamily(
+            "kafka_pulse_loop_tick_failures", "Ticks of the periodic loop that raised or failed.", labels=["loop"]
+        )
+        counts: dict[str, tuple[int, int]] = {}
+        for loop in started_loops():  # a restarted part's new loop of the same name adds to one series
+            seen_ticks, seen_failures = counts.get(loop.name, (0, 0))
+            counts[loop.name] = (seen_ticks + loop.ticks, seen_failures + loop.failures)
+        for name, (tick_count, failure_count) in counts.items():
+            ticks.add_metric([name], tick_count)
+            failures.add_metric([name], failure_count)
+        yield from (ticks, failures)
 
 
 def add_self_health(assembly: Assembly, config: PulseConfig, sender: Sender | None) -> SelfHealth:

@@ -39,6 +39,7 @@ class SloConfig(Section):
         if megabytes < 450:
             raise ValueError(f"{value} is below the 450m Spark's driver needs to start")
         return value
+
     results_dir: Path | None = None
     """Each evaluation also writes `evaluation-<time>.parquet` here (relative to the working directory)."""
     pushgateway_url: HttpUrl | None = None

@@ -20,7 +20,8 @@ from kafka_pulse.check.noisy_neighbours import read_noisy_neighbours
 from kafka_pulse.check.run_metrics import RunMetrics
 from kafka_pulse.check.self_check import self_health_facts
 from kafka_pulse.check.slow_brokers import read_slow_brokers
-from kafka_pulse.self_health import SelfHealth, SelfHealthCollector, Watched
+from kafka_pulse.runner.heartbeat import SelfHealthCollector
+from kafka_pulse.self_health import SelfHealth, Watched
 from pulse.config import HttpConfig
 from pulse.config.http import BasicAuthConfig
 from pulse.http import HttpServer

@@ -18,8 +18,8 @@ from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import NotAvailable
 from kafka_pulse.check.self_check import judge_self, read_self_health
 from kafka_pulse.check.verdict import Status
-from kafka_pulse.runner.heartbeat import HEARTBEAT_ALERTNAME, Heartbeat, HeartbeatCollector
-from kafka_pulse.self_health import ComponentHealth, SelfHealth, SelfHealthCollector, Watched, parse_self_health
+from kafka_pulse.runner.heartbeat import HEARTBEAT_ALERTNAME, Heartbeat, HeartbeatCollector, SelfHealthCollector
+from kafka_pulse.self_health import ComponentHealth, SelfHealth, Watched, parse_self_health
 from pulse.alerts import Alert
 from pulse.config import HttpConfig
 from pulse.config.http import BasicAuthConfig

@@ -1,4 +1,4 @@
-"""Every periodic loop's ticks and failed ticks on /metrics (kafka_pulse/self_health.py `LoopCollector`)."""
+"""Every periodic loop's ticks and failed ticks on /metrics (kafka_pulse/runner/heartbeat.py `LoopCollector`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import threading
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from kafka_pulse.self_health import LoopCollector
+from kafka_pulse.runner.heartbeat import LoopCollector
 from pulse.lifecycle import Periodic
 from pulse.polling import poll
 

@@ -7,7 +7,8 @@ import logging
 import pytest
 from prometheus_client import CollectorRegistry
 
-from pulse.kafka_log import KafkaLogCollector, KafkaLogLimiter, limiter_for, log_kind, verdict_settings
+from pulse.kafka_log import KafkaLogLimiter, limiter_for, log_kind, verdict_settings
+from pulse.kafka_log_metrics import KafkaLogCollector
 from pulse.names import LIBRDKAFKA_LOGS_METRIC
 
 REFUSED = (

@@ -1,0 +1,29 @@
+"""`kafka_pulse_librdkafka_logs_total`: the lines pulse/kafka_log.py's limiter logged and suppressed, on the /metrics
+of the process part whose registry `limiter_for` was given. Apart from the limiter, so a short-lived client's
+process (`check`) does not import prometheus_client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from pulse.kafka_log import KafkaLogLimiter
+from pulse.names import LIBRDKAFKA_LOGS_METRIC
+
+
+class KafkaLogCollector(Collector):
+    def __init__(self, limiter: KafkaLogLimiter) -> None:
+        self.limiter = limiter
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            LIBRDKAFKA_LOGS_METRIC,
+            "librdkafka log lines and errors by cluster and kind; suppressed ones were only counted (one a minute "
+            "per kind is logged).",
+            labels=["cluster", "kind", "outcome"],
+        )
+        for (cluster, kind, outcome), count in sorted(self.limiter.snapshot().items()):
+            family.add_metric([cluster, kind, outcome], count)
+        yield family
