@@ -17,6 +17,7 @@ from confluent_kafka.admin import AdminClient
 
 from devstack.populate import commit_groups
 from devstack.topology import DataShape
+from pulse.admin_requests import GROUP_REQUEST_TIMEOUT_S
 from pulse.lifecycle import Periodic
 
 RECORDS = 10
@@ -57,7 +58,7 @@ class Traffic:
         names = list(topics)
         with self._lock:
             ends = dict(self.ends)
-        commit_groups(self.admin, self.shape, lambda g, p: ends[(topics[names[g]], p)], timeout_s=20.0)
+        commit_groups(self.admin, self.shape, lambda g, p: ends[(topics[names[g]], p)], GROUP_REQUEST_TIMEOUT_S)
 
     def start(self) -> None:
         for loop in self.loops:
