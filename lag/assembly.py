@@ -231,12 +231,12 @@ class LagRunner:
         """The Burrow v3 routes over the service, for the listener the command mounts them on."""
 
     def metadata(self, cluster: str) -> MetadataReading | None:
-        """`cluster`'s last successful HWM round: brokers and placements (the status page judges brokers and
-        partitions from it, with no client of its own); None before the first round or for a cluster not read."""
+        """`cluster`'s last HWM round that read the metadata: brokers, placements, whether every leader answered
+        (the status page judges brokers and partitions from it, with no client of its own); None before one."""
         return next((s.hwm.metadata() for s in self.sources if s.cluster == cluster), None)
 
     def metadata_failure(self, cluster: str) -> str | None:
-        """Why `cluster`'s last HWM round failed; None when it succeeded (its `metadata` is then current)."""
+        """Why `cluster`'s last HWM round read no metadata; None when it did (its `metadata` is then current)."""
         return next((s.hwm.failure for s in self.sources if s.cluster == cluster), None)
 
     def start(self) -> None:
