@@ -99,6 +99,7 @@ def in_process_check(
         configured = {b.broker_id for b in cluster.jmx.brokers} if cluster.jmx is not None else set()
         answers: dict[int, BrokerProbe] = {}
         meta: MetadataRead | ProbeFailed
+        reading: MetadataReading | None = None
         if metadata is not None:
             reading = metadata.metadata(cluster.name)
             failure = metadata.metadata_failure(cluster.name)
@@ -147,7 +148,7 @@ def in_process_check(
             neighbours,
             slo,
             own,
-            unasked=readings.NO_LEADERSHIP,
+            unasked=readings.unasked_reason(reading),
         )
 
     return check

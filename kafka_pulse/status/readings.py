@@ -72,10 +72,19 @@ def metadata_from_lag(
 
 
 def answers_from_lag(reading: MetadataReading) -> dict[int, BrokerProbe]:
-    """Every leader of the round answered its ListOffsets (a round with any partition failed is no reading), within
-    the round's time; a broker that leads nothing the round asked is left out (not asked)."""
+    """Every leader of a round whose ListOffsets all answered, within the round's time; none when they did not all
+    answer (which one failed is not known). A broker that leads nothing the round asked is left out (not asked)."""
+    if reading.offsets_error is not None:
+        return {}
     leaders = {p.leader for p in reading.placements.values() if p.leader >= 0}
     return {b: BrokerProbe(b, True, reading.round_s) for b in sorted(leaders)}
+
+
+def unasked_reason(reading: MetadataReading | None) -> str:
+    """Why a registered broker has no answer on the page (judge_brokers' `unasked`)."""
+    if reading is not None and reading.offsets_error is not None:
+        return f"was not judged: the lag source's last ListOffsets round failed ({reading.offsets_error})"
+    return NO_LEADERSHIP
 
 
 def with_canary_checks(answers: Mapping[int, BrokerProbe], up: Mapping[int, bool]) -> dict[int, BrokerProbe]:

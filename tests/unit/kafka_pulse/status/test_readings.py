@@ -4,6 +4,7 @@ available with the reason (never OK), and the canary's settled probes make the r
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -99,6 +100,19 @@ def test_no_current_round_is_unknown_with_the_reason_never_ok(
     for name in ("brokers", "partitions"):
         assert got[name].status is Status.UNKNOWN, got[name]
         assert reason in got[name].reasons[0]
+
+
+def test_a_round_whose_offsets_failed_judges_partitions_but_no_broker_answers() -> None:
+    """The metadata came, a leader did not answer its ListOffsets: the partitions are judged from it, the brokers
+    are not taken as answering; a canary connection check that failed still names its broker."""
+    r = dataclasses.replace(reading(), offsets_error="KafkaException: _TIMED_OUT")
+    got = sections(fresh(r), readings.answers_from_lag(r))
+    assert got["partitions"].status is Status.OK
+    assert got["brokers"].status is Status.UNKNOWN
+    assert "last ListOffsets round failed (KafkaException: _TIMED_OUT)" in readings.unasked_reason(r)
+    answers = readings.with_canary_checks(readings.answers_from_lag(r), {1: True, 2: True, 3: False})
+    got = sections(fresh(r), answers)
+    assert got["brokers"].status is Status.CRIT and got["brokers"].culprits == (3,)
 
 
 def test_a_broker_leading_nothing_the_round_read_is_unknown_not_ok() -> None:
