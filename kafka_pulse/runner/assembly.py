@@ -147,7 +147,15 @@ def add_status(
     probes = LatestProbes()
     if sources.canary is not None:
         sources.canary.add_sink(probes)  # each partition's last settled probe: the round trip section
-    check = in_process_check(self_health, sources.lag, lag_runner, sources.canary, probes, assembly.broker_health)
+    check = in_process_check(
+        self_health,
+        sources.lag,
+        lag_runner,
+        sources.canary,
+        probes,
+        assembly.broker_health,
+        services.get("collectors"),
+    )
     board = StatusBoard(sources, check=check)
     assembly.mount(status_routes(board.document, load_assets()))
     assembly.add([Part("status", board, f"page at / (JSON at /api/status), refreshed every {board.refresh_s:g} s")])

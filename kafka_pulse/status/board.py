@@ -26,6 +26,7 @@ from pulse.lifecycle import Periodic
 
 if TYPE_CHECKING:
     from canary import CanaryService
+    from collectors import ClusterSnapshot
     from kafka_pulse.check.facts import BrokerProbe, RoundTripFacts
     from kafka_pulse.check.kafka_probes import MetadataRead
     from kafka_pulse.status.readings import LatestProbes
@@ -72,6 +73,12 @@ class MetadataSource(Protocol):
     def metadata_failure(self, cluster: str) -> str | None: ...
 
 
+class ClusterStateSource(Protocol):
+    """What the board reads of the collectors (collectors' `CollectorService`): each cluster's latest state read."""
+
+    def cluster_snapshot(self, cluster: str, now_s: float | None = None) -> ClusterSnapshot | str: ...
+
+
 def in_process_check(
     health: SelfHealth | None,
     lag: LagReader | None = None,
@@ -79,6 +86,7 @@ def in_process_check(
     canary: CanaryService | None = None,
     probes: LatestProbes | None = None,
     broker_health: BrokerHealthBoard | None = None,
+    cluster_state: ClusterStateSource | None = None,
 ) -> CheckRunner:
     """The check's sections judged from this process's readings (kafka_pulse/status/readings.py), with no Kafka
     client of its own and nothing produced: brokers and partitions from the lag source's HWM rounds (`metadata`),
@@ -100,6 +108,7 @@ def in_process_check(
         answers: dict[int, BrokerProbe] = {}
         meta: MetadataRead | ProbeFailed
         reading: MetadataReading | None = None
+        unasked = readings.NO_ANSWERS
         if metadata is not None:
             reading = metadata.metadata(cluster.name)
             failure = metadata.metadata_failure(cluster.name)
@@ -107,8 +116,14 @@ def in_process_check(
             meta = readings.metadata_from_lag(reading, failure, configured, int(now.timestamp() * 1000), stale_s)
             if reading is not None and not isinstance(meta, ProbeFailed):
                 answers = readings.answers_from_lag(reading)
+                unasked = readings.unasked_reason(reading)
         else:
             meta = ProbeFailed(FailureKind.ERROR, "no component of this process reads the cluster's metadata")
+        state = cluster_state.cluster_snapshot(cluster.name) if cluster_state is not None else None
+        if state is not None and not isinstance(state, str):  # with each topic's min ISR: judged as `check` does
+            meta = readings.metadata_from_collectors(state, configured)
+        elif isinstance(state, str) and metadata is None:
+            meta = ProbeFailed(FailureKind.ERROR, state)
         mine = canary if canary is not None and canary.cluster.name == cluster.name else None
         trips: RoundTripFacts | ProbeFailed | NotAvailable = NotAvailable(
             "no canary runs for this cluster in this process, and the status page produces nothing"
@@ -148,7 +163,7 @@ def in_process_check(
             neighbours,
             slo,
             own,
-            unasked=readings.unasked_reason(reading),
+            unasked=unasked,
         )
 
     return check

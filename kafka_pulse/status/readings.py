@@ -1,6 +1,7 @@
 """The status page's facts from readings its process already has, inside `lag` and `run`: the lag source's last HWM
-round (registered brokers, every partition's placement, every leader answered its ListOffsets), the canary's
-connection checks and settled probes, and the slow-broker board. Pure mappings into the check's facts, judged by
+round (registered brokers, every partition's placement, every leader answered its ListOffsets), the collectors'
+cluster-state read (with each topic's min ISR), the canary's connection checks and settled probes, and the
+slow-broker board. Pure mappings into the check's facts, judged by
 the check's own verdicts (kafka_pulse/check/sections.py), so the page and `check` judge alike while the page opens
 no Kafka client and produces nothing. `LatestProbes` is the canary sink that keeps each partition's last probe.
 """
@@ -28,6 +29,7 @@ from pulse.kafka.partitions import PartitionState
 
 if TYPE_CHECKING:
     from canary import ProbeResult
+    from collectors import ClusterSnapshot
     from lag import MetadataReading
 
 LAG_METADATA = "the lag source's last HWM round"
@@ -37,6 +39,10 @@ NO_LEADERSHIP = (
     "(`kafka-pulse check` asks it)"
 )
 """Why a registered broker is not judged answering on the page (judge_brokers' `unasked`)."""
+COLLECTORS = "the collectors' cluster-state read"
+"""Where the partitions' facts come from when collectors run in the process (with min ISR read)."""
+NO_ANSWERS = "is registered, but no reading of this process shows it answering (`kafka-pulse check` asks it)"
+"""Why a registered broker is not judged answering when no lag source runs here."""
 NO_QUORUM = "this process reads no controller quorum (DescribeQuorum): `kafka-pulse check` reads it"
 MIN_ISR_UNREAD = "the lag source reads no topic configs"
 CANARY_DOWN = "the canary's connection check failed"
@@ -69,6 +75,15 @@ def metadata_from_lag(
     asked, skipped = config_topics(states)
     unread = MinIsrRead({}, tuple(sorted([*asked, *skipped])), MIN_ISR_UNREAD) if asked else MinIsrRead({})
     return metadata_facts(brokers, states, unread, configured, reading.controller, LAG_METADATA)
+
+
+def metadata_from_collectors(snapshot: ClusterSnapshot, configured: Collection[int]) -> MetadataRead:
+    """The collectors' latest cluster-state read as metadata facts: brokers with their racks, every partition with
+    its topic's min.insync.replicas (the collectors read every topic's), so min ISR is judged as `check` judges it."""
+    brokers = {
+        b: BrokerAddress(b, *snapshot.addresses.get(b, ("", 0)), rack=rack) for b, rack in snapshot.brokers.items()
+    }
+    return metadata_facts(brokers, snapshot.partitions, MinIsrRead({}), configured, snapshot.controller, COLLECTORS)
 
 
 def answers_from_lag(reading: MetadataReading) -> dict[int, BrokerProbe]:

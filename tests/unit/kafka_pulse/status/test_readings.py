@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from canary.events import ProbeResult
+from collectors.cluster_state import ClusterSnapshot
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import BrokerProbe, MetadataFacts, NotAvailable, ProbeFailed, RoundTripFacts
 from kafka_pulse.check.kafka_probes import MetadataRead
@@ -21,6 +22,7 @@ from kafka_pulse.status.board import in_process_check
 from lag.protocol import MetadataReading, Placement
 from pulse.broker_health import BrokerHealthBoard, BrokerSlowness
 from pulse.config import ClusterConfig, PulseConfig
+from pulse.kafka.partitions import PartitionState
 
 NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
 NOW_MS = int(NOW.timestamp() * 1000)
@@ -140,6 +142,24 @@ def test_an_offline_partition_is_crit() -> None:
     assert got["partitions"].status is Status.CRIT
 
 
+def snapshot(isr: tuple[int, ...], min_isr: int) -> ClusterSnapshot:
+    """The collectors' read of a 3-broker cluster: one topic of replication 3 with `isr` and `min_isr`."""
+    racks: dict[int, str | None] = {1: "az-a", 2: "az-b", 3: "az-c"}
+    states = tuple(PartitionState("pay", p, 1, (1, 2, 3), isr, min_isr) for p in range(2))
+    return ClusterSnapshot(racks, 1, states, BROKERS)
+
+
+def test_the_collectors_read_judges_min_isr_as_check_does() -> None:
+    """With min.insync.replicas 2 and one replica left in sync, acks=all produces fail: CRIT, where the lag source's
+    reading (no configs) could only say WARN and name min ISR as not read."""
+    got = sections(readings.metadata_from_collectors(snapshot((1,), 2), ()))
+    assert got["partitions"].status is Status.CRIT
+    assert "2 partitions under min ISR" in got["partitions"].reasons[0]
+    healthy = sections(readings.metadata_from_collectors(snapshot((1, 2, 3), 2), ()))
+    assert healthy["partitions"].status is Status.OK
+    assert healthy["brokers"].details["brokers"][0]["rack"] == "az-a"
+
+
 # --- the canary's readings ----------------------------------------------------------------------------------------
 
 
@@ -238,3 +258,26 @@ def test_the_board_without_a_lag_source_is_unknown_for_brokers_and_partitions() 
     got = {s.name: s for s in check(PulseConfig(), cluster, Deadline.after(4.0))}
     assert got["brokers"].status is Status.UNKNOWN and got["partitions"].status is Status.UNKNOWN
     assert "no component of this process reads the cluster's metadata" in got["brokers"].reasons[0]
+
+
+class CollectorsState:
+    """The collectors' face the board reads (a stand-in holding one read, or the reason there is none)."""
+
+    def __init__(self, state: ClusterSnapshot | str) -> None:
+        self.state = state
+
+    def cluster_snapshot(self, cluster: str, now_s: float | None = None) -> ClusterSnapshot | str:
+        return self.state
+
+
+def test_the_board_prefers_the_collectors_read_for_partitions_and_says_why_it_is_missing() -> None:
+    r = MetadataReading("dev", int(datetime.now(UTC).timestamp() * 1000), BROKERS, 2, reading().placements, 0.01)
+    cluster = ClusterConfig(name="dev", bootstrap_servers=["127.0.0.1:1"])
+    both = in_process_check(None, metadata=LagMetadata(r), cluster_state=CollectorsState(snapshot((1,), 2)))
+    got = {s.name: s for s in both(PulseConfig(), cluster, Deadline.after(4.0))}
+    assert got["partitions"].status is Status.CRIT  # min ISR, which only the collectors read
+    assert got["brokers"].status is Status.OK  # each broker led a partition of the lag source's round
+    alone = in_process_check(None, cluster_state=CollectorsState("the collectors' latest read failed: timed out"))
+    got = {s.name: s for s in alone(PulseConfig(), cluster, Deadline.after(4.0))}
+    assert got["partitions"].status is Status.UNKNOWN
+    assert "the collectors' latest read failed: timed out" in got["partitions"].reasons[0]
