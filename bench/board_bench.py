@@ -7,7 +7,8 @@ lag's first HWM round, then measures: lag alone over `--idle-s` seconds (its own
 the board's `refresh()` back to back; the refreshes' CPU is the process CPU over them minus lag's idle rate over
 the same wall time. The brokers' side is read over JMX (`socket-server-metrics` `connection-creation-total`,
 `RequestMetrics` Produce `Count`) before and after the refreshes, so a connection or a produce of the board is
-seen whoever opened it. With `--partitions N`, a topic of N partitions is created first (replication 1).
+seen whoever opened it. With `--partitions N`, a topic of N partitions is created first (replication 1; the
+brokers' heap grown as `dev up --profile large` grows it).
 The same script runs against any tree (PYTHONPATH), so the figures before and after a change come from one command.
 Jars must already be cached (`kafka-pulse dev fetch`).
 """
@@ -82,8 +83,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="pulse-board-bench-") as tmp:
         home = Path(tmp)
         os.environ["KAFKA_PULSE_HOME"] = str(home)
-        dev = DevCluster.plan(home / "dev", 3, DEFAULT_VERSION, Security.PLAINTEXT)
-        dev.up(cache_dir())
+        heap = max(512, 412 + args.partitions // 3 // 10)  # devstack's DataShape.heap_mb: 0.1 MB a replica
+        jvm = {n: [f"-Xms{heap // 2}m", f"-Xmx{heap}m"] for n in (1, 2, 3)}
+        dev = DevCluster.plan(home / "dev", 3, DEFAULT_VERSION, Security.PLAINTEXT, extra_jvm_flags=jvm)
+        dev.up(cache_dir(), timeout_s=300)
         try:
             cluster = dev_cluster_config(dev)
             if args.partitions:
