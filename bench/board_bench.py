@@ -7,7 +7,7 @@ lag's first HWM round, then measures: lag alone over `--idle-s` seconds (its own
 the board's `refresh()` back to back; the refreshes' CPU is the process CPU over them minus lag's idle rate over
 the same wall time. The brokers' side is read over JMX (`socket-server-metrics` `connection-creation-total`,
 `RequestMetrics` Produce `Count`) before and after the refreshes, so a connection or a produce of the board is
-seen whoever opened it. With `--partitions N`, a topic of N partitions is created first (replication 1; the
+seen whoever opened it. With `--partitions N`, N partitions are created first (topics of 10, replication 1; the
 brokers' heap grown as `dev up --profile large` grows it).
 The same script runs against any tree (PYTHONPATH), so the figures before and after a change come from one command.
 Jars must already be cached (`kafka-pulse dev fetch`).
@@ -91,7 +91,13 @@ def main() -> None:
             cluster = dev_cluster_config(dev)
             if args.partitions:
                 admin = AdminClient({"bootstrap.servers": dev.spec.bootstrap_servers})
-                admin.create_topics([NewTopic("board-bench", args.partitions, 1)])["board-bench"].result(300)
+                # 10 partitions a topic, 100 topics a request: KRaft refuses one request of 10,000 partitions
+                # (POLICY_VIOLATION, "excessively large batch operation").
+                sizes = [min(10, args.partitions - at) for at in range(0, args.partitions, 10)]
+                topics = [NewTopic(f"board-bench-{i}", n, 1) for i, n in enumerate(sizes)]
+                for at in range(0, len(topics), 100):
+                    for future in admin.create_topics(topics[at : at + 100]).values():
+                        future.result(300)
             run(cluster, home, args)
         finally:
             dev.down()
