@@ -12,12 +12,14 @@ from pulse.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from canary.assembly import build_canary
+    from canary.events import ProbeResult
     from canary.service import CanaryService
     from canary.topic import KafkaPythonReassigner, TopicManager, read_layout
 
 __all__ = [
     "CanaryService",
     "KafkaPythonReassigner",
+    "ProbeResult",
     "TopicManager",
     "build_canary",
     "read_layout",
@@ -26,6 +28,7 @@ __all__ = [
 _HOMES = {
     "CanaryService": "canary.service",
     "KafkaPythonReassigner": "canary.topic",
+    "ProbeResult": "canary.events",
     "TopicManager": "canary.topic",
     "build_canary": "canary.assembly",
     "read_layout": "canary.topic",

@@ -183,6 +183,10 @@ class CanaryService:
                 with contextlib.suppress(Exception):
                     closer.close()
 
+    def add_sink(self, sink: ProbeSink) -> None:
+        """One more receiver of the settled probes (the status page keeps each partition's latest); before start."""
+        self._sinks.add(sink)
+
     @property
     def rounds(self) -> int:
         return self.producer.rounds if self.producer is not None else 0

@@ -12,17 +12,19 @@ from typing import TYPE_CHECKING
 from pulse.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
-    from collectors.cluster_state import diagnose_under_replicated
+    from collectors.cluster_state import ClusterSnapshot, diagnose_under_replicated
     from collectors.service import build_collectors
     from collectors.slow_broker_rules import Signal
 
 __all__ = [
+    "ClusterSnapshot",
     "Signal",
     "build_collectors",
     "diagnose_under_replicated",
 ]
 
 _HOMES = {
+    "ClusterSnapshot": "collectors.cluster_state",
     "Signal": "collectors.slow_broker_rules",
     "build_collectors": "collectors.service",
     "diagnose_under_replicated": "collectors.cluster_state",

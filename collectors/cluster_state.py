@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -48,6 +48,8 @@ class ClusterSnapshot:
     """Live brokers (present in metadata) and their racks."""
     controller: int | None
     partitions: tuple[PartitionState, ...]
+    addresses: Mapping[int, tuple[str, int]] = field(default_factory=dict)
+    """Live brokers' (host, port), as DescribeCluster gives them."""
 
 
 class Scope(StrEnum):
@@ -228,7 +230,8 @@ def fetch_snapshot(admin: AdminClient, cluster: str, timeout_s: float | None) ->
         raise KafkaUnavailable(f"cluster {cluster!r}: cannot read cluster state: {exc.args[0]}") from exc
     brokers = {node.id: node.rack for node in described.nodes}
     controller = described.controller.id if described.controller is not None else None
-    return ClusterSnapshot(brokers, controller, partition_states(metadata.topics, min_isr))
+    addresses = {node.id: (str(node.host), int(node.port)) for node in described.nodes}
+    return ClusterSnapshot(brokers, controller, partition_states(metadata.topics, min_isr), addresses)
 
 
 def partition_states(topics: Mapping[str, Any], min_isr: Mapping[str, int]) -> tuple[PartitionState, ...]:

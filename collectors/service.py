@@ -7,6 +7,7 @@ both compose it with an HTTP listener.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,7 +16,7 @@ from prometheus_client import CollectorRegistry
 
 from collectors.catalogue import TopicSelection, scrape_plan
 from collectors.clients import client_scraper
-from collectors.cluster_state import ClusterHealth, assess, fetch_racks, fetch_snapshot
+from collectors.cluster_state import ClusterHealth, ClusterSnapshot, assess, fetch_racks, fetch_snapshot
 from collectors.collector import CLIENT_HEALTH, ClusterStateCollector, JmxCollector
 from collectors.mapping import BrokerIdentity
 from collectors.scrapers import BrokerScraper, PeriodicScraper
@@ -30,6 +31,8 @@ from pulse.lifecycle import Part
 from pulse.profile import admin_config
 
 ADMIN_TIMEOUT_S = 10.0
+STALE_INTERVALS = 3
+"""A cluster-state read older than this many scrape intervals is not current (`cluster_snapshot`)."""
 
 
 def topic_selection(config: CollectorsConfig) -> TopicSelection:
@@ -68,6 +71,8 @@ class CollectorService:
         self.clients: dict[str, BrokerScraper] = {}
         """Client targets (`collectors.clients`) by name."""
         self.states: dict[str, PeriodicScraper[ClusterHealth]] = {}
+        self._snapshots: dict[str, ClusterSnapshot] = {}
+        """Each cluster's latest cluster-state read (replaced whole): what the status page judges."""
         self.rack_reads: dict[str, PeriodicScraper[dict[int, str | None]]] = {}
         """Clusters whose state another shard exports but some of whose brokers this shard scrapes: racks only."""
         self._admins: list[AdminClient] = []
@@ -166,12 +171,31 @@ class CollectorService:
             admin.poll(0)  # serves its queued librdkafka lines to the limiter (pulse/kafka_log.py)
             # Default (None): the time limit grows with the partitions the read's metadata lists.
             snapshot = fetch_snapshot(admin, cluster.name, self.config.admin_timeout_s)
+            self._snapshots[cluster.name] = snapshot
             for broker, rack in snapshot.brokers.items():
                 self.racks[(cluster.name, broker)] = rack
             expected.update(snapshot.brokers)  # a broker once seen stays expected: its absence is news
             return assess(snapshot, expected)
 
         return PeriodicScraper(f"cluster {cluster.name} state", scrape, self.config.scrape_interval_s)
+
+    def cluster_snapshot(self, cluster: str, now_s: float | None = None) -> ClusterSnapshot | str:
+        """`cluster`'s latest cluster-state read (the status page judges brokers and partitions from it, with no
+        client of its own), or why there is none: not read by this shard, not yet, failed, or older than 3 scrape
+        intervals (a read held by a hung broker)."""
+        scraper = self.states.get(cluster)
+        if scraper is None:
+            return "the collectors of this process do not read its cluster state"
+        result = scraper.result
+        snapshot = self._snapshots.get(cluster)
+        if result is None or snapshot is None:
+            return "the collectors have not read its cluster state yet"
+        if not result.ok:
+            return f"the collectors' latest cluster-state read failed: {result.error}"
+        age_s = (time.time() if now_s is None else now_s) - result.finished_s
+        if age_s > STALE_INTERVALS * scraper.interval_s:
+            return f"the collectors' latest cluster-state read is {age_s:.0f} s old"
+        return snapshot
 
     def register(self, registry: CollectorRegistry) -> None:
         self.kafka_log = limiter_for(registry)  # before start() builds the clients

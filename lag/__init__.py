@@ -16,7 +16,7 @@ from pulse.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from lag.assembly import LagRunner
-    from lag.protocol import ClusterRows, GroupStatus, Status
+    from lag.protocol import ClusterRows, GroupStatus, MetadataReading, Status
     from lag.replay import replay_lines
     from lag.serve.routes import invalid_request
     from lag.store.access import LagReader
@@ -26,6 +26,7 @@ __all__ = [
     "GroupStatus",
     "LagReader",
     "LagRunner",
+    "MetadataReading",
     "Status",
     "invalid_request",
     "replay_lines",
@@ -36,6 +37,7 @@ _HOMES = {
     "GroupStatus": "lag.protocol",
     "LagReader": "lag.store.access",
     "LagRunner": "lag.assembly",
+    "MetadataReading": "lag.protocol",
     "Status": "lag.protocol",
     "invalid_request": "lag.serve.routes",
     "replay_lines": "lag.replay",

@@ -24,7 +24,7 @@ from lag.ingest.hwm import HwmPoller
 from lag.ingest.offsets_topic import COMMITS_FEED, OffsetsTopicReader
 from lag.notify.evaluation_log import EvaluationLog, configure_evaluation_log
 from lag.notify.incidents import LagNotifier, LagNotifierCollector
-from lag.protocol import Status
+from lag.protocol import MetadataReading, Status
 from lag.serve.burrow_json import (
     BurrowModules,
     Json,
@@ -229,6 +229,15 @@ class LagRunner:
             )
         self.api = BurrowApi(self.service, BurrowModules(cluster_modules, consumer_modules, notifier_modules))
         """The Burrow v3 routes over the service, for the listener the command mounts them on."""
+
+    def metadata(self, cluster: str) -> MetadataReading | None:
+        """`cluster`'s last HWM round that read the metadata: brokers, placements, whether every leader answered
+        (the status page judges brokers and partitions from it, with no client of its own); None before one."""
+        return next((s.hwm.metadata() for s in self.sources if s.cluster == cluster), None)
+
+    def metadata_failure(self, cluster: str) -> str | None:
+        """Why `cluster`'s last HWM round read no metadata; None when it did (its `metadata` is then current)."""
+        return next((s.hwm.failure for s in self.sources if s.cluster == cluster), None)
 
     def start(self) -> None:
         self.switch_interval.start()  # before the sources: their first poll may be a backlog decoded flat out

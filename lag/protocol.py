@@ -217,3 +217,27 @@ class Placement:
     leader: int
     """Broker id of the leader (-1 when the partition has none)."""
     replicas: tuple[int, ...]
+    isr: tuple[int, ...] = ()
+    """The in-sync replicas the metadata named (the same tuple as `replicas` when all are in sync)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataReading:
+    """What one cluster's last HWM round that got its metadata read: the registered brokers, every non-internal
+    partition's placement, and whether every leader answered its ListOffsets (`offsets_error`). The status page
+    judges brokers and partitions from it, so `kafka-pulse lag` opens no client of its own for them."""
+
+    cluster: str
+    read_at_ms: int
+    """Wall-clock time the round ended."""
+    brokers: Mapping[int, tuple[str, int]]
+    """Registered brokers: id -> (host, port), as the metadata lists them."""
+    controller: int | None
+    """The metadata response's controller id (a random broker under KRaft: not the active controller)."""
+    placements: Mapping[tuple[str, int], Placement]
+    """(topic, partition) -> placement, for every partition the round asked (replaced whole by the next round)."""
+    round_s: float
+    """Seconds the round took, metadata to the last ListOffsets answer."""
+    offsets_error: str | None = None
+    """Why the round's ListOffsets failed after its metadata came (a leader did not answer in time, or refused);
+    None when every leader answered."""

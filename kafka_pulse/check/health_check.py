@@ -33,19 +33,16 @@ from kafka_pulse.check.kafka_probes import (
     read_quorum,
 )
 from kafka_pulse.check.lag_verdicts import LagVerdicts, judge_lag_verdicts
-from kafka_pulse.check.noisy_neighbours import NoisyNeighbourFacts, add_noisy_neighbours, read_noisy_neighbours
+from kafka_pulse.check.noisy_neighbours import NoisyNeighbourFacts, read_noisy_neighbours
 from kafka_pulse.check.round_trip import round_trip
-from kafka_pulse.check.round_trip_verdict import judge_round_trip
 from kafka_pulse.check.run_metrics import RunMetrics
+from kafka_pulse.check.sections import judged_sections
 from kafka_pulse.check.self_check import judge_self, self_health_facts
 from kafka_pulse.check.slo_budgets import read_slo_budgets, stale_after_s
-from kafka_pulse.check.slow_brokers import SlowBrokerFacts, add_slow_brokers, read_slow_brokers
+from kafka_pulse.check.slow_brokers import SlowBrokerFacts, read_slow_brokers
 from kafka_pulse.check.verdict import (
     Section,
-    judge_brokers,
-    judge_controller,
     judge_lag,
-    judge_partitions,
     judge_slo,
 )
 from kafka_pulse.self_health import ComponentHealth
@@ -140,17 +137,9 @@ def run_check(
     own = judge_self(self_task.wait(deadline), now())
     if isinstance(meta, ProbeFailed):
         unasked = ProbeFailed(FailureKind.ERROR, "not asked: no broker answered the metadata request")
-        return (
-            add_slow_brokers(judge_brokers(meta, {}), slow_task.wait(deadline)),
-            judge_controller(unasked),
-            judge_partitions(meta),
-            judge_round_trip(meta, ()),
-            add_noisy_neighbours(
-                judged_lag(ProbeFailed(meta.kind, "not read: no broker answered the metadata request")),
-                neighbours_task.wait(deadline),
-            ),
-            slo,
-            own,
+        not_read = judged_lag(ProbeFailed(meta.kind, "not read: no broker answered the metadata request"))
+        return judged_sections(
+            meta, {}, unasked, meta, not_read, slow_task.wait(deadline), neighbours_task.wait(deadline), slo, own
         )
     facts = meta.facts
     watch = BrokerWatch(cluster, facts.brokers, deadline.earlier(deadline.share(PROBE_SHARE, cap_s=PROBE_CAP_S)))
@@ -177,12 +166,14 @@ def run_check(
     lag: LagFacts | ProbeFailed | NotAvailable = (
         lag_task.wait(deadline) if lag_task is not None else NotAvailable("judged from the evaluator's verdicts")
     )
-    return (
-        add_slow_brokers(judge_brokers(facts, probes), slow_task.wait(deadline)),
-        judge_controller(quorum),
-        judge_partitions(facts),
-        judge_round_trip(trips, facts.brokers, unhealthy),
-        add_noisy_neighbours(judged_lag(lag), neighbours_task.wait(deadline)),
+    return judged_sections(
+        facts,
+        probes,
+        quorum,
+        trips,
+        judged_lag(lag),
+        slow_task.wait(deadline),
+        neighbours_task.wait(deadline),
         slo,
         own,
     )

@@ -121,8 +121,15 @@ def _plural(count: int, word: str) -> str:
 # --- brokers ------------------------------------------------------------------------------------------------------
 
 
-def judge_brokers(meta: MetadataFacts | ProbeFailed, probes: Mapping[int, BrokerProbe]) -> Section:
-    """Every expected broker registered and answering on its own connection (ApiVersions)."""
+UNASKED = "was not asked in time (the check's deadline came first)"
+"""Why a registered broker has no probe, in the check; the status page names its own reason."""
+
+
+def judge_brokers(
+    meta: MetadataFacts | ProbeFailed, probes: Mapping[int, BrokerProbe], unasked: str = UNASKED
+) -> Section:
+    """Every expected broker registered and answering on its own connection (ApiVersions); a broker with no entry
+    in `probes` is UNKNOWN, `unasked` saying why."""
     if isinstance(meta, ProbeFailed):
         return Section("brokers", _failed(meta.kind), "cluster metadata not read", (meta.reason,))
     reasons: list[str] = []
@@ -140,7 +147,7 @@ def judge_brokers(meta: MetadataFacts | ProbeFailed, probes: Mapping[int, Broker
             reasons.append(f"broker {broker} is not registered with the cluster (down or fenced) but holds replicas")
         elif probe is None:
             unknown = True
-            reasons.append(f"broker {broker} was not asked in time (the check's deadline came first)")
+            reasons.append(f"broker {broker} {unasked}")
         else:
             row |= {"answered": probe.ok, "latency_s": round(probe.latency_s, 4), "error": probe.error}
             if not probe.ok:
@@ -170,9 +177,12 @@ def judge_brokers(meta: MetadataFacts | ProbeFailed, probes: Mapping[int, Broker
 # --- controller ---------------------------------------------------------------------------------------------------
 
 
-def judge_controller(quorum: QuorumFacts | ProbeFailed) -> Section:
+def judge_controller(quorum: QuorumFacts | ProbeFailed | NotAvailable) -> Section:
     """Exactly one active controller: the KRaft quorum's leader (a Raft quorum has at most one per epoch), its
-    voters caught up; under ZooKeeper, the controller id of the metadata."""
+    voters caught up; under ZooKeeper, the controller id of the metadata. Not read at all (the status page of a
+    process that reads no quorum): INFO, with the reason."""
+    if isinstance(quorum, NotAvailable):
+        return Section("controller", Status.INFO, "not available", (quorum.reason,))
     if isinstance(quorum, ProbeFailed):
         status = Status.UNKNOWN if quorum.kind is not FailureKind.UNREACHABLE else Status.CRIT
         return Section("controller", status, "controller not known", (quorum.reason,))

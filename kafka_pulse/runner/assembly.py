@@ -126,11 +126,13 @@ def add_status(
     off: dict[str, str] | None = None,
     self_health: SelfHealth | None = None,
 ) -> None:
-    """The status page (`/`, its assets, `/api/status`) over the parts added so far, which it reads in-process;
-    added last, so its board starts once they run. `off` names the components not running here, and why;
-    `self_health` (in `run`) answers the check's `self` section without a request to our own listener."""
+    """The status page (`/`, its assets, `/api/status`) over the parts added so far, which it reads in-process
+    (its check sections too: no Kafka client of its own); added last, so its board starts once they run. `off`
+    names the components not running here, and why; `self_health` (in `run`) answers the check's `self` section
+    without a request to our own listener."""
     from kafka_pulse.status.board import StatusBoard, StatusSources, in_process_check
     from kafka_pulse.status.lag_snapshot import LagSnapshots
+    from kafka_pulse.status.readings import LatestProbes
     from kafka_pulse.status.routes import load_assets, status_routes
 
     services: dict[str, Any] = {p.name: p.service for p in assembly.parts.parts}
@@ -143,11 +145,20 @@ def add_status(
         slo=services.get("slo"),
         off=dict(off or {}),
     )
+    probes = LatestProbes()
+    if sources.canary is not None:
+        sources.canary.add_sink(probes)  # each partition's last settled probe: the round trip section
     # one holder: the board takes the lag verdicts once per refresh, its in-process check reads the same ones
     lag = LagSnapshots(sources.lag, config.lag.status_page_groups) if sources.lag is not None else None
-    if self_health is None and lag is None:
-        board = StatusBoard(sources)
-    else:
-        board = StatusBoard(sources, check=in_process_check(self_health, lag), lag=lag)
+    check = in_process_check(
+        self_health,
+        lag,
+        lag_runner,
+        sources.canary,
+        probes,
+        assembly.broker_health,
+        services.get("collectors"),
+    )
+    board = StatusBoard(sources, check=check, lag=lag)
     assembly.mount(status_routes(board.encoded, load_assets()))
     assembly.add([Part("status", board, f"page at / (JSON at /api/status), refreshed every {board.refresh_s:g} s")])

@@ -7,6 +7,7 @@ Kafka errors are caught here and turn the cluster unknown, never a verdict.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Iterable
 from typing import Any, Protocol
@@ -21,11 +22,18 @@ from lag.ingest.admin_clients import (
     read_offsets,
     request_timeout_s,
 )
-from lag.protocol import Placement
+from lag.protocol import MetadataReading, Placement
 from lag.store.access import LagWriter
 from lag.store.freshness import SourceHealth
 
 _LOG = logging.getLogger(__name__)
+
+
+def _placement(partition: Any) -> Placement:
+    """A librdkafka `PartitionMetadata` as a placement; a full ISR shares the replicas' tuple."""
+    replicas = tuple(partition.replicas)
+    isr = replicas if partition.isrs == partition.replicas else tuple(partition.isrs)
+    return Placement(partition.leader, replicas, isr)
 
 
 def topic_id_bytes(topic_id: Any) -> bytes:
@@ -63,6 +71,13 @@ class HwmPoller:
         """This thread's admin client (topic ids only); the Admin API reader has its own."""
         self._topics: dict[str, int] = {}
         self._failed_rounds = 0
+        self._metadata: MetadataReading | None = None
+        self.failure: str | None = None
+        """Why the last round read no metadata; None once one does (the status page reads it with `metadata`)."""
+
+    def metadata(self) -> MetadataReading | None:
+        """The last successful round's brokers and placements (replaced whole, never changed); None before it."""
+        return self._metadata
 
     def placements(self) -> dict[tuple[str, int], Placement] | None:
         """Where each partition lived at the last successful round (read under the service lock); None before it."""
@@ -81,19 +96,23 @@ class HwmPoller:
             self._reader = self._new_reader()
         reader = self._reader
         reader.poll(0)  # serves librdkafka's log lines and errors (pulse/kafka_log.py), queued until polled
+        started = time.monotonic()
+        metadata: Any = None
+        placements: dict[tuple[str, int], Placement] | None = None
         try:
             metadata = reader.list_topics(timeout=request_timeout_s(sum(self._topics.values())))
             listed = {n: t for n, t in metadata.topics.items() if not n.startswith("__") and t.error is None}
             topics = {name: len(t.partitions) for name, t in listed.items()}
-            placements = {
-                (name, p.id): Placement(p.leader, tuple(p.replicas))
-                for name, t in listed.items()
-                for p in t.partitions.values()
-            }
+            placements = {(name, p.id): _placement(p) for name, t in listed.items() for p in t.partitions.values()}
             request = [(t, p) for t, n in topics.items() for p in range(n)]
             results = read_offsets(reader, request, OFFSET_END, request_timeout_s(len(request)))
         except (KafkaException, TimeoutError, Exception) as exc:  # any failure means: this cluster is unknown now
-            self.health.mark_error(self.cluster, f"{type(exc).__name__}: {exc}")
+            error = f"{type(exc).__name__}: {exc}"
+            if placements is not None:  # the metadata came: a reading whose leaders are not known to answer
+                self._publish(metadata, placements, started, error)
+            else:
+                self.failure = error[:300]
+            self.health.mark_error(self.cluster, error)
             self._failed_rounds += 1
             if self._failed_rounds % RENEW_AFTER_FAILURES == 0:
                 self._renew_clients()
@@ -105,12 +124,26 @@ class HwmPoller:
             for (topic, partition), offset in results.items():
                 store.add_hwm(self.cluster, topic, partition, offset, now)
             self._placements = placements
+        self._publish(metadata, placements, started)
         self._topics = topics
         self._failed_rounds = 0
         self.health.mark_ok(self.cluster)
         if self.topic_ids_for is not None and self.topic_ids_for.wants_topic_ids():
             self._read_topic_ids(self.topic_ids_for, listed)
         return True
+
+    def _publish(
+        self, metadata: Any, placements: dict[tuple[str, int], Placement], started: float, error: str | None = None
+    ) -> None:
+        """The round's reading for the status page: its metadata, and whether every leader answered (`error`)."""
+        brokers = {b.id: (str(b.host), int(b.port)) for b in metadata.brokers.values()}
+        controller = metadata.controller_id if metadata.controller_id >= 0 else None
+        elapsed_s = time.monotonic() - started
+        now = self.service.clock_ms()
+        self._metadata = MetadataReading(
+            self.cluster, now, brokers, controller, placements, elapsed_s, error[:300] if error else None
+        )
+        self.failure = None
 
     def _read_topic_ids(self, asking: TopicIdReader, topics: Iterable[str]) -> None:
         """Read the topic ids that consumer-protocol assignments name and hand them over (it gives owners)."""
