@@ -156,7 +156,6 @@ def run_check(
         Task("lag snapshot", partial(read_lag, cluster, servers, inner)) if lag_source is None else None
     )
     probes = watch.results()
-    unhealthy = {b for b in facts.expected if b not in facts.brokers or not probes[b].ok}
     if any(p.error == SILENT for p in probes.values()):
         deadline = deadline.earlier(SILENT_GRACE_S)  # the reads still out most likely wait on the silent broker
     quorum = quorum_task.wait(deadline)
