@@ -30,7 +30,7 @@ from pulse.sli_sink.encode import (
 )
 from pulse.sli_sink.metrics import SliSinkCollector
 from pulse.sli_sink.queue import EventSpool, HandOff
-from pulse.sli_sink.sink import DROP_REASONS, SliSink, SliSinkStats, SpoolInUse
+from pulse.sli_sink.sink import DROP_REASONS, SliPublisher, SliSink, SliSinkStats, SpoolInUse
 
 __all__ = [
     "DROP_REASONS",
@@ -44,6 +44,7 @@ __all__ = [
     "HandOff",
     "KafkaDelivery",
     "Outcome",
+    "SliPublisher",
     "SliSink",
     "SliSinkCollector",
     "SliSinkStats",

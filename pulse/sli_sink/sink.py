@@ -17,12 +17,14 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, Self
+from typing import Literal, Protocol, Self
 
 import pyarrow as pa
 
+from pulse.config import ClusterConfig, SliSinkConfig
 from pulse.private_files import LOCK, make_private_dir, open_private
-from pulse.sli_sink.deliver import Delivery, Outcome
+from pulse.profile import client_config
+from pulse.sli_sink.deliver import Delivery, KafkaDelivery, Outcome
 from pulse.sli_sink.encode import SpooledEvent, Stream, events_of
 from pulse.sli_sink.queue import EventSpool, HandOff
 
@@ -42,6 +44,12 @@ DROP_REASONS: tuple[DropReason, ...] = ("queue_full", "spool_full", "spool_error
 
 MAX_ROUND = 10_000
 """Events produced per delivery round at most."""
+
+
+class SliPublisher(Protocol):
+    """The one call a component makes: hand rows over without waiting (`SliSink.offer`)."""
+
+    def offer(self, stream: Stream, table: pa.Table) -> bool: ...
 
 
 class SpoolInUse(RuntimeError):
@@ -102,6 +110,19 @@ class SliSink:
         self._owner_fd: int | None = None
         self._retry_at = 0.0
         self._stop_deadline = 0.0
+
+    @classmethod
+    def from_config(cls, config: SliSinkConfig, cluster: ClusterConfig, spool_dir: Path) -> SliSink:
+        """The sink `sli_sink` describes, publishing to `cluster` (the caller resolves `sli_sink.cluster`), its
+        spool in `spool_dir`; not started."""
+        delivery = KafkaDelivery(client_config(cluster), config.topic_prefix, config.delivery_timeout_s)
+        return cls(
+            spool_dir,
+            delivery,
+            queue_size=config.queue_size,
+            spool_max_bytes=config.spool_max_bytes,
+            retry_after_s=config.retry_after_s,
+        )
 
     # ---- the producing side: never blocks ---------------------------------------------------------
 
