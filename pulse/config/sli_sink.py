@@ -22,7 +22,7 @@ class SliSinkConfig(Section):
     default `<state dir>/sli-spool`. A relative path is relative to the config file."""
     spool_max_bytes: int = Field(default=64 << 20, ge=1 << 20, le=1 << 30)
     """Bound of each component's spool; past it the oldest events are dropped (and counted, `spool_full`).
-    About 350 bytes per canary event: 64 MiB holds roughly 190,000 events."""
+    About 520 bytes per canary event: 64 MiB holds roughly 130,000 events."""
     queue_size: int = Field(default=100_000, ge=1, le=10_000_000)
     """Rows handed over in memory at most before they reach the spool; past it rows are dropped and counted
     (`queue_full`), the probe loop never waits."""
