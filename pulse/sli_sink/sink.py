@@ -22,6 +22,7 @@ from typing import Literal, Protocol, Self
 import pyarrow as pa
 
 from pulse.config import ClusterConfig, SliSinkConfig
+from pulse.errors import ConfigError
 from pulse.private_files import LOCK, make_private_dir, open_private
 from pulse.profile import client_config
 from pulse.sli_sink.deliver import Delivery, KafkaDelivery, Outcome
@@ -52,8 +53,9 @@ class SliPublisher(Protocol):
     def offer(self, stream: Stream, table: pa.Table) -> bool: ...
 
 
-class SpoolInUse(RuntimeError):
-    """Another sink (another process) already delivers from this spool directory."""
+class SpoolInUse(ConfigError):
+    """Another sink (another process) already delivers from this spool directory: two deliverers of one spool
+    would send its events twice."""
 
 
 @dataclass
@@ -110,6 +112,7 @@ class SliSink:
         self._owner_fd: int | None = None
         self._retry_at = 0.0
         self._stop_deadline = 0.0
+        self._next_spool_at = 0.0
 
     @classmethod
     def from_config(cls, config: SliSinkConfig, cluster: ClusterConfig, spool_dir: Path) -> SliSink:
@@ -147,7 +150,10 @@ class SliSink:
         except OSError as exc:
             os.close(fd)
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                raise SpoolInUse(f"{self.spool_dir}: another SLI sink delivers from this spool") from None
+                raise SpoolInUse(
+                    f"sli_sink.spool_dir: {self.spool_dir}: another SLI sink delivers from this spool; "
+                    "give each process its own spool_dir"
+                ) from None
             raise
         self._owner_fd = fd
         self._stopping.clear()
@@ -186,7 +192,7 @@ class SliSink:
                 self._round()
             if not self._may_deliver():  # a backlog goes on at once; otherwise gather rows for a while
                 self._stopping.wait(self.spool_interval_s)
-        self._spool_handoff()
+        self._spool_handoff(force=True)
         if self._may_deliver():
             self._round()
         self.delivery.close()
@@ -199,8 +205,12 @@ class SliSink:
         self._spool_handoff()
         return not (self._stopping.is_set() and time.monotonic() >= self._stop_deadline)
 
-    def _spool_handoff(self) -> None:
-        """Move everything handed over to the end of the spool, numbered in order."""
+    def _spool_handoff(self, force: bool = False) -> None:
+        """Move everything handed over to the end of the spool, numbered in order. While the spool is full, every
+        append rewrites it whole (dropping its oldest events), so then rows gather in the hand-off for
+        `retry_after_s` between appends instead of a rewrite every `spool_interval_s`."""
+        if not force and time.monotonic() < self._next_spool_at:
+            return
         offered = self.handoff.take()
         if not offered:
             return
@@ -220,6 +230,8 @@ class SliSink:
             self._stats.queued += len(events)
             self._stats.dropped["spool_full"] += trimmed.overflow
             self._stats.dropped["corrupt"] += len(trimmed.corrupt)
+        if trimmed.overflow:
+            self._next_spool_at = time.monotonic() + self.retry_after_s
         self._refresh_spool_stats()
 
     def _round(self) -> None:
@@ -271,6 +283,8 @@ class SliSink:
             _LOG.warning("SLI sink: event %s:%d refused for good: %s", *identity, name)
         if outcome.error is not None:
             self._retry_at = time.monotonic() + self.retry_after_s
+        if gone:
+            self._next_spool_at = 0.0  # room again: the hand-off goes to the spool at once
         self._refresh_spool_stats()
 
     def _refresh_spool_stats(self, read: bool = False) -> None:
