@@ -1,7 +1,7 @@
 """Which encoding the SLI sink puts on Kafka (pulse/sli_sink/encode.py): bytes per event, raw and after the
 producer's batch compression, and encode/decode CPU per event, for canary and lag group rows.
 
-    python bench/sli_sink_bench.py [--rows 20000] [--figures-out FILE]
+    python bench/sli_sink_bench.py [--rows 20000] [--kafka-events 100000] [--figures-out FILE]
 
 Candidates, one Kafka record per event unless said otherwise:
 - json-object: the row as a JSON object with its column names, nulls included (what the sink sends);
@@ -11,6 +11,11 @@ Candidates, one Kafka record per event unless said otherwise:
 - arrow-batch: one Arrow IPC stream per 1,000 rows, one record for all of them (figures per event).
 "Compressed" is zstd (level 3, librdkafka's default) over 1,000 consecutive values, as a producer batch is
 compressed. Decode is back to a pyarrow Table of the schema. Our peer for CPU is json-object.
+
+With `--kafka-events N` it also starts a 1-node Kafka 4.x dev cluster and puts N canary events through a real
+`SliSink` (hand-off, spool, idempotent producer): live (offered in tables of 100 while the sink delivers) and as a
+backlog (N events spooled with no cluster reachable, then drained by a restarted sink), in events per second and
+CPU per event of the whole process.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -26,10 +32,17 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from confluent_kafka.admin import AdminClient, NewTopic
 from figures import FigureLog
 
 from canary.sli_log import SCHEMA as CANARY_SCHEMA
+from devstack.cluster import DevCluster
+from devstack.runtime import DEFAULT_VERSION
+from devstack.topology import Security
 from lag.notify.evaluation_log import GROUP_SCHEMA
+from pulse.paths import cache_dir
+from pulse.polling import poll
+from pulse.sli_sink import KafkaDelivery, SliSink
 from pulse.sli_sink.encode import Stream, decode_rows, encode_row
 
 BATCH = 1000
@@ -179,9 +192,49 @@ def measure(table: pa.Table, name: str) -> dict[str, Any]:
     }
 
 
+def through_kafka(events: int, log: FigureLog) -> None:
+    """Events per second and CPU per event through a real sink on a 1-node cluster: live, then a spooled backlog."""
+    table = canary_rows(events, random.Random(11))
+    stream = Stream("canary", 1, CANARY_SCHEMA)
+    with tempfile.TemporaryDirectory(prefix="pulse-bench-") as home:
+        cluster = DevCluster.plan(Path(home) / "dev", 1, DEFAULT_VERSION, Security.PLAINTEXT)
+        cluster.up(cache_dir())
+        try:
+            servers = cluster.spec.bootstrap_servers
+            admin = AdminClient({"bootstrap.servers": servers})
+            admin.create_topics([NewTopic("bench-canary", 1, 1)])["bench-canary"].result(timeout=30)
+            print(f"\nthrough a 1-node Kafka {DEFAULT_VERSION} ({events:,} canary events):\n")
+            print("| phase | events/s | CPU us/event | wall s |")
+            print("|---|---|---|---|")
+            for phase in ("live", "backlog"):
+                spool = Path(home) / f"spool-{phase}"
+                if phase == "backlog":  # spool everything with no reachable cluster, then time the drain alone
+                    offline = SliSink(spool, KafkaDelivery({"bootstrap.servers": "127.0.0.1:9"}, "bench-", 1.0))
+                    offline.start()
+                    for start in range(0, events, 100):
+                        offline.offer(stream, table.slice(start, 100))
+                    poll(offline.stats, lambda s: s.queued == events, 600, "the backlog spooled", interval_s=0.1)
+                    offline.stop(grace_s=0)
+                sink = SliSink(spool, KafkaDelivery({"bootstrap.servers": servers}, "bench-", 30.0))
+                wall, cpu = time.monotonic(), time.process_time()
+                sink.start()
+                if phase == "live":
+                    for start in range(0, events, 100):
+                        sink.offer(stream, table.slice(start, 100))
+                poll(sink.stats, lambda s: s.delivered >= events, 900, f"{phase}: all delivered", interval_s=0.05)
+                wall, cpu = time.monotonic() - wall, time.process_time() - cpu
+                sink.stop()
+                print(f"| {phase} | {events / wall:,.0f} | {cpu / events * 1e6:.1f} | {wall:.1f} |")
+                log.add(f"sli_sink.kafka.{phase}.events_per_s", f"{events} events", events / wall, "1/s", "higher")
+                log.add(f"sli_sink.kafka.{phase}.cpu_us", f"{events} events", cpu / events * 1e6, "us")
+        finally:
+            cluster.down()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=20_000)
+    parser.add_argument("--kafka-events", type=int, default=0, help="also measure a real sink on a dev cluster")
     parser.add_argument("--figures-out", type=Path, help="also write the figures as JSON (bench/compare.py)")
     args = parser.parse_args()
     rng = random.Random(7)
@@ -198,6 +251,8 @@ def main() -> None:
             )
             for figure, unit in (("bytes", "B"), ("zstd_bytes", "B"), ("encode_us", "us"), ("decode_us", "us")):
                 log.add(f"sli_sink.{kind}.{name}.{figure}", f"{args.rows} rows", r[figure], unit, peer=peer[figure])
+    if args.kafka_events:
+        through_kafka(args.kafka_events, log)
     log.write(args.figures_out)
 
 

@@ -47,8 +47,8 @@ def lone_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaHandle
     yield from _start(tmp_path_factory.mktemp("kafka-sli"), 1, DEFAULT_VERSION, Security.PLAINTEXT, "kafka-sli")
 
 
-def make_sink(kafka: KafkaHandle, spool: Path, **options: Any) -> SliSink:
-    delivery = KafkaDelivery(kafka.client_config(), "", TIMEOUT_S)
+def make_sink(kafka: KafkaHandle, spool: Path, timeout_s: float = TIMEOUT_S, **options: Any) -> SliSink:
+    delivery = KafkaDelivery(kafka.client_config(), "", timeout_s)
     return SliSink(spool, delivery, retry_after_s=0.5, spool_interval_s=0.05, **options)
 
 
@@ -115,7 +115,7 @@ def test_cluster_down_events_wait_on_disk_through_restarts(lone_kafka: KafkaHand
     spool = tmp_path / "spool"
     sinks: list[SliSink] = []
     try:
-        first = make_sink(kafka, spool).start()
+        first = make_sink(kafka, spool, timeout_s=10.0).start()  # a long round: offer is called inside it
         first.offer(stream(topic), rows(range(10)))
         await_stats(first, lambda s: s.delivered == 10, "10 delivered while the cluster is up")
 
