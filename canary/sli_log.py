@@ -20,10 +20,13 @@ from prometheus_client.registry import CollectorRegistry
 from canary.events import ProbeResult
 from pulse.config import SliLogConfig
 from pulse.parquet_log import ParquetLog, ParquetLogCollector, ParquetLogStats, files_to_remove
+from pulse.sli_sink import SliPublisher, Stream
 
 __all__ = [
+    "CANARY_STREAM",
     "PARTITIONING",
     "SCHEMA",
+    "PublishedProbes",
     "SliLog",
     "SliLogCollector",
     "SliLogStats",
@@ -58,6 +61,9 @@ SCHEMA = pa.schema(
     ]
 )
 """The columns of every file, in order; `date` is not stored in the files but is their directory (hive style)."""
+
+CANARY_STREAM = Stream("canary", 1, SCHEMA)
+"""The same rows on Kafka (`sli_sink`; docs/sli-log.md, "Kafka sink"): topic `<prefix>canary`, schema version 1."""
 
 PARTITIONING = pa.schema([pa.field("date", pa.string())])
 """The hive partition column: pass `partitioning=pa.dataset.partitioning(PARTITIONING, flavor="hive")` so
@@ -156,6 +162,18 @@ class TargetTagged:
 
     def record(self, event: ProbeResult) -> None:
         self.log.record_mirrored(event, self.target_cluster)
+
+
+class PublishedProbes:
+    """A `ProbeSink` publishing each settled probe to Kafka through the SLI sink: a one-row table handed over,
+    never waited for (full means dropped and counted by the sink). `target_cluster` tags mirror-mode results."""
+
+    def __init__(self, sink: SliPublisher, target_cluster: str | None = None) -> None:
+        self.sink = sink
+        self.target_cluster = target_cluster
+
+    def record(self, event: ProbeResult) -> None:
+        self.sink.offer(CANARY_STREAM, table_of([(event, self.target_cluster)]))
 
 
 class SliLogCollector(ParquetLogCollector):

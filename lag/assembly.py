@@ -45,6 +45,7 @@ from pulse.kafka_log import limiter_for
 from pulse.lifecycle import Periodic
 from pulse.paths import state_dir
 from pulse.profile import client_config
+from pulse.sli_sink import SliPublisher
 
 _LOG = logging.getLogger(__name__)
 CLIENT_ID = "kafka-pulse-lag"
@@ -160,11 +161,13 @@ class LagRunner:
         state: Path | None = None,
         registry: CollectorRegistry | None = None,
         broker_health: BrokerHealthBoard | None = None,
+        sli_sink: SliPublisher | None = None,
     ) -> None:
         """`api_url` is where the listener serving `api.routes()` answers (incidents link to it); `registry`
         receives lag's families (a new one by default); `state` holds what is written by default (the evaluation
         log's `<state>/sli/lag`; default `pulse.paths.state_dir()`); `broker_health` is the slow-broker detector's
-        board when one runs in the same process (the noisy-neighbour diagnosis reads it; none without)."""
+        board when one runs in the same process (the noisy-neighbour diagnosis reads it; none without); `sli_sink`
+        also publishes the evaluation log's rows to Kafka (started and stopped by the caller, around this)."""
         lag = config.lag
         self.health = SourceHealth(lag.effective_stale_after_s(), lag.effective_recovery_s(), clock_ms)
         self.service = LagService(lag, self.health, clock_ms, [c.name for c in clusters], broker_health)
@@ -211,7 +214,7 @@ class LagRunner:
             )
         self.registry.register(LagCollector(self.service, lag.metrics_granularity, per_member=lag.metrics_per_member))
         self.evaluation_log: EvaluationLog | None = configure_evaluation_log(
-            lag.evaluation_log, self.service, self.registry, state if state is not None else state_dir()
+            lag.evaluation_log, self.service, self.registry, state if state is not None else state_dir(), sli_sink
         )  # the SLO engine's `lag` source (docs/sli-log.md)
         self.notifier: LagNotifier | None = None
         notifier_modules: dict[str, Json] = {}

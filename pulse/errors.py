@@ -7,7 +7,8 @@ PulseError
  ├── ConfigError               a config file or option is invalid (names the key path)
  │    ├── InvalidSpec          an SLO spec is refused, every problem with its key path   [slo/spec.py]
  │    ├── RulesRefused         an SLO cannot become Prometheus rules as specified        [slo/rules.py]
- │    └── NoPrometheusSli      no SLO reads Prometheus, so there are no rules to generate [slo/rules_files.py]
+ │    ├── NoPrometheusSli      no SLO reads Prometheus, so there are no rules to generate [slo/rules_files.py]
+ │    └── SpoolInUse           another process delivers from this SLI sink spool        [pulse/sli_sink/sink.py]
  ├── DependencyMissing         a program or package the command needs is not installed
  ├── ProcessFailed             a child process (Kafka, Prometheus, Maven, ...) exited or never became ready
  ├── ClusterError              the dev cluster's state is missing or inconsistent

@@ -19,7 +19,7 @@ from canary.events import ProbeSink, SinkFanout
 from canary.mirror.ledger import MirrorLag, MirrorLedger
 from canary.mirror.metrics import MirrorMetrics
 from canary.producer import ProbeProducer
-from canary.sli_log import SliLog, TargetTagged
+from canary.sli_log import PublishedProbes, SliLog, TargetTagged
 from canary.topic import KafkaPythonReassigner, Reassigner, TopicManager, read_brokers, read_layout
 from canary.tracker import Tracker
 from canary.view import ClusterView
@@ -27,6 +27,7 @@ from pulse.config import CanaryConfig, ClusterConfig, PulseConfig
 from pulse.errors import ConfigError, KafkaUnavailable
 from pulse.kafka_log import limiter_for
 from pulse.profile import admin_config
+from pulse.sli_sink import SliPublisher
 
 _LOG = logging.getLogger(__name__)
 
@@ -183,10 +184,15 @@ class MirrorCanary:
 
 
 def configure_mirror(
-    config: PulseConfig, registry: CollectorRegistry, sli_log: SliLog | None, probed: ClusterConfig
+    config: PulseConfig,
+    registry: CollectorRegistry,
+    sli_log: SliLog | None,
+    probed: ClusterConfig,
+    sli_sink: SliPublisher | None = None,
 ) -> MirrorCanary | None:
     """Mirror mode when `canary.mirror.enabled`, not started yet, so a bad cluster name stops the CLI before
-    anything runs. The source defaults to `probed`, the cluster the canary itself probes."""
+    anything runs. The source defaults to `probed`, the cluster the canary itself probes; with `sli_sink` the
+    results are published to Kafka too, tagged with the target cluster."""
     mirror = config.canary.mirror
     if not mirror.enabled or mirror.target is None:
         return None
@@ -194,7 +200,8 @@ def configure_mirror(
     target = _named_cluster(config, mirror.target, "target")
     if source.name == target.name:
         raise ConfigError(f"canary.mirror.target: {target.name!r} is also the source; mirror mode needs two clusters")
-    return MirrorCanary(source, target, config.canary, registry, sli_log=sli_log)
+    sinks = [PublishedProbes(sli_sink, target.name)] if sli_sink is not None else []
+    return MirrorCanary(source, target, config.canary, registry, sli_log=sli_log, sinks=sinks)
 
 
 def _named_cluster(config: PulseConfig, name: str, key: str) -> ClusterConfig:

@@ -10,7 +10,7 @@ import click
 from devstack import dev_home
 from kafka_pulse.cli.options import config_option
 from kafka_pulse.clusters import load_or_default, resolve_cluster
-from kafka_pulse.runner.assembly import Assembly, add_canary
+from kafka_pulse.runner.assembly import Assembly, add_canary, add_sli_sink
 from pulse.errors import ConfigError
 from pulse.lifecycle import configure_logging, run_until_signal
 from pulse.paths import state_dir
@@ -32,6 +32,10 @@ def canary(config_path: Path | None, cluster_name: str | None) -> None:
     cluster = resolve_cluster(config, cluster_name or settings.cluster, dev_home())
     where = "canary.listen" if settings.listen is not None else "http.listen"
     assembly = Assembly(config.http, settings.listen, where)
+    if config.sli_sink.enabled:
+        add_sli_sink(
+            assembly, config, resolve_cluster(config, config.sli_sink.cluster, dev_home()), "canary", state_dir()
+        )
     add_canary(assembly, config, cluster, state_dir())
 
     def started() -> None:

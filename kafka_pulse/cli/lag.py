@@ -17,7 +17,7 @@ from click.core import ParameterSource
 from devstack import dev_home
 from kafka_pulse.cli.options import F, config_option
 from kafka_pulse.clusters import load_or_default, resolve_cluster
-from kafka_pulse.runner.assembly import Assembly, add_alert_sink, add_lag, add_status
+from kafka_pulse.runner.assembly import Assembly, add_alert_sink, add_lag, add_sli_sink, add_status
 from lag import replay_lines
 from pulse.alerts import AlertSink
 from pulse.config import LagConfig, LagMode, check_section, load_config, split_host_port
@@ -66,6 +66,9 @@ def lag(ctx: click.Context, config_path: Path | None, cluster_names: tuple[str, 
     sink = AlertSink.from_config(config.alerting, state_dir()) if config.lag.notify.enabled else None
     if sink is not None:
         add_alert_sink(assembly, sink)
+    if config.sli_sink.enabled:
+        sli_cluster = resolve_cluster(config, config.sli_sink.cluster, dev_home())
+        add_sli_sink(assembly, config, sli_cluster, "lag", state_dir())
     add_lag(assembly, config, clusters, sink, state_dir())
     add_status(
         assembly, config, clusters, {"canary": "not run by `kafka-pulse lag`", "slo": "not run by `kafka-pulse lag`"}

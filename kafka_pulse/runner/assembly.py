@@ -16,6 +16,7 @@ from pulse.broker_health import BrokerHealthBoard
 from pulse.config import ClusterConfig, HttpConfig, PulseConfig
 from pulse.http import Handler, HttpServer, Route
 from pulse.lifecycle import Part, Parts
+from pulse.sli_sink import SliSink, SliSinkCollector
 
 
 class Assembly:
@@ -32,6 +33,8 @@ class Assembly:
         self.login = http.basic_auth is not None
         self.broker_health = BrokerHealthBoard()
         """One slow-broker board per process: the collectors' detector publishes to it, lag's diagnosis reads it."""
+        self.sli_sink: SliSink | None = None
+        """The process's SLI sink (`sli_sink.enabled`), shared by the canary and lag; see `add_sli_sink`."""
 
     @property
     def url(self) -> str:
@@ -50,7 +53,8 @@ class Assembly:
 
     def described(self) -> list[Part]:
         """The parts a status line names (the listener and helpers left out)."""
-        return [p for p in self.parts.parts if p.description and p.name not in ("http", "sli-log", "alert-sink")]
+        helpers = ("http", "sli-log", "alert-sink", "sli-sink")
+        return [p for p in self.parts.parts if p.description and p.name not in helpers]
 
     def start(self) -> None:
         self.parts.start()
@@ -78,6 +82,22 @@ def add_alert_sink(assembly: Assembly, sink: AlertSink) -> None:
     assembly.add([Part("alert-sink", _ClosesSink(sink))])
 
 
+def add_sli_sink(assembly: Assembly, config: PulseConfig, cluster: ClusterConfig, role: str, state: Path) -> None:
+    """With `sli_sink.enabled`: the process's SLI sink publishing to `cluster` (`sli_sink.cluster` resolved by the
+    caller), spooling in `<sli_sink.spool_dir or state/sli-spool>/<role>` (`run`, `canary`, `lag`: processes of
+    different commands never share a spool), its families on /metrics. Added before the parts that publish
+    through it, so it starts first and stops last."""
+    settings = config.sli_sink
+    if not settings.enabled:
+        return
+    root = settings.spool_dir if settings.spool_dir is not None else state / "sli-spool"
+    sink = SliSink.from_config(settings, cluster, root / role)
+    assembly.registry.register(SliSinkCollector(sink))
+    assembly.sli_sink = sink
+    topics = f"{settings.topic_prefix}* on {cluster.name}"
+    assembly.add([Part("sli-sink", sink, f"SLI events to {topics}, spooled in {root / role}")])
+
+
 def add_collectors(assembly: Assembly, config: PulseConfig, clusters: Sequence[ClusterConfig]) -> None:
     """With the slow-broker detector publishing to the assembly's board, fed the canary's per-broker latencies
     when a canary runs in the same process (it is added later, so it is looked up at each evaluation)."""
@@ -95,7 +115,7 @@ def add_collectors(assembly: Assembly, config: PulseConfig, clusters: Sequence[C
 def add_canary(assembly: Assembly, config: PulseConfig, cluster: ClusterConfig, state: Path) -> None:
     from canary import build_canary
 
-    assembly.add(build_canary(config, cluster, assembly.registry, state))
+    assembly.add(build_canary(config, cluster, assembly.registry, state, assembly.sli_sink))
 
 
 def add_lag(
@@ -113,6 +133,7 @@ def add_lag(
         state=state,
         registry=assembly.registry,
         broker_health=assembly.broker_health,
+        sli_sink=assembly.sli_sink,
     )
     assembly.mount(runner.api.routes(), invalid_request)
     rules = f"{config.lag.mode} rules" + (", incidents to Alertmanager" if runner.notifier is not None else "")

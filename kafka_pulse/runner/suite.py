@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from kafka_pulse.clusters import resolve_cluster
-from kafka_pulse.runner.assembly import Assembly, add_alert_sink, add_canary, add_collectors, add_lag, add_status
+from kafka_pulse.runner.assembly import (
+    Assembly,
+    add_alert_sink,
+    add_canary,
+    add_collectors,
+    add_lag,
+    add_sli_sink,
+    add_status,
+)
 from kafka_pulse.runner.heartbeat import add_self_health
 from kafka_pulse.runner.slo_schedule import SloSchedule, SloScheduleCollector
 from pulse.alerts import AlertSink
@@ -51,6 +59,11 @@ class Suite:
         self.sink = AlertSink.from_config(config.alerting, state_dir) if config.alerting.enabled else None
         if self.sink is not None:
             add_alert_sink(self.assembly, self.sink)
+        if config.sli_sink.enabled:  # before the components that publish through it
+            sli_cluster = (
+                resolve_cluster(config, config.sli_sink.cluster, dev_home) if config.clusters else self.clusters[0]
+            )
+            add_sli_sink(self.assembly, config, sli_cluster, "run", state_dir)
         self.lag_api_url: str | None = None
         if config.lag.enabled:
             add_lag(self.assembly, config, self.clusters, self.sink if config.lag.notify.enabled else None, state_dir)

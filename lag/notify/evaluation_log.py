@@ -25,6 +25,7 @@ from lag.protocol import GroupStatus, PartitionVerdict, Status
 from pulse.config import LagEvaluationLogConfig
 from pulse.lifecycle import Periodic
 from pulse.parquet_log import ParquetLog, ParquetLogCollector, date_folder
+from pulse.sli_sink import SliPublisher, Stream
 
 _LOG = logging.getLogger(__name__)
 
@@ -75,6 +76,11 @@ PARTITION_SCHEMA = pa.schema(
     ]
 )
 """The columns of every group-partition file, in order (docs/sli-log.md)."""
+
+GROUPS_STREAM = Stream("lag-groups", 1, GROUP_SCHEMA)
+"""The group rows on Kafka (`sli_sink`; docs/sli-log.md, "Kafka sink"): topic `<prefix>lag-groups`."""
+PARTITIONS_STREAM = Stream("lag-partitions", 1, PARTITION_SCHEMA)
+"""The group-partition rows on Kafka: topic `<prefix>lag-partitions`."""
 
 PARTITIONING = pa.schema([pa.field("date", pa.string())])
 """The hive partition column, for `pyarrow.dataset.partitioning(PARTITIONING, flavor="hive")`."""
@@ -191,7 +197,12 @@ class EvaluationLog:
     group through `source` and offer the rows to `log`. `start` after the sources, `stop` before them."""
 
     def __init__(
-        self, source: StatusSource, log: ParquetLog[Batch], interval_s: float = 15.0, partitions: bool = False
+        self,
+        source: StatusSource,
+        log: ParquetLog[Batch],
+        interval_s: float = 15.0,
+        partitions: bool = False,
+        sli_sink: SliPublisher | None = None,
     ) -> None:
         if interval_s <= 0:
             raise ValueError(f"interval_s must be positive, got {interval_s}")
@@ -199,16 +210,24 @@ class EvaluationLog:
         self.log = log
         self.interval_s = interval_s
         self.partitions = partitions
+        self.sli_sink = sli_sink
+        """Also publishes each cycle's tables to Kafka (`sli_sink`), handed over without waiting."""
         self.cycles: dict[str, int] = {"ok": 0, "failed": 0}
         """Cycles run, by outcome (`failed`: the evaluation raised; logged, and the next cycle runs anyway)."""
         self.last_cycle_ms: int | None = None
         self._loop = Periodic("lag-evaluation-log", interval_s, self._cycle, wall_aligned=True)
 
     @classmethod
-    def from_config(cls, config: LagEvaluationLogConfig, source: StatusSource, default_dir: Path) -> EvaluationLog:
+    def from_config(
+        cls,
+        config: LagEvaluationLogConfig,
+        source: StatusSource,
+        default_dir: Path,
+        sli_sink: SliPublisher | None = None,
+    ) -> EvaluationLog:
         directory = config.dir if config.dir is not None else default_dir
         log = writer(directory, config.flush_interval_s, config.max_bytes, config.queue_size)
-        return cls(source, log, config.interval_s, config.partitions)
+        return cls(source, log, config.interval_s, config.partitions, sli_sink)
 
     def run_once(self, now_ms: int | None = None) -> int:
         """Evaluate every group at `now_ms` (default: the source's clock) and offer the rows; the rows accepted."""
@@ -221,6 +240,8 @@ class EvaluationLog:
         for kind, table in tables:
             if table.num_rows and self.log.offer(batch_of(kind, table, now)):
                 accepted += table.num_rows
+            if table.num_rows and self.sli_sink is not None:
+                self.sli_sink.offer(GROUPS_STREAM if kind == GROUPS else PARTITIONS_STREAM, table)
         self.last_cycle_ms = now
         self.cycles["ok"] += 1
         return accepted
@@ -246,13 +267,17 @@ class EvaluationLog:
 
 
 def configure_evaluation_log(
-    config: LagEvaluationLogConfig, source: StatusSource, registry: CollectorRegistry, state: Path
+    config: LagEvaluationLogConfig,
+    source: StatusSource,
+    registry: CollectorRegistry,
+    state: Path,
+    sli_sink: SliPublisher | None = None,
 ) -> EvaluationLog | None:
     """The log `lag.evaluation_log` describes (default directory `<state>/sli/lag`), its families registered on
-    `registry`, not started yet; None when disabled."""
+    `registry`, not started yet; None when disabled. With `sli_sink`, its rows are published to Kafka too."""
     if not config.enabled:
         return None
-    log = EvaluationLog.from_config(config, source, state / "sli" / "lag")
+    log = EvaluationLog.from_config(config, source, state / "sli" / "lag", sli_sink)
     registry.register(EvaluationLogCollector(log))
     return log
 

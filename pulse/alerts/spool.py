@@ -1,5 +1,6 @@
-"""The alert sink's on-disk spool (pulse/alerts/sink.py): what Alertmanager could not take yet, as JSON lines in
-`<directory>/alerts.jsonl`, bounded in bytes, private to our user, and true to itself when the disk fails.
+"""The on-disk spool of the alert sink (pulse/alerts/sink.py) and the SLI sink (pulse/sli_sink/): what the
+destination could not take yet, as lines in `<directory>/<file>`, bounded in bytes, private to our user, and true
+to itself when the disk fails.
 
 Generic over what it holds (a `SpoolCodec` encodes, decodes and names the incident of an item), so this base
 module does not import the alert model; `pulse.alerts.sink.AlertSpool` is the spool of `Alert`s.
@@ -89,13 +90,21 @@ class Spool(Generic[T]):
     file removed); the directory is re-created (0700) at the next write when it went away.
     """
 
-    def __init__(self, directory: Path, max_bytes: int, codec: SpoolCodec[T], opener: Opener = os.open) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        max_bytes: int,
+        codec: SpoolCodec[T],
+        opener: Opener = os.open,
+        file_name: str = SPOOL_FILE,
+    ) -> None:
         if max_bytes <= 0:
             raise ValueError(f"max_bytes must be > 0, got {max_bytes!r}")
         self.directory = directory
         self.max_bytes = max_bytes
         self.codec = codec
-        self.path = directory / SPOOL_FILE
+        self.path = directory / file_name
+        """`alerts.jsonl` for the alert sink; the SLI sink (pulse/sli_sink/) names its own."""
         self._opener = opener
         self._thread_lock = threading.Lock()
         self._read_lines: dict[int, bytes] = {}

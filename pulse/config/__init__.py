@@ -30,6 +30,7 @@ from pulse.config.lag import (
 from pulse.config.load import check_section, load_config, parse_config
 from pulse.config.outbound import HttpClientConfig
 from pulse.config.root import PulseConfig
+from pulse.config.sli_sink import SliSinkConfig
 from pulse.config.slo import (
     AlertPolicySpec,
     AlertTierSpec,
@@ -85,6 +86,7 @@ __all__ = [
     "SecurityConfig",
     "ShardConfig",
     "SliLogConfig",
+    "SliSinkConfig",
     "SloConfig",
     "SloEntry",
     "SloSpec",

@@ -11,6 +11,7 @@ from pulse.config.collectors import CollectorsConfig
 from pulse.config.dashboards import DashboardsConfig
 from pulse.config.http import HttpConfig
 from pulse.config.lag import LagConfig
+from pulse.config.sli_sink import SliSinkConfig
 from pulse.config.slo import SloConfig, SloEntry
 from pulse.config.slow_brokers import SlowBrokersConfig
 from pulse.config.types import Section, unique_by
@@ -39,6 +40,8 @@ class PulseConfig(Section):
     """The listener for /metrics, the Burrow v3 API and the status page."""
     dashboards: DashboardsConfig = DashboardsConfig()
     """The Grafana the generated dashboards live in, for the status page's links."""
+    sli_sink: SliSinkConfig = SliSinkConfig()
+    """SLI events on Kafka too (off by default; the Parquet logs stay)."""
     slow_brokers: SlowBrokersConfig = SlowBrokersConfig()
     """Slow-broker detection: JMX, a request probe and the canary per broker, against its history and peers."""
     slos: list[SloEntry] = Field(default_factory=list)
@@ -59,6 +62,21 @@ class PulseConfig(Section):
                     f"no cluster named {name!r} is configured (clusters: {known})", ("ingestion_by_cluster", name)
                 )
         return lag
+
+    @model_validator(mode="after")
+    def _sli_sink_cluster_exists(self) -> Self:
+        sink = self.sli_sink
+        names = [c.name for c in self.clusters]
+        if sink.cluster is not None and sink.cluster not in names:
+            known = ", ".join(names) or "none"
+            raise config_problem(
+                f"no cluster named {sink.cluster!r} is configured (clusters: {known})", ("sli_sink", "cluster")
+            )
+        if sink.enabled and sink.cluster is None and len(names) > 1:
+            raise config_problem(
+                f"{len(names)} clusters are configured; name the one SLI events go to", ("sli_sink", "cluster")
+            )
+        return self
 
     @model_validator(mode="after")
     def _lag_notify_has_a_sink(self) -> Self:
