@@ -53,6 +53,15 @@ _MEMBER_RECORDS = (
     ConsumerGroupAssignmentTombstone,
 )
 
+READER_QUEUES = {
+    "queued.max.messages.kbytes": 4096,
+    "queued.min.messages": 10_000,
+    "fetch.max.bytes": 4 << 20,
+}
+"""librdkafka's prefetch sized for what the reader takes at a time (10,000 records of about 100 B a consume): the
+defaults (64 MiB queued, 100,000 records a partition, 50 MiB fetches) held tens of MB resident after a backlog was
+read, while 4 MiB ahead is several consumes' worth, more than the decoding keeps up with (docs/benchmarks.md)."""
+
 CATCH_UP_GIVE_UP_S = 600.0
 """A reader still short of the backlog's end after this long is taken as caught up (logged with the partitions):
 a partition whose only records a consumer never sees cannot hold its cluster unknown for ever."""
@@ -110,6 +119,7 @@ class OffsetsTopicReader:
             "group.id": f"kafka-pulse-lag-{uuid.uuid4().hex[:8]}",  # never joined or committed: we assign()
             "enable.auto.commit": False,
             "enable.partition.eof": False,
+            **READER_QUEUES,
         }
         consumer = Consumer(config)
         try:
