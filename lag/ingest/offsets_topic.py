@@ -58,9 +58,9 @@ READER_QUEUES = {
     "queued.min.messages": 10_000,
     "fetch.max.bytes": 4 << 20,
 }
-"""librdkafka's prefetch sized for what the reader takes at a time (10,000 records of about 100 B a consume): the
-defaults (64 MiB queued, 100,000 records a partition, 50 MiB fetches) held tens of MB resident after a backlog was
-read, while 4 MiB ahead is several consumes' worth, more than the decoding keeps up with (docs/benchmarks.md)."""
+"""librdkafka's prefetch sized for what the reader takes at a time (10,000 records of about 100 B a consume): with
+the defaults (64 MiB queued, 100,000 records a partition, 50 MiB fetches) a backlog read at start could queue up to
+64 MiB ahead of the decoding; 4 MiB is several consumes' worth (docs/kafka-clients.md)."""
 
 CATCH_UP_GIVE_UP_S = 600.0
 """A reader still short of the backlog's end after this long is taken as caught up (logged with the partitions):
