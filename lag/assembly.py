@@ -12,7 +12,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from prometheus_client import CollectorRegistry
 
@@ -22,7 +22,6 @@ from lag.ingest.admin_source import GROUP_OFFSETS_FEED, AdminOffsetsReader
 from lag.ingest.exact_lag import ExactLagFetcher
 from lag.ingest.hwm import HwmPoller
 from lag.ingest.offsets_topic import COMMITS_FEED, OffsetsTopicReader
-from lag.notify.evaluation_log import EvaluationLog, configure_evaluation_log
 from lag.notify.incidents import LagNotifier, LagNotifierCollector
 from lag.protocol import MetadataReading, Status
 from lag.serve.burrow_json import (
@@ -46,6 +45,9 @@ from pulse.lifecycle import Periodic
 from pulse.paths import state_dir
 from pulse.profile import client_config
 from pulse.sli_sink import SliPublisher
+
+if TYPE_CHECKING:
+    from lag.notify.evaluation_log import EvaluationLog
 
 _LOG = logging.getLogger(__name__)
 CLIENT_ID = "kafka-pulse-lag"
@@ -213,9 +215,15 @@ class LagRunner:
                 ingestion,
             )
         self.registry.register(LagCollector(self.service, lag.metrics_granularity, per_member=lag.metrics_per_member))
-        self.evaluation_log: EvaluationLog | None = configure_evaluation_log(
-            lag.evaluation_log, self.service, self.registry, state if state is not None else state_dir(), sli_sink
-        )  # the SLO engine's `lag` source (docs/sli-log.md)
+        self.evaluation_log: EvaluationLog | None = None
+        """The SLO engine's `lag` source (docs/sli-log.md); its module, and pyarrow with it (about 30 MB resident),
+        is imported only when the log is enabled."""
+        if lag.evaluation_log.enabled:
+            from lag.notify.evaluation_log import configure_evaluation_log
+
+            self.evaluation_log = configure_evaluation_log(
+                lag.evaluation_log, self.service, self.registry, state if state is not None else state_dir(), sli_sink
+            )
         self.notifier: LagNotifier | None = None
         notifier_modules: dict[str, Json] = {}
         if lag.notify.enabled and sender is not None:

@@ -25,7 +25,16 @@ from lag.ingest.coordinator_records import (
     ShareGroupTombstone,
 )
 from lag.ingest.members import ConsumerGroupMembers
-from lag.ingest.records import GroupMetadata, GroupTombstone, OffsetCommit, OffsetTombstone, Record, decode_record
+from lag.ingest.records import (
+    CommitFields,
+    GroupMetadata,
+    GroupTombstone,
+    OffsetCommit,
+    OffsetTombstone,
+    Record,
+    commit_fields,
+    decode_record_general,
+)
 from lag.store.access import LagWriter
 from lag.store.freshness import SourceHealth
 from lag.store.offsets import OffsetStore
@@ -43,6 +52,15 @@ _MEMBER_RECORDS = (
     ConsumerGroupAssignment,
     ConsumerGroupAssignmentTombstone,
 )
+
+READER_QUEUES = {
+    "queued.max.messages.kbytes": 4096,
+    "queued.min.messages": 10_000,
+    "fetch.max.bytes": 4 << 20,
+}
+"""librdkafka's prefetch sized for what the reader takes at a time (10,000 records of about 100 B a consume): with
+the defaults (64 MiB queued, 100,000 records a partition, 50 MiB fetches) a backlog read at start could queue up to
+64 MiB ahead of the decoding; 4 MiB is several consumes' worth (docs/kafka-clients.md)."""
 
 CATCH_UP_GIVE_UP_S = 600.0
 """A reader still short of the backlog's end after this long is taken as caught up (logged with the partitions):
@@ -101,6 +119,7 @@ class OffsetsTopicReader:
             "group.id": f"kafka-pulse-lag-{uuid.uuid4().hex[:8]}",  # never joined or committed: we assign()
             "enable.auto.commit": False,
             "enable.partition.eof": False,
+            **READER_QUEUES,
         }
         consumer = Consumer(config)
         try:
@@ -130,8 +149,10 @@ class OffsetsTopicReader:
             while not stop.is_set():
                 messages = consumer.consume(num_messages=10_000, timeout=0.5)
                 errors = [e for m in messages if (e := m.error()) is not None]
-                if messages:
+                if errors:
                     self.ingest([(m.key(), m.value()) for m in messages if m.error() is None])
+                elif messages:
+                    self.ingest([(m.key(), m.value()) for m in messages])
                 if len(messages) > len(errors):
                     refused = None
                 refused = next((e for e in errors if e.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED), refused)
@@ -192,18 +213,25 @@ class OffsetsTopicReader:
         """Decode a batch of `__consumer_offsets` records, then apply it `INGEST_CHUNK` records per hold of the
         service lock, letting the threads that wait for it in between, so a status request or scrape waits for at
         most one chunk, not a whole poll."""
-        decoded = [decode_record(key, value) for key, value in records]  # pure: no lock needed
+        # pure, no lock needed; an offset commit of the usual shape stays a plain tuple (records.py says why)
+        decoded = [commit_fields(key, value) or decode_record_general(key, value) for key, value in records]
         for at in range(0, len(decoded), INGEST_CHUNK):
             self.service.let_readers_in()  # else a request woken on the other core can lose every chunk to us
             with self.service.locked() as store:
                 self._apply(store, decoded[at : at + INGEST_CHUNK])
 
-    def _apply(self, store: OffsetStore, records: list[Record]) -> None:
+    def _apply(self, store: OffsetStore, records: list[CommitFields | Record]) -> None:
         """Apply decoded records in order (under the lock); member records' owners once at the end."""
         now = self.service.clock_ms()
         c = self.cluster
         changed: set[str] = set()
+        add_commit = store.add_commit
+        commits = 0
         for record in records:
+            if type(record) is tuple:  # an offset commit's fields: nearly every record
+                commits += 1
+                add_commit(c, *record, now)
+                continue
             kind = type(record).__name__
             self.decoded[kind] = self.decoded.get(kind, 0) + 1
             if isinstance(record, OffsetCommit):
@@ -234,6 +262,8 @@ class OffsetsTopicReader:
                 store.set_share_group(c, record.group, isinstance(record, ShareGroupMetadata))
         for group in changed:
             self._apply_members(store, group)
+        if commits:
+            self.decoded["OffsetCommit"] = self.decoded.get("OffsetCommit", 0) + commits
 
     def _apply_members(self, store: OffsetStore, group: str) -> None:
         """A consumer-protocol group's owners and member count, from its members' records (under the lock)."""

@@ -15,9 +15,11 @@ key and value each start with an int16 version:
 Nothing here raises on bad input: a record that cannot be decoded becomes `Undecodable` with the reason.
 
 Speed: nearly every record is an offset commit of one shape (key v1, value v3 or v4, short metadata), so
-`decode_record` first tries `offset_commit_fast`, which reads that shape with precompiled `struct` unpacks and
-bounds checks and no reader object; anything else, malformed input included, goes to the general decoder, which
-gives the same answer for every record the fast path accepts (tests/unit/lag/ingest/test_records.py holds them equal).
+`decode_record` first tries `commit_fields`, which reads that shape with precompiled `struct` unpacks and bounds
+checks and no reader object; anything else, malformed input included, goes to the general decoder, which gives the
+same answer for every record the fast path accepts (tests/unit/lag/ingest/test_records.py holds them equal). The
+`__consumer_offsets` reader takes `commit_fields`' plain tuple as it is: building a frozen dataclass per commit was
+a tenth of a commit's CPU in `kafka-pulse lag` (docs/benchmarks.md, CPU per commit).
 """
 
 from __future__ import annotations
@@ -100,14 +102,25 @@ _UNPACK_V3_HEAD = struct.Struct(">hqih").unpack_from
 """Offset value v3: version, offset, leader epoch, metadata length."""
 
 
+CommitFields = tuple[str, str, int, int, int]
+"""An offset commit's fields in `OffsetCommit`'s order (group, topic, partition, offset, commit_timestamp_ms)."""
+
+
 def decode_record(key: bytes | None, value: bytes | None) -> Record:
     """Decode one `__consumer_offsets` record; never raises."""
-    return offset_commit_fast(key, value) or decode_record_general(key, value)
+    fields = commit_fields(key, value)
+    return OffsetCommit(*fields) if fields is not None else decode_record_general(key, value)
 
 
 def offset_commit_fast(key: bytes | None, value: bytes | None) -> OffsetCommit | None:
-    """An offset commit with key v0/v1 and value v0-v4 whose strings and varints are short; None for any other
-    record, which the general decoder then reads (and, if malformed, reports)."""
+    """`commit_fields` as an `OffsetCommit`."""
+    fields = commit_fields(key, value)
+    return OffsetCommit(*fields) if fields is not None else None
+
+
+def commit_fields(key: bytes | None, value: bytes | None) -> CommitFields | None:
+    """The fields of an offset commit with key v0/v1 and value v0-v4 whose strings and varints are short; None for
+    any other record, which the general decoder then reads (and, if malformed, reports)."""
     if not key or not value:
         return None
     key_end, value_end = len(key), len(value)
@@ -137,7 +150,7 @@ def offset_commit_fast(key: bytes | None, value: bytes | None) -> OffsetCommit |
         return None
     if ts_at + 8 > value_end:  # also a negative metadata length, which set ts_at to the end
         return None
-    return OffsetCommit(
+    return (
         key[4:group_end].decode("utf-8", "replace"),
         key[group_end + 2 : topic_end].decode("utf-8", "replace"),
         _UNPACK_INT32(key, topic_end)[0],

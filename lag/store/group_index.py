@@ -4,8 +4,10 @@ admitted at all (`GroupAdmission`: the name and count bounds and the allow/deny 
 
 Why not a dict: a dict entry (about 32 B resident) and the `int` object of its id (32 B) were a fifth of a group of
 one partition at 1,000,000 groups; here a group costs one int32 slot at a load of at most one half, 4-8 B
-(docs/benchmarks.md). A lookup is a few Python-level reads, dearer than a dict's but a small part of a commit's
-ingestion; readers that want every group take the ids as an array (`ids`), never a lookup per name.
+(docs/benchmarks.md). A probe is a few Python-level reads, dearer than a dict's, so the groups found most
+recently are also kept in a small bounded dict (`HOT_GROUPS`): a group committing again, the common case of a small
+cluster, pays no probe, while a million groups still cost their int32 slots. Readers that want every group take the
+ids as an array (`ids`), never a lookup per name.
 """
 
 from __future__ import annotations
@@ -24,14 +26,22 @@ EMPTY = -1
 DELETED = -2
 """A slot whose group was removed: a probe goes on past it, an insertion may take it."""
 _MIN_SLOTS = 8
+HOT_GROUPS = 4096
+"""Groups whose id is kept in the index's dict of recent finds, at most (about 70 B each, the name not copied):
+every group of a small cluster, and a bounded cost at a million groups, where the dict is emptied when full."""
 
 
 class GroupIndex:
     """The ids of one cluster's groups by name; `names` is the store's id -> name list (None for a free id), which
     must name an id for as long as the id is in the index (add after naming it, remove before forgetting it)."""
 
-    def __init__(self, names: Sequence[str | None]) -> None:
+    def __init__(self, names: Sequence[str | None], hot_size: int = HOT_GROUPS) -> None:
         self._names = names
+        self._hot: dict[str, int] = {}
+        """Name -> id of groups found or added lately, at most `hot_size` (keyed by the name `names` holds)."""
+        self._hot_size = hot_size
+        self.probes = 0
+        """Walks of the table for a name not in the dict of recent finds (the path a re-commit must not take)."""
         self._slots = array("i", [EMPTY]) * _MIN_SLOTS
         self._mask = _MIN_SLOTS - 1
         self._live = 0
@@ -45,6 +55,23 @@ class GroupIndex:
 
     def get(self, name: str) -> int | None:
         """The group's id, None when the cluster has no such group."""
+        gid = self._hot.get(name)
+        if gid is not None:
+            return gid
+        gid = self._probe(name)
+        if gid is not None:
+            self._remember(gid)
+        return gid
+
+    def _remember(self, gid: int) -> None:
+        hot = self._hot
+        if len(hot) >= self._hot_size:
+            hot.clear()  # a new generation: cheaper than tracking recency, and the active groups come back
+        hot[self._names[gid]] = gid  # type: ignore[index]  # an indexed id is always named
+
+    def _probe(self, name: str) -> int | None:
+        """The id by a walk of the table from the name's hash."""
+        self.probes += 1
         slots, names, mask = self._slots, self._names, self._mask
         i = hash(name) & mask
         while True:
@@ -68,9 +95,11 @@ class GroupIndex:
         slots[i] = gid
         self._live += 1
         self._order = None
+        self._remember(gid)
 
     def remove(self, name: str) -> int | None:
         """Unindex a group; its id, None when it was not there."""
+        self._hot.pop(name, None)
         slots, names, mask = self._slots, self._names, self._mask
         i = hash(name) & mask
         while True:

@@ -160,7 +160,8 @@ class OffsetStore:
             if run == NONE or runs.run_topic[run] != tid or runs.run_partitions[run] < partitions:
                 run = runs.run(gid, tid, partitions)
         self._recent = (cluster, group, gid)
-        merged = self.commits.push(runs.run_base[run] + partition, offset, timestamp_ms, max(0, hwm - offset))
+        lag = hwm - offset
+        merged = self.commits.push(runs.run_base[run] + partition, offset, timestamp_ms, lag if lag > 0 else 0)
         try:
             runs.last_commit[gid] = timestamp_ms - runs.last_epoch_ms
         except OverflowError:  # not within int32 of the epoch

@@ -3,6 +3,7 @@ on stop (issue #15; docs/benchmarks.md, "Status while ingesting")."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,3 +79,24 @@ def test_a_second_stop_restores_nothing_more() -> None:
     sys.setswitchinterval(0.004)
     interval.stop()
     assert interval_is(0.004)
+
+
+def test_pyarrow_is_loaded_only_for_an_enabled_evaluation_log(tmp_path: Path) -> None:
+    """#27: pyarrow is about 30 MB resident; a `kafka-pulse lag` whose evaluation log is off never imports it, nor
+    httpx without incidents (a fresh interpreter, since this one may have loaded them for another test)."""
+    code = (
+        "import sys, yaml; from pathlib import Path; import kafka_pulse.cli.lag; from lag.assembly import LagRunner; "
+        "from pulse.config import parse_config; "
+        "tree = {'lag': {'evaluation_log': {'enabled': sys.argv[1] == 'on'}}}; "
+        "config = parse_config(yaml.safe_dump(tree), 'pulse.yaml', {}); "
+        "runner = LagRunner(config, [], state=Path(sys.argv[2])); "
+        "print(runner.evaluation_log is not None, 'pyarrow' in sys.modules, 'httpx' in sys.modules)"
+    )
+    seen = {}
+    for setting in ("off", "on"):
+        done = subprocess.run(
+            [sys.executable, "-c", code, setting, str(tmp_path)], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        seen[setting] = done.stdout.split()
+    assert seen == {"off": ["False", "False", "False"], "on": ["True", "True", "False"]}

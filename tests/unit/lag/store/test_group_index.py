@@ -7,8 +7,9 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 
-from lag.store.group_index import GroupIndex
+from lag.store.group_index import HOT_GROUPS, GroupIndex
 from lag.store.offsets import OffsetStore
 
 
@@ -21,11 +22,12 @@ def check(index: GroupIndex, model: dict[str, int], absent: list[str]) -> None:
     assert index.ids().tolist() == sorted(model.values())
 
 
-def test_the_index_answers_as_a_dict_through_growth_and_removals() -> None:
+@pytest.mark.parametrize("hot_size", [HOT_GROUPS, 3], ids=["default-recent-finds", "recent-finds-emptied-often"])
+def test_the_index_answers_as_a_dict_through_growth_and_removals(hot_size: int) -> None:
     rng = random.Random(15)
     names: list[str | None] = []
     free: list[int] = []
-    index, model = GroupIndex(names), dict[str, int]()
+    index, model = GroupIndex(names, hot_size), dict[str, int]()
     gone: list[str] = []
     for step in range(20_000):
         if model and rng.random() < 0.3:  # remove one: its slot is marked deleted, its id reused
@@ -64,6 +66,34 @@ def test_names_that_share_a_slot_are_told_apart_by_the_names_list() -> None:
     names[1] = "n1-again"
     index.add("n1-again", 1)
     assert [index.get(n) for n in ("n0", "n1", "n1-again", "n2")] == [0, None, 1, 2]
+
+
+def test_a_group_found_again_pays_no_probe_of_the_table() -> None:
+    """#27: a group committing again, the common case, is answered from the recent finds; past their bound the dict
+    starts a new generation, so a million groups still cost their table slots only."""
+    names: list[str | None] = [f"g{i}" for i in range(10)]
+    index = GroupIndex(names, hot_size=4)
+    for gid, name in enumerate(names):
+        index.add(name or "", gid)
+    assert index.probes == 0
+    assert index.get("g9") == 9 and index.probes == 0  # added last: still among the recent finds
+    assert index.get("g0") == 0 and index.probes == 1  # emptied since: found by a walk, then remembered
+    assert [index.get("g0") for _ in range(3)] == [0, 0, 0] and index.probes == 1
+    assert index.get("absent") is None and index.probes == 2
+    assert index.remove("g0") == 0
+    names[0] = None
+    assert index.get("g0") is None  # a removed group is no longer found through the recent finds
+
+
+def test_a_reused_id_is_found_under_its_new_name_only() -> None:
+    names: list[str | None] = ["old"]
+    index = GroupIndex(names)
+    index.add("old", 0)
+    assert index.get("old") == 0
+    assert index.remove("old") == 0
+    names[0] = "new"
+    index.add("new", 0)
+    assert (index.get("old"), index.get("new")) == (None, 0)
 
 
 def test_the_store_lists_every_group_in_name_order_with_its_id() -> None:

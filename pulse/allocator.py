@@ -1,0 +1,36 @@
+"""glibc's malloc arenas bounded for a long-running command. glibc gives a thread that allocates its own arena, up
+to eight per core, and each arena keeps the memory freed into it; `kafka-pulse lag` runs a dozen threads (librdkafka's
+per broker and client, ours per loop), so RSS grew with the threads rather than with the data (docs/benchmarks.md).
+Applied at the command's start, before its threads exist; an operator's `MALLOC_ARENA_MAX` wins.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Mapping
+
+M_ARENA_MAX = -8
+"""`mallopt`'s parameter for the arena bound (glibc's malloc.h)."""
+LONG_RUNNING_ARENAS = 2
+"""Arenas for a long-running command: the main one and one its threads share (allocation is a small part of their
+work, so the lock they then share costs little)."""
+
+
+def arenas_wanted(environ: Mapping[str, str], arenas: int = LONG_RUNNING_ARENAS) -> int | None:
+    """The bound to apply; None when `MALLOC_ARENA_MAX` is set (glibc read it at start: the operator's choice)."""
+    return None if "MALLOC_ARENA_MAX" in environ else arenas
+
+
+def bound_malloc_arenas(environ: Mapping[str, str], arenas: int = LONG_RUNNING_ARENAS) -> bool:
+    """`mallopt(M_ARENA_MAX, arenas)` on the process's C library; False when not applied (the environment sets the
+    bound, or the C library has no such setting, as musl's stub)."""
+    wanted = arenas_wanted(environ, arenas)
+    if wanted is None:
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt  # the symbols already loaded: the process's C library
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(M_ARENA_MAX, wanted))

@@ -1,0 +1,70 @@
+"""glibc's malloc arenas bounded (pulse/allocator.py, #27): threads started after the bound share its arenas, and an
+operator's `MALLOC_ARENA_MAX` is left to glibc. Each case runs in a fresh interpreter, whose arenas are its own."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from pulse.allocator import LONG_RUNNING_ARENAS, arenas_wanted
+
+ARENAS_AFTER_THREADS = """
+import ctypes, os, sys, threading
+from pulse.allocator import bound_malloc_arenas
+applied = bound_malloc_arenas(os.environ) if sys.argv[1] == "bound" else None
+ready, done, held = threading.Barrier(9), threading.Event(), []
+def allocate():
+    held.append(bytearray(100_000))  # past pymalloc, under the mmap threshold: from the thread's arena
+    ready.wait()
+    done.wait()
+threads = [threading.Thread(target=allocate) for _ in range(8)]
+for t in threads:
+    t.start()
+ready.wait()
+sys.stderr.flush()
+ctypes.CDLL(None).malloc_stats()  # glibc: an "Arena N:" block per arena, on stderr
+done.set()
+for t in threads:
+    t.join()
+print(applied)
+"""
+
+
+def arenas_used(mode: str, env: dict[str, str]) -> tuple[str, int]:
+    done = subprocess.run(
+        [sys.executable, "-c", ARENAS_AFTER_THREADS, mode], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip(), sum(line.startswith("Arena ") for line in done.stderr.splitlines())
+
+
+@pytest.fixture
+def env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+
+
+@pytest.mark.parametrize(
+    ("environ", "want"),
+    [
+        pytest.param({}, LONG_RUNNING_ARENAS, id="default-bound"),
+        pytest.param({"MALLOC_ARENA_MAX": "4"}, None, id="operator-choice-wins"),
+        pytest.param({"MALLOC_ARENA_MAX": ""}, None, id="set-even-empty"),
+    ],
+)
+def test_the_bound_applied_unless_the_environment_sets_one(environ: dict[str, str], want: int | None) -> None:
+    assert arenas_wanted(environ) == want
+
+
+def test_threads_started_after_the_bound_share_its_arenas(env: dict[str, str]) -> None:
+    unbounded = arenas_used("free", env)
+    bounded = arenas_used("bound", env)
+    assert unbounded[1] > LONG_RUNNING_ARENAS  # the case can fail: eight threads get arenas of their own
+    assert bounded == ("True", LONG_RUNNING_ARENAS)
+
+
+def test_an_operators_bound_is_left_as_glibc_read_it(env: dict[str, str]) -> None:
+    applied, arenas = arenas_used("bound", {**env, "MALLOC_ARENA_MAX": "3"})
+    assert (applied, arenas) == ("False", 3)
