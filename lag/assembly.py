@@ -44,10 +44,10 @@ from pulse.kafka_log import limiter_for
 from pulse.lifecycle import Periodic
 from pulse.paths import state_dir
 from pulse.profile import client_config
-from pulse.sli_sink import SliPublisher
 
 if TYPE_CHECKING:
     from lag.notify.evaluation_log import EvaluationLog
+    from pulse.sli_sink import SliPublisher
 
 _LOG = logging.getLogger(__name__)
 CLIENT_ID = "kafka-pulse-lag"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
@@ -16,7 +16,9 @@ from pulse.broker_health import BrokerHealthBoard
 from pulse.config import ClusterConfig, HttpConfig, PulseConfig
 from pulse.http import Handler, HttpServer, Route
 from pulse.lifecycle import Part, Parts
-from pulse.sli_sink import SliSink, SliSinkCollector
+
+if TYPE_CHECKING:
+    from pulse.sli_sink import SliSink
 
 
 class Assembly:
@@ -87,6 +89,8 @@ def add_sli_sink(assembly: Assembly, config: PulseConfig, cluster: ClusterConfig
     caller), spooling in `<sli_sink.spool_dir or state/sli-spool>/<role>` (`run`, `canary`, `lag`: processes of
     different commands never share a spool), its families on /metrics. Added before the parts that publish
     through it, so it starts first and stops last."""
+    from pulse.sli_sink import SliSink, SliSinkCollector  # pyarrow, only for a process that publishes
+
     settings = config.sli_sink
     if not settings.enabled:
         return
