@@ -8,10 +8,11 @@ partitions and leaders per broker with their skew, preferred-leader imbalance, r
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -19,15 +20,23 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from pulse.admin_requests import describe_cluster
+from pulse.config import ClusterConfig
 from pulse.errors import KafkaUnavailable
-from pulse.kafka.partitions import PartitionState
+from pulse.kafka.elr import elr_topics, read_elr, with_elr
+from pulse.kafka.partitions import ElrVerdict, PartitionState
+from pulse.profile import kafka_python_config
 
+_LOG = logging.getLogger(__name__)
+ELR_CLIENT_ID = "kafka-pulse-collectors"
 CONFIGS_BATCH = 100
 """Topics per DescribeConfigs request: several requests in flight can be served by several of a broker's request
 threads, where one request for every topic is served by one."""
 BASE_TIMEOUT_S = 10.0
 PER_PARTITION_S = 0.002
 MAX_TIMEOUT_S = 300.0
+UNDER_MIN_ISR_EXAMPLES = 20
+"""Partitions under min ISR named one by one on /metrics (`kafka_pulse_cluster_under_min_isr_partition`): the
+series stay bounded however many there are; the per-verdict counts hold them all."""
 
 
 class ClusterStateTimeout(KafkaUnavailable):
@@ -102,6 +111,10 @@ class ClusterHealth:
     """Partitions with more than one replica, all of them in one rack (an AZ outage takes them all)."""
     balance: tuple[BrokerBalance, ...]
     diagnosis: Diagnosis
+    under_min_isr_by_elr: Mapping[ElrVerdict, int] = field(default_factory=dict)
+    """Partitions under min ISR by what can recover them (KIP-966; `PartitionState.elr_verdict`)."""
+    under_min_isr_examples: tuple[PartitionState, ...] = ()
+    """Up to `UNDER_MIN_ISR_EXAMPLES` of them, the worst verdict first, then by topic and partition."""
 
 
 def diagnose_under_replicated(partitions: Iterable[PartitionState]) -> Diagnosis:
@@ -137,6 +150,7 @@ def assess(snapshot: ClusterSnapshot, expected: Iterable[int] = ()) -> ClusterHe
     not_leading: Counter[int] = Counter()
     offline = under_replicated = under_min_isr = 0
     lagging: list[PartitionState] = []
+    short: list[PartitionState] = []
     for state in snapshot.partitions:
         replicas, leader, in_sync = state.replicas, state.leader, len(state.isr)
         layouts[replicas] += 1
@@ -149,8 +163,9 @@ def assess(snapshot: ClusterSnapshot, expected: Iterable[int] = ()) -> ClusterHe
         if in_sync < len(replicas):
             under_replicated += 1
             lagging.append(state)
-        if in_sync < state.min_isr:
+        if state.is_under_min_isr:  # the one rule, pulse/kafka/partitions.py
             under_min_isr += 1
+            short.append(state)
     hosted: Counter[int] = Counter()
     preferred: Counter[int] = Counter()
     same_rack = 0
@@ -190,7 +205,16 @@ def assess(snapshot: ClusterSnapshot, expected: Iterable[int] = ()) -> ClusterHe
         same_rack=same_rack,
         balance=balance,
         diagnosis=diagnose_under_replicated(lagging),
+        under_min_isr_by_elr=Counter(v for s in short if (v := s.elr_verdict) is not None),
+        under_min_isr_examples=worst_under_min_isr(short),
     )
+
+
+def worst_under_min_isr(short: Iterable[PartitionState]) -> tuple[PartitionState, ...]:
+    """The partitions under min ISR to name on /metrics, at most `UNDER_MIN_ISR_EXAMPLES`: at risk first (pure)."""
+    order = list(ElrVerdict)
+    ranked = sorted(short, key=lambda s: (-order.index(s.elr_verdict or ElrVerdict.UNKNOWN), s.topic, s.partition))
+    return tuple(ranked[:UNDER_MIN_ISR_EXAMPLES])
 
 
 # --- Admin API ----------------------------------------------------------------------------------------------------
@@ -239,6 +263,19 @@ def partition_states(topics: Mapping[str, Any], min_isr: Mapping[str, int]) -> t
         for topic_min_isr in (min_isr.get(name, 1),)  # once per topic, not per partition
         for _, p in sorted(topic.partitions.items())  # keyed by partition id
     )
+
+
+def fetch_elr(cluster: ClusterConfig, snapshot: ClusterSnapshot, timeout_s: float) -> ClusterSnapshot:
+    """`snapshot` with the ELR of its partitions under min ISR (DescribeTopicPartitions through kafka-python, each
+    exchange bounded by `timeout_s`); nothing is asked when none is under min ISR. A failed read leaves their ELR
+    unknown (`ElrVerdict.UNKNOWN`) and is logged, never raised: the rest of the snapshot stands."""
+    topics = elr_topics(snapshot.partitions)
+    if not topics:
+        return snapshot
+    read = read_elr(kafka_python_config(cluster, ELR_CLIENT_ID, timeout_s), topics)
+    if read.reason:
+        _LOG.warning("cluster %r: ELR of partitions under min ISR not read: %s", cluster.name, read.reason)
+    return replace(snapshot, partitions=with_elr(snapshot.partitions, read))
 
 
 def fetch_racks(admin: AdminClient, cluster: str, timeout_s: float) -> dict[int, str | None]:

@@ -15,9 +15,10 @@ from typing import Any
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
-from collectors.cluster_state import BrokerBalance, ClusterHealth
+from collectors.cluster_state import UNDER_MIN_ISR_EXAMPLES, BrokerBalance, ClusterHealth
 from collectors.mapping import Family, merge_families
 from collectors.scrapers import FAILURE_REASONS, BrokerScraper, PeriodicScraper
+from pulse.kafka.partitions import ElrVerdict
 
 
 def to_metric(family: Family) -> Metric:
@@ -214,6 +215,25 @@ def _add_health(out: _Families, c: dict[str, str], health: ClusterHealth) -> Non
         )
     for name, help_text, value in _PARTITION_COUNTS:
         out.add(f"kafka_pulse_cluster_{name}", "gauge", help_text, c, value(health))
+    for verdict in ElrVerdict:
+        out.add(
+            "kafka_pulse_cluster_under_min_isr_elr_partitions",
+            "gauge",
+            "Partitions under min ISR by what can recover them (KIP-966): elr recoverable (ELR non-empty), isr_only "
+            "(ELR empty, ISR not), at_risk (ISR and ELR empty), unknown (ELR not read).",
+            {**c, "elr": verdict.value},
+            health.under_min_isr_by_elr.get(verdict, 0),
+        )
+    for state in health.under_min_isr_examples:
+        verdict = state.elr_verdict or ElrVerdict.UNKNOWN
+        out.add(
+            "kafka_pulse_cluster_under_min_isr_partition",
+            "gauge",
+            f"1 for each partition under min ISR, at most {UNDER_MIN_ISR_EXAMPLES} (at risk first), with its ELR "
+            "verdict.",
+            {**c, "topic": state.topic, "partition": str(state.partition), "elr": verdict.value},
+            1.0,
+        )
     diagnosis = health.diagnosis
     for broker in diagnosis.brokers or ("",):
         out.add(

@@ -70,6 +70,8 @@ class MetadataFacts:
     min_isr_unread: tuple[str, ...] = ()
     """Topics whose min.insync.replicas was not read: their partitions are not judged for min ISR."""
     min_isr_unread_reason: str = ""
+    elr_unread_reason: str = ""
+    """Why partitions under min ISR have no ELR (their `elr_verdict` is UNKNOWN): not supported, failed, bounded."""
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from kafka_pulse.check.lag_summary import group_lag
 from pulse.admin_requests import GROUP_REQUEST_TIMEOUT_S, await_result, describe_cluster
 from pulse.config import ClusterConfig, split_host_port
 from pulse.kafka.broker_probe import CheckResult, check_broker, tls_context
+from pulse.kafka.elr import ElrRead, elr_topics, read_elr, with_elr
 from pulse.kafka.partitions import PartitionState
 from pulse.kafka_log import verdict_settings
 from pulse.profile import admin_config, kafka_python_config
@@ -57,6 +58,8 @@ MAX_CONFIG_TOPICS = 5000
 are named as not judged for min ISR)."""
 CONFIGS_SHARE = 0.5
 """Of the metadata deadline left after Metadata and DescribeCluster, what the DescribeConfigs batch may take."""
+ELR_SHARE = 0.5
+"""Of the metadata deadline left after DescribeConfigs, what each DescribeTopicPartitions exchange may take."""
 
 
 def admin_settings(
@@ -133,8 +136,9 @@ def _metadata_from(
         for p in sorted(topic.partitions.values(), key=lambda part: part.id)
     ]
     min_isr = _min_isr(admin, states, deadline)
+    elr = _elr(cluster, server, with_min_isr(states, min_isr), deadline)
     controller = metadata.controller_id if metadata.controller_id >= 0 else None
-    return metadata_facts(brokers, states, min_isr, configured, controller, server)
+    return metadata_facts(brokers, states, min_isr, configured, controller, server, elr)
 
 
 def metadata_facts(
@@ -144,10 +148,11 @@ def metadata_facts(
     configured: Collection[int],
     controller: int | None,
     server: str,
+    elr: ElrRead | None = None,
 ) -> MetadataRead:
     """The facts of one metadata answer (pure), each partition judged against its topic's min.insync.replicas as
-    the leader applies it (`under_min_isr`)."""
-    states = [replace(s, min_isr=min_isr.by_topic.get(s.topic, s.min_isr)) for s in states]
+    the leader applies it (`PartitionState.is_under_min_isr`), and those under it by their ELR (`elr_verdict`)."""
+    states = list(with_elr(with_min_isr(states, min_isr), elr or ElrRead()))
     topics: dict[str, list[PartitionState]] = {}
     for state in states:
         topics.setdefault(state.topic, []).append(state)
@@ -159,23 +164,30 @@ def metadata_facts(
         partitions=len(states),
         offline=tuple(s for s in states if s.is_offline),
         under_replicated=tuple(s for s in states if s.is_under_replicated),
-        under_min_isr=tuple(s for s in states if under_min_isr(s)),
+        under_min_isr=tuple(s for s in states if s.is_under_min_isr),
         diagnosis_scope=diagnosis.scope.value,
         diagnosis_brokers=diagnosis.brokers,
         metadata_controller=controller,
         answered_by=server,
         min_isr_unread=min_isr.unread,
         min_isr_unread_reason=min_isr.reason,
+        elr_unread_reason=elr.reason if elr is not None else "ELR not read",
     )
     return MetadataRead(facts, {t: tuple(parts) for t, parts in topics.items()})
 
 
-def under_min_isr(state: PartitionState) -> bool:
-    """Fewer in-sync replicas than an acks=all write needs. Since Kafka 3.7 (apache/kafka#14594) the leader requires
-    min(min.insync.replicas, replicas), so a full ISR is never short: replication 2 under min.insync.replicas=3
-    takes acks=all writes with both replicas in sync (tests/integration/app/test_check_min_isr.py). Older brokers
-    compare with min.insync.replicas alone; a full ISR below it is not caught there."""
-    return len(state.isr) < min(state.min_isr, len(state.replicas))
+def with_min_isr(states: Iterable[PartitionState], min_isr: MinIsrRead) -> list[PartitionState]:
+    """`states` with their topic's min.insync.replicas where it was read (pure)."""
+    return [replace(s, min_isr=min_isr.by_topic.get(s.topic, s.min_isr)) for s in states]
+
+
+def _elr(cluster: ClusterConfig, server: str, states: Iterable[PartitionState], deadline: Deadline) -> ElrRead:
+    """The ELR of the partitions under min ISR (none asked when there are none), within a share of the deadline."""
+    topics = elr_topics(states)
+    if not topics:
+        return ElrRead()
+    settings = kafka_python_config(cluster, CLIENT_ID, deadline.share(ELR_SHARE), [server])
+    return read_elr(settings, topics, close=close_later)
 
 
 @dataclass(frozen=True)
@@ -191,7 +203,7 @@ class MinIsrRead:
 def config_topics(states: Iterable[PartitionState], cap: int = MAX_CONFIG_TOPICS) -> tuple[list[str], list[str]]:
     """The topics whose min.insync.replicas one check asks for, and those past `cap` (pure): the topics with a
     partition whose ISR is short of its replicas, the smallest ISRs first. A full ISR is never under min ISR, as
-    the leader requires at most as many replicas as there are (`under_min_isr`)."""
+    the leader requires at most as many replicas as there are (`PartitionState.is_under_min_isr`)."""
     smallest: dict[str, int] = {}
     for s in states:
         if s.is_under_replicated:

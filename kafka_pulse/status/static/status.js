@@ -145,7 +145,7 @@ function renderBrokers(doc) {
         el(
           "tr",
           { class: kind === "under_replicated" ? "row-WARN" : "row-CRIT" },
-          el("td", {}, label),
+          el("td", {}, kind === "under_min_isr" ? `${label}, ${elrText(p)}` : label),
           el("td", {}, p.cluster),
           el("td", {}, `${p.topic}-${p.partition}`),
           el("td", {}, p.leader < 0 ? "none" : p.leader),
@@ -158,6 +158,20 @@ function renderBrokers(doc) {
   }
   if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 7, class: "dim" }, "none")));
   fill(document.querySelector("#partitions tbody"), rows);
+}
+
+// What can recover a partition under min ISR (KIP-966), as `check` judges it: docs/check.md, "ELR".
+function elrText(p) {
+  switch (p.elr_verdict) {
+    case "recoverable":
+      return `recoverable through ELR (${p.elr.join(", ")})`;
+    case "at_risk":
+      return "at risk: ISR and ELR empty" + (p.last_known_elr?.length ? ` (last known ELR ${p.last_known_elr.join(", ")})` : "");
+    case "isr_only":
+      return "ELR empty";
+    default:
+      return "ELR not read";
+  }
 }
 
 function compare(a, b) {

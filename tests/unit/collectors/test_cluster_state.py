@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from prometheus_client import CollectorRegistry, generate_latest
 
 from collectors.cluster_state import (
     ClusterSnapshot,
@@ -11,7 +12,9 @@ from collectors.cluster_state import (
     assess,
     diagnose_under_replicated,
 )
-from pulse.kafka.partitions import PartitionState
+from collectors.collector import ClusterStateCollector
+from collectors.scrapers import PeriodicScraper
+from pulse.kafka.partitions import ElrVerdict, PartitionState
 
 RACKS = {1: "az-a", 2: "az-b", 3: "az-c"}
 
@@ -85,3 +88,43 @@ def test_no_partitions_means_no_skew() -> None:
     health = assess(ClusterSnapshot(RACKS, None, ()))
     assert all(b.partition_skew == 0 and b.leader_skew == 0 for b in health.balance)
     assert health.controller is None
+
+
+def test_assess_uses_the_leaders_min_isr_rule_and_counts_each_elr_verdict() -> None:
+    """The naive `isr < min.insync.replicas` counted a full ISR of replication 2 under min.insync.replicas=3; the
+    leader requires min(3, 2) since Kafka 3.7, as `check` judges it (pulse/kafka/partitions.py)."""
+    snapshot = ClusterSnapshot(
+        brokers=RACKS,
+        controller=1,
+        partitions=(
+            PartitionState("narrow", 0, 1, (1, 2), (1, 2), 3),  # full ISR: writable, not under min ISR
+            PartitionState("t", 1, 1, (1, 2, 3), (1, 2), 3, elr=(3,)),  # recoverable
+            PartitionState("t", 2, -1, (3,), (), 2, elr=()),  # at risk
+            PartitionState("t", 3, 1, (1, 2, 3), (1,), 2),  # ELR not read
+        ),
+    )
+    health = assess(snapshot)
+    assert health.under_min_isr == 3
+    assert health.under_min_isr_by_elr == {
+        ElrVerdict.RECOVERABLE: 1,
+        ElrVerdict.AT_RISK: 1,
+        ElrVerdict.UNKNOWN: 1,
+    }
+    assert [s.label for s in health.under_min_isr_examples] == ["t-2", "t-3", "t-1"]  # at risk first
+
+
+def test_the_cluster_families_name_the_elr_verdicts_and_the_partitions() -> None:
+    health = assess(
+        ClusterSnapshot(RACKS, 1, (PartitionState("orders", 0, -1, (3,), (), 2, elr=(), last_known_elr=(3,)),))
+    )
+    scraper = PeriodicScraper("state", lambda: health, 60)
+    scraper.scrape_once()
+    registry = CollectorRegistry()
+    registry.register(ClusterStateCollector({"dev": scraper}))
+    exposed = generate_latest(registry).decode()
+    assert 'kafka_pulse_cluster_under_min_isr_elr_partitions{cluster="dev",elr="at_risk"} 1.0' in exposed
+    assert 'kafka_pulse_cluster_under_min_isr_elr_partitions{cluster="dev",elr="recoverable"} 0.0' in exposed
+    assert (
+        'kafka_pulse_cluster_under_min_isr_partition{cluster="dev",elr="at_risk",partition="0",topic="orders"} 1.0'
+        in exposed
+    )
