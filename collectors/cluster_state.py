@@ -4,6 +4,8 @@
 derives what an operator checks by hand: brokers missing, offline / under-replicated / under-min-ISR partitions,
 partitions and leaders per broker with their skew, preferred-leader imbalance, replicas sharing one rack, and
 `diagnose_under_replicated`: one broker common to every under-replicated partition, or a cluster-wide problem.
+`fetch_elr` and `fetch_quorum` add what kafka-python reads and librdkafka cannot: the ELR of partitions under min
+ISR, and the KRaft quorum.
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ from pulse.config import ClusterConfig
 from pulse.errors import KafkaUnavailable
 from pulse.kafka.elr import elr_topics, read_elr, with_elr
 from pulse.kafka.partitions import ElrVerdict, PartitionState
+from pulse.kafka.quorum import QuorumNotKraft, QuorumState, QuorumUnread, describe_quorum, parse_quorum
 from pulse.profile import kafka_python_config
 
 _LOG = logging.getLogger(__name__)
 ELR_CLIENT_ID = "kafka-pulse-collectors"
+"""client.id of the kafka-python reads (DescribeTopicPartitions, DescribeQuorum)."""
 CONFIGS_BATCH = 100
 """Topics per DescribeConfigs request: several requests in flight can be served by several of a broker's request
 threads, where one request for every topic is served by one."""
@@ -57,6 +61,10 @@ class ClusterSnapshot:
     """Live brokers (present in metadata) and their racks."""
     controller: int | None
     partitions: tuple[PartitionState, ...]
+    quorum: QuorumState | None = None
+    """The KRaft metadata quorum (DescribeQuorum); None under ZooKeeper or when it was not read (`quorum_up`)."""
+    quorum_up: bool | None = None
+    """True when DescribeQuorum answered, False when it failed, None under ZooKeeper or when not asked."""
 
 
 class Scope(StrEnum):
@@ -115,6 +123,9 @@ class ClusterHealth:
     """Partitions under min ISR by what can recover them (KIP-966; `PartitionState.elr_verdict`)."""
     under_min_isr_examples: tuple[PartitionState, ...] = ()
     """Up to `UNDER_MIN_ISR_EXAMPLES` of them, the worst verdict first, then by topic and partition."""
+    quorum: QuorumState | None = None
+    quorum_up: bool | None = None
+    """As in `ClusterSnapshot`: the `kafka_pulse_kraft_*` families come from them."""
 
 
 def diagnose_under_replicated(partitions: Iterable[PartitionState]) -> Diagnosis:
@@ -207,6 +218,8 @@ def assess(snapshot: ClusterSnapshot, expected: Iterable[int] = ()) -> ClusterHe
         diagnosis=diagnose_under_replicated(lagging),
         under_min_isr_by_elr=Counter(v for s in short if (v := s.elr_verdict) is not None),
         under_min_isr_examples=worst_under_min_isr(short),
+        quorum=snapshot.quorum,
+        quorum_up=snapshot.quorum_up,
     )
 
 
@@ -276,6 +289,21 @@ def fetch_elr(cluster: ClusterConfig, snapshot: ClusterSnapshot, timeout_s: floa
     if read.reason:
         _LOG.warning("cluster %r: ELR of partitions under min ISR not read: %s", cluster.name, read.reason)
     return replace(snapshot, partitions=with_elr(snapshot.partitions, read))
+
+
+def fetch_quorum(cluster: ClusterConfig, snapshot: ClusterSnapshot, timeout_s: float) -> ClusterSnapshot:
+    """`snapshot` with the KRaft quorum from DescribeQuorum (pulse/kafka/quorum.py, the reader `check` uses), each
+    exchange bounded by `timeout_s`. A failed read is `quorum_up=False`, logged, never raised; a ZooKeeper cluster
+    has no quorum (`quorum_up=None`)."""
+    settings = kafka_python_config(cluster, ELR_CLIENT_ID, timeout_s)
+    try:
+        answer = describe_quorum(settings)
+        return replace(snapshot, quorum=parse_quorum(answer, time.time()), quorum_up=True)
+    except QuorumNotKraft:
+        return replace(snapshot, quorum=None, quorum_up=None)
+    except QuorumUnread as exc:
+        _LOG.warning("cluster %r: KRaft quorum not read: %s", cluster.name, exc)
+        return replace(snapshot, quorum=None, quorum_up=False)
 
 
 def fetch_racks(admin: AdminClient, cluster: str, timeout_s: float) -> dict[int, str | None]:

@@ -15,7 +15,15 @@ from prometheus_client import CollectorRegistry
 
 from collectors.catalogue import TopicSelection, scrape_plan
 from collectors.clients import client_scraper
-from collectors.cluster_state import BASE_TIMEOUT_S, ClusterHealth, assess, fetch_elr, fetch_racks, fetch_snapshot
+from collectors.cluster_state import (
+    BASE_TIMEOUT_S,
+    ClusterHealth,
+    assess,
+    fetch_elr,
+    fetch_quorum,
+    fetch_racks,
+    fetch_snapshot,
+)
 from collectors.collector import CLIENT_HEALTH, ClusterStateCollector, JmxCollector
 from collectors.mapping import BrokerIdentity
 from collectors.scrapers import BrokerScraper, PeriodicScraper
@@ -167,6 +175,7 @@ class CollectorService:
             # Default (None): the time limit grows with the partitions the read's metadata lists.
             snapshot = fetch_snapshot(admin, cluster.name, self.config.admin_timeout_s)
             snapshot = fetch_elr(cluster, snapshot, self.config.admin_timeout_s or BASE_TIMEOUT_S)
+            snapshot = fetch_quorum(cluster, snapshot, self.config.admin_timeout_s or BASE_TIMEOUT_S)
             for broker, rack in snapshot.brokers.items():
                 self.racks[(cluster.name, broker)] = rack
             expected.update(snapshot.brokers)  # a broker once seen stays expected: its absence is news

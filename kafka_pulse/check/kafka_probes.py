@@ -12,7 +12,6 @@ import ssl
 import threading
 import time
 import uuid
-import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
@@ -39,7 +38,6 @@ from kafka_pulse.check.facts import (
     MetadataFacts,
     ProbeFailed,
     QuorumFacts,
-    VoterState,
 )
 from kafka_pulse.check.lag_summary import group_lag
 from pulse.admin_requests import GROUP_REQUEST_TIMEOUT_S, await_result, describe_cluster
@@ -47,6 +45,7 @@ from pulse.config import ClusterConfig, split_host_port
 from pulse.kafka.broker_probe import CheckResult, check_broker, tls_context
 from pulse.kafka.elr import ElrRead, elr_topics, read_elr, with_elr
 from pulse.kafka.partitions import PartitionState
+from pulse.kafka.quorum import QuorumNotKraft, QuorumUnread, describe_quorum, parse_quorum
 from pulse.kafka_log import verdict_settings
 from pulse.profile import admin_config, kafka_python_config
 
@@ -303,53 +302,24 @@ def read_quorum(
 ) -> QuorumFacts | ProbeFailed:
     """The KRaft quorum through DescribeQuorum (brokers forward it to the active controller); a cluster that does
     not know the request runs ZooKeeper, whose controller is the one the metadata names."""
-    with warnings.catch_warnings():
-        # kafka-python loads its protocol schemas with importlib.resources.read_text and open_text, deprecated in 3.11.
-        warnings.filterwarnings("ignore", r"\w+ is deprecated\. Use files\(\) instead", DeprecationWarning)
-        from kafka import KafkaAdminClient
-        from kafka.errors import IncompatibleBrokerVersion, UnsupportedVersionError
-        from kafka.errors import KafkaError as KafkaPythonError
-
-        try:
-            timeout_s = deadline.remaining()
-            settings = kafka_python_config(cluster, CLIENT_ID, timeout_s, list(servers))
-            settings["bootstrap_timeout_ms"] = settings["request_timeout_ms"]
-            client = KafkaAdminClient(**settings)
-        except KafkaPythonError as exc:
-            return ProbeFailed(FailureKind.UNREACHABLE, f"controller quorum: cannot connect: {exc}")
-        try:
-            answer = client.describe_metadata_quorum()
-        except (IncompatibleBrokerVersion, UnsupportedVersionError):
-            return QuorumFacts("zookeeper", metadata_controller)
-        except KafkaPythonError as exc:
-            return ProbeFailed(FailureKind.ERROR, f"controller quorum: {type(exc).__name__}: {exc}")
-        finally:
-            close_later(client.close)
+    settings = kafka_python_config(cluster, CLIENT_ID, deadline.remaining(), list(servers))
+    try:
+        answer = describe_quorum(settings, close=close_later)
+    except QuorumNotKraft:
+        return QuorumFacts("zookeeper", metadata_controller)
+    except QuorumUnread as exc:
+        kind = FailureKind.UNREACHABLE if str(exc).startswith("cannot connect") else FailureKind.ERROR
+        return ProbeFailed(kind, f"controller quorum: {exc}")
     return quorum_facts(answer, time.time())
 
 
 def quorum_facts(answer: Mapping[str, Any], now_s: float) -> QuorumFacts | ProbeFailed:
     """The DescribeQuorum response (kafka-python's dict of the protocol's fields) as facts."""
     try:
-        partition = answer["topics"][0]["partitions"][0]
-    except (KeyError, IndexError, TypeError):
-        return ProbeFailed(FailureKind.ERROR, f"controller quorum: unexpected answer {answer!r:.200}")
-    if partition.get("error"):
-        return ProbeFailed(FailureKind.ERROR, f"controller quorum: {partition['error']}")
-    hwm = int(partition.get("high_watermark", -1))
-    voters = []
-    for voter in partition.get("current_voters") or []:
-        caught_up_ms = int(voter.get("last_caught_up_timestamp", -1))
-        end = int(voter.get("log_end_offset", -1))
-        voters.append(
-            VoterState(
-                node=int(voter["replica_id"]),
-                lag_records=max(0, hwm - end) if hwm >= 0 and end >= 0 else 0,
-                caught_up_age_s=max(0.0, now_s - caught_up_ms / 1000) if caught_up_ms > 0 else None,
-            )
-        )
-    leader = int(partition.get("leader_id", -1))
-    return QuorumFacts("kraft", leader if leader >= 0 else None, int(partition.get("leader_epoch", -1)), tuple(voters))
+        state = parse_quorum(answer, now_s)
+    except QuorumUnread as exc:
+        return ProbeFailed(FailureKind.ERROR, f"controller quorum: {exc}")
+    return QuorumFacts("kraft", state.leader, state.epoch, state.voters)
 
 
 # --- lag ----------------------------------------------------------------------------------------------------------

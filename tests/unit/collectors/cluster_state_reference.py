@@ -87,4 +87,6 @@ def assess_reference(snapshot: ClusterSnapshot, expected: Iterable[int] = ()) ->
         diagnosis=diagnose_under_replicated(snapshot.partitions),
         under_min_isr_by_elr=by_elr,
         under_min_isr_examples=tuple(row[3] for row in examples[:UNDER_MIN_ISR_EXAMPLES]),
+        quorum=snapshot.quorum,
+        quorum_up=snapshot.quorum_up,
     )

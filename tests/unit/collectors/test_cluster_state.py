@@ -6,6 +6,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from collectors.cluster_state import (
+    ClusterHealth,
     ClusterSnapshot,
     Diagnosis,
     Scope,
@@ -15,6 +16,7 @@ from collectors.cluster_state import (
 from collectors.collector import ClusterStateCollector
 from collectors.scrapers import PeriodicScraper
 from pulse.kafka.partitions import ElrVerdict, PartitionState
+from pulse.kafka.quorum import QuorumState, VoterState
 
 RACKS = {1: "az-a", 2: "az-b", 3: "az-c"}
 
@@ -117,14 +119,39 @@ def test_the_cluster_families_name_the_elr_verdicts_and_the_partitions() -> None
     health = assess(
         ClusterSnapshot(RACKS, 1, (PartitionState("orders", 0, -1, (3,), (), 2, elr=(), last_known_elr=(3,)),))
     )
-    scraper = PeriodicScraper("state", lambda: health, 60)
-    scraper.scrape_once()
-    registry = CollectorRegistry()
-    registry.register(ClusterStateCollector({"dev": scraper}))
-    exposed = generate_latest(registry).decode()
+    exposed = exposition(health)
     assert 'kafka_pulse_cluster_under_min_isr_elr_partitions{cluster="dev",elr="at_risk"} 1.0' in exposed
     assert 'kafka_pulse_cluster_under_min_isr_elr_partitions{cluster="dev",elr="recoverable"} 0.0' in exposed
     assert (
         'kafka_pulse_cluster_under_min_isr_partition{cluster="dev",elr="at_risk",partition="0",topic="orders"} 1.0'
         in exposed
     )
+
+
+def exposition(health: ClusterHealth) -> str:
+    scraper = PeriodicScraper("state", lambda: health, 60)
+    scraper.scrape_once()
+    registry = CollectorRegistry()
+    registry.register(ClusterStateCollector({"dev": scraper}))
+    return generate_latest(registry).decode()
+
+
+def test_the_kraft_families_carry_the_leader_its_epoch_and_each_voters_lag() -> None:
+    quorum = QuorumState(2, 7, 500, (VoterState(1, 0, 0.5), VoterState(2, 0, 0.0), VoterState(3, 120, None)))
+    exposed = exposition(assess(ClusterSnapshot(RACKS, 1, (), quorum, True)))
+    for line in (
+        'kafka_pulse_kraft_quorum_up{cluster="dev"} 1.0',
+        'kafka_pulse_kraft_leader{cluster="dev",node="2"} 1.0',
+        'kafka_pulse_kraft_leader_epoch{cluster="dev"} 7.0',
+        'kafka_pulse_kraft_voters{cluster="dev"} 3.0',
+        'kafka_pulse_kraft_voter_lag_records{cluster="dev",node="3"} 120.0',
+        'kafka_pulse_kraft_voter_caught_up_age_seconds{cluster="dev",node="1"} 0.5',
+    ):
+        assert line in exposed, exposed
+    assert 'kafka_pulse_kraft_voter_caught_up_age_seconds{cluster="dev",node="3"}' not in exposed  # never seen
+
+
+def test_a_failed_quorum_read_is_down_and_zookeeper_has_no_kraft_families() -> None:
+    failed = exposition(assess(ClusterSnapshot(RACKS, 1, (), None, False)))
+    assert 'kafka_pulse_kraft_quorum_up{cluster="dev"} 0.0' in failed and "kafka_pulse_kraft_leader" not in failed
+    assert "kafka_pulse_kraft_" not in exposition(assess(ClusterSnapshot(RACKS, 1, ())))
