@@ -45,7 +45,7 @@ from pulse.config import ClusterConfig, split_host_port
 from pulse.kafka.broker_probe import CheckResult, check_broker, tls_context
 from pulse.kafka.elr import ElrRead, elr_topics, read_elr, with_elr
 from pulse.kafka.partitions import PartitionState
-from pulse.kafka.quorum import QuorumNotKraft, QuorumUnread, describe_quorum, parse_quorum
+from pulse.kafka.quorum import QuorumNotKraft, QuorumUnreachable, QuorumUnread, describe_quorum, parse_quorum
 from pulse.kafka_log import verdict_settings
 from pulse.profile import admin_config, kafka_python_config
 
@@ -307,9 +307,10 @@ def read_quorum(
         answer = describe_quorum(settings, close=close_later)
     except QuorumNotKraft:
         return QuorumFacts("zookeeper", metadata_controller)
+    except QuorumUnreachable as exc:
+        return ProbeFailed(FailureKind.UNREACHABLE, f"controller quorum: {exc}")
     except QuorumUnread as exc:
-        kind = FailureKind.UNREACHABLE if str(exc).startswith("cannot connect") else FailureKind.ERROR
-        return ProbeFailed(kind, f"controller quorum: {exc}")
+        return ProbeFailed(FailureKind.ERROR, f"controller quorum: {exc}")
     return quorum_facts(answer, time.time())
 
 

@@ -18,6 +18,10 @@ class QuorumUnread(Exception):
     """DescribeQuorum could not be asked or answered; the message says why."""
 
 
+class QuorumUnreachable(QuorumUnread):
+    """No broker could be connected to, to ask."""
+
+
 @dataclass(frozen=True)
 class VoterState:
     """One voter of the KRaft metadata quorum."""
@@ -67,7 +71,8 @@ def parse_quorum(answer: Mapping[str, Any], now_s: float) -> QuorumState:
 
 def describe_quorum(settings: Mapping[str, Any], close: Callable[[Callable[[], None]], None] | None = None) -> Any:
     """DescribeQuorum's raw answer with kafka-python `settings` (pulse.profile.kafka_python_config); raises
-    QuorumNotKraft on a ZooKeeper cluster and QuorumUnread for anything else. `close` runs the client's close (the
+    QuorumNotKraft on a ZooKeeper cluster, QuorumUnreachable when no broker answers, QuorumUnread for anything
+    else. `close` runs the client's close (the
     check closes on another thread, so a hung broker cannot hold it)."""
     with warnings.catch_warnings():
         # kafka-python loads its protocol schemas with importlib.resources.read_text and open_text, deprecated in 3.11.
@@ -79,7 +84,7 @@ def describe_quorum(settings: Mapping[str, Any], close: Callable[[Callable[[], N
         try:
             client = KafkaAdminClient(**{**settings, "bootstrap_timeout_ms": settings.get("request_timeout_ms")})
         except KafkaPythonError as exc:
-            raise QuorumUnread(f"cannot connect: {exc}") from exc
+            raise QuorumUnreachable(f"cannot connect: {exc}") from exc
         try:
             return client.describe_metadata_quorum()
         except (IncompatibleBrokerVersion, UnsupportedVersionError) as exc:
