@@ -65,6 +65,10 @@ class ClusterSnapshot:
     """The KRaft metadata quorum (DescribeQuorum); None under ZooKeeper or when it was not read (`quorum_up`)."""
     quorum_up: bool | None = None
     """True when DescribeQuorum answered, False when it failed, None under ZooKeeper or when not asked."""
+    servers: tuple[str, ...] = ()
+    """host:port of the brokers the metadata lists (the live ones): where the kafka-python reads bootstrap, so they
+    never try a dead broker of the configured list (kafka-python 3.0.12 leaves a refused connection's socket to the
+    garbage collector)."""
 
 
 class Scope(StrEnum):
@@ -265,7 +269,8 @@ def fetch_snapshot(admin: AdminClient, cluster: str, timeout_s: float | None) ->
         raise KafkaUnavailable(f"cluster {cluster!r}: cannot read cluster state: {exc.args[0]}") from exc
     brokers = {node.id: node.rack for node in described.nodes}
     controller = described.controller.id if described.controller is not None else None
-    return ClusterSnapshot(brokers, controller, partition_states(metadata.topics, min_isr))
+    servers = tuple(f"{b.host}:{b.port}" for _, b in sorted(metadata.brokers.items()))
+    return ClusterSnapshot(brokers, controller, partition_states(metadata.topics, min_isr), servers=servers)
 
 
 def partition_states(topics: Mapping[str, Any], min_isr: Mapping[str, int]) -> tuple[PartitionState, ...]:
@@ -285,7 +290,7 @@ def fetch_elr(cluster: ClusterConfig, snapshot: ClusterSnapshot, timeout_s: floa
     topics = elr_topics(snapshot.partitions)
     if not topics:
         return snapshot
-    read = read_elr(kafka_python_config(cluster, ELR_CLIENT_ID, timeout_s), topics)
+    read = read_elr(kafka_python_config(cluster, ELR_CLIENT_ID, timeout_s, snapshot.servers), topics)
     if read.reason:
         _LOG.warning("cluster %r: ELR of partitions under min ISR not read: %s", cluster.name, read.reason)
     return replace(snapshot, partitions=with_elr(snapshot.partitions, read))
@@ -295,7 +300,7 @@ def fetch_quorum(cluster: ClusterConfig, snapshot: ClusterSnapshot, timeout_s: f
     """`snapshot` with the KRaft quorum from DescribeQuorum (pulse/kafka/quorum.py, the reader `check` uses), each
     exchange bounded by `timeout_s`. A failed read is `quorum_up=False`, logged, never raised; a ZooKeeper cluster
     has no quorum (`quorum_up=None`)."""
-    settings = kafka_python_config(cluster, ELR_CLIENT_ID, timeout_s)
+    settings = kafka_python_config(cluster, ELR_CLIENT_ID, timeout_s, snapshot.servers)
     try:
         answer = describe_quorum(settings)
         return replace(snapshot, quorum=parse_quorum(answer, time.time()), quorum_up=True)
