@@ -4,14 +4,17 @@
 derives what an operator checks by hand: brokers missing, offline / under-replicated / under-min-ISR partitions,
 partitions and leaders per broker with their skew, preferred-leader imbalance, replicas sharing one rack, and
 `diagnose_under_replicated`: one broker common to every under-replicated partition, or a cluster-wide problem.
+`fetch_elr` and `fetch_quorum` add what kafka-python reads and librdkafka cannot: the ELR of partitions under min
+ISR, and the KRaft quorum.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -19,15 +22,25 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from pulse.admin_requests import describe_cluster
+from pulse.config import ClusterConfig
 from pulse.errors import KafkaUnavailable
-from pulse.kafka.partitions import PartitionState
+from pulse.kafka.elr import elr_topics, read_elr, with_elr
+from pulse.kafka.partitions import ElrVerdict, PartitionState
+from pulse.kafka.quorum import QuorumNotKraft, QuorumState, QuorumUnread, describe_quorum, parse_quorum
+from pulse.profile import kafka_python_config
 
+_LOG = logging.getLogger(__name__)
+ELR_CLIENT_ID = "kafka-pulse-collectors"
+"""client.id of the kafka-python reads (DescribeTopicPartitions, DescribeQuorum)."""
 CONFIGS_BATCH = 100
 """Topics per DescribeConfigs request: several requests in flight can be served by several of a broker's request
 threads, where one request for every topic is served by one."""
 BASE_TIMEOUT_S = 10.0
 PER_PARTITION_S = 0.002
 MAX_TIMEOUT_S = 300.0
+UNDER_MIN_ISR_EXAMPLES = 20
+"""Partitions under min ISR named one by one on /metrics (`kafka_pulse_cluster_under_min_isr_partition`): the
+series stay bounded however many there are; the per-verdict counts hold them all."""
 
 
 class ClusterStateTimeout(KafkaUnavailable):
@@ -48,6 +61,14 @@ class ClusterSnapshot:
     """Live brokers (present in metadata) and their racks."""
     controller: int | None
     partitions: tuple[PartitionState, ...]
+    quorum: QuorumState | None = None
+    """The KRaft metadata quorum (DescribeQuorum); None under ZooKeeper or when it was not read (`quorum_up`)."""
+    quorum_up: bool | None = None
+    """True when DescribeQuorum answered, False when it failed, None under ZooKeeper or when not asked."""
+    servers: tuple[str, ...] = ()
+    """host:port of the brokers the metadata lists (the live ones): where the kafka-python reads bootstrap, so they
+    never try a dead broker of the configured list (kafka-python 3.0.12 leaves a refused connection's socket to the
+    garbage collector)."""
     addresses: Mapping[int, tuple[str, int]] = field(default_factory=dict)
     """Live brokers' (host, port), as DescribeCluster gives them."""
 
@@ -104,6 +125,13 @@ class ClusterHealth:
     """Partitions with more than one replica, all of them in one rack (an AZ outage takes them all)."""
     balance: tuple[BrokerBalance, ...]
     diagnosis: Diagnosis
+    under_min_isr_by_elr: Mapping[ElrVerdict, int] = field(default_factory=dict)
+    """Partitions under min ISR by what can recover them (KIP-966; `PartitionState.elr_verdict`)."""
+    under_min_isr_examples: tuple[PartitionState, ...] = ()
+    """Up to `UNDER_MIN_ISR_EXAMPLES` of them, the worst verdict first, then by topic and partition."""
+    quorum: QuorumState | None = None
+    quorum_up: bool | None = None
+    """As in `ClusterSnapshot`: the `kafka_pulse_kraft_*` families come from them."""
 
 
 def diagnose_under_replicated(partitions: Iterable[PartitionState]) -> Diagnosis:
@@ -139,6 +167,7 @@ def assess(snapshot: ClusterSnapshot, expected: Iterable[int] = ()) -> ClusterHe
     not_leading: Counter[int] = Counter()
     offline = under_replicated = under_min_isr = 0
     lagging: list[PartitionState] = []
+    short: list[PartitionState] = []
     for state in snapshot.partitions:
         replicas, leader, in_sync = state.replicas, state.leader, len(state.isr)
         layouts[replicas] += 1
@@ -151,8 +180,9 @@ def assess(snapshot: ClusterSnapshot, expected: Iterable[int] = ()) -> ClusterHe
         if in_sync < len(replicas):
             under_replicated += 1
             lagging.append(state)
-        if in_sync < state.min_isr:
+        if state.is_under_min_isr:  # the one rule, pulse/kafka/partitions.py
             under_min_isr += 1
+            short.append(state)
     hosted: Counter[int] = Counter()
     preferred: Counter[int] = Counter()
     same_rack = 0
@@ -192,7 +222,18 @@ def assess(snapshot: ClusterSnapshot, expected: Iterable[int] = ()) -> ClusterHe
         same_rack=same_rack,
         balance=balance,
         diagnosis=diagnose_under_replicated(lagging),
+        under_min_isr_by_elr=Counter(v for s in short if (v := s.elr_verdict) is not None),
+        under_min_isr_examples=worst_under_min_isr(short),
+        quorum=snapshot.quorum,
+        quorum_up=snapshot.quorum_up,
     )
+
+
+def worst_under_min_isr(short: Iterable[PartitionState]) -> tuple[PartitionState, ...]:
+    """The partitions under min ISR to name on /metrics, at most `UNDER_MIN_ISR_EXAMPLES`: at risk first (pure)."""
+    order = list(ElrVerdict)
+    ranked = sorted(short, key=lambda s: (-order.index(s.elr_verdict or ElrVerdict.UNKNOWN), s.topic, s.partition))
+    return tuple(ranked[:UNDER_MIN_ISR_EXAMPLES])
 
 
 # --- Admin API ----------------------------------------------------------------------------------------------------
@@ -231,7 +272,10 @@ def fetch_snapshot(admin: AdminClient, cluster: str, timeout_s: float | None) ->
     brokers = {node.id: node.rack for node in described.nodes}
     controller = described.controller.id if described.controller is not None else None
     addresses = {node.id: (str(node.host), int(node.port)) for node in described.nodes}
-    return ClusterSnapshot(brokers, controller, partition_states(metadata.topics, min_isr), addresses)
+    servers = tuple(f"{b.host}:{b.port}" for _, b in sorted(metadata.brokers.items()))
+    return ClusterSnapshot(
+        brokers, controller, partition_states(metadata.topics, min_isr), addresses=addresses, servers=servers
+    )
 
 
 def partition_states(topics: Mapping[str, Any], min_isr: Mapping[str, int]) -> tuple[PartitionState, ...]:
@@ -242,6 +286,34 @@ def partition_states(topics: Mapping[str, Any], min_isr: Mapping[str, int]) -> t
         for topic_min_isr in (min_isr.get(name, 1),)  # once per topic, not per partition
         for _, p in sorted(topic.partitions.items())  # keyed by partition id
     )
+
+
+def fetch_elr(cluster: ClusterConfig, snapshot: ClusterSnapshot, timeout_s: float) -> ClusterSnapshot:
+    """`snapshot` with the ELR of its partitions under min ISR (DescribeTopicPartitions through kafka-python, each
+    exchange bounded by `timeout_s`); nothing is asked when none is under min ISR. A failed read leaves their ELR
+    unknown (`ElrVerdict.UNKNOWN`) and is logged, never raised: the rest of the snapshot stands."""
+    topics = elr_topics(snapshot.partitions)
+    if not topics:
+        return snapshot
+    read = read_elr(kafka_python_config(cluster, ELR_CLIENT_ID, timeout_s, snapshot.servers), topics)
+    if read.reason:
+        _LOG.warning("cluster %r: ELR of partitions under min ISR not read: %s", cluster.name, read.reason)
+    return replace(snapshot, partitions=with_elr(snapshot.partitions, read))
+
+
+def fetch_quorum(cluster: ClusterConfig, snapshot: ClusterSnapshot, timeout_s: float) -> ClusterSnapshot:
+    """`snapshot` with the KRaft quorum from DescribeQuorum (pulse/kafka/quorum.py, the reader `check` uses), each
+    exchange bounded by `timeout_s`. A failed read is `quorum_up=False`, logged, never raised; a ZooKeeper cluster
+    has no quorum (`quorum_up=None`)."""
+    settings = kafka_python_config(cluster, ELR_CLIENT_ID, timeout_s, snapshot.servers)
+    try:
+        answer = describe_quorum(settings)
+        return replace(snapshot, quorum=parse_quorum(answer, time.time()), quorum_up=True)
+    except QuorumNotKraft:
+        return replace(snapshot, quorum=None, quorum_up=None)
+    except QuorumUnread as exc:
+        _LOG.warning("cluster %r: KRaft quorum not read: %s", cluster.name, exc)
+        return replace(snapshot, quorum=None, quorum_up=False)
 
 
 def fetch_racks(admin: AdminClient, cluster: str, timeout_s: float) -> dict[int, str | None]:

@@ -15,9 +15,10 @@ from typing import Any
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
-from collectors.cluster_state import BrokerBalance, ClusterHealth
+from collectors.cluster_state import UNDER_MIN_ISR_EXAMPLES, BrokerBalance, ClusterHealth
 from collectors.mapping import Family, merge_families
 from collectors.scrapers import FAILURE_REASONS, BrokerScraper, PeriodicScraper
+from pulse.kafka.partitions import ElrVerdict
 
 
 def to_metric(family: Family) -> Metric:
@@ -214,6 +215,26 @@ def _add_health(out: _Families, c: dict[str, str], health: ClusterHealth) -> Non
         )
     for name, help_text, value in _PARTITION_COUNTS:
         out.add(f"kafka_pulse_cluster_{name}", "gauge", help_text, c, value(health))
+    for verdict in ElrVerdict:
+        out.add(
+            "kafka_pulse_cluster_under_min_isr_elr_partitions",
+            "gauge",
+            "Partitions under min ISR by what can recover them (KIP-966): elr recoverable (ELR non-empty), isr_only "
+            "(ELR empty, ISR not), at_risk (ISR and ELR empty), unknown (ELR not read).",
+            {**c, "elr": verdict.value},
+            health.under_min_isr_by_elr.get(verdict, 0),
+        )
+    for state in health.under_min_isr_examples:
+        verdict = state.elr_verdict or ElrVerdict.UNKNOWN
+        out.add(
+            "kafka_pulse_cluster_under_min_isr_partition",
+            "gauge",
+            f"1 for each partition under min ISR, at most {UNDER_MIN_ISR_EXAMPLES} (at risk first), with its ELR "
+            "verdict.",
+            {**c, "topic": state.topic, "partition": str(state.partition), "elr": verdict.value},
+            1.0,
+        )
+    _add_quorum(out, c, health)
     diagnosis = health.diagnosis
     for broker in diagnosis.brokers or ("",):
         out.add(
@@ -228,3 +249,53 @@ def _add_health(out: _Families, c: dict[str, str], health: ClusterHealth) -> Non
         b = {**c, "broker": str(row.broker), "rack": row.rack or ""}
         for name, help_text, of_row in _PER_BROKER:
             out.add(f"kafka_pulse_cluster_broker_{name}", "gauge", help_text, b, of_row(row))
+
+
+def _add_quorum(out: _Families, c: dict[str, str], health: ClusterHealth) -> None:
+    """The KRaft metadata quorum from DescribeQuorum: the leader, its epoch (an election raises it: its changes are
+    the leader churn) and each voter's lag. Nothing under ZooKeeper."""
+    if health.quorum_up is None:
+        return
+    out.add(
+        "kafka_pulse_kraft_quorum_up",
+        "gauge",
+        "1 when the latest DescribeQuorum answered.",
+        c,
+        1.0 if health.quorum_up else 0.0,
+    )
+    quorum = health.quorum
+    if quorum is None:
+        return
+    if quorum.leader is not None:
+        out.add(
+            "kafka_pulse_kraft_leader",
+            "gauge",
+            "1 for the node leading the KRaft metadata quorum (the active controller).",
+            {**c, "node": str(quorum.leader)},
+            1.0,
+        )
+    out.add(
+        "kafka_pulse_kraft_leader_epoch",
+        "gauge",
+        "The quorum's leader epoch; every election raises it, so changes() over it is the leader churn.",
+        c,
+        quorum.epoch,
+    )
+    out.add("kafka_pulse_kraft_voters", "gauge", "Voters of the KRaft metadata quorum.", c, len(quorum.voters))
+    for voter in quorum.voters:
+        v = {**c, "node": str(voter.node)}
+        out.add(
+            "kafka_pulse_kraft_voter_lag_records",
+            "gauge",
+            "The leader's high watermark minus the voter's log end offset.",
+            v,
+            voter.lag_records,
+        )
+        if voter.caught_up_age_s is not None:
+            out.add(
+                "kafka_pulse_kraft_voter_caught_up_age_seconds",
+                "gauge",
+                "Seconds since the voter last caught up with the leader (DescribeQuorum's lastCaughtUpTimestamp).",
+                v,
+                voter.caught_up_age_s,
+            )

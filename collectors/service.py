@@ -16,7 +16,16 @@ from prometheus_client import CollectorRegistry
 
 from collectors.catalogue import TopicSelection, scrape_plan
 from collectors.clients import client_scraper
-from collectors.cluster_state import ClusterHealth, ClusterSnapshot, assess, fetch_racks, fetch_snapshot
+from collectors.cluster_state import (
+    BASE_TIMEOUT_S,
+    ClusterHealth,
+    ClusterSnapshot,
+    assess,
+    fetch_elr,
+    fetch_quorum,
+    fetch_racks,
+    fetch_snapshot,
+)
 from collectors.collector import CLIENT_HEALTH, ClusterStateCollector, JmxCollector
 from collectors.mapping import BrokerIdentity
 from collectors.scrapers import BrokerScraper, PeriodicScraper
@@ -171,6 +180,8 @@ class CollectorService:
             admin.poll(0)  # serves its queued librdkafka lines to the limiter (pulse/kafka_log.py)
             # Default (None): the time limit grows with the partitions the read's metadata lists.
             snapshot = fetch_snapshot(admin, cluster.name, self.config.admin_timeout_s)
+            snapshot = fetch_elr(cluster, snapshot, self.config.admin_timeout_s or BASE_TIMEOUT_S)
+            snapshot = fetch_quorum(cluster, snapshot, self.config.admin_timeout_s or BASE_TIMEOUT_S)
             self._snapshots[cluster.name] = snapshot
             for broker, rack in snapshot.brokers.items():
                 self.racks[(cluster.name, broker)] = rack

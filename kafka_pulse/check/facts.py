@@ -12,6 +12,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from pulse.kafka.partitions import PartitionState
+from pulse.kafka.quorum import VoterState as VoterState  # declared beside the reader check and collectors share
 
 
 class FailureKind(StrEnum):
@@ -70,6 +71,8 @@ class MetadataFacts:
     min_isr_unread: tuple[str, ...] = ()
     """Topics whose min.insync.replicas was not read: their partitions are not judged for min ISR."""
     min_isr_unread_reason: str = ""
+    elr_unread_reason: str = ""
+    """Why partitions under min ISR have no ELR (their `elr_verdict` is UNKNOWN): not supported, failed, bounded."""
 
 
 @dataclass(frozen=True)
@@ -81,17 +84,6 @@ class BrokerProbe:
     latency_s: float
     error: str | None = None
     """`timeout`, `refused`, `tls`, `protocol` or an OS error name."""
-
-
-@dataclass(frozen=True)
-class VoterState:
-    """One voter of the KRaft metadata quorum."""
-
-    node: int
-    lag_records: int
-    """The leader's high watermark minus this voter's log end offset."""
-    caught_up_age_s: float | None
-    """Seconds since the voter last caught up with the leader; None when the leader does not know."""
 
 
 @dataclass(frozen=True)

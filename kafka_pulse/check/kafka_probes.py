@@ -39,13 +39,14 @@ from kafka_pulse.check.facts import (
     MetadataFacts,
     ProbeFailed,
     QuorumFacts,
-    VoterState,
 )
 from kafka_pulse.check.lag_summary import group_lag
 from pulse.admin_requests import GROUP_REQUEST_TIMEOUT_S, await_result, describe_cluster
 from pulse.config import ClusterConfig, split_host_port
 from pulse.kafka.broker_probe import CheckResult, tls_context
+from pulse.kafka.elr import ElrRead, elr_topics, read_elr, with_elr
 from pulse.kafka.partitions import PartitionState
+from pulse.kafka.quorum import QuorumNotKraft, QuorumUnreachable, QuorumUnread, describe_quorum, parse_quorum
 from pulse.kafka_log import verdict_settings
 from pulse.profile import admin_config, kafka_python_config
 
@@ -57,6 +58,8 @@ MAX_CONFIG_TOPICS = 5000
 are named as not judged for min ISR)."""
 CONFIGS_SHARE = 0.5
 """Of the metadata deadline left after Metadata and DescribeCluster, what the DescribeConfigs batch may take."""
+ELR_SHARE = 0.5
+"""Of the metadata deadline left after DescribeConfigs, what each DescribeTopicPartitions exchange may take."""
 
 
 def admin_settings(
@@ -133,8 +136,9 @@ def _metadata_from(
         for p in sorted(topic.partitions.values(), key=lambda part: part.id)
     ]
     min_isr = _min_isr(admin, states, deadline)
+    elr = _elr(cluster, server, with_min_isr(states, min_isr), deadline)
     controller = metadata.controller_id if metadata.controller_id >= 0 else None
-    return metadata_facts(brokers, states, min_isr, configured, controller, server)
+    return metadata_facts(brokers, states, min_isr, configured, controller, server, elr)
 
 
 def metadata_facts(
@@ -144,10 +148,11 @@ def metadata_facts(
     configured: Collection[int],
     controller: int | None,
     server: str,
+    elr: ElrRead | None = None,
 ) -> MetadataRead:
     """The facts of one metadata answer (pure), each partition judged against its topic's min.insync.replicas as
-    the leader applies it (`under_min_isr`)."""
-    states = [replace(s, min_isr=min_isr.by_topic.get(s.topic, s.min_isr)) for s in states]
+    the leader applies it (`PartitionState.is_under_min_isr`), and those under it by their ELR (`elr_verdict`)."""
+    states = list(with_elr(with_min_isr(states, min_isr), elr or ElrRead()))
     topics: dict[str, list[PartitionState]] = {}
     for state in states:
         topics.setdefault(state.topic, []).append(state)
@@ -159,23 +164,30 @@ def metadata_facts(
         partitions=len(states),
         offline=tuple(s for s in states if s.is_offline),
         under_replicated=tuple(s for s in states if s.is_under_replicated),
-        under_min_isr=tuple(s for s in states if under_min_isr(s)),
+        under_min_isr=tuple(s for s in states if s.is_under_min_isr),
         diagnosis_scope=diagnosis.scope.value,
         diagnosis_brokers=diagnosis.brokers,
         metadata_controller=controller,
         answered_by=server,
         min_isr_unread=min_isr.unread,
         min_isr_unread_reason=min_isr.reason,
+        elr_unread_reason=elr.reason if elr is not None else "ELR not read",
     )
     return MetadataRead(facts, {t: tuple(parts) for t, parts in topics.items()})
 
 
-def under_min_isr(state: PartitionState) -> bool:
-    """Fewer in-sync replicas than an acks=all write needs. Since Kafka 3.7 (apache/kafka#14594) the leader requires
-    min(min.insync.replicas, replicas), so a full ISR is never short: replication 2 under min.insync.replicas=3
-    takes acks=all writes with both replicas in sync (tests/integration/app/test_check_min_isr.py). Older brokers
-    compare with min.insync.replicas alone; a full ISR below it is not caught there."""
-    return len(state.isr) < min(state.min_isr, len(state.replicas))
+def with_min_isr(states: Iterable[PartitionState], min_isr: MinIsrRead) -> list[PartitionState]:
+    """`states` with their topic's min.insync.replicas where it was read (pure)."""
+    return [replace(s, min_isr=min_isr.by_topic.get(s.topic, s.min_isr)) for s in states]
+
+
+def _elr(cluster: ClusterConfig, server: str, states: Iterable[PartitionState], deadline: Deadline) -> ElrRead:
+    """The ELR of the partitions under min ISR (none asked when there are none), within a share of the deadline."""
+    topics = elr_topics(states)
+    if not topics:
+        return ElrRead()
+    settings = kafka_python_config(cluster, CLIENT_ID, deadline.share(ELR_SHARE), [server])
+    return read_elr(settings, topics, close=close_later)
 
 
 @dataclass(frozen=True)
@@ -191,7 +203,7 @@ class MinIsrRead:
 def config_topics(states: Iterable[PartitionState], cap: int = MAX_CONFIG_TOPICS) -> tuple[list[str], list[str]]:
     """The topics whose min.insync.replicas one check asks for, and those past `cap` (pure): the topics with a
     partition whose ISR is short of its replicas, the smallest ISRs first. A full ISR is never under min ISR, as
-    the leader requires at most as many replicas as there are (`under_min_isr`)."""
+    the leader requires at most as many replicas as there are (`PartitionState.is_under_min_isr`)."""
     smallest: dict[str, int] = {}
     for s in states:
         if s.is_under_replicated:
@@ -281,52 +293,25 @@ def read_quorum(
 ) -> QuorumFacts | ProbeFailed:
     """The KRaft quorum through DescribeQuorum (brokers forward it to the active controller); a cluster that does
     not know the request runs ZooKeeper, whose controller is the one the metadata names."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", _SCHEMA_LOADER_WARNING, DeprecationWarning)
-        from kafka import KafkaAdminClient
-        from kafka.errors import IncompatibleBrokerVersion, UnsupportedVersionError
-        from kafka.errors import KafkaError as KafkaPythonError
-
-        try:
-            timeout_s = deadline.remaining()
-            settings = kafka_python_config(cluster, CLIENT_ID, timeout_s, list(servers))
-            settings["bootstrap_timeout_ms"] = settings["request_timeout_ms"]
-            client = KafkaAdminClient(**settings)
-        except KafkaPythonError as exc:
-            return ProbeFailed(FailureKind.UNREACHABLE, f"controller quorum: cannot connect: {exc}")
-        try:
-            answer = client.describe_metadata_quorum()
-        except (IncompatibleBrokerVersion, UnsupportedVersionError):
-            return QuorumFacts("zookeeper", metadata_controller)
-        except KafkaPythonError as exc:
-            return ProbeFailed(FailureKind.ERROR, f"controller quorum: {type(exc).__name__}: {exc}")
-        finally:
-            close_later(client.close)
+    settings = kafka_python_config(cluster, CLIENT_ID, deadline.remaining(), list(servers))
+    try:
+        answer = describe_quorum(settings, close=close_later)
+    except QuorumNotKraft:
+        return QuorumFacts("zookeeper", metadata_controller)
+    except QuorumUnreachable as exc:
+        return ProbeFailed(FailureKind.UNREACHABLE, f"controller quorum: {exc}")
+    except QuorumUnread as exc:
+        return ProbeFailed(FailureKind.ERROR, f"controller quorum: {exc}")
     return quorum_facts(answer, time.time())
 
 
 def quorum_facts(answer: Mapping[str, Any], now_s: float) -> QuorumFacts | ProbeFailed:
     """The DescribeQuorum response (kafka-python's dict of the protocol's fields) as facts."""
     try:
-        partition = answer["topics"][0]["partitions"][0]
-    except (KeyError, IndexError, TypeError):
-        return ProbeFailed(FailureKind.ERROR, f"controller quorum: unexpected answer {answer!r:.200}")
-    if partition.get("error"):
-        return ProbeFailed(FailureKind.ERROR, f"controller quorum: {partition['error']}")
-    hwm = int(partition.get("high_watermark", -1))
-    voters = []
-    for voter in partition.get("current_voters") or []:
-        caught_up_ms = int(voter.get("last_caught_up_timestamp", -1))
-        end = int(voter.get("log_end_offset", -1))
-        voters.append(
-            VoterState(
-                node=int(voter["replica_id"]),
-                lag_records=max(0, hwm - end) if hwm >= 0 and end >= 0 else 0,
-                caught_up_age_s=max(0.0, now_s - caught_up_ms / 1000) if caught_up_ms > 0 else None,
-            )
-        )
-    leader = int(partition.get("leader_id", -1))
-    return QuorumFacts("kraft", leader if leader >= 0 else None, int(partition.get("leader_epoch", -1)), tuple(voters))
+        state = parse_quorum(answer, now_s)
+    except QuorumUnread as exc:
+        return ProbeFailed(FailureKind.ERROR, f"controller quorum: {exc}")
+    return QuorumFacts("kraft", state.leader, state.epoch, state.voters)
 
 
 # --- lag ----------------------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from kafka_pulse.check.facts import (
     QuorumFacts,
     SloFacts,
 )
-from pulse.kafka.partitions import PartitionState
+from pulse.kafka.partitions import ElrVerdict, PartitionState
 
 VOTER_STALE_S = 10.0
 """A KRaft voter that has not caught up with the leader for this long is reported (WARN): five times the quorum's
@@ -236,6 +236,7 @@ def judge_partitions(meta: MetadataFacts | ProbeFailed) -> Section:
             f"{_plural(len(meta.under_min_isr), 'partition')} under min ISR (acks=all produces fail): "
             + _names(meta.under_min_isr)
         )
+        reasons += _elr_reasons(meta)
     if meta.under_replicated:
         reasons.append(
             f"{_plural(len(meta.under_replicated), 'partition')} under-replicated: {_names(meta.under_replicated)}"
@@ -268,6 +269,12 @@ def judge_partitions(meta: MetadataFacts | ProbeFailed) -> Section:
             f"{len(meta.offline)} offline, {len(meta.under_min_isr)} under min ISR, "
             f"{len(meta.under_replicated)} under-replicated of {meta.partitions}"
         )
+        by_elr = _by_elr(meta.under_min_isr)
+        if by_elr.get(ElrVerdict.AT_RISK) or by_elr.get(ElrVerdict.RECOVERABLE):
+            summary += (
+                f" ({len(by_elr.get(ElrVerdict.AT_RISK, ()))} at risk, "
+                f"{len(by_elr.get(ElrVerdict.RECOVERABLE, ()))} recoverable through ELR)"
+            )
         if meta.min_isr_unread:
             summary += f"; min ISR of {_plural(len(meta.min_isr_unread), 'topic')} not read"
     culprits = meta.diagnosis_brokers if meta.diagnosis_scope == "broker" else ()
@@ -281,6 +288,9 @@ def judge_partitions(meta: MetadataFacts | ProbeFailed) -> Section:
                 "replicas": list(r.replicas),
                 "isr": list(r.isr),
                 "min_isr": r.min_isr,
+                "elr": None if r.elr is None else list(r.elr),
+                "last_known_elr": None if r.last_known_elr is None else list(r.last_known_elr),
+                "elr_verdict": None if (v := r.elr_verdict) is None else v.value,
             }
             for r in refs[:20]
         ]
@@ -290,6 +300,7 @@ def judge_partitions(meta: MetadataFacts | ProbeFailed) -> Section:
         "offline": len(meta.offline),
         "under_replicated": len(meta.under_replicated),
         "under_min_isr": len(meta.under_min_isr),
+        "under_min_isr_by_elr": {v.value: len(_by_elr(meta.under_min_isr).get(v, ())) for v in ElrVerdict},
         "diagnosis": {"scope": meta.diagnosis_scope, "brokers": list(meta.diagnosis_brokers)},
         "examples": {
             "offline": listed(meta.offline),
@@ -298,6 +309,49 @@ def judge_partitions(meta: MetadataFacts | ProbeFailed) -> Section:
         },
     }
     return Section("partitions", status, summary, tuple(reasons), tuple(culprits), details)
+
+
+def _by_elr(states: Sequence[PartitionState]) -> dict[ElrVerdict, list[PartitionState]]:
+    """Partitions under min ISR by what can recover them (`PartitionState.elr_verdict`)."""
+    out: dict[ElrVerdict, list[PartitionState]] = {}
+    for s in states:
+        if (verdict := s.elr_verdict) is not None:
+            out.setdefault(verdict, []).append(s)
+    return out
+
+
+def _with_replicas(refs: Sequence[PartitionState], which: str) -> str:
+    """`_names` with each partition's ELR or last known ELR, the brokers to bring back first."""
+    shown = ", ".join(f"{r.label} ({which} {list(getattr(r, which) or ())})" for r in refs[:EXAMPLES])
+    return shown + (f" and {len(refs) - EXAMPLES} more" if len(refs) > EXAMPLES else "")
+
+
+def _elr_reasons(meta: MetadataFacts) -> list[str]:
+    """The partitions under min ISR by their ELR (KIP-966): at risk (ISR and ELR empty) first."""
+    by_elr = _by_elr(meta.under_min_isr)
+    out = []
+    if at_risk := by_elr.get(ElrVerdict.AT_RISK):
+        out.append(
+            f"{_plural(len(at_risk), 'partition')} under min ISR at risk (ISR and ELR empty: no replica is known to "
+            f"hold every acknowledged record; bring back the last known ELR first): "
+            + _with_replicas(at_risk, "last_known_elr")
+        )
+    if recoverable := by_elr.get(ElrVerdict.RECOVERABLE):
+        out.append(
+            f"{_plural(len(recoverable), 'partition')} under min ISR recoverable through ELR (eligible leader "
+            f"replicas hold every acknowledged record): " + _with_replicas(recoverable, "elr")
+        )
+    if isr_only := by_elr.get(ElrVerdict.ISR_ONLY):
+        out.append(
+            f"{_plural(len(isr_only), 'partition')} under min ISR with an empty ELR (only the in-sync replicas left "
+            f"hold every acknowledged record): " + _names(isr_only)
+        )
+    if unknown := by_elr.get(ElrVerdict.UNKNOWN):
+        out.append(
+            f"ELR of {_plural(len(unknown), 'partition')} under min ISR not read ({meta.elr_unread_reason}): "
+            + _names(unknown)
+        )
+    return out
 
 
 # --- lag ------------------------------------------------------------------------------------------------------------

@@ -89,7 +89,13 @@ function renderChecks(doc) {
         { "data-check": check.name, class: "row-" + check.status },
         el("td", {}, check.name),
         el("td", {}, badge(check.status)),
-        el("td", {}, check.summary, check.reasons.length ? el("ul", { class: "reasons" }, ...check.reasons.map((r) => el("li", {}, r))) : null)
+        el(
+          "td",
+          {},
+          check.summary,
+          check.reasons.length ? el("ul", { class: "reasons" }, ...check.reasons.map((r) => el("li", {}, r))) : null,
+          check.name === "controller" ? voters(check.details) : null
+        )
       )
     );
     blocks.push(
@@ -100,6 +106,25 @@ function renderChecks(doc) {
   const off = Object.entries(doc.off).map(([name, why]) => el("li", { class: "dim" }, `${name}: off (${why})`));
   if (off.length) blocks.push(el("ul", {}, ...off));
   document.getElementById("checks").replaceChildren(...blocks);
+}
+
+// Each KRaft voter's lag behind the leader, from the check's DescribeQuorum (docs/check.md, "controller").
+function voters(details) {
+  const list = (details && details.voters) || [];
+  if (!list.length) return null;
+  return el(
+    "ul",
+    { class: "voters dim" },
+    ...list.map((v) =>
+      el(
+        "li",
+        { "data-voter": v.node },
+        `voter ${v.node}${v.node === details.leader ? " (leader, epoch " + details.epoch + ")" : ""}: ` +
+          `${v.lag_records} records behind, caught up ` +
+          (v.caught_up_age_s === null ? "never seen by this leader" : `${v.caught_up_age_s.toFixed(1)} s ago`)
+      )
+    )
+  );
 }
 
 function renderBrokers(doc) {
@@ -145,7 +170,7 @@ function renderBrokers(doc) {
         el(
           "tr",
           { class: kind === "under_replicated" ? "row-WARN" : "row-CRIT" },
-          el("td", {}, label),
+          el("td", {}, kind === "under_min_isr" ? `${label}, ${elrText(p)}` : label),
           el("td", {}, p.cluster),
           el("td", {}, `${p.topic}-${p.partition}`),
           el("td", {}, p.leader < 0 ? "none" : p.leader),
@@ -158,6 +183,20 @@ function renderBrokers(doc) {
   }
   if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 7, class: "dim" }, "none")));
   fill(document.querySelector("#partitions tbody"), rows);
+}
+
+// What can recover a partition under min ISR (KIP-966), as `check` judges it: docs/check.md, "ELR".
+function elrText(p) {
+  switch (p.elr_verdict) {
+    case "recoverable":
+      return `recoverable through ELR (${p.elr.join(", ")})`;
+    case "at_risk":
+      return "at risk: ISR and ELR empty" + (p.last_known_elr?.length ? ` (last known ELR ${p.last_known_elr.join(", ")})` : "");
+    case "isr_only":
+      return "ELR empty";
+    default:
+      return "ELR not read";
+  }
 }
 
 function compare(a, b) {

@@ -7,7 +7,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from collectors.cluster_state import BrokerBalance, ClusterHealth, ClusterSnapshot, diagnose_under_replicated
+from collectors.cluster_state import (
+    UNDER_MIN_ISR_EXAMPLES,
+    BrokerBalance,
+    ClusterHealth,
+    ClusterSnapshot,
+    diagnose_under_replicated,
+)
+from pulse.kafka.partitions import ElrVerdict
 
 
 def _skew(count: int, mean: float) -> float:
@@ -50,6 +57,23 @@ def assess_reference(snapshot: ClusterSnapshot, expected: Iterable[int] = ()) ->
         )
         for b in expected_ids
     )
+    by_elr: Counter[ElrVerdict] = Counter()
+    worry = {v: rank for rank, v in enumerate(ElrVerdict)}  # declared in order of growing worry
+    examples = []
+    for state in snapshot.partitions:
+        if len(state.isr) < min(state.min_isr, len(state.replicas)):
+            verdict = (
+                ElrVerdict.RECOVERABLE
+                if state.elr
+                else ElrVerdict.UNKNOWN
+                if state.elr is None
+                else ElrVerdict.ISR_ONLY
+                if state.isr
+                else ElrVerdict.AT_RISK
+            )
+            by_elr[verdict] += 1
+            examples.append((-worry[verdict], state.topic, state.partition, state))
+    examples.sort(key=lambda row: row[:3])
     return ClusterHealth(
         expected=expected_ids,
         missing=tuple(b for b in expected_ids if b not in snapshot.brokers),
@@ -57,8 +81,12 @@ def assess_reference(snapshot: ClusterSnapshot, expected: Iterable[int] = ()) ->
         partitions=len(snapshot.partitions),
         offline=sum(p.is_offline for p in snapshot.partitions),
         under_replicated=sum(p.is_under_replicated for p in snapshot.partitions),
-        under_min_isr=sum(p.is_under_min_isr for p in snapshot.partitions),
+        under_min_isr=sum(by_elr.values()),
         same_rack=same_rack,
         balance=balance,
         diagnosis=diagnose_under_replicated(snapshot.partitions),
+        under_min_isr_by_elr=by_elr,
+        under_min_isr_examples=tuple(row[3] for row in examples[:UNDER_MIN_ISR_EXAMPLES]),
+        quorum=snapshot.quorum,
+        quorum_up=snapshot.quorum_up,
     )

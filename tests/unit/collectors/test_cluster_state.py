@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import pytest
+from prometheus_client import CollectorRegistry, generate_latest
 
 from collectors.cluster_state import (
+    ClusterHealth,
     ClusterSnapshot,
     Diagnosis,
     Scope,
     assess,
     diagnose_under_replicated,
 )
-from pulse.kafka.partitions import PartitionState
+from collectors.collector import ClusterStateCollector
+from collectors.scrapers import PeriodicScraper
+from pulse.kafka.partitions import ElrVerdict, PartitionState
+from pulse.kafka.quorum import QuorumState, VoterState
 
 RACKS = {1: "az-a", 2: "az-b", 3: "az-c"}
 
@@ -85,3 +90,68 @@ def test_no_partitions_means_no_skew() -> None:
     health = assess(ClusterSnapshot(RACKS, None, ()))
     assert all(b.partition_skew == 0 and b.leader_skew == 0 for b in health.balance)
     assert health.controller is None
+
+
+def test_assess_uses_the_leaders_min_isr_rule_and_counts_each_elr_verdict() -> None:
+    """The naive `isr < min.insync.replicas` counted a full ISR of replication 2 under min.insync.replicas=3; the
+    leader requires min(3, 2) since Kafka 3.7, as `check` judges it (pulse/kafka/partitions.py)."""
+    snapshot = ClusterSnapshot(
+        brokers=RACKS,
+        controller=1,
+        partitions=(
+            PartitionState("narrow", 0, 1, (1, 2), (1, 2), 3),  # full ISR: writable, not under min ISR
+            PartitionState("t", 1, 1, (1, 2, 3), (1, 2), 3, elr=(3,)),  # recoverable
+            PartitionState("t", 2, -1, (3,), (), 2, elr=()),  # at risk
+            PartitionState("t", 3, 1, (1, 2, 3), (1,), 2),  # ELR not read
+        ),
+    )
+    health = assess(snapshot)
+    assert health.under_min_isr == 3
+    assert health.under_min_isr_by_elr == {
+        ElrVerdict.RECOVERABLE: 1,
+        ElrVerdict.AT_RISK: 1,
+        ElrVerdict.UNKNOWN: 1,
+    }
+    assert [s.label for s in health.under_min_isr_examples] == ["t-2", "t-3", "t-1"]  # at risk first
+
+
+def test_the_cluster_families_name_the_elr_verdicts_and_the_partitions() -> None:
+    health = assess(
+        ClusterSnapshot(RACKS, 1, (PartitionState("orders", 0, -1, (3,), (), 2, elr=(), last_known_elr=(3,)),))
+    )
+    exposed = exposition(health)
+    assert 'kafka_pulse_cluster_under_min_isr_elr_partitions{cluster="dev",elr="at_risk"} 1.0' in exposed
+    assert 'kafka_pulse_cluster_under_min_isr_elr_partitions{cluster="dev",elr="recoverable"} 0.0' in exposed
+    assert (
+        'kafka_pulse_cluster_under_min_isr_partition{cluster="dev",elr="at_risk",partition="0",topic="orders"} 1.0'
+        in exposed
+    )
+
+
+def exposition(health: ClusterHealth) -> str:
+    scraper = PeriodicScraper("state", lambda: health, 60)
+    scraper.scrape_once()
+    registry = CollectorRegistry()
+    registry.register(ClusterStateCollector({"dev": scraper}))
+    return generate_latest(registry).decode()
+
+
+def test_the_kraft_families_carry_the_leader_its_epoch_and_each_voters_lag() -> None:
+    quorum = QuorumState(2, 7, 500, (VoterState(1, 0, 0.5), VoterState(2, 0, 0.0), VoterState(3, 120, None)))
+    exposed = exposition(assess(ClusterSnapshot(RACKS, 1, (), quorum, True)))
+    for line in (
+        'kafka_pulse_kraft_quorum_up{cluster="dev"} 1.0',
+        'kafka_pulse_kraft_leader{cluster="dev",node="2"} 1.0',
+        'kafka_pulse_kraft_leader_epoch{cluster="dev"} 7.0',
+        'kafka_pulse_kraft_voters{cluster="dev"} 3.0',
+        'kafka_pulse_kraft_voter_lag_records{cluster="dev",node="3"} 120.0',
+        'kafka_pulse_kraft_voter_caught_up_age_seconds{cluster="dev",node="1"} 0.5',
+    ):
+        assert line in exposed, exposed
+    assert 'kafka_pulse_kraft_voter_caught_up_age_seconds{cluster="dev",node="3"}' not in exposed  # never seen
+
+
+def test_a_failed_quorum_read_is_down_and_zookeeper_has_no_kraft_families() -> None:
+    failed = exposition(assess(ClusterSnapshot(RACKS, 1, (), None, False)))
+    assert 'kafka_pulse_kraft_quorum_up{cluster="dev"} 0.0' in failed and "kafka_pulse_kraft_leader" not in failed
+    assert "kafka_pulse_kraft_" not in exposition(assess(ClusterSnapshot(RACKS, 1, ())))

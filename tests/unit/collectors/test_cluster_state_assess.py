@@ -1,5 +1,6 @@
 """`assess` in one pass gives what the plain derivation (cluster_state_reference.py) gives, on random clusters with
-every state the chapter counts (offline, under-replicated, under min ISR, missing brokers, racks unset), and
+every state the chapter counts (offline, under-replicated, under min ISR by ELR verdict, missing brokers, racks
+unset), and
 `partition_states` reads librdkafka's metadata shape in topic and partition order."""
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from collectors.cluster_state import ClusterSnapshot, assess, partition_states
-from pulse.kafka.partitions import PartitionState
+from collectors.cluster_state import UNDER_MIN_ISR_EXAMPLES, ClusterSnapshot, assess, partition_states
+from pulse.kafka.partitions import ElrVerdict, PartitionState
 from tests.unit.collectors.cluster_state_reference import assess_reference
 
 
@@ -25,7 +26,9 @@ def random_snapshot(seed: int, partitions: int, brokers: int) -> tuple[ClusterSn
         replicas = tuple(rng.sample(ids, k=rf))
         isr = tuple(b for b in replicas if b not in gone and rng.random() > 0.1)
         leader = rng.choice(isr) if isr and rng.random() > 0.05 else -1
-        states.append(PartitionState(f"t{p % 7}", p, leader, replicas, isr, rng.randint(1, 3)))
+        out_of_sync = [b for b in replicas if b not in isr]
+        elr = None if rng.random() < 0.2 else tuple(b for b in out_of_sync if rng.random() > 0.5)
+        states.append(PartitionState(f"t{p % 7}", p, leader, replicas, isr, rng.randint(1, 3), elr))
     live = {b: r for b, r in racks.items() if b not in gone}
     controller = rng.choice([*live, None]) if live else None
     extra = [brokers + 1] if rng.random() > 0.5 else []  # expected by config, never seen
@@ -45,6 +48,9 @@ def test_the_random_clusters_reach_every_state() -> None:
     health = assess(*random_snapshot(7, 2000, 30))
     assert health.offline and health.under_replicated and health.under_min_isr and health.same_rack
     assert health.missing and health.diagnosis.scope.value == "cluster-wide"
+    assert set(health.under_min_isr_by_elr) == set(ElrVerdict)
+    assert len(health.under_min_isr_examples) == UNDER_MIN_ISR_EXAMPLES
+    assert health.under_min_isr_examples[0].elr_verdict is ElrVerdict.AT_RISK
 
 
 def test_partition_states_sorts_topics_and_partitions_and_applies_min_isr() -> None:

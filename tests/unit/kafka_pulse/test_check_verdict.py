@@ -38,6 +38,7 @@ from kafka_pulse.check.verdict import (
     judge_slo,
     overall,
 )
+from pulse.kafka.elr import ElrRead
 from pulse.kafka.partitions import PartitionState
 
 ADDRESSES = {b: BrokerAddress(b, "127.0.0.1", 9090 + b, f"az-{'abc'[b - 1]}") for b in (1, 2, 3)}
@@ -359,6 +360,29 @@ def test_a_partition_is_under_min_isr_as_the_leader_judges_it(
     if under_min_isr:
         assert "1 partition under min ISR (acks=all produces fail): t-0" in got.reasons
         assert got.details["examples"]["under_min_isr"][0]["min_isr"] == min_isr
+
+
+def test_partitions_under_min_isr_are_named_by_what_can_recover_them() -> None:
+    """KIP-966: ELR non-empty is recoverable, ISR and ELR empty is at risk; both CRIT (acks=all fails either way),
+    each named with the brokers to bring back, and partitions whose ELR was not read say why."""
+    states = [state("rec", (1, 2, 3), (1, 2)), state("risk", (3,), ()), state("unread", (1, 2, 3), (1,))]
+    elr = ElrRead({("rec", 0): ((3,), ()), ("risk", 0): ((), (3,))}, "DescribeTopicPartitions: timed out")
+    read = metadata_facts(ADDRESSES, states, MinIsrRead({"rec": 3, "risk": 2, "unread": 2}), (), 1, "s", elr)
+    got = judge_partitions(read.facts)
+    assert got.status is Status.CRIT
+    assert got.reasons[2:5] == (  # after "offline" and "under min ISR"
+        "1 partition under min ISR at risk (ISR and ELR empty: no replica is known to hold every acknowledged "
+        "record; bring back the last known ELR first): risk-0 (last_known_elr [3])",
+        "1 partition under min ISR recoverable through ELR (eligible leader replicas hold every acknowledged "
+        "record): rec-0 (elr [3])",
+        "ELR of 1 partition under min ISR not read (DescribeTopicPartitions: timed out): unread-0",
+    )
+    assert "(1 at risk, 1 recoverable through ELR)" in got.summary
+    assert got.details["under_min_isr_by_elr"] == {"recoverable": 1, "isr_only": 0, "unknown": 1, "at_risk": 1}
+    rows = {r["topic"]: r for r in got.details["examples"]["under_min_isr"]}
+    assert (rows["rec"]["elr"], rows["rec"]["elr_verdict"]) == ([3], "recoverable")
+    assert (rows["risk"]["elr"], rows["risk"]["last_known_elr"], rows["risk"]["elr_verdict"]) == ([], [3], "at_risk")
+    assert (rows["unread"]["elr"], rows["unread"]["elr_verdict"]) == (None, "unknown")
 
 
 def test_only_topics_with_a_short_isr_are_asked_smallest_isr_first() -> None:

@@ -146,7 +146,7 @@ def snapshot(isr: tuple[int, ...], min_isr: int) -> ClusterSnapshot:
     """The collectors' read of a 3-broker cluster: one topic of replication 3 with `isr` and `min_isr`."""
     racks: dict[int, str | None] = {1: "az-a", 2: "az-b", 3: "az-c"}
     states = tuple(PartitionState("pay", p, 1, (1, 2, 3), isr, min_isr) for p in range(2))
-    return ClusterSnapshot(racks, 1, states, BROKERS)
+    return ClusterSnapshot(racks, 1, states, addresses=BROKERS)
 
 
 def test_the_collectors_read_judges_min_isr_as_check_does() -> None:

@@ -1,0 +1,99 @@
+"""The KRaft metadata quorum through DescribeQuorum (brokers forward it to the active controller), read with
+kafka-python's `describe_metadata_quorum` (librdkafka has no such call). `kafka-pulse check` judges it; the
+collectors export it as the `kafka_pulse_kraft_*` families. One parser for both (pure)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+class QuorumNotKraft(Exception):
+    """The cluster does not know DescribeQuorum: it runs ZooKeeper."""
+
+
+class QuorumUnread(Exception):
+    """DescribeQuorum could not be asked or answered; the message says why."""
+
+
+class QuorumUnreachable(QuorumUnread):
+    """No broker could be connected to, to ask."""
+
+
+@dataclass(frozen=True)
+class VoterState:
+    """One voter of the KRaft metadata quorum."""
+
+    node: int
+    lag_records: int
+    """The leader's high watermark minus this voter's log end offset."""
+    caught_up_age_s: float | None
+    """Seconds since the voter last caught up with the leader; None when the leader does not know."""
+
+
+@dataclass(frozen=True)
+class QuorumState:
+    """DescribeQuorum's answer: the leader, its epoch and each voter's lag."""
+
+    leader: int | None
+    """The active controller; None when there is none."""
+    epoch: int
+    high_watermark: int
+    voters: tuple[VoterState, ...]
+
+
+def parse_quorum(answer: Mapping[str, Any], now_s: float) -> QuorumState:
+    """The DescribeQuorum response (kafka-python's dict of the protocol's fields) as a state (pure); an answer
+    without the metadata partition, or with its error, raises QuorumUnread."""
+    try:
+        partition = answer["topics"][0]["partitions"][0]
+    except (KeyError, IndexError, TypeError) as exc:
+        raise QuorumUnread(f"unexpected answer {answer!r:.200}") from exc
+    if partition.get("error"):
+        raise QuorumUnread(str(partition["error"]))
+    hwm = int(partition.get("high_watermark", -1))
+    voters = []
+    for voter in partition.get("current_voters") or []:
+        caught_up_ms = int(voter.get("last_caught_up_timestamp", -1))
+        end = int(voter.get("log_end_offset", -1))
+        voters.append(
+            VoterState(
+                node=int(voter["replica_id"]),
+                lag_records=max(0, hwm - end) if hwm >= 0 and end >= 0 else 0,
+                caught_up_age_s=max(0.0, now_s - caught_up_ms / 1000) if caught_up_ms > 0 else None,
+            )
+        )
+    leader = int(partition.get("leader_id", -1))
+    return QuorumState(leader if leader >= 0 else None, int(partition.get("leader_epoch", -1)), hwm, tuple(voters))
+
+
+def describe_quorum(settings: Mapping[str, Any], close: Callable[[Callable[[], None]], None] | None = None) -> Any:
+    """DescribeQuorum's raw answer with kafka-python `settings` (pulse.profile.kafka_python_config); raises
+    QuorumNotKraft on a ZooKeeper cluster, QuorumUnreachable when no broker answers, QuorumUnread for anything
+    else. `close` runs the client's close (the
+    check closes on another thread, so a hung broker cannot hold it)."""
+    with warnings.catch_warnings():
+        # kafka-python loads its protocol schemas with importlib.resources.read_text and open_text, deprecated in 3.11.
+        warnings.filterwarnings("ignore", r"\w+ is deprecated\. Use files\(\) instead", DeprecationWarning)
+        from kafka import KafkaAdminClient
+        from kafka.errors import IncompatibleBrokerVersion, UnsupportedVersionError
+        from kafka.errors import KafkaError as KafkaPythonError
+
+        try:
+            client = KafkaAdminClient(**{**settings, "bootstrap_timeout_ms": settings.get("request_timeout_ms")})
+        except KafkaPythonError as exc:
+            raise QuorumUnreachable(f"cannot connect: {exc}") from exc
+        try:
+            return client.describe_metadata_quorum()
+        except (IncompatibleBrokerVersion, UnsupportedVersionError) as exc:
+            raise QuorumNotKraft(str(exc)) from exc
+        except KafkaPythonError as exc:
+            raise QuorumUnread(f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            (close or _call)(client.close)
+
+
+def _call(function: Callable[[], None]) -> None:
+    function()

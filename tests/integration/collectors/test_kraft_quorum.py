@@ -1,0 +1,74 @@
+"""The KRaft quorum on /metrics from DescribeQuorum against the real 4.x dev cluster: the leader and its epoch, and a
+voter paused with SIGSTOP (a hung controller) seen falling behind, then caught up again once resumed."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from prometheus_client import CollectorRegistry, generate_latest
+
+from collectors.cluster_state import ClusterHealth
+from collectors.scrapers import ScrapeResult
+from collectors.service import CollectorService
+from pulse.config import parse_config
+from pulse.polling import poll
+from tests.fixtures.kafka import KafkaHandle
+
+pytestmark = pytest.mark.integration
+
+BEHIND_S = 5.0
+"""A voter's caught-up age past which it is shown behind; the dev cluster's voters catch up within milliseconds."""
+
+
+def voter_age(result: ScrapeResult[ClusterHealth], node: int) -> float | None:
+    quorum = result.value.quorum if result.ok and result.value is not None else None
+    ages = {v.node: v.caught_up_age_s for v in quorum.voters} if quorum is not None else {}
+    return ages.get(node)
+
+
+def test_a_paused_voter_falls_behind_on_metrics_and_catches_up_when_resumed(kafka: KafkaHandle) -> None:
+    text = yaml.safe_dump(
+        {
+            "clusters": [{"name": "dev", "bootstrap_servers": kafka.bootstrap_servers}],
+            "collectors": {"scrape_interval_s": 1},
+        }
+    )
+    config = parse_config(text, "pulse.yaml", {})
+    registry = CollectorRegistry()
+    service = CollectorService(config.clusters, config.collectors)
+    service.register(registry)
+    service.start()
+    states = service.states["dev"]
+    paused: int | None = None
+    try:
+        first = states.wait_for(lambda r: r.ok and r.value is not None and r.value.quorum is not None, 60)
+        assert first.value is not None and first.value.quorum is not None
+        leader, epoch = first.value.quorum.leader, first.value.quorum.epoch
+        assert leader in (1, 2, 3) and epoch > 0, first.value.quorum
+        exposed = generate_latest(registry).decode()
+        assert f'kafka_pulse_kraft_leader{{cluster="dev",node="{leader}"}} 1.0' in exposed, exposed
+        assert 'kafka_pulse_kraft_voters{cluster="dev"} 3.0' in exposed
+        victim = next(n for n in (1, 2, 3) if n != leader)
+        kafka.cluster.pause(victim)
+        paused = victim
+        behind = states.wait_for(lambda r: (voter_age(r, victim) or 0.0) > BEHIND_S, 90)
+        assert behind.value is not None and behind.value.quorum is not None
+        assert behind.value.quorum.leader == leader, "pausing a follower must not move the leader"
+        exposed = generate_latest(registry).decode()
+        line = next(
+            x
+            for x in exposed.splitlines()
+            if x.startswith(f'kafka_pulse_kraft_voter_caught_up_age_seconds{{cluster="dev",node="{victim}"}}')
+        )
+        assert float(line.rsplit(" ", 1)[1]) > BEHIND_S, line
+        kafka.cluster.resume(victim)
+        paused = None
+        states.wait_for(lambda r: (voter_age(r, victim) or BEHIND_S + 1) < BEHIND_S, 90)
+    finally:
+        if paused is not None:
+            kafka.cluster.resume(paused)
+        service.stop()
+        admin = kafka.admin()
+        poll(lambda: admin.list_topics(timeout=10), lambda md: len(md.brokers) == 3 and all(
+            len(p.isrs) == len(p.replicas) for t in md.topics.values() for p in t.partitions.values()
+        ), 120, "every broker back and every ISR full")  # fmt: skip
