@@ -157,7 +157,6 @@ def run_check(d: Detecting) -> dict[str, Any]:
     return report
 
 
-@pytest.mark.flaky(reruns=1)  # one retry: at load average 50-60 it missed or mis-flagged (docs/benchmarks.md)
 def test_stuttering_broker_is_flagged_named_and_cleared(
     kafka: KafkaHandle, load: SteadyLoad, detecting: Detecting
 ) -> None:
