@@ -156,8 +156,8 @@ class BrokerProber:
 
     Each probe is timed from its own send. Timed from the round's start, the brokers sent to later carried the
     client's own delays between sends: with three busy threads in the process, the third send of a round started
-    20 ms (median) to 69 ms (p90) after the first on a lightly loaded host, and a healthy broker sent to last was
-    flagged slow under CI load (docs/testing.md, "No reruns")."""
+    20 ms (median) to 69 ms (p90) after the first on a lightly loaded host, enough to make a healthy broker sent to
+    last look slow under CI load (docs/testing.md, "No reruns")."""
 
     def __init__(self, admin: Callable[[], AdminClient], brokers: Callable[[], list[int]], config: SlowBrokersConfig):
         self._admin_factory = admin
