@@ -294,6 +294,9 @@ class CanaryService:
             readable = consumer.assigned
             producer.send_round(readable.__contains__)
             self._next_round_s = max(self._next_round_s + self.config.interval_s, now)  # skips rounds, never bursts
+            # Serve the delivery reports queued while this thread waited first: a probe librdkafka saw acknowledged
+            # in time, whose report was not read yet, must not be judged "unacknowledged at the SLO".
+            producer.poll(0)
             self._judge(producer.rounds)
         producer.poll(max(0.0, min(0.05, self._next_round_s - time.monotonic())))
 

@@ -133,9 +133,31 @@ def round_excess(latencies: Mapping[int, float]) -> dict[int, float]:
     return {b: ms - fastest for b, ms in latencies.items()}
 
 
+def send_order(brokers: list[int], round_number: int) -> list[int]:
+    """The brokers rotated by the round number (pure): whatever the client adds between one send and the next (a
+    GIL handover to a busy thread) falls on every broker in turn, never on the last one sent to."""
+    if not brokers:
+        return []
+    shift = round_number % len(brokers)
+    return brokers[shift:] + brokers[:shift]
+
+
+@dataclass
+class _Probe:
+    sent_s: float
+    """Monotonic time just before this probe's own request was handed to the client."""
+    ms: float | None = None
+    """Answer time; None while unanswered."""
+
+
 class BrokerProber:
     """Rounds of DescribeConfigs, one to each broker at once, `probes_per_interval` rounds an interval; each
-    broker's answer time beyond the round's fastest, in ms."""
+    broker's answer time beyond the round's fastest, in ms.
+
+    Each probe is timed from its own send. Timed from the round's start, the brokers sent to later carried the
+    client's own delays between sends: with three busy threads in the process, the third send of a round started
+    20 ms (median) to 69 ms (p90) after the first on a lightly loaded host, enough to make a healthy broker sent to
+    last look slow under CI load (docs/testing.md, "No reruns")."""
 
     def __init__(self, admin: Callable[[], AdminClient], brokers: Callable[[], list[int]], config: SlowBrokersConfig):
         self._admin_factory = admin
@@ -143,40 +165,42 @@ class BrokerProber:
         self._brokers = brokers
         self._config = config
         self._lock = threading.Lock()
-        self._rounds: dict[int, tuple[float, dict[int, float | None]]] = {}
-        """Round number -> (monotonic send time, broker -> answer time in ms or None while unanswered)."""
+        self._rounds: dict[int, dict[int, _Probe]] = {}
+        """Round number -> broker -> its probe."""
         self._next = 0
 
     def fire(self) -> None:
-        """Send one round: a probe to every broker at once (each on its own future)."""
+        """Send one round: a probe to every broker at once (each on its own future, timed from its own send)."""
         timeout_s = self._config.probe_timeout_s
         if self._admin is None:
             self._admin = self._admin_factory()  # created on the first round: `configure` connects to nothing
         self._admin.poll(0)  # serves its queued log lines
         brokers = self._brokers()
+        resources = {b: ConfigResource(ResourceType.BROKER, str(b)) for b in brokers}
         with self._lock:
             self._next += 1
             number = self._next
-            sent = time.monotonic()
-            self._rounds[number] = (sent, dict.fromkeys(brokers))
-        for broker in brokers:
-            resource = ConfigResource(ResourceType.BROKER, str(broker))
+            probes: dict[int, _Probe] = {}
+            self._rounds[number] = probes
+        for broker in send_order(brokers, number):
+            probe = _Probe(time.monotonic())
+            with self._lock:
+                probes[broker] = probe
+            resource = resources[broker]
             try:
                 future = self._admin.describe_configs([resource], request_timeout=timeout_s)[resource]
             except Exception as exc:  # a local refusal: the probe stays unanswered and counts at its age
                 _LOG.debug("probe of broker %s not sent: %s", broker, exc)
                 continue
-            future.add_done_callback(self._answered(number, sent, broker))
+            future.add_done_callback(self._answered(probe))
 
-    def _answered(self, number: int, sent: float, broker: int) -> Callable[[Future[Any]], None]:
+    def _answered(self, probe: _Probe) -> Callable[[Future[Any]], None]:
         def done(future: Future[Any]) -> None:
-            ms = (time.monotonic() - sent) * 1000
+            ms = (time.monotonic() - probe.sent_s) * 1000
             if future.exception() is not None:  # an error answer is no latency; a timeout is the worst one
                 ms = max(ms, self._config.probe_timeout_s * 1000)
             with self._lock:
-                entry = self._rounds.get(number)
-                if entry is not None:
-                    entry[1][broker] = ms
+                probe.ms = ms
 
         return done
 
@@ -188,9 +212,11 @@ class BrokerProber:
         excess: dict[int, list[float]] = {}
         with self._lock:
             rounds, self._rounds = self._rounds, {}
-        for sent, answers in rounds.values():
-            age = min(cap, (now - sent) * 1000)
-            latencies = {b: (ms if ms is not None else age) for b, ms in answers.items()}
+            answers = [{b: (p.ms, p.sent_s) for b, p in probes.items()} for probes in rounds.values()]
+        for answer in answers:
+            latencies = {
+                b: (ms if ms is not None else min(cap, (now - sent) * 1000)) for b, (ms, sent) in answer.items()
+            }
             for broker, ms in round_excess(latencies).items():
                 excess.setdefault(broker, []).append(ms)
         return {b: quantile(values, PROBE_QUANTILE) for b, values in excess.items() if values}

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from devstack.cluster import DevCluster
 from devstack.runtime import DEFAULT_VERSION
@@ -68,6 +69,25 @@ def run_check(home: Path, *args: str) -> tuple[int, dict[str, Any], float]:
     wall_s = time.monotonic() - started
     assert done.stdout.startswith("{"), done.stdout + done.stderr
     return done.returncode, json.loads(done.stdout), wall_s
+
+
+def await_settled(admin: AdminClient) -> None:
+    """All three brokers registered and every partition's ISR full: the cluster a fault test starts from. A broker
+    SIGSTOPped longer than its session timeout (a check process slow to start on a loaded host) is fenced, and
+    back in the ISRs only seconds after SIGCONT; a fault started before that is two faults, and the check rightly
+    names both brokers."""
+
+    def state() -> tuple[set[int], list[str]]:
+        metadata = admin.list_topics(timeout=10)
+        short = [
+            f"{name}-{p.id} isr {sorted(p.isrs)} of {sorted(p.replicas)}"
+            for name, topic in metadata.topics.items()
+            for p in topic.partitions.values()
+            if sorted(p.isrs) != sorted(p.replicas)
+        ]
+        return set(metadata.brokers), short
+
+    poll(state, lambda seen: seen == ({1, 2, 3}, []), 120, "every broker registered and every ISR full")
 
 
 def section(report: dict[str, Any], name: str) -> dict[str, Any]:
@@ -121,7 +141,12 @@ def test_sigstopped_broker_gets_a_verdict_within_5_s(check_home: tuple[Path, Kaf
     # at load 25), otherwise CRIT naming broker 2.
     assert code in (2, 3), json.dumps(report, indent=1)
     if code == 3:
-        assert report["culprits"] == [] and section(report, "brokers")["status"] == "UNKNOWN"
+        assert report["culprits"] == [], report["culprits"]
+        names = {c["name"] for c in report["checks"]}
+        if names == {"budget"}:  # the interpreter's start-up spent the 5 s before anything was asked (CI, 4 hogs)
+            assert "start-up took" in section(report, "budget")["reasons"][0], report
+            return
+        assert section(report, "brokers")["status"] == "UNKNOWN", json.dumps(report, indent=1)
         return
     assert report["culprits"] == [2], report["culprits"]
     brokers = section(report, "brokers")
@@ -129,15 +154,13 @@ def test_sigstopped_broker_gets_a_verdict_within_5_s(check_home: tuple[Path, Kaf
     assert any("broker 2" in reason for reason in brokers["reasons"])
 
 
-@pytest.mark.flaky(reruns=1)  # one retry: each failed once in a full run on a loaded host, never alone
 def test_killed_broker_is_crit_and_named(check_home: tuple[Path, KafkaHandle]) -> None:
     """kill -9 broker 3: CRIT naming it, first while it is still registered (its port refuses connections) and
     again once the controller has fenced it (it is gone from the metadata but still holds replicas)."""
     home, kafka = check_home
     cluster = kafka.cluster
-    if not cluster.is_running(3):  # the retry after a failed first attempt, which left broker 3 dead
-        cluster.restart(3, cache_dir())
     admin = kafka.admin()
+    await_settled(admin)  # the SIGSTOP before may have had broker 2 fenced: it must be back in every ISR first
     cluster.kill(3)
     code, report, _ = run_check(home, "--timeout", "60")
     assert code == 2, json.dumps(report, indent=1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -157,7 +158,6 @@ def run_check(d: Detecting) -> dict[str, Any]:
     return report
 
 
-@pytest.mark.flaky(reruns=1)  # one retry: at load average 50-60 it missed or mis-flagged (docs/benchmarks.md)
 def test_stuttering_broker_is_flagged_named_and_cleared(
     kafka: KafkaHandle, load: SteadyLoad, detecting: Detecting
 ) -> None:
@@ -197,7 +197,14 @@ def test_stuttering_broker_is_flagged_named_and_cleared(
         assert brokers["status"] != "OK", brokers  # WARN, or worse when the stutter also delays the check's probes
         assert [s["broker"] for s in brokers["details"]["slow_brokers"]] == [SLOW], brokers
         line = next(r for r in brokers["reasons"] if "slow" in r)
-        assert line.startswith(f"broker {SLOW} is slow: {reason} ") and "peers' median" in line, line
+        # `check` reads the detector some evaluations after /metrics was read (its start alone takes seconds under
+        # load): broker 2 is still flagged (hysteresis), but that evaluation may have elevated another signal, or
+        # none ("recovering"), or seen too many brokers slow at once ("suspended"), as at load 36-47 on 2 cores
+        assert re.fullmatch(
+            rf"broker {SLOW} is slow(: \w+(_ms|_busy|_size) .* against its peers' median .*"
+            r"| \((recovering|suspended), score x[\d.]+\))",
+            line,
+        ), line
     finally:
         stutter.stop()
 

@@ -121,9 +121,6 @@ def check_output(r: NoisyRun) -> Result:
     return CliRunner().invoke(cli, ["check", "--timeout", "30", "--config", str(r.config_path)], env=env)
 
 
-@pytest.mark.flaky(
-    reruns=2
-)  # the diagnosis rests on measured latency; on a saturated host two retries (both attempts failed once in CI)
 def test_run_names_the_group_reading_from_disk_on_the_slowed_broker(noisy_run: NoisyRun) -> None:
     r, plan = noisy_run, noisy_run.plan
     group, topic = plan.reader_group, plan.backlog_topic

@@ -6,7 +6,14 @@ import pytest
 
 from collectors.catalogue import Reading
 from collectors.mapping import BrokerIdentity, map_readings
-from collectors.slow_broker import flush_totals, interval_flush_ms, jmx_signals, quantile, round_excess
+from collectors.slow_broker import (
+    flush_totals,
+    interval_flush_ms,
+    jmx_signals,
+    quantile,
+    round_excess,
+    send_order,
+)
 from collectors.slow_broker_rules import Signal
 
 
@@ -67,6 +74,13 @@ def test_no_new_flush_gives_no_flush_signal(
 
 def test_missing_beans_are_missing_signals() -> None:
     assert jmx_signals({}) == {}
+
+
+def test_every_broker_is_sent_to_last_in_turn() -> None:
+    orders = [send_order([1, 2, 3], n) for n in range(1, 7)]
+    assert orders == [[2, 3, 1], [3, 1, 2], [1, 2, 3], [2, 3, 1], [3, 1, 2], [1, 2, 3]]
+    assert {order[-1] for order in orders[:3]} == {1, 2, 3}
+    assert send_order([], 5) == []
 
 
 def test_round_excess_cancels_the_clients_own_pause() -> None:
