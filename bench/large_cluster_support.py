@@ -48,6 +48,29 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (its children, theirs, ...), from /proc."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        for task in os.listdir(f"/proc/{current}/task"):
+            try:
+                children = [int(c) for c in Path(f"/proc/{current}/task/{task}/children").read_text().split()]
+            except OSError:
+                continue
+            found += children
+            todo += children
+    return found
+
+
+def answers(http: httpx.Client, url: str) -> bool:
+    """Whether `url` answers 200 now."""
+    try:
+        return http.get(url).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
 def children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime

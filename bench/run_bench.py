@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import yaml
 from figures import FigureLog
-from large_cluster_support import cpu_seconds, rss_mb, say
+from large_cluster_support import answers, cpu_seconds, descendants, rss_mb, say
 
 os.environ.setdefault("KAFKA_PULSE_HOME", tempfile.mkdtemp(prefix="kp-run-bench-"))
 
@@ -34,20 +34,6 @@ from pulse.ports import free_ports
 from pulse.process import ManagedProcess
 
 COMPONENTS = ("collectors", "canary", "lag", "slo")
-
-
-def descendants(pid: int) -> list[int]:
-    found, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        for task in os.listdir(f"/proc/{current}/task"):
-            try:
-                children = [int(c) for c in Path(f"/proc/{current}/task/{task}/children").read_text().split()]
-            except OSError:
-                continue
-            found += children
-            todo += children
-    return found
 
 
 def children_rss(pid: int) -> float:
@@ -85,7 +71,7 @@ def measure(home: Path, name: str, config: dict[str, Any], warm_s: float, steady
     url = f"http://{config['http']['listen']}/metrics"
     http = httpx.Client(timeout=10.0, trust_env=False)
     try:
-        poll(lambda: _answers(http, url), bool, timeout_s=300, what=f"run {name} serving {url}")
+        poll(lambda: answers(http, url), bool, timeout_s=300, what=f"run {name} serving {url}")
         time.sleep(warm_s)  # the bench's pace: components reach their steady cycle (a first SLO run, lag windows)
         cpu0, kids0, wall0 = cpu_seconds(run.pid), children_cpu(run.pid), time.monotonic()
         time.sleep(steady_s)
@@ -142,13 +128,6 @@ def main() -> None:
         figures.add(f"run_{key}_rss_mb", "3 brokers", r["rss_mb"] + r["children_rss_mb"], "MB")
         figures.add(f"run_{key}_cpu_pct", "3 brokers", r["cpu_pct"] + r["children_cpu_pct"], "% of a core")
     figures.write(args.figures_out)
-
-
-def _answers(http: httpx.Client, url: str) -> bool:
-    try:
-        return http.get(url).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 import yaml
 from figures import FigureLog
-from large_cluster_support import rss_mb, say
+from large_cluster_support import answers, descendants, rss_mb, say
 from prometheus_client.parser import text_string_to_metric_families
 from soak_report import Fault, Sample, Verdict, false_verdicts, growth_per_hour, svg_plot
 
@@ -74,20 +74,6 @@ class TrafficChild:
 def proc_counts(pid: int) -> tuple[int, int]:
     """Threads and open file descriptors of `pid`."""
     return len(os.listdir(f"/proc/{pid}/task")), len(os.listdir(f"/proc/{pid}/fd"))
-
-
-def descendants(pid: int) -> list[int]:
-    found, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        for task in os.listdir(f"/proc/{current}/task"):
-            try:
-                children = Path(f"/proc/{current}/task/{task}/children").read_text().split()
-            except OSError:
-                continue
-            found += [int(c) for c in children]
-            todo += [int(c) for c in children]
-    return found
 
 
 def metric_sum(text: str, family: str) -> float:
@@ -205,7 +191,7 @@ def main() -> None:
         argv = [sys.executable, "-m", "kafka_pulse.cli.main", "run", "--config", str(config_path)]
         run = ManagedProcess("kafka-pulse run", argv, home / "run.log").start()
         metrics_url, status_url = f"http://{listen}/metrics", f"http://{listen}/api/status"
-        run.wait_ready(lambda: _answers(soak.http, metrics_url), 300.0, f"serving {metrics_url}")
+        run.wait_ready(lambda: answers(soak.http, metrics_url), 300.0, f"serving {metrics_url}")
         say(f"run serving on {listen}; soak for {args.minutes:g} min, home {home}")
         soak.started = time.monotonic()
         faults = threading.Thread(target=soak.faults_loop, args=(cluster, alertmanager), daemon=True)
@@ -271,13 +257,6 @@ def drained(http: httpx.Client, metrics_url: str, timeout_s: float = 300.0) -> s
         if metric_sum(text, "kafka_pulse_alert_spool_entries") == 0 or time.monotonic() > deadline:
             return text
         threading.Event().wait(5.0)
-
-
-def _answers(http: httpx.Client, url: str) -> bool:
-    try:
-        return http.get(url).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 if __name__ == "__main__":
