@@ -47,25 +47,32 @@ from pulse.process import ManagedProcess  # noqa: E402
 RECORDS = 10
 """Records `fill` writes to each partition; bench/soak_traffic.py's commits start there."""
 BROKER_FAULTS = frozenset({"kill", "pause"})
+LOAD_FAULTS = frozenset({"load"})
 VERDICT_EVERY_S = 10.0
 
 
 class TrafficChild:
-    """bench/soak_traffic.py as a child, started again whenever it dies; each death is counted with its code."""
+    """bench/soak_traffic.py as a child, started again whenever it dies; each death is counted with its code and
+    recorded as a `load` fault from the last time it was seen alive until it was started again."""
 
-    def __init__(self, home: Path, bootstrap: str, shape: DataShape) -> None:
+    def __init__(self, home: Path, bootstrap: str, shape: DataShape, soak: Soak) -> None:
         self.argv = [sys.executable, str(REPO / "bench" / "soak_traffic.py"), bootstrap]
         self.argv += [str(shape.topics), str(shape.partitions_per_topic), str(shape.groups)]
         self.log = home / "traffic.log"
+        self.soak = soak
         self.deaths: list[int] = []
+        self.seen_alive_s = 0.0
         self.process = ManagedProcess("soak traffic", self.argv, self.log).start()
 
     def keep_alive(self) -> None:
-        if not self.process.running():
-            code = self.process.popen.returncode if self.process.popen is not None else -1
-            self.deaths.append(code if code is not None else -1)
-            say(f"traffic exited {code}; started again (see {self.log})")
-            self.process = ManagedProcess("soak traffic", self.argv, self.log).start()
+        if self.process.running():
+            self.seen_alive_s = self.soak.now()
+            return
+        code = self.process.popen.returncode if self.process.popen is not None else -1
+        self.deaths.append(code if code is not None else -1)
+        say(f"traffic exited {code}; started again (see {self.log})")
+        self.process = ManagedProcess("soak traffic", self.argv, self.log).start()
+        self.soak.faults.append(Fault("load", f"traffic exited {code}", self.seen_alive_s, self.soak.now()))
 
     def stop(self) -> None:
         self.process.stop(grace_s=60)
@@ -142,6 +149,7 @@ class Soak:
             status = str(document.get("status"))
             for cluster in document.get("clusters", []):
                 why += [f"{c['name']}: {c['summary']}" for c in cluster.get("checks", []) if c.get("status") != "OK"]
+            why += [f"broker {b['id']}: {b['reason']}" for b in document.get("brokers", []) if b.get("reason")]
         except (httpx.HTTPError, ValueError, KeyError, AttributeError) as exc:
             status = f"unreadable: {type(exc).__name__}"
         self.verdicts.append(Verdict(self.now(), status, tuple(why)))
@@ -172,7 +180,7 @@ def main() -> None:
     faults: threading.Thread | None = None
     try:
         fill(bootstrap, shape, 3, RECORDS)
-        traffic = TrafficChild(home, bootstrap, shape)
+        traffic = TrafficChild(home, bootstrap, shape, soak)
         (port,) = free_ports(1)
         listen = f"127.0.0.1:{port}"
         alertmanager = Alertmanager(
@@ -237,7 +245,7 @@ def summarise(soak: Soak, args: argparse.Namespace, final_metrics: str) -> dict[
             "minutes": args.minutes,
             "faults": len(soak.faults),
             "growth_per_hour": growth,
-            "false_verdicts": false_verdicts(soak.verdicts, soak.faults, BROKER_FAULTS),
+            "false_verdicts": false_verdicts(soak.verdicts, soak.faults, BROKER_FAULTS, LOAD_FAULTS),
             "verdicts": len(soak.verdicts),
             "alerts_sent": metric_sum(final_metrics, "kafka_pulse_alerts_sent"),
             "alerts_dropped": metric_sum(final_metrics, "kafka_pulse_alerts_dropped"),

@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from soak_report import HEALED_AFTER_S, Fault, Sample, Verdict, false_verdicts, growth_per_hour, svg_plot
+from soak_report import (
+    DETECT_WITHIN_S,
+    HEALED_AFTER_S,
+    Fault,
+    Sample,
+    Verdict,
+    false_verdicts,
+    growth_per_hour,
+    svg_plot,
+)
 
 
 def samples(rss: list[float]) -> list[Sample]:
@@ -25,6 +34,7 @@ def test_a_false_ok_and_a_stuck_alarm_are_counted_and_alertmanager_faults_never_
     faults = [Fault("kill", "broker 1", 100.0, 160.0), Fault("alertmanager", "alertmanager", 1000.0, 1120.0)]
     verdicts = [
         Verdict(50.0, "OK"),  # before any fault: right
+        Verdict(100.0 + DETECT_WITHIN_S - 1, "OK"),  # the page's last refresh predates the fault: not judged
         Verdict(120.0, "OK"),  # broker down, page says OK: false
         Verdict(130.0, "ERR"),  # broker down: right
         Verdict(160.0 + HEALED_AFTER_S - 1, "WARN"),  # still healing: not judged
@@ -34,6 +44,22 @@ def test_a_false_ok_and_a_stuck_alarm_are_counted_and_alertmanager_faults_never_
     assert false_verdicts(verdicts, faults, frozenset({"kill", "pause"})) == {
         "ok_while_broken": 1,
         "alarm_when_healed": 1,
+        "faults_missed": 0,
+    }
+
+
+def test_a_fault_never_seen_is_missed_and_the_loads_outage_only_excuses_alarms() -> None:
+    faults = [Fault("pause", "broker 2", 100.0, 130.0), Fault("load", "traffic", 400.0, 410.0)]
+    verdicts = [
+        Verdict(105.0, "OK"),  # within the detection window
+        Verdict(200.0, "OK"),
+        Verdict(405.0, "OK"),  # the load being down does not make OK false
+        Verdict(410.0 + HEALED_AFTER_S - 1, "WARN"),  # lag still judged on the outage's commits
+    ]
+    assert false_verdicts(verdicts, faults, frozenset({"kill", "pause"}), frozenset({"load"})) == {
+        "ok_while_broken": 0,
+        "alarm_when_healed": 0,
+        "faults_missed": 1,
     }
 
 
