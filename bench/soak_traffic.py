@@ -20,19 +20,17 @@ from devstack.topology import DataShape
 from pulse.admin_requests import GROUP_REQUEST_TIMEOUT_S
 from pulse.lifecycle import Periodic
 
-RECORDS = 10
-"""Records `fill` wrote to each partition before the soak: where the groups' commits start."""
-
 
 class Traffic:
     """A producer writing one record to every partition every 5 s, and every group committing its topic's end
-    offsets every 10 s: lag stays near 0, so a verdict worse than OK means a fault, never the load."""
+    offsets every 10 s once this process's deliveries have shown every end: lag stays near 0, so a verdict worse
+    than OK means a fault, never the load."""
 
     def __init__(self, bootstrap: str, shape: DataShape) -> None:
         self.shape = shape
-        self.ends: dict[tuple[str, int], int] = {
-            (t, p): RECORDS for t in shape.topic_names() for p in range(shape.partitions_per_topic)
-        }
+        self.partitions = [(t, p) for t in shape.topic_names() for p in range(shape.partitions_per_topic)]
+        self.ends: dict[tuple[str, int], int] = {}
+        """Each partition's end as this process's deliveries show it; a restarted child knows none at first."""
         self._lock = threading.Lock()
         settings: dict[str, str | int | float | bool] = {"bootstrap.servers": bootstrap, "log_level": 3}
         self.producer = Producer(settings | {"acks": "all", "enable.idempotence": True})
@@ -46,10 +44,10 @@ class Traffic:
         if err is None:
             key = (msg.topic(), msg.partition())
             with self._lock:
-                self.ends[key] = max(self.ends[key], msg.offset() + 1)
+                self.ends[key] = max(self.ends.get(key, 0), msg.offset() + 1)
 
     def _produce(self) -> None:
-        for topic, partition in list(self.ends):
+        for topic, partition in self.partitions:
             self.producer.produce(topic, b"soak", partition=partition, on_delivery=self._delivered)
         self.producer.flush(4.0)
 
@@ -58,6 +56,8 @@ class Traffic:
         names = list(topics)
         with self._lock:
             ends = dict(self.ends)
+        if len(ends) < len(self.partitions):
+            return  # not every end known yet (just restarted): committing a guess would move groups backwards
         commit_groups(self.admin, self.shape, lambda g, p: ends[(topics[names[g]], p)], GROUP_REQUEST_TIMEOUT_S)
 
     def start(self) -> None:
