@@ -7,8 +7,9 @@ Rules, after Cruise Control's SlowBrokerFinder but stricter where its users foun
 2. A broker's score is its worst signal's ratio (1.0 = exactly at the bar); it looks slow in this evaluation when
    any signal is elevated. A missing signal is not judged; a broker with none at all is unknown (no streak moves).
 3. Hysteresis: flagged once `enter_after` of the last `enter_after` + 1 evaluations were slow (one noisy clean
-   evaluation does not restart the count; alternating slow and clean never flags), cleared after `clear_after`
-   consecutive clean ones.
+   evaluation does not restart the count; alternating slow and clean never flags), cleared once `clear_after` of the
+   last `clear_after` + 1 were clean, the latest among them (one noisy slow evaluation does not restart the clearing,
+   which after a 30 s SIGSTOP held a flag 7 minutes on a loaded host; alternating never clears).
 4. When more than max(1, `max_slow_fraction` x brokers) look slow at once, no flag is raised or cleared: the cluster
    or the client is slow, and the verdict says so; a signal above its own history on that many brokers is named as
    a cluster-wide rise in every reason (peers' medians rise with it, so it singles nobody out).
@@ -124,10 +125,9 @@ class BrokerState:
     history: Mapping[Signal, tuple[float, ...]] = field(default_factory=dict)
     slow_streak: int = 0
     """Slow evaluations among the last `enter_after` + 1."""
-    clean_streak: int = 0
     flagged: bool = False
     recent: tuple[bool, ...] = ()
-    """Whether each of the last `enter_after` + 1 evaluations was slow, oldest first."""
+    """Whether each of the last max(`enter_after`, `clear_after`) + 1 evaluations was slow, oldest first."""
 
 
 @dataclass(frozen=True)
@@ -250,15 +250,21 @@ def _cluster_wide(judged: Mapping[int, tuple[Judgement, ...]], th: Thresholds) -
 
 
 def _step(state: BrokerState, slow_now: bool, th: Thresholds) -> BrokerState:
-    """Rule 3."""
-    recent = (*state.recent, slow_now)[-(th.enter_after + 1) :]
-    slow = sum(recent)
+    """Rule 3: flagged at `enter_after` slow of the last `enter_after` + 1, cleared at `clear_after` clean of the last
+    `clear_after` + 1 with this one clean, so one noisy evaluation neither restarts a flag's count nor its clearing."""
+    recent = (*state.recent, slow_now)[-(max(th.enter_after, th.clear_after) + 1) :]
+    slow = sum(recent[-(th.enter_after + 1) :])
     if slow_now:
         flagged = state.flagged or slow >= th.enter_after
-        return replace(state, slow_streak=slow, clean_streak=0, flagged=flagged, recent=recent)
-    clean = state.clean_streak + 1
+        return replace(state, slow_streak=slow, flagged=flagged, recent=recent)
+    clean = _clean_of_window(recent, th)
     flagged = state.flagged and clean < th.clear_after
-    return replace(state, slow_streak=slow, clean_streak=clean, flagged=flagged, recent=recent)
+    return replace(state, slow_streak=slow, flagged=flagged, recent=recent)
+
+
+def _clean_of_window(recent: tuple[bool, ...], th: Thresholds) -> int:
+    """Clean evaluations among the last `clear_after` + 1."""
+    return sum(1 for slow in recent[-(th.clear_after + 1) :] if not slow)
 
 
 def _reason(rows: tuple[Judgement, ...], state: BrokerState, slow_now: bool, th: Thresholds) -> str:
@@ -270,7 +276,11 @@ def _reason(rows: tuple[Judgement, ...], state: BrokerState, slow_now: bool, th:
         window = th.enter_after + 1
         return f"elevated in {state.slow_streak} of the last {window} evaluations ({th.enter_after} flag): {what}"
     if state.flagged:
-        return f"recovering, clean {state.clean_streak} of {th.clear_after} evaluations: worst {describe(rows[0])}"
+        clean, window = _clean_of_window(state.recent, th), th.clear_after + 1
+        return (
+            f"recovering, clean {clean} of the last {window} evaluations ({th.clear_after} clear): "
+            f"worst {describe(rows[0])}"
+        )
     return f"ok: worst {describe(rows[0])}"
 
 

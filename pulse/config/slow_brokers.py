@@ -44,7 +44,8 @@ class SlowBrokersConfig(Section):
     enter_after: int = Field(default=3, ge=1)
     """Consecutive slow evaluations before a broker is flagged (3 x 15 s: flagged within a minute)."""
     clear_after: int = Field(default=8, ge=1)
-    """Consecutive clean evaluations before a flag clears (8 x 15 s = 2 minutes)."""
+    """Clean evaluations, of the last `clear_after` + 1, before a flag clears (8 x 15 s = 2 minutes): one noisy
+    evaluation does not restart the count."""
     max_slow_fraction: float = Field(default=0.1, gt=0, le=1)
     """When more than max(1, this fraction of the brokers) look slow in one evaluation, nobody is flagged or
     cleared: the cluster or the client is slow, not one broker (the verdict says so)."""

@@ -68,6 +68,14 @@ CASES = [
         id="idle-cluster-below-floor",  # x80 against peers, but 40 ms is under the 100 ms floor: no flap
     ),
     pytest.param(
+        Case(WARM + [SLOW2] * 3 + [healthy()] * 3 + [SLOW2] + [healthy()] * 2, [[]] * 6 + [[2]] * 5 + [[]] * 2),
+        id="one-noisy-slow-evaluation-does-not-restart-the-clearing",  # 4 of the last 5 clean
+    ),
+    pytest.param(
+        Case(WARM + [SLOW2] * 3 + [healthy(), SLOW2] * 5, [[]] * 6 + [[2]] * 11),
+        id="alternating-never-clears",
+    ),
+    pytest.param(
         Case(WARM + [SLOW2] * 4, [[]] * 4 + [[], [], [2], [2]]),
         id="one-slow-broker-flagged-after-3",
     ),
