@@ -29,7 +29,16 @@ import yaml
 from figures import FigureLog
 from large_cluster_support import answers, descendants, rss_mb, say
 from prometheus_client.parser import text_string_to_metric_families
-from soak_report import Fault, Sample, Verdict, false_verdicts, growth_per_hour, svg_plot
+from soak_report import (
+    Fault,
+    Sample,
+    Verdict,
+    false_verdict_lines,
+    false_verdicts,
+    growth_per_hour,
+    markdown_rows,
+    svg_plot,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("KAFKA_PULSE_HOME", tempfile.mkdtemp(prefix="kp-soak-"))
@@ -164,7 +173,11 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=200)
     parser.add_argument("--out-dir", type=Path, default=None)
     parser.add_argument("--figures-out", type=Path, default=None)
+    parser.add_argument("--render", type=Path, default=None, help="print the docs' tables of a saved soak.json")
     args = parser.parse_args()
+    if args.render is not None:
+        print(render(json.loads(args.render.read_text())))
+        return
     home = state_dir()
     out_dir = args.out_dir or home / "soak"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -227,6 +240,7 @@ def main() -> None:
         cluster.down()
     (out_dir / "soak.json").write_text(json.dumps(report, indent=2) + "\n")
     (out_dir / "soak.svg").write_text(svg_plot(soak.samples, soak.faults))
+    (out_dir / "soak.md").write_text(render(report) + "\n")
     say(f"report: {out_dir / 'soak.json'}, plot: {out_dir / 'soak.svg'}")
     print(json.dumps(report["summary"], indent=2))
     figures = FigureLog("soak")
@@ -255,6 +269,34 @@ def summarise(soak: Soak, args: argparse.Namespace, final_metrics: str) -> dict[
         "faults": [asdict(f) for f in soak.faults],
         "verdicts": [asdict(v) for v in soak.verdicts],
     }
+
+
+def render(report: dict[str, Any]) -> str:
+    """The tables and lists docs/benchmarks.md shows for a soak, from its saved report."""
+    summary = report["summary"]
+    samples = [Sample(**s) for s in report["samples"]]
+    faults = [Fault(**f) for f in report["faults"]]
+    verdicts = [Verdict(v["t_s"], v["status"], tuple(v["why"])) for v in report["verdicts"]]
+    end = summary["minutes"]
+    minutes = [1, 10, 20, *range(40, int(end), 20), end - 1]
+    growth = summary["growth_per_hour"]
+    lines = markdown_rows(samples, minutes)
+    lines += ["", "| growth per hour after warm-up | " + " | ".join(growth) + " |"]
+    lines += ["|---|" + "---|" * len(growth)]
+    lines += [
+        "| % of the mean | " + " | ".join("-" if g is None else f"{g * 100:+.1f}" for g in growth.values()) + " |"
+    ]
+    kinds: dict[str, int] = {}
+    for f in faults:
+        kinds[f.kind] = kinds.get(f.kind, 0) + 1
+    false = false_verdicts(verdicts, faults, BROKER_FAULTS, LOAD_FAULTS)
+    lines += ["", f"Faults: {kinds}. Verdicts: {len(verdicts)}, false: {false}."]
+    lines += [
+        f"Alerts: {summary['alerts_sent']:g} accepted by Alertmanager, {summary['alerts_dropped']:g} dropped, "
+        f"{summary['alert_spool_entries_at_end']:g} in the spool at the end. Load child deaths: "
+        f"{summary.get('traffic_deaths', [])}."
+    ]
+    return "\n".join(lines + false_verdict_lines(verdicts, faults, BROKER_FAULTS, LOAD_FAULTS))
 
 
 def drained(http: httpx.Client, metrics_url: str, timeout_s: float = 300.0) -> str:

@@ -68,6 +68,31 @@ def during(fault: Fault, t_s: float) -> bool:
     return fault.started_s <= t_s <= fault.undone_s
 
 
+@dataclass(frozen=True)
+class Windows:
+    """When a verdict of OK is false (a broker fault on, past detection) and when one worse than OK is excused (a
+    fault on or healing, the start included)."""
+
+    broken: tuple[Fault, ...]
+    detectable: tuple[Fault, ...]
+    healing: tuple[Fault, ...]
+
+    @classmethod
+    def of(cls, faults: Sequence[Fault], cluster_faults: frozenset[str], load_faults: frozenset[str]) -> Windows:
+        broken = tuple(f for f in faults if f.kind in cluster_faults)
+        detectable = tuple(Fault(f.kind, f.target, f.started_s + DETECT_WITHIN_S, f.undone_s) for f in broken)
+        start_up = Fault("start", "run", 0.0, 0.0)  # run's first checks and windows fill before it is judged
+        excusing = [start_up, *broken, *(f for f in faults if f.kind in load_faults)]
+        healing = tuple(Fault(f.kind, f.target, f.started_s, f.undone_s + HEALED_AFTER_S) for f in excusing)
+        return cls(broken, detectable, healing)
+
+    def falsity(self, verdict: Verdict) -> str | None:
+        """`ok_while_broken`, `alarm_when_healed`, or None for a verdict that is right or not judged."""
+        if verdict.status == "OK":
+            return "ok_while_broken" if any(during(f, verdict.t_s) for f in self.detectable) else None
+        return None if any(during(f, verdict.t_s) for f in self.healing) else "alarm_when_healed"
+
+
 def false_verdicts(
     verdicts: Sequence[Verdict],
     faults: Sequence[Fault],
@@ -78,15 +103,27 @@ def false_verdicts(
     fault on or healing (every fault undone, and the start, at least HEALED_AFTER_S before); `faults_missed`: broker
     faults with no verdict worse than OK while on. Load faults (the soak's own clients dead) only excuse a verdict
     worse than OK; Alertmanager down never makes a verdict false, since the cluster itself is healthy then."""
-    broken = [f for f in faults if f.kind in cluster_faults]
-    detectable = [Fault(f.kind, f.target, f.started_s + DETECT_WITHIN_S, f.undone_s) for f in broken]
-    ok_while_broken = sum(1 for v in verdicts if v.status == "OK" and any(during(f, v.t_s) for f in detectable))
-    missed = sum(1 for f in broken if not any(v.status != "OK" and during(f, v.t_s) for v in verdicts))
-    start_up = Fault("start", "run", 0.0, 0.0)  # run's first checks and windows fill before it is judged
-    excusing = [start_up, *broken, *(f for f in faults if f.kind in load_faults)]
-    healing = [Fault(f.kind, f.target, f.started_s, f.undone_s + HEALED_AFTER_S) for f in excusing]
-    alarm = sum(1 for v in verdicts if v.status != "OK" and not any(during(f, v.t_s) for f in healing))
-    return {"ok_while_broken": ok_while_broken, "alarm_when_healed": alarm, "faults_missed": missed}
+    windows = Windows.of(faults, cluster_faults, load_faults)
+    kinds = [windows.falsity(v) for v in verdicts]
+    missed = sum(1 for f in windows.broken if not any(v.status != "OK" and during(f, v.t_s) for v in verdicts))
+    return {
+        "ok_while_broken": kinds.count("ok_while_broken"),
+        "alarm_when_healed": kinds.count("alarm_when_healed"),
+        "faults_missed": missed,
+    }
+
+
+def false_verdict_lines(
+    verdicts: Sequence[Verdict], faults: Sequence[Fault], cluster_faults: frozenset[str], load_faults: frozenset[str]
+) -> list[str]:
+    """Each false verdict with its minute and the page's reasons, so a published count can be traced."""
+    windows = Windows.of(faults, cluster_faults, load_faults)
+    lines = []
+    for v in verdicts:
+        kind = windows.falsity(v)
+        if kind is not None:
+            lines.append(f"- minute {v.t_s / 60:.1f}, {kind}: {v.status}; {'; '.join(v.why)[:300]}")
+    return lines
 
 
 def svg_plot(samples: Sequence[Sample], faults: Sequence[Fault], width: int = 900, row_h: int = 120) -> str:
@@ -133,3 +170,18 @@ def svg_plot(samples: Sequence[Sample], faults: Sequence[Fault], width: int = 90
     out.append(f'<text x="{left}" y="{height - 2}" fill="#666">0 .. {end_s / 60:.0f} min; shaded: faults</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def markdown_rows(samples: Sequence[Sample], minutes: Sequence[float]) -> list[str]:
+    """One table row per requested minute (the nearest sample): the figures docs/benchmarks.md shows."""
+    rows = ["| minute | RSS of run | RSS of its children (Spark) | threads | open files | alerts spooled |"]
+    rows.append("|---|---|---|---|---|---|")
+    for minute in minutes:
+        if not samples:
+            break
+        s = min(samples, key=lambda x: abs(x.t_s - minute * 60))
+        rows.append(
+            f"| {round(s.t_s / 60)} | {s.rss_mb:.0f} MB | {s.children_rss_mb:.0f} MB | {s.threads} | {s.fds} "
+            f"| {s.alert_spool_entries:g} |"
+        )
+    return rows

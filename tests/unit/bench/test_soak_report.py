@@ -9,8 +9,10 @@ from soak_report import (
     Fault,
     Sample,
     Verdict,
+    false_verdict_lines,
     false_verdicts,
     growth_per_hour,
+    markdown_rows,
     svg_plot,
 )
 
@@ -67,3 +69,15 @@ def test_the_plot_names_each_row_and_escapes_fault_labels() -> None:
     svg = svg_plot(samples([1.0, 2.0, 3.0]), [Fault("kill", "<b>", 0.0, 60.0)])
     assert svg.startswith("<svg") and "RSS of run (MB)" in svg and "open files" in svg
     assert "&lt;b&gt;" in svg and "<b>" not in svg
+
+
+def test_the_docs_rows_take_the_nearest_sample_and_false_verdicts_are_listed_with_reasons() -> None:
+    rows = markdown_rows(samples([100.0, 101.0, 102.0]), [0, 2])
+    assert rows[2] == "| 0 | 100 MB | 500 MB | 40 | 90 | 0 |"
+    assert rows[3].startswith("| 2 | 102 MB |")
+    faults = [Fault("pause", "broker 2", 60.0, 90.0)]
+    verdicts = [Verdict(80.0, "OK"), Verdict(90.0 + HEALED_AFTER_S + 60, "WARN", ("brokers: slow: broker 2",))]
+    assert false_verdict_lines(verdicts, faults, frozenset({"pause"}), frozenset()) == [
+        "- minute 1.3, ok_while_broken: OK; ",
+        "- minute 7.5, alarm_when_healed: WARN; brokers: slow: broker 2",
+    ]
