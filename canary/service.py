@@ -19,6 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient
 from prometheus_client import CollectorRegistry
 
@@ -116,6 +117,8 @@ class CanaryService:
         self._commit: CommitProbe | None = None
         self._admin: AdminClient | None = None
         self._topic_admin: AdminClient | None = None
+        self._offsets_reader: Consumer | None = None
+        """Reads the log's start and end for the log check; never subscribes, joins or commits."""
 
     # ---- lifecycle -----------------------------------------------------------------------------------
 
@@ -134,6 +137,14 @@ class CanaryService:
         # them from delaying the metadata the probes are attributed with.
         self._topic_admin = AdminClient({**admin_settings, "client.id": "kafka-pulse-canary-topic"})
         self.topic_manager = TopicManager(self._topic_admin, self._reassigner, config)
+        self._offsets_reader = Consumer(
+            {
+                **admin_settings,
+                "client.id": "kafka-pulse-canary-offsets",
+                "group.id": f"kafka-pulse-canary-offsets-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False,
+            }
+        )
         log = self.kafka_log
         self.consumer = ProbeConsumer(cluster, config, self.producer_id, self.ledger, kafka_log=log)
         self.producer = ProbeProducer(cluster, config, self.producer_id, self.ledger, self.view, kafka_log=log)
@@ -178,7 +189,7 @@ class CanaryService:
             self._checks.shutdown(wait=True, cancel_futures=True)  # a check in flight ends at its timeout
             self._checks = None
         self._in_flight.clear()
-        for closer in (self.producer, self.consumer, self._closest, self._commit):
+        for closer in (self.producer, self.consumer, self._closest, self._commit, self._offsets_reader):
             if closer is not None:
                 with contextlib.suppress(Exception):
                     closer.close()
@@ -303,16 +314,16 @@ class CanaryService:
     def _check_logs(self) -> bool | None:
         """Each partition's log start and end against the acknowledged offsets (tracker rules 2 and 5): catches
         truncation even while the reader is stuck or nothing new is written. False when the read failed."""
-        admin = self._admin
-        assert admin is not None
+        reader = self._offsets_reader
+        assert reader is not None
         timeout_s = self.config.connection_check_timeout_s * 2
-        partitions = self.view.partitions()
-        if not partitions:
+        leaders = {p: self.view.leader(p).broker for p in self.view.partitions()}
+        if not leaders:
             return None
         asked_s = time.monotonic()
         try:
-            starts = read_log_offsets(admin, self.config.topic, partitions, False, timeout_s)
-            ends = read_log_offsets(admin, self.config.topic, partitions, True, timeout_s)
+            starts = read_log_offsets(reader, self.config.topic, leaders, False, timeout_s)
+            ends = read_log_offsets(reader, self.config.topic, leaders, True, timeout_s)
         except KafkaUnavailable as exc:
             _LOG.info("canary log check skipped: %s", exc)
             return False

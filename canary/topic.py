@@ -14,13 +14,22 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Protocol
 
-from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    Consumer,
+    ElectionType,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from canary.placement import Plan, TopicLayout, default_min_insync, default_replication_factor, plan
 from pulse.admin_requests import describe_cluster
 from pulse.config import CanaryConfig, ClusterConfig
 from pulse.errors import KafkaUnavailable
+from pulse.kafka.offsets import read_offsets
 from pulse.profile import BrokerInfo, kafka_python_config
 
 _LOG = logging.getLogger(__name__)
@@ -68,19 +77,22 @@ def kafka_python() -> ModuleType:
 
 
 def read_log_offsets(
-    admin: AdminClient, topic: str, partitions: list[int], end: bool, timeout_s: float
+    reader: Consumer, topic: str, leaders: Mapping[int, int | None], end: bool, timeout_s: float
 ) -> dict[int, int]:
     """Partition -> log start offset, or with `end` the log end (the high watermark), for the partitions whose
-    leader answered; KafkaUnavailable when none did."""
-    spec = OffsetSpec.latest() if end else OffsetSpec.earliest()  # type: ignore[no-untyped-call]
-    futures = admin.list_offsets({TopicPartition(topic, p): spec for p in partitions}, request_timeout=timeout_s)
+    leader answered; KafkaUnavailable when none did. One read per leader (`leaders`: partition -> its leader), so a
+    hung leader costs its own partitions only; through a consumer, never Admin ListOffsets (pulse/kafka/offsets.py)."""
+    by_leader: dict[int | None, list[tuple[str, int]]] = {}
+    for partition, leader in sorted(leaders.items()):
+        by_leader.setdefault(leader, []).append((topic, partition))
+    at = OFFSET_END if end else OFFSET_BEGINNING
     offsets: dict[int, int] = {}
     errors: list[str] = []
-    for tp, future in futures.items():
+    for leader, partitions in by_leader.items():
         try:
-            offsets[tp.partition] = int(future.result(timeout=timeout_s + 1).offset)
-        except (KafkaException, TimeoutError) as exc:  # e.g. OFFSET_NOT_AVAILABLE from a leader just elected
-            errors.append(f"{tp.partition}: {exc}")
+            offsets.update({p: offset for (_, p), offset in read_offsets(reader, partitions, at, timeout_s).items()})
+        except KafkaException as exc:  # e.g. OFFSET_NOT_AVAILABLE from a leader just elected, or a timeout
+            errors.append(f"leader {leader}: {exc}")
     if errors and not offsets:
         raise KafkaUnavailable(f"list offsets of {topic!r} failed: {'; '.join(errors)}")
     return offsets

@@ -10,7 +10,7 @@ Offsets (HWMs, a topic's start and end) are not read with the Admin API's ListOf
 2.16 an Admin ListOffsets that reaches its request timeout while the broker's answer is on its way aborts the
 process (reproduced with 100 partitions and a 10 ms timeout: "double free or corruption (out)" or SIGSEGV, with
 one client on one thread, never renewed), while a consumer's `offsets_for_times` times out cleanly.
-`read_offsets` asks through a consumer instead.
+`pulse.kafka.offsets.read_offsets` asks through a consumer instead.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, wait
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from pulse.profile import ADMIN_SETTINGS
@@ -107,17 +106,3 @@ def gather(futures: dict[Any, Future[Any]], timeout_s: float) -> dict[Any, Any]:
     if pending:
         raise TimeoutError(f"{len(pending)} of {len(futures)} requests unanswered after {timeout_s:.0f} s")
     return {key: future.result(timeout=0) for key, future in futures.items()}
-
-
-def read_offsets(
-    consumer: Consumer, partitions: list[tuple[str, int]], at: int, timeout_s: float
-) -> dict[tuple[str, int], int]:
-    """Every partition's offset at `at` (OFFSET_END for the end, OFFSET_BEGINNING for the start) in one
-    ListOffsets round per leader; KafkaException when the round or any partition failed."""
-    if not partitions:
-        return {}
-    answered = consumer.offsets_for_times([TopicPartition(t, p, at) for t, p in partitions], timeout=timeout_s)
-    failed = next((tp for tp in answered if tp.error is not None), None)
-    if failed is not None:
-        raise KafkaException(failed.error)
-    return {(tp.topic, tp.partition): tp.offset for tp in answered}

@@ -19,12 +19,12 @@ from lag.ingest.admin_clients import (
     AdminClients,
     gather,
     new_admin_client,
-    read_offsets,
     request_timeout_s,
 )
 from lag.protocol import MetadataReading, Placement
 from lag.store.access import LagWriter
 from lag.store.freshness import SourceHealth
+from pulse.kafka.offsets import read_offsets
 
 _LOG = logging.getLogger(__name__)
 

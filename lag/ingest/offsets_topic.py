@@ -14,7 +14,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 
-from lag.ingest.admin_clients import read_offsets, request_timeout_s
+from lag.ingest.admin_clients import request_timeout_s
 from lag.ingest.coordinator_records import (
     ConsumerGroupAssignment,
     ConsumerGroupAssignmentTombstone,
@@ -38,6 +38,7 @@ from lag.ingest.records import (
 from lag.store.access import LagWriter
 from lag.store.freshness import SourceHealth
 from lag.store.offsets import OffsetStore
+from pulse.kafka.offsets import read_offsets
 
 _LOG = logging.getLogger(__name__)
 OFFSETS_TOPIC = "__consumer_offsets"

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, ElectionType, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from canary.events import ProbeResult
@@ -195,10 +195,10 @@ def consumed_since(events: list[ProbeResult], since: datetime) -> int:
     return sum(1 for e in list(events) if e.consume_ok and not e.duplicate and e.time > since)
 
 
-def log_end(admin: AdminClient, topic: str) -> int:
+def log_end(reader: Consumer, topic: str) -> int:
     """Partition 0's log end, or -1 while it cannot be had (a hung broker may be asked first)."""
     try:
-        return read_log_offsets(admin, topic, [0], True, 5.0).get(0, -1)
+        return read_log_offsets(reader, topic, {0: None}, True, 5.0).get(0, -1)
     except KafkaUnavailable:
         return -1
 
@@ -234,6 +234,7 @@ def test_unclean_election_truncates_acknowledged_probes(faulty_kafka: KafkaHandl
     admin = AdminClient(faulty_kafka.client_config(**{"socket.timeout.ms": 3000}))  # B will hang
     new = NewTopic(topic, num_partitions=1, replica_assignment=[[a, b]], config={"min.insync.replicas": "1"})
     admin.create_topics([new])[topic].result(timeout=30)
+    reader = Consumer(faulty_kafka.client_config(**{"group.id": f"{topic}-ends", "socket.timeout.ms": 3000}))
     tp = TopicPartition(topic, 0)
     settings = {"topic": topic, "manage_topic": False, "loss_deadline_s": 120.0, "log_check_interval_s": 1.0}
     with running_canary(faulty_kafka, **settings) as (canary, sink):
@@ -248,7 +249,7 @@ def test_unclean_election_truncates_acknowledged_probes(faulty_kafka: KafkaHandl
             first_unread = poll(lambda: canary.ledger.first_unread_offset(0), lambda o: o is not None, 30, "unread")
             assert first_unread is not None
             poll(
-                lambda: log_end(admin, topic),
+                lambda: log_end(reader, topic),
                 lambda end: end >= first_unread + 2,
                 30,
                 f"two probes acknowledged by {a} alone and not read",
@@ -270,6 +271,7 @@ def test_unclean_election_truncates_acknowledged_probes(faulty_kafka: KafkaHandl
             poll(lambda: consumed_since(sink.events, elected), lambda n: n >= 3, 60, f"three probes read from {b}")
         finally:
             cluster.restart(a, cache_dir())
+            reader.close()
         counts = canary.ledger.counts()[0]
         restarts = sample(canary, "kafka_pulse_canary_producer_restarts_total")
     events = list(sink.events)

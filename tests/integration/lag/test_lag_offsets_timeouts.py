@@ -20,7 +20,7 @@ CHILD = """
 import json, sys, time
 from confluent_kafka import OFFSET_END, Consumer, KafkaException
 import lag.ingest.hwm, lag.ingest.offsets_topic
-from lag.ingest.admin_clients import read_offsets
+from pulse.kafka.offsets import read_offsets
 from lag.service import LagService
 from lag.store.freshness import SourceHealth
 from lag.assembly import KafkaLagSource
