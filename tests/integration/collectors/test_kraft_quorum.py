@@ -1,5 +1,7 @@
-"""The KRaft quorum on /metrics from DescribeQuorum against the real 4.x dev cluster: the leader and its epoch, and a
-voter paused with SIGSTOP (a hung controller) seen falling behind, then caught up again once resumed."""
+"""The KRaft quorum on /metrics and the status page from DescribeQuorum against the real 4.x dev cluster: the leader and
+its epoch, and a voter paused with SIGSTOP (a hung controller) seen falling behind, then caught up again once
+resumed. The page's controller section is the board's in-process check over the same collectors (no Kafka client of
+its own), judged as `kafka-pulse check` judges it."""
 
 from __future__ import annotations
 
@@ -10,7 +12,10 @@ from prometheus_client import CollectorRegistry, generate_latest
 from collectors.cluster_state import ClusterHealth
 from collectors.scrapers import ScrapeResult
 from collectors.service import CollectorService
-from pulse.config import parse_config
+from kafka_pulse.check.deadline import Deadline
+from kafka_pulse.check.verdict import Section, Status
+from kafka_pulse.status.board import in_process_check
+from pulse.config import PulseConfig, parse_config
 from pulse.polling import poll
 from tests.fixtures.kafka import KafkaHandle
 
@@ -24,6 +29,13 @@ def voter_age(result: ScrapeResult[ClusterHealth], node: int) -> float | None:
     quorum = result.value.quorum if result.ok and result.value is not None else None
     ages = {v.node: v.caught_up_age_s for v in quorum.voters} if quorum is not None else {}
     return ages.get(node)
+
+
+def page_controller(service: CollectorService, config: PulseConfig) -> Section:
+    """The status page's controller section, as the board of a `run` with these collectors judges it."""
+    check = in_process_check(None, cluster_state=service)
+    sections = check(config, config.clusters[0], Deadline.after(4.0))
+    return next(s for s in sections if s.name == "controller")
 
 
 def test_a_paused_voter_falls_behind_on_metrics_and_catches_up_when_resumed(kafka: KafkaHandle) -> None:
@@ -61,9 +73,19 @@ def test_a_paused_voter_falls_behind_on_metrics_and_catches_up_when_resumed(kafk
             if x.startswith(f'kafka_pulse_kraft_voter_caught_up_age_seconds{{cluster="dev",node="{victim}"}}')
         )
         assert float(line.rsplit(" ", 1)[1]) > BEHIND_S, line
+        named = f"controller quorum voter {victim} last caught up"
+        page = poll(
+            lambda: page_controller(service, config),
+            lambda s: s.status is Status.WARN and any(r.startswith(named) for r in s.reasons),
+            90,
+            f"the page's controller section naming voter {victim}",
+            interval_s=1.0,
+        )
+        assert page.details["leader"] == leader, page
         kafka.cluster.resume(victim)
         paused = None
         states.wait_for(lambda r: (voter_age(r, victim) or BEHIND_S + 1) < BEHIND_S, 90)
+        poll(lambda: page_controller(service, config), lambda s: s.status is Status.OK, 90, "the page's OK again", 1.0)
     finally:
         if paused is not None:
             kafka.cluster.resume(paused)
