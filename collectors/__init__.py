@@ -13,10 +13,11 @@ from pulse.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from collectors.cluster_state import ClusterSnapshot, diagnose_under_replicated
-    from collectors.service import build_collectors
+    from collectors.service import NOT_READ_HERE, build_collectors
     from collectors.slow_broker_rules import Signal
 
 __all__ = [
+    "NOT_READ_HERE",
     "ClusterSnapshot",
     "Signal",
     "build_collectors",
@@ -24,6 +25,7 @@ __all__ = [
 ]
 
 _HOMES = {
+    "NOT_READ_HERE": "collectors.service",
     "ClusterSnapshot": "collectors.cluster_state",
     "Signal": "collectors.slow_broker_rules",
     "build_collectors": "collectors.service",

@@ -93,6 +93,10 @@ BROKER_BEANS: tuple[BeanQuery, ...] = (
             "election-latency-avg",
             "election-latency-max",
             "number-unknown-voter-connections",
+            "number-of-voters",
+            # KIP-853, registered on the quorum leader only (KafkaRaftMetrics.addLeaderMetrics): left out elsewhere.
+            "number-of-observers",
+            "uncommitted-voter-change",
         ),
     ),
     BeanQuery(
@@ -104,6 +108,8 @@ BROKER_BEANS: tuple[BeanQuery, ...] = (
             "metadata-apply-error-count",
         ),
     ),
+    # LatestSnapshotGeneratedAgeMs counts from this node's start until it writes its first metadata snapshot.
+    BeanQuery("kafka.server:type=SnapshotEmitter,name=*", ("Value",)),
 )
 """Broker-wide beans (no topic label), for KRaft clusters and ZooKeeper clusters alike."""
 

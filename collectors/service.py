@@ -42,6 +42,8 @@ from pulse.profile import admin_config
 ADMIN_TIMEOUT_S = 10.0
 STALE_INTERVALS = 3
 """A cluster-state read older than this many scrape intervals is not current (`cluster_snapshot`)."""
+NOT_READ_HERE = "the collectors of this process do not read its cluster state"
+"""`cluster_snapshot`'s answer for a cluster another shard reads: nothing to judge here, not a failure."""
 
 
 def topic_selection(config: CollectorsConfig) -> TopicSelection:
@@ -196,7 +198,7 @@ class CollectorService:
         intervals (a read held by a hung broker)."""
         scraper = self.states.get(cluster)
         if scraper is None:
-            return "the collectors of this process do not read its cluster state"
+            return NOT_READ_HERE
         result = scraper.result
         snapshot = self._snapshots.get(cluster)
         if result is None or snapshot is None:

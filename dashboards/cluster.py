@@ -19,6 +19,7 @@ from dashboards.grafana import (
     timeseries,
     value_mappings,
 )
+from dashboards.kraft import kraft_quorum
 
 UID = "kafka-pulse-cluster"
 C = 'cluster="$cluster"'
@@ -742,6 +743,7 @@ def overview() -> Json:
         requests(),
         conversions(),
         controller(),
+        kraft_quorum(),
         replication(),
         resources(),
         collector(),

@@ -28,7 +28,7 @@ from pulse.lifecycle import Periodic
 if TYPE_CHECKING:
     from canary import CanaryService
     from collectors import ClusterSnapshot
-    from kafka_pulse.check.facts import BrokerProbe, RoundTripFacts
+    from kafka_pulse.check.facts import BrokerProbe, QuorumFacts, RoundTripFacts
     from kafka_pulse.check.kafka_probes import MetadataRead
     from kafka_pulse.status.readings import LatestProbes
     from lag import LagReader, MetadataReading
@@ -122,10 +122,17 @@ def in_process_check(
         else:
             meta = ProbeFailed(FailureKind.ERROR, "no component of this process reads the cluster's metadata")
         state = cluster_state.cluster_snapshot(cluster.name) if cluster_state is not None else None
+        quorum: QuorumFacts | ProbeFailed | NotAvailable = NotAvailable(readings.NO_QUORUM)
         if state is not None and not isinstance(state, str):  # with each topic's min ISR: judged as `check` does
             meta = readings.metadata_from_collectors(state, configured)
-        elif isinstance(state, str) and metadata is None:
-            meta = ProbeFailed(FailureKind.ERROR, state)
+            quorum = readings.quorum_from_collectors(state)
+        elif isinstance(state, str):
+            from collectors import NOT_READ_HERE
+
+            if state != NOT_READ_HERE:  # another shard's cluster is not this page's to judge
+                quorum = ProbeFailed(FailureKind.ERROR, state)
+            if metadata is None:
+                meta = ProbeFailed(FailureKind.ERROR, state)
         mine = canary if canary is not None and canary.cluster.name == cluster.name else None
         trips: RoundTripFacts | ProbeFailed | NotAvailable = NotAvailable(
             "no canary runs for this cluster in this process, and the status page produces nothing"
@@ -158,7 +165,7 @@ def in_process_check(
         return judged_sections(
             meta.facts if not isinstance(meta, ProbeFailed) else meta,
             answers,
-            NotAvailable(readings.NO_QUORUM),
+            quorum,
             trips,
             lag_section,
             slow,

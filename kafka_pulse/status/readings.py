@@ -1,9 +1,9 @@
 """The status page's facts from readings its process already has, inside `lag` and `run`: the lag source's last HWM
 round (registered brokers, every partition's placement, every leader answered its ListOffsets), the collectors'
-cluster-state read (with each topic's min ISR), the canary's connection checks and settled probes, and the
-slow-broker board. Pure mappings into the check's facts, judged by
-the check's own verdicts (kafka_pulse/check/sections.py), so the page and `check` judge alike while the page opens
-no Kafka client and produces nothing. `LatestProbes` is the canary sink that keeps each partition's last probe.
+cluster-state read (with each topic's min ISR and the KRaft quorum), the canary's connection checks and settled
+probes, and the slow-broker board. Pure mappings into the check's facts, judged by the check's own verdicts
+(kafka_pulse/check/sections.py), so the page and `check` judge alike while the page opens no Kafka client and
+produces nothing. `LatestProbes` is the canary sink that keeps each partition's last probe.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from kafka_pulse.check.facts import (
     NotAvailable,
     PartitionTrip,
     ProbeFailed,
+    QuorumFacts,
     RoundTripFacts,
 )
 from kafka_pulse.check.kafka_probes import MetadataRead, MinIsrRead, config_topics, metadata_facts
@@ -43,7 +44,11 @@ COLLECTORS = "the collectors' cluster-state read"
 """Where the partitions' facts come from when collectors run in the process (with min ISR read)."""
 NO_ANSWERS = "is registered, but no reading of this process shows it answering (`kafka-pulse check` asks it)"
 """Why a registered broker is not judged answering when no lag source runs here."""
-NO_QUORUM = "this process reads no controller quorum (DescribeQuorum): `kafka-pulse check` reads it"
+NO_QUORUM = (
+    "this process reads no controller quorum (DescribeQuorum): the collectors read it in `run`, `kafka-pulse check` "
+    "reads it"
+)
+QUORUM_UNREAD = "the collectors' latest DescribeQuorum failed (their log says why)"
 MIN_ISR_UNREAD = "the lag source reads no topic configs"
 CANARY_DOWN = "the canary's connection check failed"
 
@@ -84,6 +89,18 @@ def metadata_from_collectors(snapshot: ClusterSnapshot, configured: Collection[i
         b: BrokerAddress(b, *snapshot.addresses.get(b, ("", 0)), rack=rack) for b, rack in snapshot.brokers.items()
     }
     return metadata_facts(brokers, snapshot.partitions, MinIsrRead({}), configured, snapshot.controller, COLLECTORS)
+
+
+def quorum_from_collectors(snapshot: ClusterSnapshot) -> QuorumFacts | ProbeFailed:
+    """The KRaft quorum of the collectors' latest cluster-state read (the DescribeQuorum `check` makes), so the page
+    names a lagging voter as `check` does; each voter's caught-up age is as of that read. No quorum asked for means
+    a ZooKeeper cluster, judged from the metadata's controller id."""
+    if snapshot.quorum_up is None:
+        return QuorumFacts("zookeeper", snapshot.controller)
+    if snapshot.quorum is None:
+        return ProbeFailed(FailureKind.ERROR, QUORUM_UNREAD)
+    q = snapshot.quorum
+    return QuorumFacts("kraft", q.leader, q.epoch, q.voters)
 
 
 def answers_from_lag(reading: MetadataReading) -> dict[int, BrokerProbe]:

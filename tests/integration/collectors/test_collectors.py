@@ -105,6 +105,14 @@ def test_catalogue_families_present_with_plausible_values(kafka: KafkaHandle, tr
     assert total(after, "kafka_server_replicamanager_leadercount") == partitions
     assert {dict(s.labels)["broker"] for s in after["kafka_server_kafkaserver_brokerstate"].samples} == {"1", "2", "3"}
     assert all(s.value == 3 for s in after["kafka_server_kafkaserver_brokerstate"].samples)  # RUNNING
+    # KIP-853's leader-only raft-metrics come from the quorum leader (the active controller) alone, read as 0 there
+    # (no voter change under way); the nodes without them are read all the same.
+    active = {dict(s.labels)["broker"] for s in after["kafka_controller_kafkacontroller_activecontrollercount"].samples
+              if s.value == 1}  # fmt: skip
+    pending = after["kafka_server_raftmetrics_uncommitted_voter_change"].samples
+    assert {dict(s.labels)["broker"]: s.value for s in pending} == {b: 0.0 for b in active}, pending
+    ages = after["kafka_server_snapshotemitter_latestsnapshotgeneratedagems"].samples
+    assert len(ages) == 3 and all(s.value > 0 for s in ages), ages
 
 
 @pytest.fixture

@@ -1,18 +1,34 @@
-"""The KRaft quorum on /metrics from DescribeQuorum against the real 4.x dev cluster: the leader and its epoch, and a
-voter paused with SIGSTOP (a hung controller) seen falling behind, then caught up again once resumed."""
+"""The KRaft quorum on /metrics and the status page from DescribeQuorum against the real 4.x dev cluster: the leader and
+its epoch, and a voter paused with SIGSTOP (a hung controller) seen falling behind, then caught up again once
+resumed. The page's controller section is the board's in-process check over the same collectors (no Kafka client of
+its own), judged as `kafka-pulse check` judges it. And the snapshot-age rule's premise on a real node: an idle node
+writes metadata snapshots on its interval (the leader's no-op records grow the log), so the age it exports resets."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 import yaml
 from prometheus_client import CollectorRegistry, generate_latest
 
+from collectors.catalogue import BeanQuery
 from collectors.cluster_state import ClusterHealth
 from collectors.scrapers import ScrapeResult
 from collectors.service import CollectorService
-from pulse.config import parse_config
+from collectors.transport import open_transport
+from devstack.cluster import DevCluster
+from devstack.runtime import DEFAULT_VERSION
+from devstack.topology import Security
+from kafka_pulse.check.deadline import Deadline
+from kafka_pulse.check.verdict import Section, Status
+from kafka_pulse.clusters import dev_cluster_config
+from kafka_pulse.status.board import in_process_check
+from pulse.config import PulseConfig, parse_config
+from pulse.paths import cache_dir
 from pulse.polling import poll
-from tests.fixtures.kafka import KafkaHandle
+from tests.fixtures.kafka import START_TIMEOUT_S, KafkaHandle
+from tests.fixtures.logs import register_log
 
 pytestmark = pytest.mark.integration
 
@@ -24,6 +40,13 @@ def voter_age(result: ScrapeResult[ClusterHealth], node: int) -> float | None:
     quorum = result.value.quorum if result.ok and result.value is not None else None
     ages = {v.node: v.caught_up_age_s for v in quorum.voters} if quorum is not None else {}
     return ages.get(node)
+
+
+def page_controller(service: CollectorService, config: PulseConfig) -> Section:
+    """The status page's controller section, as the board of a `run` with these collectors judges it."""
+    check = in_process_check(None, cluster_state=service)
+    sections = check(config, config.clusters[0], Deadline.after(4.0))
+    return next(s for s in sections if s.name == "controller")
 
 
 def test_a_paused_voter_falls_behind_on_metrics_and_catches_up_when_resumed(kafka: KafkaHandle) -> None:
@@ -61,9 +84,19 @@ def test_a_paused_voter_falls_behind_on_metrics_and_catches_up_when_resumed(kafk
             if x.startswith(f'kafka_pulse_kraft_voter_caught_up_age_seconds{{cluster="dev",node="{victim}"}}')
         )
         assert float(line.rsplit(" ", 1)[1]) > BEHIND_S, line
+        named = f"controller quorum voter {victim} last caught up"
+        page = poll(
+            lambda: page_controller(service, config),
+            lambda s: s.status is Status.WARN and any(r.startswith(named) for r in s.reasons),
+            90,
+            f"the page's controller section naming voter {victim}",
+            interval_s=1.0,
+        )
+        assert page.details["leader"] == leader, page
         kafka.cluster.resume(victim)
         paused = None
         states.wait_for(lambda r: (voter_age(r, victim) or BEHIND_S + 1) < BEHIND_S, 90)
+        poll(lambda: page_controller(service, config), lambda s: s.status is Status.OK, 90, "the page's OK again", 1.0)
     finally:
         if paused is not None:
             kafka.cluster.resume(paused)
@@ -72,3 +105,42 @@ def test_a_paused_voter_falls_behind_on_metrics_and_catches_up_when_resumed(kafk
         poll(lambda: admin.list_topics(timeout=10), lambda md: len(md.brokers) == 3 and all(
             len(p.isrs) == len(p.replicas) for t in md.topics.values() for p in t.partitions.values()
         ), 120, "every broker back and every ISR full")  # fmt: skip
+
+
+SNAPSHOT_INTERVAL_MS = 5000
+"""metadata.log.max.snapshot.interval.ms of the snapshot test's node (default 1 h)."""
+SNAPSHOT_BEANS = BeanQuery("kafka.server:type=SnapshotEmitter,name=*", ("Value",))
+
+
+def test_an_idle_node_writes_metadata_snapshots_so_the_exported_age_resets(tmp_path: Path) -> None:
+    """KafkaMetadataSnapshotStale assumes a healthy node snapshots every interval even with no client traffic: a
+    1-node cluster with a 5 s interval writes one (LatestSnapshotGeneratedBytes leaves 0) and the age it exports
+    then falls back below an earlier reading, which only a newer snapshot does."""
+    cluster = DevCluster.plan(
+        tmp_path, 1, DEFAULT_VERSION, Security.PLAINTEXT,
+        broker_overrides={"metadata.log.max.snapshot.interval.ms": str(SNAPSHOT_INTERVAL_MS)},
+    )  # fmt: skip
+    register_log("kraft-snapshots node 1", cluster.log_path(1))
+    cluster.up(cache_dir(), timeout_s=START_TIMEOUT_S)
+    try:
+        config = dev_cluster_config(cluster)
+        assert config.jmx is not None
+        jmx = open_transport("jmxquery", config.jmx.brokers[0], config.jmx.model_copy(update={"timeout_s": 30}))
+
+        def emitter() -> dict[str, float]:
+            return {r.bean.rsplit("=", 1)[1]: float(r.value) for r in jmx.read((SNAPSHOT_BEANS,))}
+
+        try:
+            first = poll(emitter, lambda e: e.get("LatestSnapshotGeneratedBytes", 0) > 0, 120, "a first snapshot", 1.0)
+            age_ms = first["LatestSnapshotGeneratedAgeMs"]
+            poll(
+                emitter,
+                lambda e: e["LatestSnapshotGeneratedAgeMs"] < age_ms,
+                120,
+                f"a snapshot newer than the one {age_ms:.0f} ms old",
+                1.0,
+            )
+        finally:
+            jmx.close()
+    finally:
+        cluster.down()

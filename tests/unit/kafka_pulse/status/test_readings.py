@@ -10,19 +10,28 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from canary.events import ProbeResult
+from collectors import NOT_READ_HERE
 from collectors.cluster_state import ClusterSnapshot
 from kafka_pulse.check.deadline import Deadline
-from kafka_pulse.check.facts import BrokerProbe, MetadataFacts, NotAvailable, ProbeFailed, RoundTripFacts
+from kafka_pulse.check.facts import (
+    BrokerProbe,
+    MetadataFacts,
+    NotAvailable,
+    ProbeFailed,
+    QuorumFacts,
+    RoundTripFacts,
+)
 from kafka_pulse.check.kafka_probes import MetadataRead
 from kafka_pulse.check.sections import judged_sections
 from kafka_pulse.check.slow_brokers import SlowBrokerFacts
-from kafka_pulse.check.verdict import Section, Status, judge_lag
+from kafka_pulse.check.verdict import Section, Status, judge_controller, judge_lag
 from kafka_pulse.status import readings
 from kafka_pulse.status.board import in_process_check
 from lag.protocol import MetadataReading, Placement
 from pulse.broker_health import BrokerHealthBoard, BrokerSlowness
 from pulse.config import ClusterConfig, PulseConfig
 from pulse.kafka.partitions import PartitionState
+from pulse.kafka.quorum import QuorumState, VoterState
 
 NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
 NOW_MS = int(NOW.timestamp() * 1000)
@@ -281,3 +290,53 @@ def test_the_board_prefers_the_collectors_read_for_partitions_and_says_why_it_is
     got = {s.name: s for s in alone(PulseConfig(), cluster, Deadline.after(4.0))}
     assert got["partitions"].status is Status.UNKNOWN
     assert "the collectors' latest read failed: timed out" in got["partitions"].reasons[0]
+
+
+# --- the controller quorum from the collectors' read --------------------------------------------------------------
+
+
+def quorum_snapshot(caught_up_age_s: float | None, quorum_up: bool | None = True) -> ClusterSnapshot:
+    """The collectors' read with DescribeQuorum's answer: node 1 leads epoch 7, node 3 `caught_up_age_s` behind."""
+    voters = (VoterState(1, 0, 0.0), VoterState(2, 0, 0.2), VoterState(3, 42, caught_up_age_s))
+    quorum = QuorumState(1, 7, 1000, voters) if quorum_up else None
+    return dataclasses.replace(snapshot((1, 2, 3), 2), quorum=quorum, quorum_up=quorum_up)
+
+
+def controller_section(state: ClusterSnapshot | str) -> Section:
+    check = in_process_check(None, cluster_state=CollectorsState(state))
+    cluster = ClusterConfig(name="dev", bootstrap_servers=["127.0.0.1:1"])
+    return {s.name: s for s in check(PulseConfig(), cluster, Deadline.after(4.0))}["controller"]
+
+
+def test_the_page_names_a_lagging_voter_as_check_does() -> None:
+    """One verdict path: the page's controller section is the check's own (judge_controller) over the collectors'
+    DescribeQuorum, so the voter and its lag read the same words as `kafka-pulse check` prints."""
+    behind = controller_section(quorum_snapshot(45.0))
+    facts = QuorumFacts("kraft", 1, 7, quorum_snapshot(45.0).quorum.voters)  # type: ignore[union-attr]
+    assert behind == judge_controller(facts)
+    assert behind.status is Status.WARN
+    assert behind.reasons == ("controller quorum voter 3 last caught up 45 s ago (42 records behind)",)
+    assert behind.details["voters"][2] == {"node": 3, "lag_records": 42, "caught_up_age_s": 45.0}
+    caught_up = controller_section(quorum_snapshot(0.3))
+    assert caught_up.status is Status.OK and caught_up.summary.startswith("node 1 is the active controller (epoch 7)")
+
+
+@pytest.mark.parametrize(
+    ("state", "status", "reason"),
+    [
+        pytest.param(quorum_snapshot(None, quorum_up=False), Status.UNKNOWN, readings.QUORUM_UNREAD, id="unread"),
+        pytest.param("the collectors' latest cluster-state read is 40 s old", Status.UNKNOWN, "40 s old", id="stale"),
+        pytest.param(NOT_READ_HERE, Status.INFO, readings.NO_QUORUM, id="another-shard"),
+    ],
+)
+def test_a_quorum_the_collectors_did_not_read_is_never_ok(
+    state: ClusterSnapshot | str, status: Status, reason: str
+) -> None:
+    got = controller_section(state)
+    assert got.status is status and reason in got.reasons[0], got
+
+
+def test_a_cluster_without_a_quorum_is_judged_from_its_metadata_controller() -> None:
+    """ZooKeeper (3.x): the collectors ask no quorum (`quorum_up` None); the controller id of the metadata stands."""
+    got = controller_section(quorum_snapshot(None, quorum_up=None))
+    assert (got.status, got.summary) == (Status.OK, "broker 1 is the controller")
