@@ -106,8 +106,9 @@ class MinuteBook:
         """The group's committed offsets as read at `at_ms` (partitions without a commit left out)."""
         for (topic, partition), offset in committed.items():
             seen = self._commits.setdefault((group, topic, partition), _Commits([], []))
-            seen.at_ms.append(at_ms)
-            seen.offsets.append(offset)
+            if not seen.offsets or seen.offsets[-1] != offset:  # an unchanged offset passes nothing new
+                seen.at_ms.append(at_ms)
+                seen.offsets.append(offset)
 
     def settle(self, now_ms: int) -> list[MinuteAudit]:
         """Every (group, topic, minute) that can settle at `now_ms`, oldest minute first; then forget what no
@@ -156,6 +157,16 @@ class MinuteBook:
                 for boundary in [b for b in bounds if b < oldest]:
                     del bounds[boundary]
         horizon = now_ms - self.max_wait_ms - 2 * MINUTE_MS
-        for seen in self._commits.values():
-            keep = max(0, min(bisect_left(seen.at_ms, horizon), len(seen.at_ms) - 1))
-            del seen.at_ms[:keep], seen.offsets[:keep]
+        for (group, topic, partition), seen in self._commits.items():
+            # Observations below the start of the oldest unsettled minute can answer no boundary still needed
+            # (every later boundary is at or above it); the newest is kept for the passed count.
+            needed = self._bounds.get((topic, partition), {}).get(self._next.get((group, topic), -1))
+            drop = bisect_left(seen.at_ms, horizon)
+            while needed is not None and drop < len(seen.offsets) and seen.offsets[drop] < needed:
+                drop += 1
+            drop = min(drop, len(seen.at_ms) - 1)
+            del seen.at_ms[:drop], seen.offsets[:drop]
+
+    def observations(self) -> int:
+        """Commit observations held (memory: bounded by the unsettled minutes and `max_wait`)."""
+        return sum(len(seen.at_ms) for seen in self._commits.values())

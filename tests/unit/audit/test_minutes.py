@@ -154,3 +154,20 @@ def test_due_boundaries(read_up_to: int | None, now: float, since: float | None,
 def test_minute_of_rounds_down_to_the_utc_minute() -> None:
     assert minute_of(at(2) + 59_999) == at(2)
     assert minute_of(at(2)) == at(2)
+
+
+def test_commit_history_stays_bounded_while_the_group_keeps_up() -> None:
+    """A group committing every 15 s for an hour: the book keeps the observations of the unsettled minute only,
+    not an hour's worth (memory at 10,000 partitions; docs/audit.md, "Cost and scale")."""
+    book = MinuteBook(["g"], WAIT_MS)
+    book.record_boundary("t", at(0), {0: 0})
+    held: list[int] = []
+    for cycle in range(1, 240):
+        now = at(cycle / 4)
+        if cycle % 4 == 0:
+            book.record_boundary("t", now, {0: cycle * 10})
+        book.observe_commits("g", {("t", 0): cycle * 10}, now)
+        book.observe_commits("g", {("t", 0): cycle * 10}, now + 1)  # unchanged: no new observation
+        assert all(a.passed_at_ms == a.minute_ms + MINUTE_MS for a in book.settle(now))
+        held.append(book.observations())
+    assert max(held) <= 5  # one minute of 15-second commits, plus the newest
