@@ -12,6 +12,7 @@ from confluent_kafka.admin import AdminClient
 
 from audit.minutes import MinuteAudit, MinuteBook, due_boundaries
 from audit.streams import BROKER_STREAM, broker_table
+from pulse.admin_requests import GROUP_REQUEST_TIMEOUT_S, await_result
 from pulse.kafka.offsets import read_offsets
 from pulse.sli_sink import SliPublisher
 
@@ -53,8 +54,8 @@ class BrokerAudit:
         self.book = MinuteBook(groups, int(max_wait_s * 1000))
 
     def cycle(self, now_ms: int) -> list[MinuteAudit]:
-        """Read, settle, publish; returns the settled minutes. KafkaException when the cluster cannot be read
-        (nothing is settled from a half-read cycle; the next one catches up)."""
+        """Read, settle, publish; returns the settled minutes. KafkaException or TimeoutError when the cluster
+        cannot be read: the boundaries read so far are kept, nothing settles, the next cycle catches up."""
         partitions = self._partitions()
         for topic in self.topics:
             self._read_boundaries(topic, partitions[topic], now_ms)
@@ -89,8 +90,10 @@ class BrokerAudit:
     def _committed(self, group: str, partitions: dict[str, list[int]]) -> dict[tuple[str, int], int]:
         wanted = [TopicPartition(t, p) for t in self.topics for p in partitions[t]]
         request = ConsumerGroupTopicPartitions(group, wanted)
-        future = self.admin.list_consumer_group_offsets([request], request_timeout=self.timeout_s)[group]
-        answer = future.result(timeout=self.timeout_s + 5)
+        # librdkafka keeps its own long timeout for coordinator requests (a short one can abort the process:
+        # pulse/admin_requests.py); our wait is bounded by `await_result`.
+        future = self.admin.list_consumer_group_offsets([request], request_timeout=GROUP_REQUEST_TIMEOUT_S)[group]
+        answer = await_result(future, self.timeout_s)
         return {
             (tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions if tp.error is None and tp.offset >= 0
         }
