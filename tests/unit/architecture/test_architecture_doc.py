@@ -8,7 +8,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
 DOC = REPO / "docs" / "architecture.md"
-PRODUCT = ("pulse", "collectors", "canary", "lag", "slo", "dashboards", "devstack", "kafka_pulse")
+PRODUCT = ("pulse", "collectors", "canary", "lag", "slo", "dashboards", "audit", "devstack", "kafka_pulse")
 
 
 def product_modules() -> list[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pulse.errors
 
 REPO = Path(__file__).resolve().parents[3]
-PRODUCT = ("kafka_pulse", "devstack", "collectors", "canary", "lag", "slo", "dashboards", "pulse")
+PRODUCT = ("kafka_pulse", "devstack", "collectors", "canary", "lag", "slo", "dashboards", "audit", "pulse")
 ROW = re.compile(r"^(?P<indent>[ │├└─]*)(?P<name>[A-Z]\w+)\b")
 
 

@@ -14,11 +14,14 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 APPLICATION = REPO / "kafka_pulse"
-COMPONENTS = ("collectors", "canary", "lag", "slo", "dashboards", "devstack")
+COMPONENTS = ("collectors", "canary", "lag", "slo", "dashboards", "audit", "devstack")
 PENDING: set[str] = set()
 """Components whose application imports are still being moved to the package root (the lag stage split); the
 lead removes an entry when its component merges."""
 GUARDED = tuple(c for c in COMPONENTS if c not in PENDING)
+LIBRARIES = ("audit",)
+"""Components whose `__all__` also serves applications outside kafka-pulse (the audit's client library), so it
+may name what our application never imports."""
 
 
 def component_imports() -> Iterator[tuple[str, int, str, str | None]]:
@@ -59,7 +62,7 @@ def test_the_application_imports_only_names_in_all(component: str) -> None:
     assert outside == [], f"add to {component}/__init__.py's __all__, or do not import:\n" + "\n".join(outside)
 
 
-@pytest.mark.parametrize("component", GUARDED)
+@pytest.mark.parametrize("component", [c for c in GUARDED if c not in LIBRARIES])
 def test_all_lists_exactly_what_the_application_uses(component: str) -> None:
     used = {name for _, _, module, name in component_imports() if module == component}
     unused = sorted(set(exported(component)) - used)

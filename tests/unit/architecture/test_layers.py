@@ -13,7 +13,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 LINT_IMPORTS = "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
-PACKAGES = ("kafka_pulse", "devstack", "collectors", "canary", "lag", "slo", "dashboards", "pulse")
+PACKAGES = ("kafka_pulse", "devstack", "collectors", "canary", "lag", "slo", "dashboards", "audit", "pulse")
 
 
 def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:

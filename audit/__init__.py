@@ -1,0 +1,50 @@
+"""Data-flow audit (docs/audit.md): did every record produced reach every consumer group, and when.
+
+Broker side, no application changed: `minutes` (boundary offsets and commits -> per group, topic and minute;
+pure) <- `broker` (reads Kafka each cycle). Client side, a library for confluent-kafka applications: `counts`
+(per topic and minute of event time; pure) <- `client` (producer and consumer wrappers, the reporter). Both
+publish through the SLI sink in the schemas of `streams`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pulse.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from audit.broker import BrokerAudit
+    from audit.client import AuditedProducer, AuditReporter, ConsumerAudit
+    from audit.counts import ClientCounts
+    from audit.minutes import MinuteAudit, MinuteBook
+    from audit.streams import BROKER_STREAM, CLIENT_STREAM, ClientOrigin
+
+__all__ = [
+    "BROKER_STREAM",
+    "CLIENT_STREAM",
+    "AuditReporter",
+    "AuditedProducer",
+    "BrokerAudit",
+    "ClientCounts",
+    "ClientOrigin",
+    "ConsumerAudit",
+    "MinuteAudit",
+    "MinuteBook",
+]
+
+_HOMES = {
+    "BROKER_STREAM": "audit.streams",
+    "CLIENT_STREAM": "audit.streams",
+    "AuditReporter": "audit.client",
+    "AuditedProducer": "audit.client",
+    "BrokerAudit": "audit.broker",
+    "ClientCounts": "audit.counts",
+    "ClientOrigin": "audit.streams",
+    "ConsumerAudit": "audit.client",
+    "MinuteAudit": "audit.minutes",
+    "MinuteBook": "audit.minutes",
+}
+"""Exported name -> the module that defines it, imported on first use (PEP 562)."""
+
+if not TYPE_CHECKING:
+    __getattr__ = lazy_exports(__name__, _HOMES)

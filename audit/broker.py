@@ -1,0 +1,99 @@
+"""The broker-side audit's I/O, with no change to any application: each cycle reads the offsets of the due minute
+boundaries (a consumer's `offsets_for_times`: pulse/kafka/offsets.py), every watched group's committed offsets, and
+publishes the minutes that settle (audit/minutes.py) as `audit-broker` SLI events."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from confluent_kafka import OFFSET_END, Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from audit.minutes import MinuteAudit, MinuteBook, due_boundaries
+from audit.streams import BROKER_STREAM, broker_table
+from pulse.admin_requests import GROUP_REQUEST_TIMEOUT_S, await_result
+from pulse.kafka.offsets import read_offsets
+from pulse.sli_sink import SliPublisher
+
+_LOG = logging.getLogger(__name__)
+
+MAX_BOUNDARIES_PER_CYCLE = 10
+"""A cycle reads at most this many boundaries per topic (one ListOffsets round per leader each); a backlog after
+a pause or a `since_ms` far back is caught up over the next cycles."""
+
+
+class BrokerAudit:
+    """One cluster's audit of `topics` against `groups`; `cycle(now_ms)` from one thread, every 10-30 s (the
+    latency's resolution is the cycle's interval)."""
+
+    def __init__(
+        self,
+        cluster: str,
+        consumer: Consumer,
+        admin: AdminClient,
+        topics: Sequence[str],
+        groups: Sequence[str],
+        publisher: SliPublisher,
+        *,
+        grace_s: float = 10.0,
+        max_wait_s: float = 900.0,
+        since_ms: int | None = None,
+        timeout_s: float = 10.0,
+    ) -> None:
+        self.cluster = cluster
+        self.consumer = consumer
+        """Reads metadata and offsets only: never subscribes, never commits (give it any unused `group.id`)."""
+        self.admin = admin
+        """Reads the groups' committed offsets (OffsetFetch; never Admin ListOffsets)."""
+        self.topics = tuple(topics)
+        self.publisher = publisher
+        self.grace_ms = int(grace_s * 1000)
+        self.since_ms = since_ms
+        self.timeout_s = timeout_s
+        self.book = MinuteBook(groups, int(max_wait_s * 1000))
+
+    def cycle(self, now_ms: int) -> list[MinuteAudit]:
+        """Read, settle, publish; returns the settled minutes. KafkaException or TimeoutError when the cluster
+        cannot be read: the boundaries read so far are kept, nothing settles, the next cycle catches up."""
+        partitions = self._partitions()
+        for topic in self.topics:
+            self._read_boundaries(topic, partitions[topic], now_ms)
+        for group in self.book.groups:
+            self.book.observe_commits(group, self._committed(group, partitions), now_ms)
+        audits = self.book.settle(now_ms)
+        if audits:
+            self.publisher.offer(BROKER_STREAM, broker_table(self.cluster, audits, now_ms))
+        return audits
+
+    def _partitions(self) -> dict[str, list[int]]:
+        found: dict[str, list[int]] = {}
+        for topic in self.topics:
+            meta = self.consumer.list_topics(topic, timeout=self.timeout_s).topics.get(topic)
+            if meta is None or meta.error is not None:
+                raise KafkaException(meta.error if meta is not None else f"no metadata for {topic}")
+            found[topic] = sorted(meta.partitions)
+        return found
+
+    def _read_boundaries(self, topic: str, partitions: list[int], now_ms: int) -> None:
+        due = due_boundaries(self.book.read_up_to(topic), now_ms, self.grace_ms, self.since_ms)
+        if not due:
+            return
+        keys = [(topic, p) for p in partitions]
+        ends = read_offsets(self.consumer, keys, OFFSET_END, self.timeout_s)
+        for boundary in due[:MAX_BOUNDARIES_PER_CYCLE]:
+            found = read_offsets(self.consumer, keys, boundary, self.timeout_s)
+            # No record at or after the boundary yet: the minute ends at the log's end as read this cycle.
+            offsets = {p: (o if o >= 0 else ends[(topic, p)]) for (_t, p), o in found.items()}
+            self.book.record_boundary(topic, boundary, offsets)
+
+    def _committed(self, group: str, partitions: dict[str, list[int]]) -> dict[tuple[str, int], int]:
+        wanted = [TopicPartition(t, p) for t in self.topics for p in partitions[t]]
+        request = ConsumerGroupTopicPartitions(group, wanted)
+        # librdkafka keeps its own long timeout for coordinator requests (a short one can abort the process:
+        # pulse/admin_requests.py); our wait is bounded by `await_result`.
+        future = self.admin.list_consumer_group_offsets([request], request_timeout=GROUP_REQUEST_TIMEOUT_S)[group]
+        answer = await_result(future, self.timeout_s)
+        return {
+            (tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions if tp.error is None and tp.offset >= 0
+        }

@@ -1,0 +1,157 @@
+"""The data-flow audit on the shared Kafka cluster (issue #26, points 1 and 2; docs/audit.md): an application sends
+through `AuditedProducer` (one send fails for good), one group consumes everything through `ConsumerAudit` and
+commits, another commits only part of one partition; the broker-side audit then reports each minute with the
+counts computed by hand, and the client counts arrive too, all as SLI events on Kafka through the SLI sink. Record
+timestamps are set minutes in the past, so every boundary is due at once and no test waits for a minute to end."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import NewTopic
+
+from audit import (
+    BROKER_STREAM,
+    CLIENT_STREAM,
+    AuditedProducer,
+    AuditReporter,
+    BrokerAudit,
+    ClientCounts,
+    ClientOrigin,
+    ConsumerAudit,
+)
+from audit.minutes import MINUTE_MS, minute_of
+from pulse.polling import poll
+from pulse.sli_sink import HEADER_SCHEMA, HEADER_VERSION, KafkaDelivery, SliSink, decode_rows, header_map
+from pulse.sli_sink.encode import Stream
+from tests.fixtures.kafka import KafkaHandle, commit_offsets
+
+pytestmark = pytest.mark.integration
+
+PER_MINUTE = {0: {0: 3, 1: 3}, 1: {0: 4}, 2: {1: 5}}
+"""Minute (from the first) -> partition -> records written, by hand."""
+TOO_LARGE = 2_500_000
+"""A value the broker refuses (message.max.bytes ~1 MiB) though the producer accepts it: a failed send."""
+
+
+@pytest.fixture(scope="module")
+def sink_prefix(kafka: KafkaHandle) -> str:
+    """The SLI topics `<prefix>audit-broker` and `<prefix>audit-client`, created as an operator would."""
+    prefix = f"kp-sli-{uuid.uuid4().hex[:8]}-"
+    admin = kafka.admin()
+    names = [f"{prefix}{s.name}" for s in (BROKER_STREAM, CLIENT_STREAM)]
+    for future in admin.create_topics([NewTopic(n, 1, kafka.cluster.spec.replication_factor) for n in names]).values():
+        future.result(timeout=30)
+    return prefix
+
+
+@pytest.fixture
+def sink(kafka: KafkaHandle, sink_prefix: str, tmp_path: Path) -> Iterator[SliSink]:
+    delivery = KafkaDelivery(kafka.client_config(), sink_prefix, 10.0)
+    sink = SliSink(tmp_path / "spool", delivery, retry_after_s=0.5, spool_interval_s=0.05).start()
+    try:
+        yield sink
+    finally:
+        sink.stop()
+
+
+def read_stream(kafka: KafkaHandle, prefix: str, stream: Stream, count: int) -> tuple[pa.Table, list[dict[str, str]]]:
+    """The first `count` events of a stream's topic, decoded, and their headers."""
+    consumer = kafka.consumer(f"reader-{uuid.uuid4().hex[:8]}")
+    consumer.assign([TopicPartition(f"{prefix}{stream.name}", 0, 0)])
+    records: list[Any] = []
+
+    def more() -> int:
+        records.extend(r for r in consumer.consume(500, timeout=0.5) if r.error() is None)
+        return len(records)
+
+    try:
+        poll(more, lambda n: n >= count, 60, f"{count} {stream.name} events", interval_s=0)
+    finally:
+        consumer.close()
+    return decode_rows(stream, [r.value() for r in records]), [header_map(r.headers()) for r in records]
+
+
+def test_the_audit_counts_each_minute_of_each_group(kafka: KafkaHandle, sink: SliSink, sink_prefix: str) -> None:
+    topic = kafka.create_topic("audit-orders", partitions=2)
+    base = minute_of(int(time.time() * 1000)) - 5 * MINUTE_MS
+
+    # The application: sends in event-time order per partition; one send fails for good.
+    sent = ClientCounts()
+    producer = AuditedProducer(kafka.producer(**{"message.max.bytes": 3 * TOO_LARGE}), sent)
+    for minute, partitions in PER_MINUTE.items():
+        for partition, count in partitions.items():
+            for i in range(count):
+                producer.produce(topic, b"order", partition=partition, timestamp=base + minute * MINUTE_MS + i)
+    producer.produce(topic, os.urandom(TOO_LARGE), partition=1, timestamp=base + 2 * MINUTE_MS + 30_000)
+    assert producer.flush(30) == 0
+
+    # Group `billing` reads everything and commits; group `fraud` committed 3 records of partition 0 only.
+    received = ClientCounts()
+    consumer, audit = kafka.consumer("billing"), ConsumerAudit(received)
+    consumer.assign([TopicPartition(topic, p, 0) for p in (0, 1)])
+    seen: list[Any] = []
+
+    def more() -> int:
+        for message in consumer.consume(100, timeout=0.5):
+            audit.received(message)
+            audit.processed(message)
+            seen.append(message)
+        return len(seen)
+
+    poll(more, lambda n: n >= 15, 60, "15 orders consumed", interval_s=0)
+    commit_offsets(consumer, [TopicPartition(topic, 0, 7), TopicPartition(topic, 1, 8)])
+    consumer.close()
+    fraud = kafka.consumer("fraud")
+    commit_offsets(fraud, [TopicPartition(topic, 0, 3)])
+    fraud.close()
+
+    reporters = [
+        AuditReporter(sent, sink, ClientOrigin("dev", "orders", "producer")),
+        AuditReporter(received, sink, ClientOrigin("dev", "billing", "consumer", "billing")),
+    ]
+    client_rows = sum(r.report() for r in reporters)
+
+    broker = BrokerAudit(
+        "dev", kafka.consumer("kp-audit"), kafka.admin(), [topic], ["billing", "fraud"], sink,
+        grace_s=1, max_wait_s=60, since_ms=base,
+    )  # fmt: skip
+    settled = broker.cycle(int(time.time() * 1000))
+    again = broker.cycle(int(time.time() * 1000))
+    assert not any(a.minute_ms < base + 3 * MINUTE_MS for a in again), "a minute settled twice"
+
+    table, headers = read_stream(kafka, sink_prefix, BROKER_STREAM, len(settled) + len(again))
+    assert {(h[HEADER_SCHEMA], h[HEADER_VERSION]) for h in headers} == {("audit-broker", "1")}
+    rows = {(r["group"], (r["minute"].timestamp() * 1000 - base) // MINUTE_MS): r for r in table.to_pylist()}
+    for minute, partitions in PER_MINUTE.items():
+        done = rows[("billing", minute)]
+        assert (done["records_written"], done["records_passed"], done["complete"]) == (
+            sum(partitions.values()), sum(partitions.values()), True
+        )  # fmt: skip
+        assert done["latency_s"] is not None and done["latency_s"] >= 0
+    behind = [rows[("fraud", m)] for m in PER_MINUTE]
+    assert [(r["records_written"], r["records_passed"], r["complete"], r["latency_s"]) for r in behind] == [
+        (6, 3, False, None), (4, 0, False, None), (5, 0, False, None)
+    ]  # fmt: skip
+    assert behind[0]["completeness"] == pytest.approx(0.5)
+    assert all(r["records_written"] == 0 for (_g, m), r in rows.items() if m > 2)
+
+    clients, _ = read_stream(kafka, sink_prefix, CLIENT_STREAM, client_rows)
+    counted = {(r["role"], (r["minute"].timestamp() * 1000 - base) // MINUTE_MS): r for r in clients.to_pylist()}
+    assert [(counted[("producer", m)]["sent"], counted[("producer", m)]["acknowledged"]) for m in PER_MINUTE] == [
+        (6, 6), (4, 4), (6, 5)
+    ]  # fmt: skip
+    assert counted[("producer", 2)]["failed"] == 1
+    assert [(counted[("consumer", m)]["received"], counted[("consumer", m)]["processed"]) for m in PER_MINUTE] == [
+        (6, 6), (4, 4), (5, 5)
+    ]  # fmt: skip
+    assert {r["group"] for r in clients.to_pylist() if r["role"] == "consumer"} == {"billing"}
+    assert all(r["latency_count"] == r["processed"] for r in clients.to_pylist() if r["role"] == "consumer")
