@@ -24,8 +24,8 @@ from numpy.typing import NDArray
 
 from lag.evaluate.columnar.block import I64, HwmHistories, PartitionIndex, gather, gather_histories, partition_index
 from lag.evaluate.columnar.rules import decide
+from lag.evaluate.columnar.timelag import time_lags
 from lag.evaluate.rules import RULE_STATUS, Rule, RuleParams, Window, explain
-from lag.evaluate.timelag import time_lag_seconds
 from lag.protocol import CommitPoint, GroupStatus, PartitionVerdict, SourceFreshness, Status, not_found
 from lag.store.offsets import OffsetStore
 from lag.store.windows import NO_LAG
@@ -90,7 +90,7 @@ class Evaluator:
         if gid is None:  # has_group said it is stored
             raise KeyError(group)
         verdicts = self.evaluate_groups(cluster, [gid], now_ms)
-        return self.group_status(verdicts, 0)
+        return self.group_status(verdicts, 0, Details(verdicts))
 
     def evaluate_named(self, cluster: str, groups: Sequence[str], now_ms: int) -> list[GroupStatus]:
         """What `evaluate_group` gives each of `groups`, in their order, the stored ones decided in one columnar
@@ -111,8 +111,9 @@ class Evaluator:
                 out.append(None)
         if gids:
             verdicts = self.evaluate_groups(cluster, gids, now_ms)
+            details = Details(verdicts)
             for row, at in enumerate(rows):
-                out[at] = self.group_status(verdicts, row)
+                out[at] = self.group_status(verdicts, row, details)
         return [s for s in out if s is not None]
 
     def evaluate_cluster(self, cluster: str, now_ms: int) -> Iterator[GroupStatus]:
@@ -122,6 +123,7 @@ class Evaluator:
         why = self._unavailable(cluster, now_ms) if names and not all_expired else None
         live_ids = ids if expired is None else ids[~expired]
         verdicts = self.evaluate_groups(cluster, live_ids, now_ms) if why is None else None
+        details = Details(verdicts) if verdicts is not None else None
         row = 0  # the group's row in `verdicts`: live groups keep their name order
         for i, name in enumerate(names):
             if expired is not None and expired[i]:
@@ -129,7 +131,7 @@ class Evaluator:
             elif verdicts is None:
                 yield _unknown(cluster, name, why or "")
             else:
-                yield self.group_status(verdicts, row)
+                yield self.group_status(verdicts, row, details)
                 row += 1
 
     def evaluate_groups(self, cluster: str, gids: Sequence[int] | I64, now_ms: int) -> GroupVerdicts:
@@ -153,9 +155,11 @@ class Evaluator:
         verdicts = _roll_up(cluster, now_ms, index, rules, status, current_lag, complete, last_offset)
         return dataclasses.replace(verdicts, histories=histories, history=history)
 
-    def group_status(self, verdicts: GroupVerdicts, group: int) -> GroupStatus:
-        """The objects of the `group`-th group of a columnar result: verdicts with reasons and time lags."""
+    def group_status(self, verdicts: GroupVerdicts, group: int, details: Details | None = None) -> GroupStatus:
+        """The objects of the `group`-th group of a columnar result: verdicts with reasons and time lags, the
+        latter two read through `details` (pass one `Details` for every group of one result)."""
         index, store, p, now_ms = verdicts.index, self.store, self.params, verdicts.now_ms
+        details = details if details is not None else Details(verdicts)
         gid = int(index.gids[group])
         owners = store.owners(gid)
         lo, hi = int(index.starts[group]), int(index.starts[group + 1])
@@ -170,7 +174,7 @@ class Evaluator:
             strict=True,
         )
         out = []
-        for topic_id, partition, slot, row, rule_id, current_lag, complete in columns:
+        for at, (topic_id, partition, slot, row, rule_id, current_lag, complete) in enumerate(columns, lo):
             topic = store.hwms.topic_name(topic_id)
             owner, client_id = owners.get((topic, partition), ("", ""))
             if p.mode == "burrow-1.2":
@@ -180,7 +184,7 @@ class Evaluator:
                 out.append(_placeholder(topic, partition, owner, client_id))
                 continue
             offsets, timestamps, lags = store.commits.read(slot)
-            hwm_offsets, hwm_times = store.hwms.history_of_row(row) if row >= 0 else ([], [])
+            hwm_offsets, hwm_times = details.history(at) if row >= 0 else ([], [])
             window = Window(offsets, timestamps, lags, hwm_offsets, hwm_times, current_lag)
             out.append(
                 PartitionVerdict(
@@ -194,7 +198,7 @@ class Evaluator:
                     owner=owner,
                     client_id=client_id,
                     reason=explain(rule, window, now_ms, p),
-                    lag_seconds=time_lag_seconds(offsets[-1], hwm_offsets, hwm_times, now_ms),
+                    lag_seconds=details.lag_seconds[at],
                 )
             )
         return aggregate(verdicts.cluster, store.group_name(gid), tuple(out))
@@ -205,6 +209,35 @@ class Evaluator:
 
 def _unknown(cluster: str, group: str, why: str) -> GroupStatus:
     return GroupStatus(cluster, group, Status.UNKNOWN, 0.0, (), 0, None, 0, f"cluster {cluster}: {why}")
+
+
+class Details:
+    """What `group_status` reads beyond a columnar result's arrays, computed once for all its groups: every
+    partition's time lag in one columnar pass (`time_lags`, the same floats as `time_lag_seconds`) and each HWM
+    history as lists, once per history however many groups read its partition."""
+
+    def __init__(self, verdicts: GroupVerdicts) -> None:
+        self.verdicts = verdicts
+        histories, history = verdicts.histories, verdicts.history
+        if histories is None or history is None:
+            raise ValueError("a columnar result without its HWM histories (not from `evaluate_groups`)")
+        self._histories, self._history = histories, history
+        committed = verdicts.rules != Rule.NO_COMMIT
+        lags = time_lags(verdicts.last_offset, committed, histories, history, verdicts.now_ms)
+        self.lag_seconds: list[float | None] = [None if x != x else x for x in lags.tolist()]  # NaN: None
+        """Per partition of the result, `time_lag_seconds` of its newest commit (None where unknown)."""
+        self._lists: dict[int, tuple[list[int], list[int]]] = {}
+
+    def history(self, at: int) -> tuple[list[int], list[int]]:
+        """HWMs and their sample times of the `at`-th partition's history, oldest first (shared, not to be changed)."""
+        which = int(self._history[at])
+        lists = self._lists.get(which)
+        if lists is None:
+            h = self._histories
+            n, width = int(h.count[which]), h.offsets.shape[1]
+            lists = h.offsets[which, width - n :].tolist(), h.times_ms[which, width - n :].tolist()
+            self._lists[which] = lists
+        return lists
 
 
 def _placeholder(topic: str, partition: int, owner: str, client_id: str) -> PartitionVerdict:

@@ -238,17 +238,16 @@ def explain(rule: Rule, w: Window, now_ms: int, p: RuleParams) -> str:
         complete = 1.0 if len(w.offsets) >= p.intervals else len(w.offsets) / p.intervals
         return f"window {complete:.0%} filled < minimum-complete {p.minimum_complete:g}"
     n, last_offset = len(w.offsets), w.offsets[-1]
-    index = rewind_index(w.offsets)
     if rule is Rule.CAUGHT_UP:
         return f"current lag {w.current_lag} <= allowed {p.allowed_lag}"
     if rule is Rule.CAUGHT_UP_ZERO:
         return "current lag 0"
     if rule is Rule.STOP:
         return _stop_reason(w, now_ms - now_ms % 1000)
-    if rule is Rule.REWIND_UNRECOVERED:
-        return f"offset went back {w.offsets[index - 1]} -> {w.offsets[index]} and never recovered"
-    if rule is Rule.REWIND_ANY:
-        return f"offset went back {w.offsets[index - 1]} -> {w.offsets[index]}"
+    if rule is Rule.REWIND_UNRECOVERED or rule is Rule.REWIND_ANY:
+        index = rewind_index(w.offsets)  # only a rewind's text reads it: a scan of the window
+        recovered = " and never recovered" if rule is Rule.REWIND_UNRECOVERED else ""
+        return f"offset went back {w.offsets[index - 1]} -> {w.offsets[index]}{recovered}"
     if rule is Rule.STALL:
         return f"offset stuck at {last_offset} for {n} commits with lag"
     if rule is Rule.WARN:
@@ -269,6 +268,7 @@ def explain(rule: Rule, w: Window, now_ms: int, p: RuleParams) -> str:
             f"warm-up {warm_up / 1000:g} s)"
         )
     if rule is Rule.E3_REWIND:
+        index = rewind_index(w.offsets)
         return f"E3 offset went back {w.offsets[index - 1]} -> {w.offsets[index]} and never recovered"
     if rule is Rule.E4_WARM_UP:
         return f"E4 warm-up: {n} commit, records waiting {waited / 1000:g} s"

@@ -2,7 +2,8 @@
 (`groups/date=YYYY-MM-DD/`), and with `partitions` on also every group-partition (`partitions/...`), which the SLO
 engine reads as a `lag` source (DESIGN "SLI event log"; schema in docs/sli-log.md, "Lag evaluation log").
 
-Row building is pure (`group_table`, `partition_table`); `EvaluationLog` runs the cycle on its own thread and hands
+Row building is pure (`group_table`, `partition_table`; built through `pulse.arrow_columns`, which spares the
+process pandas); `EvaluationLog` runs the cycle on its own thread and hands
 each cycle's rows to the shared Parquet writer (`pulse.parquet_log`), which never makes the cycle wait: a cycle
 whose rows do not fit its queue is dropped and counted. A group without a verdict (its cluster unreadable: UNKNOWN;
 expired: NOTFOUND) is written with `unknown` true, so an SLO can count it as no data rather than as bad.
@@ -22,6 +23,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from lag.protocol import GroupStatus, PartitionVerdict, Status
+from pulse import arrow_columns
 from pulse.config import LagEvaluationLogConfig
 from pulse.lifecycle import Periodic
 from pulse.parquet_log import ParquetLog, ParquetLogCollector, date_folder
@@ -89,8 +91,8 @@ NO_VERDICT = (Status.UNKNOWN, Status.NOTFOUND)
 """Group statuses written with `unknown` true: the cluster cannot be read, or the group expired."""
 
 
-def _times(now_ms: int, count: int) -> pa.Array:
-    return pa.array([now_ms * 1000] * count, type=_TIME.type)
+def _times(now_ms: int, count: int) -> list[int]:
+    return [now_ms * 1000] * count
 
 
 def group_table(statuses: Sequence[GroupStatus], now_ms: int) -> pa.Table:
@@ -113,7 +115,7 @@ def group_table(statuses: Sequence[GroupStatus], now_ms: int) -> pa.Table:
         columns["lag_seconds"].append(s.lag_seconds)
         columns["exact_lag_seconds"].append(s.exact_lag_seconds)
         columns["reason"].append(s.reason or None)
-    return pa.Table.from_pydict({"time": _times(now_ms, len(statuses)), **columns}, schema=GROUP_SCHEMA)
+    return arrow_columns.table({"time": _times(now_ms, len(statuses)), **columns}, GROUP_SCHEMA)
 
 
 def is_judged(verdict: PartitionVerdict) -> bool:
@@ -141,7 +143,7 @@ def partition_table(statuses: Sequence[GroupStatus], now_ms: int) -> pa.Table:
             columns["exact_lag_seconds"].append(v.exact_lag_seconds)
             columns["reason"].append(v.reason or None)
     rows = len(columns["cluster"])
-    return pa.Table.from_pydict({"time": _times(now_ms, rows), **columns}, schema=PARTITION_SCHEMA)
+    return arrow_columns.table({"time": _times(now_ms, rows), **columns}, PARTITION_SCHEMA)
 
 
 @dataclass(frozen=True, slots=True)

@@ -161,6 +161,29 @@ class IncidentBook:
         return Alert(labels=labels, annotations=annotations, starts_at=_utc(incident.start_ms))
 
 
+_SETTLED = (int(Status.OK), int(Status.NOTFOUND))
+"""Statuses on which the book only closes an incident: it reads no more of the group than the status."""
+
+
+def book_statuses(service: LagReader, now_ms: int) -> list[GroupStatus]:
+    """Every group at `now_ms` in cluster then name order, as `all_statuses` gives them, except that an OK or
+    NOTFOUND group is its status alone: objects (reasons, partitions) are built only for the groups an alert may
+    carry, from one columnar pass over all (`scrape_rows`), under one hold of the lock as before."""
+    out: list[GroupStatus] = []
+    with service.locked():
+        for rows in service.scrape_rows(now_ms):
+            codes = rows.status.tolist()
+            named = [name for name, code in zip(rows.names, codes, strict=True) if code not in _SETTLED]
+            detailed = iter(service.group_statuses(rows.cluster, named, now_ms))
+            for name, code in zip(rows.names, codes, strict=True):
+                out.append(_settled(rows.cluster, name, Status(code)) if code in _SETTLED else next(detailed))
+    return out
+
+
+def _settled(cluster: str, group: str, status: Status) -> GroupStatus:
+    return GroupStatus(cluster, group, status, 0.0, (), 0, None, 0, "")
+
+
 def _utc(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
@@ -209,7 +232,8 @@ class LagNotifier:
     def run_once(self) -> list[Transition]:
         """One cycle, also when nothing fires (resolves and the sink's spool go out); never raises."""
         try:
-            transitions = self.book.update(self.service.all_statuses(), self.service.clock_ms())
+            now_ms = self.service.clock_ms()
+            transitions = self.book.update(book_statuses(self.service, now_ms), now_ms)
             for t in transitions:
                 _LOG.info(
                     "lag incident %s %s: %s/%s %s", t.incident_id[:8], t.kind, t.cluster, t.group, t.severity.name

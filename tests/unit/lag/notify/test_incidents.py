@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from lag.notify.incidents import ALERTNAME, IncidentBook, LagNotifier, LagNotifierCollector
+from lag.notify.incidents import ALERTNAME, IncidentBook, LagNotifier, LagNotifierCollector, book_statuses
 from lag.protocol import GroupStatus, PartitionVerdict, Status
 from lag.service import LagService
 from pulse.alerts import Alert, Incidents, SendResult
@@ -177,3 +177,30 @@ def test_a_failing_cycle_is_counted_and_the_next_one_delivers() -> None:
     notifier.run_once()
     assert sender.batches == [[]]  # the third cycle went out
     assert registry.get_sample_value("kafka_pulse_lag_notifier_last_success_timestamp_seconds") is not None
+
+
+def test_book_statuses_are_all_statuses_with_objects_only_for_unsettled_groups() -> None:
+    """The notifier builds objects only for groups not OK or NOTFOUND (issue 27); every group keeps its status and
+    order, and the others are exactly `all_statuses`' objects."""
+    now = 1_700_000_000_000
+    config = LagConfig(mode="burrow", intervals=2, expire_group_s=600)
+    services = [LagService(config, clock_ms=lambda: now) for _ in range(2)]  # a read purges expired groups
+    for service in services:
+        with service.locked() as store:
+            for c in ("a", "b"):
+                store.add_hwm(c, "t", 0, 100, now - 60_000)
+                store.add_hwm(c, "t", 1, 100, now - 60_000)
+                store.add_commit(c, "stopped", "t", 0, 10, now - 60_000, now - 60_000)
+                store.add_commit(c, "stopped", "t", 0, 20, now - 50_000, now - 50_000)
+                store.add_commit(c, "ok", "t", 0, 100, now - 2_000, now - 2_000)
+                store.add_commit(c, "ok", "t", 1, 100, now - 1_000, now - 1_000)
+                store.add_commit(c, "gone", "t", 1, 50, now - 500_000, now - 500_000)
+    full = services[0].all_statuses(now + 200_000)  # "gone" expired by then
+    lean = book_statuses(services[1], now + 200_000)
+    assert [(s.cluster, s.group, s.status) for s in lean] == [(s.cluster, s.group, s.status) for s in full]
+    assert {s.status for s in full} >= {Status.OK, Status.ERR, Status.NOTFOUND}
+    for got, want in zip(lean, full, strict=True):
+        if want.status not in (Status.OK, Status.NOTFOUND):
+            assert got == want
+        else:
+            assert got.partitions == () and got.reason == ""
