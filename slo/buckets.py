@@ -29,10 +29,11 @@ from slo.evaluation import (
     floor_minute,
     period_bounds,
     sub_hour_windows_s,
+    windows_s,
 )
 from slo.identity import without_repeats
-from slo.model import Slo
-from slo.policy import HOUR_S, MINUTE_S, FloatArray, WindowSums
+from slo.model import RollingWindow, Slo
+from slo.policy import DAY_S, HOUR_S, MINUTE_S, FloatArray, WindowSums
 from slo.results import BacktestResult, SloResult
 from slo.sources import REASONS, instance_labels
 
@@ -129,6 +130,16 @@ def read_table(directory: Path) -> pa.Table:
 def span_min(slos: Sequence[Slo], at: datetime) -> int:
     """Minutes an evaluation at `at` reads back: to the oldest SLO's data start."""
     return (int(at.timestamp()) - min(int(data_start(s, at).timestamp()) for s in slos)) // MINUTE_S
+
+
+def ring_minutes(slos: Sequence[Slo]) -> int:
+    """Minutes a ring must hold for any evaluation time: the longest window, or a calendar period's longest
+    length (a day more than the longest month or week, for daylight saving)."""
+    longest = 0
+    for slo in slos:
+        period = slo.window.period_s if isinstance(slo.window, RollingWindow) else slo.window.nominal_s + 2 * DAY_S
+        longest = max(longest, period, *windows_s(slo))
+    return longest // MINUTE_S
 
 
 # --- evaluate -------------------------------------------------------------------------------------------------
