@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -29,7 +30,7 @@ from pyspark.sql import SparkSession
 from canary.sli_log import CANARY_STREAM, SCHEMA
 from kafka_pulse.cli.main import cli
 from pulse.polling import poll
-from pulse.sli_sink import events_of
+from pulse.sli_sink import SpooledEvent, events_of
 from tests.fixtures.kafka import KafkaHandle
 from tests.fixtures.spark import T, iso
 
@@ -83,11 +84,9 @@ class Published:
     state: Path
 
 
-@pytest.fixture(scope="module")
-def published(kafka: KafkaHandle, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Published]:
-    """The rows in Parquet (the batch job's source) and on a fresh `<prefix>canary` topic, as the sink sends them;
-    the first 300 events twice (a redelivery after a crash), and one row of an unknown schema version."""
-    root = tmp_path_factory.mktemp("slo-stream")
+def publish(kafka: KafkaHandle, root: Path) -> tuple[Published, str, list[SpooledEvent]]:
+    """The rows in Parquet under `root` (the batch job's source), a fresh `<prefix>canary` topic and a config
+    naming both; returns the config, the topic and the rows as the sink's events (not produced yet)."""
     table = pa.Table.from_pylist(canary_rows(), schema=SCHEMA)
     (root / "canary").mkdir()
     pq.write_table(table, root / "canary" / "part-0.parquet")
@@ -96,14 +95,6 @@ def published(kafka: KafkaHandle, tmp_path_factory: pytest.TempPathFactory) -> I
     admin = kafka.admin()
     admin.create_topics([NewTopic(topic, 3, 3)])[topic].result(timeout=30)
     poll(lambda: admin.list_topics(topic=topic, timeout=5).topics.get(topic), _led, 30, f"leaders of {topic}")
-    producer = kafka.producer()
-    events = events_of(CANARY_STREAM, table, "0badc0de", 0)
-    for event in [*events, *events[:300]]:
-        producer.produce(topic, key=event.key, value=event.value, headers=event.headers())
-    stranger = events_of(CANARY_STREAM, table.slice(0, 1), "feedf00d", 0)[0]
-    headers = [(k, b"2" if k == "kp-schema-version" else v) for k, v in stranger.headers()]
-    producer.produce(topic, key=stranger.key, value=stranger.value, headers=headers)
-    assert producer.flush(60) == 0
     slos = [
         {
             "name": "produce",
@@ -132,7 +123,29 @@ def published(kafka: KafkaHandle, tmp_path_factory: pytest.TempPathFactory) -> I
     }
     path = root / "pulse.yaml"
     path.write_text(yaml.safe_dump(config))
-    yield Published(path, root / "stream-state")
+    return Published(path, root / "stream-state"), topic, events_of(CANARY_STREAM, table, "0badc0de", 0)
+
+
+def produce(
+    kafka: KafkaHandle, topic: str, events: Sequence[SpooledEvent], extra: Sequence[tuple[SpooledEvent, int]] = ()
+) -> None:
+    """`events` as the sink sends them, then each of `extra` with its schema version replaced."""
+    producer = kafka.producer()
+    for event in events:
+        producer.produce(topic, key=event.key, value=event.value, headers=event.headers())
+    for event, version in extra:
+        headers = [(k, str(version).encode() if k == "kp-schema-version" else v) for k, v in event.headers()]
+        producer.produce(topic, key=event.key, value=event.value, headers=headers)
+    assert producer.flush(60) == 0
+
+
+@pytest.fixture(scope="module")
+def published(kafka: KafkaHandle, tmp_path_factory: pytest.TempPathFactory) -> Published:
+    """Every event once, the first 300 twice (a redelivery after a crash), and one of an unknown schema version."""
+    found, topic, events = publish(kafka, tmp_path_factory.mktemp("slo-stream"))
+    stranger = SpooledEvent("canary", 1, "feedf00d", 0, events[0].key, events[0].value)
+    produce(kafka, topic, [*events, *events[:300]], [(stranger, 2)])
+    return found
 
 
 def _led(md: Any) -> bool:
@@ -144,11 +157,15 @@ def _led(md: Any) -> bool:
     )
 
 
-def run_stream(published: Published, *more: str) -> dict[str, Any]:
-    """`slo stream --once --at T --json` as its own process (its own JVM with the Kafka source on its classpath)."""
+def stream_argv(published: Published, *more: str) -> tuple[list[str], dict[str, str]]:
     argv = [sys.executable, "-m", "kafka_pulse.cli.main", "slo", "stream", "--config", str(published.config)]
-    argv += ["--state-dir", str(published.state), "--once", "--at", iso(T), "--json", *more]
     env = {**os.environ, "PYTHONPATH": str(REPO), "KAFKA_PULSE_HOME": str(published.state.parent / "home")}
+    return [*argv, "--state-dir", str(published.state), "--json", *more], env
+
+
+def run_stream(published: Published) -> dict[str, Any]:
+    """`slo stream --once --at T --json` as its own process (its own JVM with the Kafka source on its classpath)."""
+    argv, env = stream_argv(published, "--once", "--at", iso(T))
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=STREAM_TIMEOUT_S, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
     found: dict[str, Any] = json.loads(done.stdout[done.stdout.index("{") :])
@@ -178,3 +195,59 @@ def test_the_stream_answers_as_the_batch_job_on_the_same_events(published: Publi
     backtest = cli_json("slo", "backtest", "--config", str(published.config), *window)
     assert cli_json("slo", "backtest", "--config", str(published.config), *window, "--buckets", buckets) == backtest
     assert any(s["alerts"] for s in backtest["slos"])
+
+
+def children(pid: int) -> list[int]:
+    """The direct children of `pid` (the driver's JVM), from /proc."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        text = (task / "children").read_text() if (task / "children").exists() else ""
+        found += [int(c) for c in text.split()]
+    return found
+
+
+def gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state == "Z"
+
+
+def test_a_driver_killed_with_sigkill_resumes_from_its_checkpoint_and_counts_nothing_twice(
+    kafka: KafkaHandle, spark: SparkSession, tmp_path: Path
+) -> None:
+    # The live stream takes the first half of the events (in time order) in its first batch; the second half
+    # arrives, with 200 early events delivered again (older than the watermark by then); the driver is killed
+    # with -9 as soon as a batch of them is written, maybe before Spark committed it. `--once` on the same
+    # state resumes from the checkpoint (batch 0 is not redone) and answers as the batch job over the rows.
+    found, topic, events = publish(kafka, tmp_path)
+    ordered = sorted(events, key=lambda e: str(json.loads(e.value)["time"]))
+    half = len(ordered) // 2
+    produce(kafka, topic, ordered[:half])
+    buckets = found.state / "buckets"
+    argv, env = stream_argv(found, "--trigger", "2s")
+    with open(tmp_path / "stream.log", "w") as log:
+        driver = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
+    jvms: list[int] = []
+    try:
+        first = poll(lambda: sorted(buckets.glob("part-*.parquet")), bool, STREAM_TIMEOUT_S, "the stream's first batch")
+        assert [p.name for p in first] == ["part-000000000000.parquet"]
+        written = first[0].stat().st_mtime_ns
+        produce(kafka, topic, [*ordered[half:], *ordered[:200]])
+        poll(lambda: set(buckets.glob("part-*.parquet")) - set(first), bool, STREAM_TIMEOUT_S, "a later batch")
+        jvms = children(driver.pid)
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=30)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait(timeout=30)
+    # Spark's JVM exits when its driver's pipe closes; the restart must not share the checkpoint with it.
+    poll(lambda: all(gone(pid) for pid in jvms), bool, 60, "the killed driver's JVM to exit")
+    streamed = run_stream(found)
+    assert (buckets / "part-000000000000.parquet").stat().st_mtime_ns == written  # resumed, not restarted
+    batch = cli_json("slo", "evaluate", "--config", str(found.config), "--at", iso(T))
+    assert streamed == batch
+    from_table = cli_json("slo", "evaluate", "--config", str(found.config), "--at", iso(T), "--buckets", str(buckets))
+    assert from_table == batch
