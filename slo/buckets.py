@@ -3,13 +3,13 @@ and writes (docs/slo.md, "Streaming from Kafka"), and their evaluation through s
 `slo evaluate --buckets` and the batch job give one answer. No Spark.
 
 The stream emits a bucket again each time late rows change it; the table keeps every emission, and the one of
-the highest micro-batch wins (`BucketRing.update` in batch order). A ring per instance holds the minutes an
-evaluation needs, so a cycle costs the new buckets plus one pass over each instance's window in numpy.
+the highest micro-batch wins. Evaluation reads running sums (slo/bucket_sums.py): a few lookups per hour of each
+instance's window, whatever the events in it; the backtest reads dense minutes (`BucketRing`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
@@ -17,8 +17,10 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
+from slo.bucket_sums import COLUMNS, RunningSums
 from slo.evaluation import (
     Rollup,
     alert_intervals,
@@ -33,7 +35,7 @@ from slo.evaluation import (
 )
 from slo.identity import without_repeats
 from slo.model import RollingWindow, Slo
-from slo.policy import DAY_S, HOUR_S, MINUTE_S, FloatArray, WindowSums
+from slo.policy import DAY_S, MINUTE_S, FloatArray, WindowSums
 from slo.results import BacktestResult, SloResult
 from slo.sources import REASONS, instance_labels
 
@@ -157,62 +159,94 @@ def _budget_units(slo: Slo, series: MinuteSeries) -> tuple[FloatArray, FloatArra
     return good, has.astype(np.float64)
 
 
-def rollup_of(slo: Slo, at_s: int, series: MinuteSeries, subs: Iterable[int]) -> Rollup:
-    """The sums `evaluate_instance` takes, from minutes before `at_s` (as slo/job.py's single aggregation)."""
-    minutes = series.minutes()
-    inside = (minutes < at_s) & (series.rows > 0)
-    good, total = _budget_units(slo, series)
-    k = (at_s - 1 - minutes[inside]) // HOUR_S
-    size = int(k.max()) + 1 if len(k) else 0
-    since = int(period_bounds(slo, datetime.fromtimestamp(at_s, tz=UTC))[0].timestamp())
-    in_period = inside & (minutes >= since)
+def add_buckets(sums: RunningSums, slos: Sequence[Slo], table: pa.Table) -> None:
+    """Fold a bucket table into running sums (in `batch` order: a bucket's latest emission wins), with each
+    minute's good and total in its SLO's budget units; buckets of SLOs not in `slos` are left out."""
+    targets = {slo.name: slo.timeslice_target for slo in slos}
+    table = table.filter(pc.is_in(table["slo"], pa.array(list(targets)))).sort_by([("batch", "ascending")])
+    if table.num_rows == 0:
+        return
+    minutes = table["minute"].cast(pa.int64()).to_numpy() // 1_000_000 // MINUTE_S
+    values = np.column_stack([table[c].to_numpy().astype(np.float64) for c in _VALUES])
+    names = table["slo"].to_pylist()
+    instances = table["instance"].to_pylist()
+    row = np.zeros(len(COLUMNS))
+    for i, name in enumerate(names):
+        row[: len(_VALUES)] = values[i]
+        good, total = values[i, 1], values[i, 2]
+        target = targets[name]
+        if target is None:
+            row[5], row[6] = good, total
+        else:
+            assert isinstance(target, Fraction)
+            row[6] = 1.0 if total > 0 else 0.0
+            row[5] = 1.0 if total > 0 and good * target.denominator >= total * target.numerator else 0.0
+        sums.set((name, instances[i]), int(minutes[i]), row.copy())
 
-    def window(w: int) -> WindowSums:
-        mask = inside & (minutes >= at_s - w)
-        t = float(total[mask].sum())
-        return WindowSums(t - float(good[mask].sum()), t)
+
+_ROWS, _BAD, _EXCEEDS, _UNIT_GOOD, _UNIT_TOTAL = (
+    COLUMNS.index(c) for c in ("rows", "n_bad_value", "n_good_exceeds_total", "unit_good", "unit_total")
+)
+
+
+def rollup_of(slo: Slo, sums: RunningSums, key: Key, at_s: int, lo_s: int, subs: Sequence[int]) -> Rollup | None:
+    """The sums `evaluate_instance` takes over [lo_s, at_s), as slo/job.py's single aggregation makes them; None
+    when the instance has no row there. Costs one lookup per hour of the span, none per event or minute."""
+    at_m, lo_m = at_s // MINUTE_S, lo_s // MINUTE_S
+    hours = -(-(at_m - lo_m) // 60)
+    bounds = np.maximum(at_m - 60 * np.arange(hours + 1, dtype=np.int64), lo_m)
+    since_m = int(period_bounds(slo, datetime.fromtimestamp(at_s, tz=UTC))[0].timestamp()) // MINUTE_S
+    starts = [max(since_m, lo_m), *(max(at_m - w // MINUTE_S, lo_m) for w in subs)]
+    c = sums.before(key, np.concatenate([bounds, np.array(starts, dtype=np.int64)]))
+    hour = c[:hours] - c[1 : hours + 1]  # hour k: [at - (k+1) h, at - k h), clipped to lo
+    held = np.nonzero(hour[:, _ROWS] > 0)[0]
+    if len(held) == 0:
+        return None
+    size = int(held.max()) + 1
+    span = c[0] - c[hours]
+    period = c[0] - c[hours + 1]
+
+    def window(j: int) -> WindowSums:
+        part = c[0] - c[hours + 2 + j]
+        return WindowSums(float(part[_UNIT_TOTAL] - part[_UNIT_GOOD]), float(part[_UNIT_TOTAL]))
 
     return Rollup(
-        hour_good=np.bincount(k, weights=good[inside], minlength=size).astype(np.float64),
-        hour_total=np.bincount(k, weights=total[inside], minlength=size).astype(np.float64),
-        period_good=float(good[in_period].sum()),
-        period_total=float(total[in_period].sum()),
-        sub_hour={w: window(w) for w in subs},
-        skipped={
-            "null_time": 0,
-            "bad_value": int(series.n_bad_value[inside].sum()),
-            "good_exceeds_total": int(series.n_good_exceeds_total[inside].sum()),
-        },
+        hour_good=hour[:size, _UNIT_GOOD].copy(),
+        hour_total=hour[:size, _UNIT_TOTAL].copy(),
+        period_good=float(period[_UNIT_GOOD]),
+        period_total=float(period[_UNIT_TOTAL]),
+        sub_hour={w: window(j) for j, w in enumerate(subs)},
+        skipped={"null_time": 0, "bad_value": int(span[_BAD]), "good_exceeds_total": int(span[_EXCEEDS])},
     )
 
 
-def evaluate_series(slos: Sequence[Slo], at: datetime, series: Mapping[Key, MinuteSeries]) -> list[SloResult]:
-    """Every SLO instance at `at` (floored to the minute) from its minute buckets; `series` must cover
-    `span_min(slos, at)` minutes before it. The same results as `slo.job.evaluate` over the same rows."""
+def evaluate_sums(slos: Sequence[Slo], at: datetime, sums: RunningSums) -> list[SloResult]:
+    """Every SLO instance at `at` (floored to the minute) from running sums holding `span_min(slos, at)` minutes
+    before it: the same results as `slo.job.evaluate` over the same rows."""
     at = floor_minute(at)
     at_s = int(at.timestamp())
+    lo_s = at_s - span_min(slos, at) * MINUTE_S
     subs = sorted({w for slo in slos for w in sub_hour_windows_s(slo)})
     index = {slo.name: i for i, slo in enumerate(slos)}
     results: list[SloResult] = []
     seen: set[int] = set()
-    for (name, instance), minutes in sorted(series.items()):
+    for name, instance in sums.instances():
         i = index.get(name)
-        if i is None or not (minutes.rows[minutes.minutes() < at_s] > 0).any():
+        rollup = None if i is None else rollup_of(slos[i], sums, (name, instance), at_s, lo_s, subs)
+        if i is None or rollup is None:
             continue
         seen.add(i)
-        rollup = rollup_of(slos[i], at_s, minutes, subs)
         results.append(evaluate_instance(slos[i], instance_labels(slos[i], instance), at, rollup))
     return completed(slos, at, results, seen, subs)
 
 
 def evaluate_table(slos: Sequence[Slo], at: datetime, table: pa.Table) -> list[SloResult]:
-    """`evaluate_series` over a bucket table (`slo evaluate --buckets`)."""
+    """`evaluate_sums` over a bucket table (`slo evaluate --buckets`); buckets from `at` on are left out."""
     at = floor_minute(at)
-    span = span_min(slos, at)
-    ring = BucketRing(span)
-    ring.update(table)
-    at_s = int(at.timestamp())
-    return evaluate_series(slos, at, ring.series(at_s - span * MINUTE_S, at_s))
+    before = table.filter(pc.less(table["minute"], pa.scalar(at, pa.timestamp("us", tz="UTC"))))
+    sums = RunningSums(span_min(slos, at) + 2)
+    add_buckets(sums, slos, before)
+    return evaluate_sums(slos, at, sums)
 
 
 # --- backtest -------------------------------------------------------------------------------------------------

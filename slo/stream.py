@@ -6,7 +6,7 @@ schema, copies of one event (same `kp-source`/`kp-seq`, delivery is at least onc
 scored by slo/sources.py as the batch job scores Parquet rows, and summed per minute in Spark's state, which the
 watermark bounds. Every micro-batch emits the buckets it changed (update mode); the driver writes them as one file
 named after the batch id (a replay after a crash rewrites the same file: exactly once with the checkpoint) and
-folds them into a `BucketRing` that slo/buckets.py evaluates.
+folds them into running sums (slo/bucket_sums.py) that slo/buckets.py evaluates.
 """
 
 from __future__ import annotations
@@ -27,11 +27,10 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.streaming import StreamingQuery
 
 from pulse.errors import ConfigError
-from slo.buckets import BUCKET_SCHEMA, BucketRing, evaluate_series, read_table, ring_minutes, span_min
-from slo.evaluation import floor_minute
+from slo.bucket_sums import RunningSums
+from slo.buckets import BUCKET_SCHEMA, add_buckets, evaluate_sums, read_table, ring_minutes
 from slo.job import prepare
 from slo.model import EventsSource, Slo
-from slo.policy import MINUTE_S
 from slo.results import SloResult
 from slo.sources import score_frame
 
@@ -196,18 +195,23 @@ def bucket_frame(
     )
 
 
+SKEW_MIN = 1440
+"""Minutes the running sums keep beyond the longest window: events up to a day ahead of the evaluation time (clock
+skew, or `--at` before the newest events) leave the window still in the ring."""
+
+
 class BucketStream:
-    """The running stream: writes each micro-batch's buckets to the table and keeps the ring the cycles evaluate.
-    On start the ring is refilled from the table, so a restart evaluates what it evaluated before."""
+    """The running stream: writes each micro-batch's buckets to the table and keeps the sums the cycles evaluate.
+    On start the sums are refilled from the table, so a restart evaluates what it evaluated before."""
 
     def __init__(self, slos: Sequence[Slo], settings: StreamSettings) -> None:
         self.slos = list(slos)
         self.settings = settings
-        self.ring = BucketRing(ring_minutes(self.slos))
+        self.sums = RunningSums(ring_minutes(self.slos) + SKEW_MIN)
         self._lock = threading.Lock()
         self.batches = 0
         settings.buckets.mkdir(parents=True, exist_ok=True)
-        self.ring.update(read_table(settings.buckets))
+        add_buckets(self.sums, self.slos, read_table(settings.buckets))
 
     def start(self, spark: SparkSession, topics: Mapping[str, Topic], available_now: bool = False) -> StreamingQuery:
         writer = (
@@ -224,7 +228,7 @@ class BucketStream:
         return writer.start()
 
     def _batch(self, frame: DataFrame, batch_id: int) -> None:
-        """foreachBatch: the batch's buckets as `part-<batch id>.parquet` (renamed into place whole), then the ring."""
+        """foreachBatch: the batch's buckets as `part-<batch id>.parquet` (renamed into place whole), then the sums."""
         rows = frame.collect()
         names = [s.name for s in self.slos]
         table = pa.Table.from_pylist(
@@ -252,13 +256,10 @@ class BucketStream:
                 os.fsync(handle.fileno())
             os.replace(staged, final)
         with self._lock:
-            self.ring.update(table)
+            add_buckets(self.sums, self.slos, table)
             self.batches += 1
 
     def evaluate(self, at: datetime) -> list[SloResult]:
-        """Every SLO instance at `at` from the buckets received so far: a pass over each instance's window."""
-        at = floor_minute(at)
-        at_s = int(at.timestamp())
+        """Every SLO instance at `at` from the buckets received so far: a few lookups per hour of each window."""
         with self._lock:
-            series = self.ring.series(at_s - span_min(self.slos, at) * MINUTE_S, at_s)
-        return evaluate_series(self.slos, at, series)
+            return evaluate_sums(self.slos, at, self.sums)

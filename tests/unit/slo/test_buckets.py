@@ -10,7 +10,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from slo.buckets import BUCKET_SCHEMA, BucketRing, backtest_table, evaluate_table, read_table, rollup_of, span_min
+from slo.bucket_sums import COLUMNS, RunningSums
+from slo.buckets import (
+    BUCKET_SCHEMA,
+    BucketRing,
+    add_buckets,
+    backtest_table,
+    evaluate_table,
+    read_table,
+    rollup_of,
+    span_min,
+)
 from slo.evaluation import alert_intervals, backtest_start, evaluate_instance, sub_hour_windows_s
 from slo.model import Slo
 from slo.spec import parse_slos
@@ -73,10 +83,11 @@ def test_buckets_roll_up_as_the_job_sums_rows() -> None:
     ]
     rows[89] |= {"n_bad_value": 1, "rows": 101}
     span = span_min([s], T)
-    ring = BucketRing(span)
-    ring.update(table(rows))
-    (series,) = ring.series(int(T.timestamp()) - span * 60, int(T.timestamp())).values()
-    rollup = rollup_of(s, int(T.timestamp()), series, sub_hour_windows_s(s))
+    sums = RunningSums(span + 2)
+    add_buckets(sums, [s], table(rows))
+    at_s = int(T.timestamp())
+    rollup = rollup_of(s, sums, ("x", ""), at_s, at_s - span * 60, sub_hour_windows_s(s))
+    assert rollup is not None
     assert len(rollup.hour_total) == 48
     assert rollup.hour_good[0] == 100 * 60 - 20 * 50
     assert rollup.hour_total[1:].tolist() == [6000.0] * 47
@@ -86,6 +97,20 @@ def test_buckets_roll_up_as_the_job_sums_rows() -> None:
     (result,) = evaluate_table([s], T + timedelta(seconds=42), table(rows))
     assert result == evaluate_instance(s, {}, T, rollup)
     assert result.burn_rates["5m"] == pytest.approx(50.0)
+
+
+def test_running_sums_take_late_buckets_and_gaps() -> None:
+    sums = RunningSums(10)
+    one = np.ones(len(COLUMNS))
+    sums.set(("x", ""), 100, one)
+    sums.set(("x", ""), 104, 2 * one)  # minutes 101-103 empty
+    sums.set(("x", ""), 101, 3 * one)  # late
+    sums.set(("x", ""), 104, 5 * one)  # emitted again: replaces
+    before = sums.before(("x", ""), np.array([100, 101, 102, 105, 200]))[:, 0]
+    assert before.tolist() == [0.0, 1.0, 4.0, 9.0, 9.0]
+    sums.set(("x", ""), 94, 7 * one)  # older than the ring: ignored
+    with pytest.raises(ValueError, match="older than the ring"):
+        sums.before(("x", ""), np.array([95]))
 
 
 def test_timeslice_buckets_count_one_slice_per_minute_with_events() -> None:
