@@ -14,9 +14,11 @@ if TYPE_CHECKING:
     from canary.assembly import build_canary
     from canary.events import ProbeResult
     from canary.service import CanaryService
+    from canary.sli_log import CANARY_STREAM
     from canary.topic import KafkaPythonReassigner, TopicManager, read_layout
 
 __all__ = [
+    "CANARY_STREAM",
     "CanaryService",
     "KafkaPythonReassigner",
     "ProbeResult",
@@ -26,6 +28,7 @@ __all__ = [
 ]
 
 _HOMES = {
+    "CANARY_STREAM": "canary.sli_log",
     "CanaryService": "canary.service",
     "KafkaPythonReassigner": "canary.topic",
     "ProbeResult": "canary.events",

@@ -16,12 +16,14 @@ from pulse.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from lag.assembly import LagRunner
+    from lag.notify.evaluation_log import GROUPS_STREAM
     from lag.protocol import ClusterRows, GroupStatus, MetadataReading, Status
     from lag.replay import replay_lines
     from lag.serve.routes import invalid_request
     from lag.store.access import LagReader
 
 __all__ = [
+    "GROUPS_STREAM",
     "ClusterRows",
     "GroupStatus",
     "LagReader",
@@ -33,6 +35,7 @@ __all__ = [
 ]
 
 _HOMES = {
+    "GROUPS_STREAM": "lag.notify.evaluation_log",
     "ClusterRows": "lag.protocol",
     "GroupStatus": "lag.protocol",
     "LagReader": "lag.store.access",

@@ -14,6 +14,7 @@ from pulse.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from slo.alerting import SloAlertDelivery
+    from slo.buckets import backtest_table, evaluate_table, read_table
     from slo.evaluation import floor_minute
     from slo.job import backtest, evaluate, minute_series
     from slo.model import Slo
@@ -35,20 +36,26 @@ if TYPE_CHECKING:
     )
     from slo.session import spark_session
     from slo.spec import describe, load_slos
+    from slo.stream import BucketStream, StreamSettings, Topic, package_settings, spark_kafka_options
 
 __all__ = [
     "PERIOD_UNITS",
+    "BucketStream",
     "NoPrometheusSli",
     "PushFailed",
     "RuleOptions",
     "Slo",
     "SloAlertDelivery",
     "SloResult",
+    "StreamSettings",
+    "Topic",
     "alert_states",
     "backtest",
+    "backtest_table",
     "check_output",
     "describe",
     "evaluate",
+    "evaluate_table",
     "floor_minute",
     "gauges",
     "iso",
@@ -56,12 +63,15 @@ __all__ = [
     "load_slos",
     "minute_series",
     "output_files",
+    "package_settings",
     "parse_duration_s",
     "push_gauges",
+    "read_table",
     "report_json",
     "rules_text",
     "select",
     "slo_report",
+    "spark_kafka_options",
     "spark_session",
     "stale_files",
     "to_html",
@@ -71,18 +81,23 @@ __all__ = [
 ]
 
 _HOMES = {
-    "NoPrometheusSli": "slo.rules_files",
     "PERIOD_UNITS": "slo.report",
+    "BucketStream": "slo.stream",
+    "NoPrometheusSli": "slo.rules_files",
     "PushFailed": "slo.output",
     "RuleOptions": "slo.rules",
     "Slo": "slo.model",
     "SloAlertDelivery": "slo.alerting",
     "SloResult": "slo.results",
+    "StreamSettings": "slo.stream",
+    "Topic": "slo.stream",
     "alert_states": "slo.results",
     "backtest": "slo.job",
+    "backtest_table": "slo.buckets",
     "check_output": "slo.rules_files",
     "describe": "slo.spec",
     "evaluate": "slo.job",
+    "evaluate_table": "slo.buckets",
     "floor_minute": "slo.evaluation",
     "gauges": "slo.output",
     "iso": "slo.results",
@@ -90,12 +105,15 @@ _HOMES = {
     "load_slos": "slo.spec",
     "minute_series": "slo.job",
     "output_files": "slo.rules_files",
+    "package_settings": "slo.stream",
     "parse_duration_s": "slo.policy",
     "push_gauges": "slo.output",
+    "read_table": "slo.buckets",
     "report_json": "slo.report",
     "rules_text": "slo.rules_files",
     "select": "slo.rules_files",
     "slo_report": "slo.report",
+    "spark_kafka_options": "slo.stream",
     "spark_session": "slo.session",
     "stale_files": "slo.rules_files",
     "to_html": "slo.report_render",

@@ -4,13 +4,14 @@ series (backtest); windows, alert states and forecasts are decided here with slo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import numpy.typing as npt
 
+from slo.identity import identity, without_repeats
 from slo.model import CalendarWindow, RollingWindow, Slo
 from slo.policy import (
     HOUR_S,
@@ -156,6 +157,21 @@ def evaluate_instance(slo: Slo, labels: Mapping[str, str], at: datetime, rollup:
         budgeting="occurrences" if slo.timeslice_target is None else "timeslices",
         skipped_rows=dict(rollup.skipped),
     )
+
+
+def completed(
+    slos: Sequence[Slo], at: datetime, results: list[SloResult], seen: Collection[int], subs: Sequence[int]
+) -> list[SloResult]:
+    """The evaluation's answer: `results` plus one "no data" result (never firing) for each SLO whose index is not in
+    `seen`, in spec order, a repeated label set refused and counted (slo/identity.py)."""
+    results = list(results)
+    for index, slo in enumerate(slos):
+        if index not in seen:
+            empty = Rollup(np.zeros(0), np.zeros(0), 0.0, 0.0, {w: WindowSums(0.0, 0.0) for w in subs})
+            results.append(evaluate_instance(slo, {}, at, empty))
+    order = {slo.name: i for i, slo in enumerate(slos)}
+    kept, refused = without_repeats(sorted(results, key=lambda r: (order[r.name], sorted(r.labels.items()))))
+    return [replace(r, repeated_label_sets=refused.get(identity(r.name, r.labels), 0)) for r in kept]
 
 
 def _pair(sums: WindowSums) -> tuple[float, float]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 
@@ -29,13 +28,14 @@ from slo.evaluation import (
     Rollup,
     alert_intervals,
     backtest_start,
+    completed,
     data_start,
     evaluate_instance,
     floor_minute,
     period_bounds,
     sub_hour_windows_s,
 )
-from slo.identity import identity, without_repeats
+from slo.identity import without_repeats
 from slo.model import Slo
 from slo.policy import HOUR_S, MINUTE_S, FloatArray, WindowSums
 from slo.report import InstanceMinutes
@@ -169,13 +169,7 @@ def _results(slos: Sequence[Slo], at: datetime, frame: pd.DataFrame, subs: list[
             skipped={reason: int(group[f"n_{reason}"].sum()) for reason in REASONS},
         )
         results.append(evaluate_instance(slo, instance_labels(slo, str(instance)), at, rollup))
-    for index, slo in enumerate(slos):
-        if index not in seen:  # no row at all: one "no data" result, never firing
-            empty = Rollup(np.zeros(0), np.zeros(0), 0.0, 0.0, {w: WindowSums(0.0, 0.0) for w in subs})
-            results.append(evaluate_instance(slo, {}, at, empty))
-    order = {slo.name: i for i, slo in enumerate(slos)}
-    kept, refused = without_repeats(sorted(results, key=lambda r: (order[r.name], sorted(r.labels.items()))))
-    return [replace(r, repeated_label_sets=refused.get(identity(r.name, r.labels), 0)) for r in kept]
+    return completed(slos, at, results, seen, subs)
 
 
 def _bins(index: npt.NDArray[np.int64], weights: FloatArray, size: int) -> FloatArray:

@@ -168,6 +168,17 @@ def _parquet_rows(
     ts = _epoch_seconds(frame, "time", members[0][2] + ".source.path")
     lo_s, hi_s = int(lo.timestamp()), int(hi.timestamp())
     frame = frame.withColumn("__ts", ts).where(F.col("__ts").isNull() | F.col("__ts").between(lo_s, hi_s - 1))
+    return score_frame(frame, members, since_s)
+
+
+def score_frame(
+    frame: DataFrame,
+    members: Sequence[tuple[int, Slo, str]],
+    since_s: Sequence[int] | None = None,
+    carry: Sequence[str] = (),
+) -> DataFrame:
+    """Scored rows of every (index, SLO, key path) in `members` over one source's rows, whose epoch-second time is
+    the column `__ts` (batch or streaming); `carry` keeps source columns alongside (the stream's event time)."""
     parts: list[Column] = []
     for index, slo, where in members:
         keep = F.lit(True)
@@ -183,11 +194,13 @@ def _parquet_rows(
                 _expression(frame, slo.total, f"{where}.total").alias("total"),
             )
         )
+    kept = [F.col(f"`{c}`") for c in carry]
     if len(parts) == 1:
-        rows = frame.select(F.col("__ts").alias("ts"), parts[0].alias("s")).select("ts", "s.*")
+        rows = frame.select(*kept, F.col("__ts").alias("ts"), parts[0].alias("s")).select(*carry, "ts", "s.*")
     else:
-        rows = frame.select(F.col("__ts").alias("ts"), F.explode(F.array(*parts)).alias("s")).select("ts", "s.*")
-    return _flag(rows.where("keep").drop("keep"))
+        exploded = F.explode(F.array(*parts)).alias("s")
+        rows = frame.select(*kept, F.col("__ts").alias("ts"), exploded).select(*carry, "ts", "s.*")
+    return _flag(rows.where("keep").drop("keep"), carry)
 
 
 def _condition(frame: DataFrame, text: str, where: str) -> Column:
@@ -200,7 +213,7 @@ def _condition(frame: DataFrame, text: str, where: str) -> Column:
     return column.cast("boolean")
 
 
-def _flag(rows: DataFrame) -> DataFrame:
+def _flag(rows: DataFrame, carry: Sequence[str] = ()) -> DataFrame:
     """Add `ok` and the per-reason indicator columns (0/1) summed later into `skipped_rows`."""
     bad_value = (
         F.col("good").isNull()
@@ -213,6 +226,7 @@ def _flag(rows: DataFrame) -> DataFrame:
     null_time = F.col("ts").isNull()
     exceeds = ~null_time & ~bad_value & (F.col("good") > F.col("total"))
     return rows.select(
+        *carry,
         "slo",
         "instance",
         *(["since"] if "since" in rows.columns else []),

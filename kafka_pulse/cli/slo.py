@@ -6,18 +6,22 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from kafka_pulse.cli.options import config_option
+from kafka_pulse.cli.slo_stream import stream
 from kafka_pulse.clusters import load_or_default
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from pulse.config import SloConfig
-    from slo import Slo
+    from slo import Slo, SloResult
 
 
 def parse_time(text: str | None, option: str) -> datetime:
@@ -42,9 +46,32 @@ def _load(config_path: Path | None) -> tuple[list[Slo], SloConfig]:
     return load_slos(config, source, base_dir), config.slo
 
 
+T = TypeVar("T")
+
+
+def _bucket_table(directory: Path, use: Callable[[pa.Table], T]) -> T:
+    """`use` applied to the stream's bucket table under `directory` (a missing table is a usage error)."""
+    from slo import read_table
+
+    try:
+        table = read_table(directory)
+    except FileNotFoundError as exc:
+        raise click.BadParameter(str(exc), param_hint="--buckets") from None
+    return use(table)
+
+
+def _evaluate_table(slos: Sequence[Slo], at: datetime, table: pa.Table) -> list[SloResult]:
+    from slo import evaluate_table
+
+    return evaluate_table(slos, at, table)
+
+
 @click.group()
 def slo() -> None:
     """SLO error budgets and burn-rate alerts (PySpark), and equivalent Prometheus rules."""
+
+
+slo.add_command(stream)
 
 
 @slo.command()
@@ -57,21 +84,41 @@ def slo() -> None:
     help="Also write results as Parquet here (default: slo.results_dir).",
 )
 @click.option("--pushgateway", "pushgateway_url", help="Also push budget gauges here (default: slo.pushgateway_url).")
+@click.option(
+    "--buckets",
+    "buckets_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Evaluate the bucket table `slo stream` writes instead of the SLOs' sources (no Spark).",
+)
 def evaluate(
-    config_path: Path | None, at_time: str | None, as_json: bool, results_dir: Path | None, pushgateway_url: str | None
+    config_path: Path | None,
+    at_time: str | None,
+    as_json: bool,
+    results_dir: Path | None,
+    pushgateway_url: str | None,
+    buckets_dir: Path | None,
 ) -> None:
     """SLI, budget remaining, burn rates, firing alerts and time to exhaustion per SLO."""
     at = parse_time(at_time, "--at")
     slos, settings = _load(config_path)
-    from slo import evaluate, iso, push_gauges, spark_session, write_results
+    from slo import evaluate, push_gauges, spark_session, write_results
 
-    results = evaluate(spark_session(settings.spark_master, driver_memory=settings.driver_memory), slos, at)
+    if buckets_dir is not None:
+        results = _bucket_table(buckets_dir, lambda table: _evaluate_table(slos, at, table))
+    else:
+        results = evaluate(spark_session(settings.spark_master, driver_memory=settings.driver_memory), slos, at)
     results_dir = results_dir or settings.results_dir
     pushgateway_url = pushgateway_url or settings.pushgateway_url
     if results_dir is not None:
         write_results(results, results_dir)
     if pushgateway_url is not None:
         push_gauges(results, pushgateway_url, login=settings.pushgateway_client)
+    _print_results(results, as_json)
+
+
+def _print_results(results: Sequence[SloResult], as_json: bool) -> None:
+    from slo import iso
+
     if as_json:
         click.echo(json.dumps({"slos": [r.to_json() for r in results]}, indent=2))
         return
@@ -92,7 +139,15 @@ def evaluate(
 @click.option("--to", "to_time", required=True, help="Last evaluation time (ISO 8601).")
 @click.option("--step", default="1m", show_default=True, help="Time between evaluations (whole minutes).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def backtest(config_path: Path | None, from_time: str, to_time: str, step: str, as_json: bool) -> None:
+@click.option(
+    "--buckets",
+    "buckets_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Backtest the bucket table `slo stream` writes instead of the SLOs' sources (no Spark).",
+)
+def backtest(
+    config_path: Path | None, from_time: str, to_time: str, step: str, as_json: bool, buckets_dir: Path | None
+) -> None:
     """Every interval in which each SLO's alerts would have fired."""
     from slo import parse_duration_s
 
@@ -108,13 +163,20 @@ def backtest(config_path: Path | None, from_time: str, to_time: str, step: str, 
     slos, settings = _load(config_path)
     from slo import backtest, iso, spark_session
 
-    results = backtest(
-        spark_session(settings.spark_master, driver_memory=settings.driver_memory),
-        slos,
-        start,
-        end,
-        timedelta(seconds=step_s),
-    )
+    if buckets_dir is not None:
+        from slo import backtest_table
+
+        results = _bucket_table(
+            buckets_dir, lambda table: backtest_table(slos, start, end, timedelta(seconds=step_s), table)
+        )
+    else:
+        results = backtest(
+            spark_session(settings.spark_master, driver_memory=settings.driver_memory),
+            slos,
+            start,
+            end,
+            timedelta(seconds=step_s),
+        )
     if as_json:
         click.echo(json.dumps({"slos": [r.to_json() for r in results]}, indent=2))
         return

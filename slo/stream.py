@@ -1,0 +1,265 @@
+"""`slo stream`: SLI events on Kafka (docs/sli-log.md, "Kafka sink") -> minute buckets per SLO instance, with
+Spark Structured Streaming's own Kafka source (docs/slo.md, "Streaming from Kafka").
+
+Each source kind reads its topic (`events` the canary's, `lag` the lag groups'); rows are decoded with the log's
+schema, copies of one event (same `kp-source`/`kp-seq`, delivery is at least once) dropped within the watermark,
+scored by slo/sources.py as the batch job scores Parquet rows, and summed per minute in Spark's state, which the
+watermark bounds. Every micro-batch emits the buckets it changed (update mode); the driver writes them as one file
+named after the batch id (a replay after a crash rewrites the same file: exactly once with the checkpoint) and
+folds them into running sums (slo/bucket_sums.py) that slo/buckets.py evaluates.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.streaming import StreamingQuery
+
+from pulse.errors import ConfigError
+from slo.bucket_sums import RunningSums
+from slo.buckets import BUCKET_SCHEMA, add_buckets, evaluate_sums, read_table, ring_minutes
+from slo.job import prepare
+from slo.model import EventsSource, Slo
+from slo.results import SloResult
+from slo.sources import score_frame
+
+KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
+"""Spark's Kafka source: 4.2.0 is the newest on Maven Central (no 4.3.x); it runs on pyspark 4.3.0 (measured:
+tests/integration/slo/test_slo_stream.py)."""
+
+SHIPPED_WITH_SPARK = (
+    "org.apache.hadoop:hadoop-client-runtime,org.apache.hadoop:hadoop-client-api,org.slf4j:slf4j-api,"
+    "org.xerial.snappy:snappy-java,at.yawk.lz4:lz4-java,com.google.code.findbugs:jsr305,"
+    "org.scala-lang.modules:scala-parallel-collections_2.13"
+)
+"""The connector's dependencies that pyspark's own jars already hold: not fetched twice."""
+
+
+def package_settings(cache: Path) -> dict[str, str]:
+    """Session settings that fetch the Kafka source from Maven Central once into `cache` (Ivy's cache beside the
+    Kafka jars); Spark ships the jars to executors itself."""
+    return {
+        "spark.jars.packages": KAFKA_PACKAGE,
+        "spark.jars.ivy": str(cache / "spark-ivy"),
+        "spark.jars.excludes": SHIPPED_WITH_SPARK,
+    }
+
+
+_JAAS = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+
+
+def spark_kafka_options(librdkafka: Mapping[str, str]) -> dict[str, str]:
+    """The Kafka source's `kafka.*` options for a connection profile (pulse.profile.client_config): the Java
+    client spells SASL logins and PEM CA files differently; a client certificate is refused (not mapped yet)."""
+    options = {
+        "kafka.bootstrap.servers": librdkafka["bootstrap.servers"],
+        "kafka.security.protocol": librdkafka.get("security.protocol", "PLAINTEXT"),
+    }
+    mechanism = librdkafka.get("sasl.mechanism")
+    if mechanism is not None:
+        if mechanism not in _JAAS:
+            raise ConfigError(f"slo stream: SASL mechanism {mechanism} is not supported by the stream")
+        user, password = (librdkafka["sasl.username"], librdkafka["sasl.password"])
+        quoted = [v.replace("\\", "\\\\").replace('"', '\\"') for v in (user, password)]
+        options["kafka.sasl.mechanism"] = mechanism
+        options["kafka.sasl.jaas.config"] = (
+            f'{_JAAS[mechanism]} required username="{quoted[0]}" password="{quoted[1]}";'
+        )
+    if "ssl.certificate.location" in librdkafka:
+        raise ConfigError("slo stream: a TLS client certificate is not supported by the stream")
+    if "ssl.ca.location" in librdkafka:
+        options["kafka.ssl.truststore.type"] = "PEM"
+        options["kafka.ssl.truststore.location"] = librdkafka["ssl.ca.location"]
+    if "ssl.endpoint.identification.algorithm" in librdkafka:
+        verify = librdkafka["ssl.endpoint.identification.algorithm"]
+        options["kafka.ssl.endpoint.identification.algorithm"] = "" if verify == "none" else verify
+    return options
+
+
+@dataclass(frozen=True)
+class Topic:
+    """Where the rows of one source kind arrive, and their shape."""
+
+    name: str
+    stream: str
+    """The `kp-schema` header value (`canary`, `lag-groups`)."""
+    version: int
+    """The one `kp-schema-version` read; rows of another version are not counted."""
+    schema: pa.Schema
+    """The log's Arrow schema (canary/sli_log.py, lag/notify/evaluation_log.py)."""
+
+
+@dataclass(frozen=True)
+class StreamSettings:
+    kafka: Mapping[str, str]
+    """`spark_kafka_options` of the SLI cluster."""
+    checkpoint: Path
+    buckets: Path
+    watermark_s: int = 120
+    """Events later than this behind the newest event time seen are not counted (Spark drops them)."""
+    trigger_s: float = 60.0
+    starting_offsets: str = "earliest"
+    max_offsets_per_trigger: int | None = None
+
+
+def _header(name: str) -> Column:
+    return F.expr(f"CAST(try_element_at(filter(headers, h -> h.key = '{name}'), 1).value AS STRING)")
+
+
+def _events(spark: SparkSession, topic: Topic, settings: StreamSettings) -> DataFrame:
+    """One topic's rows: the log's columns, `time` as a timestamp, copies of an event dropped within the watermark."""
+    reader = spark.readStream.format("kafka").options(**settings.kafka)
+    reader = reader.option("subscribe", topic.name).option("includeHeaders", "true")
+    reader = reader.option("startingOffsets", settings.starting_offsets).option("failOnDataLoss", "false")
+    if settings.max_offsets_per_trigger is not None:
+        reader = reader.option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))
+    schema = from_arrow_schema(topic.schema)
+    text_schema = schema.fromJson(
+        {
+            **schema.jsonValue(),
+            "fields": [_as_text(f) if f["name"] == "time" else f for f in schema.jsonValue()["fields"]],
+        }
+    )
+    identity = F.coalesce(
+        F.concat_ws(":", _header("kp-source"), _header("kp-seq")),
+        F.concat_ws(":", F.lit("offset"), F.col("partition").cast("string"), F.col("offset").cast("string")),
+    )
+    decoded = (
+        reader.load()
+        .where((_header("kp-schema") == topic.stream) & (_header("kp-schema-version") == str(topic.version)))
+        .select(identity.alias("__id"), F.from_json(F.col("value").cast("string"), text_schema).alias("r"))
+        .select("__id", "r.*")
+        .withColumn("time", F.to_timestamp(F.col("time")))
+        .where(F.col("time").isNotNull())
+    )
+    unique = decoded.withWatermark("time", f"{settings.watermark_s} seconds").dropDuplicatesWithinWatermark(["__id"])
+    return unique.withColumn("__ts", F.unix_seconds(F.col("time")))
+
+
+def _as_text(field: dict[str, Any]) -> dict[str, Any]:
+    return {**field, "type": "string"}
+
+
+def bucket_frame(
+    spark: SparkSession, slos: Sequence[Slo], topics: Mapping[str, Topic], settings: StreamSettings
+) -> DataFrame:
+    """The streaming buckets: (slo index, instance, minute, rows, good, total, n_bad_value, n_good_exceeds_total)."""
+    prepare(spark)
+    by_kind: dict[str, list[tuple[int, Slo, str]]] = {}
+    for index, slo in enumerate(slos):
+        if not isinstance(slo.source, EventsSource) or slo.source.kind not in topics:
+            raise ConfigError(f"slo {slo.name!r}: the stream reads only events and lag sources from Kafka")
+        by_kind.setdefault(slo.source.kind, []).append((index, slo, f"slo {slo.name!r}"))
+    frames = [
+        score_frame(_events(spark, topics[kind], settings), members, carry=("time",))
+        for kind, members in sorted(by_kind.items())
+    ]
+    scored = frames[0]
+    for frame in frames[1:]:
+        scored = scored.unionByName(frame)
+    ok = F.col("ok")
+    return (
+        scored.groupBy("slo", "instance", F.window("time", "1 minute").alias("w"))
+        .agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.coalesce(F.sum(F.when(ok, F.col("good"))), F.lit(0.0)).alias("good"),
+            F.coalesce(F.sum(F.when(ok, F.col("total"))), F.lit(0.0)).alias("total"),
+            F.sum("n_bad_value").alias("n_bad_value"),
+            F.sum("n_good_exceeds_total").alias("n_good_exceeds_total"),
+        )
+        .select(
+            "slo",
+            "instance",
+            F.col("w.start").alias("minute"),
+            "rows",
+            "good",
+            "total",
+            "n_bad_value",
+            "n_good_exceeds_total",
+        )
+    )
+
+
+SKEW_MIN = 1440
+"""Minutes the running sums keep beyond the longest window: events up to a day ahead of the evaluation time (clock
+skew, or `--at` before the newest events) leave the window still in the ring."""
+
+
+class BucketStream:
+    """The running stream: writes each micro-batch's buckets to the table and keeps the sums the cycles evaluate.
+    On start the sums are refilled from the table, so a restart evaluates what it evaluated before."""
+
+    def __init__(self, slos: Sequence[Slo], settings: StreamSettings) -> None:
+        self.slos = list(slos)
+        self.settings = settings
+        self.sums = RunningSums(ring_minutes(self.slos) + SKEW_MIN)
+        self._lock = threading.Lock()
+        self.batches = 0
+        settings.buckets.mkdir(parents=True, exist_ok=True)
+        add_buckets(self.sums, self.slos, read_table(settings.buckets))
+
+    def start(self, spark: SparkSession, topics: Mapping[str, Topic], available_now: bool = False) -> StreamingQuery:
+        writer = (
+            bucket_frame(spark, self.slos, topics, self.settings)
+            .writeStream.outputMode("update")
+            .option("checkpointLocation", str(self.settings.checkpoint))
+            .foreachBatch(self._batch)
+            .queryName("kafka-pulse-slo-stream")
+        )
+        if available_now:
+            writer = writer.trigger(availableNow=True)
+        else:
+            writer = writer.trigger(processingTime=f"{self.settings.trigger_s} seconds")
+        return writer.start()
+
+    def _batch(self, frame: DataFrame, batch_id: int) -> None:
+        """foreachBatch: the batch's buckets as `part-<batch id>.parquet` (renamed into place whole), then the sums."""
+        rows = frame.collect()
+        names = [s.name for s in self.slos]
+        table = pa.Table.from_pylist(
+            [
+                {
+                    "slo": names[int(r["slo"])],
+                    "instance": r["instance"],
+                    "minute": r["minute"],
+                    "rows": int(r["rows"]),
+                    "good": float(r["good"]),
+                    "total": float(r["total"]),
+                    "n_bad_value": int(r["n_bad_value"] or 0),
+                    "n_good_exceeds_total": int(r["n_good_exceeds_total"] or 0),
+                    "batch": batch_id,
+                }
+                for r in rows
+            ],
+            schema=BUCKET_SCHEMA,
+        )
+        if table.num_rows:
+            final = self.settings.buckets / f"part-{batch_id:012d}.parquet"
+            staged = self.settings.buckets / f".part-{batch_id:012d}.parquet.tmp"
+            pq.write_table(table, staged, compression="zstd")
+            with open(staged, "rb") as handle:
+                os.fsync(handle.fileno())
+            os.replace(staged, final)
+        with self._lock:
+            add_buckets(self.sums, self.slos, table)
+            self.batches += 1
+
+    def evaluate(self, at: datetime) -> list[SloResult]:
+        """Every SLO instance at `at` from the buckets received so far: a few lookups per hour of each window."""
+        with self._lock:
+            return evaluate_sums(self.slos, at, self.sums)
