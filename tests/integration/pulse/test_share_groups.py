@@ -1,0 +1,91 @@
+"""Share groups (KIP-932) read from the real 4.3.1 dev cluster (`share.version=1` is on by default there): a real
+share consumer (librdkafka's) reads part of a backlog, and the start offset and lag kafka-pulse reads with
+DescribeShareGroupOffsets equal what Kafka's own `kafka-share-groups --describe --offsets` prints for the group at
+the same moment (#24 points 1 and 7)."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+
+import pytest
+from confluent_kafka import ShareConsumer
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+from devstack.runtime import DEFAULT_VERSION, ensure_tools
+from kafka_pulse.clusters import dev_cluster_config
+from pulse.kafka.share_groups import ShareGroup, read_share_groups
+from pulse.paths import cache_dir
+from pulse.polling import poll
+from pulse.profile import kafka_python_config
+from tests.fixtures.kafka import KafkaHandle
+from tests.integration.devstack.test_dev_cluster import produce
+
+pytestmark = pytest.mark.integration
+
+SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
+
+
+def tool_offsets(kafka: KafkaHandle, group: str) -> dict[tuple[str, int], tuple[int | None, int | None]]:
+    """(topic, partition) -> (start offset, lag) as `kafka-share-groups --describe --offsets` prints them; "-"
+    (not known) reads as None."""
+    argv = [
+        "java", "-cp", ensure_tools(DEFAULT_VERSION, cache_dir()).classpath, SHARE_GROUP_COMMAND,
+        "--bootstrap-server", kafka.bootstrap_servers, "--describe", "--offsets", "--group", group,
+    ]  # fmt: skip
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True).stdout
+    rows: dict[tuple[str, int], tuple[int | None, int | None]] = {}
+    lines = [line.split() for line in out.splitlines() if line.strip()]
+    header = next(i for i, cells in enumerate(lines) if cells[:1] == ["GROUP"])
+    columns = lines[header]
+    for cells in lines[header + 1 :]:
+        row = dict(zip(columns, cells, strict=False))
+        number = {k: (None if row.get(k, "-") == "-" else int(row[k])) for k in ("START-OFFSET", "LAG")}
+        rows[(row["TOPIC"], int(row["PARTITION"]))] = (number["START-OFFSET"], number["LAG"])
+    return rows
+
+
+def read_group(kafka: KafkaHandle, group: str) -> ShareGroup | None:
+    """`group` as one full read gives it; None while the read is incomplete (a fresh cluster's coordinators answer
+    COORDINATOR_LOAD_IN_PROGRESS for a while) or the group is not listed yet."""
+    settings = kafka_python_config(dev_cluster_config(kafka.cluster), "share-test", 10.0)
+    read = read_share_groups(settings)
+    return next((g for g in read.groups if g.group == group), None) if read.reason == "" else None
+
+
+def start_at_earliest(kafka: KafkaHandle, group: str) -> None:
+    """`share.auto.offset.reset=earliest` for `group` (a group config; the default, latest, skips a backlog)."""
+    entry = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])
+    admin = kafka.admin()  # held until the answer: a freed client fails its futures
+    admin.incremental_alter_configs([resource])[resource].result(timeout=30)
+
+
+def test_share_group_lag_equals_kafka_share_groups_tool(kafka: KafkaHandle) -> None:
+    topic = kafka.create_topic("share-lag", partitions=2)
+    group = f"share-{uuid.uuid4().hex[:8]}"
+    produce(kafka, topic, 200, "s")
+    start_at_earliest(kafka, group)
+    consumer = ShareConsumer(kafka.client_config(**{"group.id": group}))
+    consumer.subscribe([topic])
+    try:
+        poll(lambda: len(consumer.poll(0.5) or []), lambda n: n > 0, 90, "a first batch for the share consumer")
+        consumer.commit_sync()  # accepts the batch (implicit acknowledgement)
+    finally:
+        consumer.close()
+    produce(kafka, topic, 100, "t")  # a backlog behind what was consumed
+
+    def both() -> tuple[ShareGroup | None, dict[tuple[str, int], tuple[int | None, int | None]]]:
+        return read_group(kafka, group), tool_offsets(kafka, group)
+
+    def agree(pair: tuple[ShareGroup | None, dict[tuple[str, int], tuple[int | None, int | None]]]) -> bool:
+        ours = pair[0] and {(p.topic, p.partition): (p.start_offset, p.lag) for p in pair[0].partitions}
+        return ours == pair[1]
+
+    group_read, tool = poll(both, agree, 90, "kafka-pulse and kafka-share-groups agreeing on start offset and lag")
+    assert group_read is not None and group_read.state == "Empty"  # the consumer left
+    assert set(tool) == {(topic, 0), (topic, 1)}
+    started = {tp: lag for tp, (start, lag) in tool.items() if start is not None}
+    assert started and all(lag is not None for lag in started.values()), tool  # a started partition has its lag
+    assert 0 < sum(lag for lag in started.values() if lag is not None) < 300, tool  # backlog less what was consumed
+    assert all(lag is None for start, lag in tool.values() if start is None), tool  # never 0 for unknown
