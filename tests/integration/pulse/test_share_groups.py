@@ -7,13 +7,22 @@ from __future__ import annotations
 
 import subprocess
 import uuid
+from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
+import yaml
 from confluent_kafka import ShareConsumer
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+from prometheus_client import CollectorRegistry, generate_latest
 
 from devstack.runtime import DEFAULT_VERSION, ensure_tools
 from kafka_pulse.clusters import dev_cluster_config
+from lag.assembly import LagRunner
+from lag.serve.routes import invalid_request
+from pulse.config import parse_config
+from pulse.http import HttpApp, HttpServer, Router
 from pulse.kafka.share_groups import ShareGroup, read_share_groups
 from pulse.paths import cache_dir
 from pulse.polling import poll
@@ -23,6 +32,7 @@ from tests.integration.devstack.test_dev_cluster import produce
 
 pytestmark = pytest.mark.integration
 
+CLUSTER = "local"
 SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
 
 
@@ -89,3 +99,60 @@ def test_share_group_lag_equals_kafka_share_groups_tool(kafka: KafkaHandle) -> N
     assert started and all(lag is not None for lag in started.values()), tool  # a started partition has its lag
     assert 0 < sum(lag for lag in started.values() if lag is not None) < 300, tool  # backlog less what was consumed
     assert all(lag is None for start, lag in tool.values() if start is None), tool  # never 0 for unknown
+
+
+def test_a_stalled_start_offset_is_named_on_metrics_and_the_share_group_route(
+    kafka: KafkaHandle, tmp_path: Path
+) -> None:
+    """`lag` with `share_groups` on: a group whose records wait while no member completes any (its start offset
+    unmoved past `stall_after_s`) is STALLED on /metrics and on `/v3/kafka/{cluster}/sharegroup/{group}`, which
+    names the partition and the offset; its lag equals the tool's, and Burrow's own routes still answer."""
+    topic = kafka.create_topic("share-stall", partitions=1)
+    group = f"stall-{uuid.uuid4().hex[:8]}"
+    produce(kafka, topic, 50, "s")
+    start_at_earliest(kafka, group)
+    consumer = ShareConsumer(kafka.client_config(**{"group.id": group}))
+    consumer.subscribe([topic])
+    try:
+        poll(lambda: len(consumer.poll(0.5) or []), lambda n: n > 0, 90, "a first batch for the share consumer")
+        consumer.commit_sync()
+    finally:
+        consumer.close()
+    produce(kafka, topic, 30, "t")  # records wait; nobody consumes them
+    settings = {
+        "clusters": [{"name": CLUSTER, "bootstrap_servers": kafka.bootstrap_servers.split(",")}],
+        "lag": {
+            "offset_refresh_s": 1,
+            "evaluation_log": {"enabled": False},
+            "share_groups": {"enabled": True, "refresh_s": 1, "stall_after_s": 3},
+        },
+    }
+    config = parse_config(yaml.safe_dump(settings), "pulse.yaml", {})
+    registry = CollectorRegistry()
+    runner = LagRunner(config, config.clusters, state=tmp_path / "state", registry=registry)
+    server = HttpServer(HttpApp(Router(runner.api.routes(), invalid_request)), "127.0.0.1", 0).start()
+    runner.start()
+    try:
+        url = f"{server.url}/v3/kafka/{CLUSTER}/sharegroup/{group}"
+
+        def status() -> dict[str, Any]:
+            answer = httpx.get(url, timeout=10)
+            return answer.json() if answer.status_code == 200 else {}
+
+        body = poll(status, lambda b: b.get("status", {}).get("status") == "STALLED", 60, f"{group} STALLED")
+        (part,) = body["status"]["partitions"]
+        tool = tool_offsets(kafka, group)
+        assert tool == {(topic, 0): (part["start_offset"], part["lag"])}  # the unmoved offset: same at both reads
+        assert part["lag"] > 0 and part["status"] == "STALLED"
+        assert part["reason"].startswith(f"{topic}-0: start offset {part['start_offset']} unmoved for ")
+        listing = httpx.get(f"{server.url}/v3/kafka/{CLUSTER}/sharegroup", timeout=10).json()
+        assert group in listing["sharegroups"] and listing["error"] is False
+        assert httpx.get(f"{server.url}/v3/kafka", timeout=10).json()["clusters"] == [CLUSTER]  # Burrow's, unchanged
+        text = generate_latest(registry).decode()
+        labels = f'cluster="{CLUSTER}",partition="0",share_group="{group}",topic="{topic}"'
+        assert f"kafka_pulse_lag_share_partition_status{{{labels}}} 1.0" in text
+        assert f"kafka_pulse_lag_share_partition_lag{{{labels}}} {float(part['lag'])}" in text
+        assert f'kafka_pulse_lag_share_group_status{{cluster="{CLUSTER}",share_group="{group}"}} 1.0' in text
+    finally:
+        runner.stop()
+        server.stop()
