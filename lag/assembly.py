@@ -222,6 +222,7 @@ class LagRunner:
         self.share_board: ShareBoard | None = None
         """Share groups' judged reads when `lag.share_groups.enabled` (docs/lag.md, "Share groups"); None without."""
         self.share_loops: list[Periodic] = []
+        self.share_pollers: list[SharePoller] = []
         extensions = []
         if lag.share_groups.enabled:
             self.share_board = ShareBoard(lag.share_groups.stall_after_s)
@@ -229,6 +230,7 @@ class LagRunner:
             for cluster in clusters:
                 settings = kafka_python_config(cluster, SHARE_CLIENT_ID, min(refresh_s, 30.0))
                 poller = SharePoller(cluster.name, settings, self.share_board)
+                self.share_pollers.append(poller)
                 self.share_loops.append(Periodic(f"lag-{cluster.name}-share", refresh_s, poller.poll, fixed_rate=False))
             self.registry.register(ShareGroupCollector(self.share_board))
             extensions = ShareGroupApi(self.share_board).routes()
@@ -294,8 +296,10 @@ class LagRunner:
             self.notifier.stop()
         if self.evaluation_log is not None:
             self.evaluation_log.stop()  # writes what is queued
-        for loop in reversed(self.share_loops):
+        for loop, poller in zip(reversed(self.share_loops), reversed(self.share_pollers), strict=True):
             loop.stop(timeout_s=10)
+            if not loop.is_alive():  # a read still in progress owns its client
+                poller.close()
         for fetcher in reversed(self.fetchers):
             fetcher.stop()
         for estimator in reversed(self.page_cache):

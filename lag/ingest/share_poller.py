@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from lag.store.share_board import ShareBoard
-from pulse.kafka.share_groups import read_share_groups
+from pulse.kafka.share_groups import ShareGroupReader
 
 
 class SharePoller:
@@ -22,10 +22,15 @@ class SharePoller:
         clock_s: Callable[[], float] = time.time,
     ) -> None:
         self.cluster = cluster
-        self.settings = dict(settings)
+        self.reader = ShareGroupReader(settings)
+        """One client for every read, closed by `close` (ShareGroupReader says why)."""
         self.board = board
         self.clock_s = clock_s
 
     def poll(self) -> None:
-        read = read_share_groups(self.settings)
+        read = self.reader.read()
         self.board.record(self.cluster, read, self.clock_s())
+
+    def close(self) -> None:
+        """After the loop stopped: no read is in progress."""
+        self.reader.close()

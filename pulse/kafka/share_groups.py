@@ -186,41 +186,68 @@ def _define_messages() -> _Messages:
     )
 
 
+class ShareGroupReader:
+    """One kafka-python admin client kept across reads: a client closed while its network thread still builds a
+    connection leaves that socket to the garbage collector (kafka-python 3.0.12), so a poller opens one and closes
+    it once, at stop, rather than once a read. Opening connects to nothing; the first `read` does."""
+
+    def __init__(self, settings: Mapping[str, Any]) -> None:
+        """`settings`: pulse.profile.kafka_python_config, whose request timeout bounds each exchange."""
+        self.settings = dict(settings)
+        self._client: Any = None
+
+    def read(self, groups: Sequence[str] | None = None) -> ShareGroupsRead:
+        """Every share group's state, members and offsets (or only `groups`). Never raises: a failure is the
+        read's `reason`."""
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", _DEPRECATED, DeprecationWarning)
+            from kafka import KafkaAdminClient
+            from kafka.errors import IncompatibleBrokerVersion, UnsupportedVersionError
+            from kafka.errors import KafkaError as KafkaPythonError
+
+            messages = _messages()
+            if self._client is None:
+                settings = self.settings
+                try:
+                    self._client = KafkaAdminClient(
+                        **{**settings, "bootstrap_timeout_ms": settings.get("request_timeout_ms")}
+                    )
+                except KafkaPythonError as exc:
+                    return ShareGroupsRead(reason=f"share groups: cannot connect: {exc}")
+            client = self._client
+            try:
+                if groups is None:
+                    listed = client.list_groups(types_filter=["share"])
+                    groups = sorted({_name(g.get("group_id")) for g in listed})
+                asked, skipped = list(groups[:MAX_GROUPS]), len(groups) - MAX_GROUPS
+                if not asked:
+                    return ShareGroupsRead()
+                described, offsets = client._manager.run(_ask, client, messages, asked)
+            except (IncompatibleBrokerVersion, UnsupportedVersionError):
+                return ShareGroupsRead(reason="share groups not supported (Kafka before 4.1, or share.version=0)")
+            except KafkaPythonError as exc:
+                return ShareGroupsRead(reason=f"share groups: {type(exc).__name__}: {exc}")
+        reason = f"{skipped} share groups past the {MAX_GROUPS}-group bound" if skipped > 0 else ""
+        return ShareGroupsRead(merge(asked, described, offsets), reason)
+
+    def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+
 def read_share_groups(
     settings: Mapping[str, Any],
     groups: Sequence[str] | None = None,
     close: Callable[[Callable[[], None]], None] | None = None,
 ) -> ShareGroupsRead:
-    """Every share group's state, members and offsets (or only `groups`) with kafka-python `settings`
-    (pulse.profile.kafka_python_config, whose request timeout bounds each exchange). Never raises: a failure is the
-    read's `reason`. `close` runs the client's close (a caller may close on another thread)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", _DEPRECATED, DeprecationWarning)
-        from kafka import KafkaAdminClient
-        from kafka.errors import IncompatibleBrokerVersion, UnsupportedVersionError
-        from kafka.errors import KafkaError as KafkaPythonError
-
-        messages = _messages()
-        try:
-            client = KafkaAdminClient(**{**settings, "bootstrap_timeout_ms": settings.get("request_timeout_ms")})
-        except KafkaPythonError as exc:
-            return ShareGroupsRead(reason=f"share groups: cannot connect: {exc}")
-        try:
-            if groups is None:
-                listed = client.list_groups(types_filter=["share"])
-                groups = sorted({_name(g.get("group_id")) for g in listed})
-            asked, skipped = list(groups[:MAX_GROUPS]), len(groups) - MAX_GROUPS
-            if not asked:
-                return ShareGroupsRead()
-            described, offsets = client._manager.run(_ask, client, messages, asked)
-        except (IncompatibleBrokerVersion, UnsupportedVersionError):
-            return ShareGroupsRead(reason="share groups not supported (Kafka before 4.1, or share.version=0)")
-        except KafkaPythonError as exc:
-            return ShareGroupsRead(reason=f"share groups: {type(exc).__name__}: {exc}")
-        finally:
-            (close or _call)(client.close)
-    reason = f"{skipped} share groups past the {MAX_GROUPS}-group bound" if skipped > 0 else ""
-    return ShareGroupsRead(merge(asked, described, offsets), reason)
+    """One read with a client of its own (`ShareGroupReader`), closed after it; `close` runs that close (a caller
+    may close on another thread). Never raises."""
+    reader = ShareGroupReader(settings)
+    try:
+        return reader.read(groups)
+    finally:
+        (close or _call)(reader.close)
 
 
 async def _ask(client: Any, messages: _Messages, groups: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:

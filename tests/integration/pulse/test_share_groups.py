@@ -23,7 +23,7 @@ from lag.assembly import LagRunner
 from lag.serve.routes import invalid_request
 from pulse.config import parse_config
 from pulse.http import HttpApp, HttpServer, Router
-from pulse.kafka.share_groups import ShareGroup, read_share_groups
+from pulse.kafka.share_groups import ShareGroup, ShareGroupReader
 from pulse.paths import cache_dir
 from pulse.polling import poll
 from pulse.profile import kafka_python_config
@@ -55,11 +55,10 @@ def tool_offsets(kafka: KafkaHandle, group: str) -> dict[tuple[str, int], tuple[
     return rows
 
 
-def read_group(kafka: KafkaHandle, group: str) -> ShareGroup | None:
+def read_group(reader: ShareGroupReader, group: str) -> ShareGroup | None:
     """`group` as one full read gives it; None while the read is incomplete (a fresh cluster's coordinators answer
     COORDINATOR_LOAD_IN_PROGRESS for a while) or the group is not listed yet."""
-    settings = kafka_python_config(dev_cluster_config(kafka.cluster), "share-test", 10.0)
-    read = read_share_groups(settings)
+    read = reader.read()
     return next((g for g in read.groups if g.group == group), None) if read.reason == "" else None
 
 
@@ -85,14 +84,19 @@ def test_share_group_lag_equals_kafka_share_groups_tool(kafka: KafkaHandle) -> N
         consumer.close()
     produce(kafka, topic, 100, "t")  # a backlog behind what was consumed
 
+    reader = ShareGroupReader(kafka_python_config(dev_cluster_config(kafka.cluster), "share-test", 10.0))
+
     def both() -> tuple[ShareGroup | None, dict[tuple[str, int], tuple[int | None, int | None]]]:
-        return read_group(kafka, group), tool_offsets(kafka, group)
+        return read_group(reader, group), tool_offsets(kafka, group)
 
     def agree(pair: tuple[ShareGroup | None, dict[tuple[str, int], tuple[int | None, int | None]]]) -> bool:
         ours = pair[0] and {(p.topic, p.partition): (p.start_offset, p.lag) for p in pair[0].partitions}
         return ours == pair[1]
 
-    group_read, tool = poll(both, agree, 90, "kafka-pulse and kafka-share-groups agreeing on start offset and lag")
+    try:
+        group_read, tool = poll(both, agree, 90, "kafka-pulse and kafka-share-groups agreeing on offsets and lag")
+    finally:
+        reader.close()
     assert group_read is not None and group_read.state == "Empty"  # the consumer left
     assert set(tool) == {(topic, 0), (topic, 1)}
     started = {tp: lag for tp, (start, lag) in tool.items() if start is not None}
