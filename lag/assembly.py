@@ -22,6 +22,7 @@ from lag.ingest.admin_source import GROUP_OFFSETS_FEED, AdminOffsetsReader
 from lag.ingest.exact_lag import ExactLagFetcher
 from lag.ingest.hwm import HwmPoller
 from lag.ingest.offsets_topic import COMMITS_FEED, OffsetsTopicReader
+from lag.ingest.share_poller import SharePoller
 from lag.notify.incidents import LagNotifier, LagNotifierCollector
 from lag.protocol import MetadataReading, Status
 from lag.serve.burrow_json import (
@@ -34,16 +35,18 @@ from lag.serve.burrow_json import (
 )
 from lag.serve.metrics import LagCollector
 from lag.serve.routes import BurrowApi
+from lag.serve.share_groups import ShareGroupApi, ShareGroupCollector
 from lag.service import LagService
 from lag.store.access import LagWriter
 from lag.store.freshness import SourceHealth, wall_clock_ms
+from lag.store.share_board import ShareBoard
 from pulse.alerts import AlertSender
 from pulse.broker_health import BrokerHealthBoard
 from pulse.config import ClusterConfig, PulseConfig
 from pulse.kafka_log import limiter_for
 from pulse.lifecycle import Periodic
 from pulse.paths import state_dir
-from pulse.profile import client_config
+from pulse.profile import client_config, kafka_python_config
 
 if TYPE_CHECKING:
     from lag.notify.evaluation_log import EvaluationLog
@@ -51,6 +54,7 @@ if TYPE_CHECKING:
 
 _LOG = logging.getLogger(__name__)
 CLIENT_ID = "kafka-pulse-lag"
+SHARE_CLIENT_ID = "kafka-pulse-lag-share"
 Ingestion = Literal["consumer_offsets", "admin"]
 
 
@@ -215,6 +219,21 @@ class LagRunner:
                 ingestion,
             )
         self.registry.register(LagCollector(self.service, lag.metrics_granularity, per_member=lag.metrics_per_member))
+        self.share_board: ShareBoard | None = None
+        """Share groups' judged reads when `lag.share_groups.enabled` (docs/lag.md, "Share groups"); None without."""
+        self.share_loops: list[Periodic] = []
+        self.share_pollers: list[SharePoller] = []
+        extensions = []
+        if lag.share_groups.enabled:
+            self.share_board = ShareBoard(lag.share_groups.stall_after_s)
+            refresh_s = lag.share_groups.refresh_s
+            for cluster in clusters:
+                settings = kafka_python_config(cluster, SHARE_CLIENT_ID, min(refresh_s, 30.0))
+                poller = SharePoller(cluster.name, settings, self.share_board)
+                self.share_pollers.append(poller)
+                self.share_loops.append(Periodic(f"lag-{cluster.name}-share", refresh_s, poller.poll, fixed_rate=False))
+            self.registry.register(ShareGroupCollector(self.share_board))
+            extensions = ShareGroupApi(self.share_board).routes()
         self.evaluation_log: EvaluationLog | None = None
         """The SLO engine's `lag` source (docs/sli-log.md); its module, and pyarrow with it (about 30 MB resident),
         is imported only when the log is enabled."""
@@ -238,7 +257,9 @@ class LagRunner:
                 lag.notify.interval_s,
                 config.alerting.resend_interval_s,
             )
-        self.api = BurrowApi(self.service, BurrowModules(cluster_modules, consumer_modules, notifier_modules))
+        self.api = BurrowApi(
+            self.service, BurrowModules(cluster_modules, consumer_modules, notifier_modules), extensions=extensions
+        )
         """The Burrow v3 routes over the service, for the listener the command mounts them on."""
 
     def metadata(self, cluster: str) -> MetadataReading | None:
@@ -263,6 +284,8 @@ class LagRunner:
             fetcher.start()
         if self.evaluation_log is not None:
             self.evaluation_log.start()
+        for loop in self.share_loops:
+            loop.start()
         if self.notifier is not None:
             self.notifier.start()
         self.service.ready = True
@@ -273,6 +296,10 @@ class LagRunner:
             self.notifier.stop()
         if self.evaluation_log is not None:
             self.evaluation_log.stop()  # writes what is queued
+        for loop, poller in zip(reversed(self.share_loops), reversed(self.share_pollers), strict=True):
+            loop.stop(timeout_s=10)
+            if not loop.is_alive():  # a read still in progress owns its client
+                poller.close()
         for fetcher in reversed(self.fetchers):
             fetcher.stop()
         for estimator in reversed(self.page_cache):

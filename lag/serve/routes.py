@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
+from collections.abc import Sequence
 from typing import Any
 
 from lag.protocol import CommitPoint, Status
@@ -61,9 +62,15 @@ class BurrowApi:
     """The v3 routes over one `LagReader`; `routes()` for a listener, with `invalid_request` as its fallback."""
 
     def __init__(
-        self, service: LagReader, modules: BurrowModules | None = None, logger: logging.Logger | None = None
+        self,
+        service: LagReader,
+        modules: BurrowModules | None = None,
+        logger: logging.Logger | None = None,
+        extensions: Sequence[Route] = (),
     ) -> None:
-        """`modules`: the cluster, consumer and notifier modules `/v3/config` and `/v3/kafka/{cluster}` describe."""
+        """`modules`: the cluster, consumer and notifier modules `/v3/config` and `/v3/kafka/{cluster}` describe;
+        `extensions`: our routes served beside Burrow's on paths Burrow does not have (the share-group routes)."""
+        self.extensions = list(extensions)
         self.service = service
         self.modules = modules if modules is not None else BurrowModules()
         self.hostname = socket.gethostname()
@@ -91,6 +98,7 @@ class BurrowApi:
             Route("GET", f"{config}/{{name}}", self._modules),
             Route("GET", "/v3/admin/loglevel", self._get_level),
             Route("POST", "/v3/admin/loglevel", self._set_level),
+            *self.extensions,
         ]
 
     def _json(self, request: Request, code: int, message: str, error: bool = False, **payload: Any) -> Response:

@@ -26,6 +26,7 @@ from pulse.config.lag import (
     LagMode,
     LagNotifyConfig,
     PageCacheConfig,
+    ShareGroupsConfig,
 )
 from pulse.config.load import check_section, load_config, parse_config
 from pulse.config.outbound import HttpClientConfig
@@ -85,6 +86,7 @@ __all__ = [
     "SaslConfig",
     "SecurityConfig",
     "ShardConfig",
+    "ShareGroupsConfig",
     "SliLogConfig",
     "SliSinkConfig",
     "SloConfig",

@@ -45,6 +45,19 @@ class PageCacheConfig(Section):
         return self
 
 
+class ShareGroupsConfig(Section):
+    """Share groups (KIP-932): each partition's start offset and lag as the broker computes it (KIP-1226), the
+    group's state and members, and a start offset that stops moving while records wait judged STALLED."""
+
+    enabled: bool = False
+    """Read share groups with ShareGroupDescribe and DescribeShareGroupOffsets (Kafka 4.1+ with share.version=1)."""
+    refresh_s: PositiveSeconds = 30.0
+    """How often every share group of a cluster is read (one request of each kind per group coordinator)."""
+    stall_after_s: PositiveSeconds = 300.0
+    """A start offset unmoved for longer than this while its lag is above 0 is STALLED (a record cycling toward
+    `group.share.delivery.count.limit`, or no member consuming)."""
+
+
 class LagNotifyConfig(Section):
     """Incidents per consumer group, sent through the alert sink (`alerting`) and resolved on recovery."""
 
@@ -163,6 +176,8 @@ class LagConfig(Section):
     """The record-timestamp lookup behind `exact_lag_seconds` (off by default)."""
     page_cache: PageCacheConfig = PageCacheConfig()
     """The page-cache hint behind `beyond_page_cache` (off by default)."""
+    share_groups: ShareGroupsConfig = ShareGroupsConfig()
+    """Share groups' lag and stalled start offsets (off by default; docs/lag.md, "Share groups")."""
     notify: LagNotifyConfig = LagNotifyConfig()
     """Incidents per consumer group through `alerting` (Burrow's notifier; off by default)."""
     evaluation_log: LagEvaluationLogConfig = LagEvaluationLogConfig()
