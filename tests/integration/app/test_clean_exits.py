@@ -118,6 +118,14 @@ def owned_pids(path: Path) -> dict[str, int] | None:
     return found
 
 
+def as_a_terminals_foreground_job() -> None:
+    """Ctrl-C's SIGINT and SIGQUIT at their defaults, as a shell gives its foreground job: pytest started as a
+    background job of a non-interactive shell passes them on ignored, and bash cannot trap a signal ignored on entry,
+    so demo.sh would wait for its supervisor and exit 0 (seen in a fresh-clone run started with `&`)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 def test_demo_piped_into_tee_stopped_by_ctrl_c_leaves_nothing_behind(tmp_path: Path) -> None:
     home = tmp_path / "home"
     marker = f"KAFKA_PULSE_HOME={home}".encode()
@@ -131,7 +139,7 @@ def test_demo_piped_into_tee_stopped_by_ctrl_c_leaves_nothing_behind(tmp_path: P
         demo = subprocess.Popen(
             ["bash", str(REPO / "scripts" / "demo.sh")],
             cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=write_end, stderr=subprocess.STDOUT, env=env,
-            start_new_session=True,
+            start_new_session=True, preexec_fn=as_a_terminals_foreground_job,
         )  # fmt: skip
     finally:
         os.close(read_end)
