@@ -11,6 +11,11 @@ from html import escape
 
 HEALED_AFTER_S = 300.0
 """A fault is over this long after it was undone: a verdict worse than OK after that, with no fault on, is false."""
+BUDGET_CHECK = "slo: "
+"""An SLO budget's verdict covers the SLO's window (30 days in the demo config): once a fault has overspent it, CRIT
+stays true after the cluster healed, so such a verdict is never counted false while its window holds a fault."""
+INFO_SUMMARIES = (": not available", ": stale")
+"""Checks with nothing to judge (INFO), listed among the reasons but never the cause of a verdict worse than OK."""
 DETECT_WITHIN_S = 10.0
 """The page may still say OK this long into a broker fault: it shows its last refresh (every 5 s), and `check`
 names a hung broker within its 3 s budget (docs/check.md). An OK later than that is false."""
@@ -90,7 +95,17 @@ class Windows:
         """`ok_while_broken`, `alarm_when_healed`, or None for a verdict that is right or not judged."""
         if verdict.status == "OK":
             return "ok_while_broken" if any(during(f, verdict.t_s) for f in self.detectable) else None
-        return None if any(during(f, verdict.t_s) for f in self.healing) else "alarm_when_healed"
+        if any(during(f, verdict.t_s) for f in self.healing):
+            return None
+        if budget_only(verdict) and any(f.started_s < verdict.t_s for f in self.broken):
+            return None  # the budget's window holds a fault that overspent it
+        return "alarm_when_healed"
+
+
+def budget_only(verdict: Verdict) -> bool:
+    """True when the SLO budget check is the only reason judged (INFO checks aside)."""
+    judged = [w for w in verdict.why if not w.endswith(INFO_SUMMARIES) and w.split(": ", 1)[0] != "broker"]
+    return bool(judged) and all(w.startswith(BUDGET_CHECK) for w in judged)
 
 
 def false_verdicts(

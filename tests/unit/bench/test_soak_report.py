@@ -81,3 +81,17 @@ def test_the_docs_rows_take_the_nearest_sample_and_false_verdicts_are_listed_wit
         "- minute 1.3, ok_while_broken: OK; ",
         "- minute 7.5, alarm_when_healed: WARN; brokers: slow: broker 2",
     ]
+
+
+def test_an_overspent_budget_stays_true_after_healing_but_a_stuck_broker_flag_does_not() -> None:
+    faults = [Fault("kill", "broker 1", 1000.0, 1060.0)]
+    late = 1060.0 + HEALED_AFTER_S + 60
+    budget = ("controller: not available", "slo: 1 SLO; lowest budget: availability -250.0% left")
+    slow = ("brokers: 3/3 brokers answer; slow: broker 1", "broker 1: broker 1 is slow (recovering)")
+    verdicts = [Verdict(late, "CRIT", budget), Verdict(late, "WARN", slow), Verdict(400.0, "CRIT", budget[1:])]
+    verdicts.append(Verdict(1030.0, "CRIT", ("brokers: 2/3 brokers answer",)))  # the fault, seen
+    assert false_verdicts(verdicts, faults, frozenset({"kill"})) == {
+        "ok_while_broken": 0,
+        "alarm_when_healed": 2,  # the flag long after healing, and a budget overspent before any fault
+        "faults_missed": 0,
+    }
