@@ -6,13 +6,12 @@ tables the collector tests hold the real output to. promtool missing fails these
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
-from pulse.process import require_program
+from tests.support.promtool import promtool
 
 pytestmark = pytest.mark.integration
 
@@ -20,15 +19,10 @@ REPO = Path(__file__).resolve().parents[3]
 HEALTH = REPO / "examples" / "prometheus-health"
 
 
-def promtool(*args: str) -> subprocess.CompletedProcess[str]:
-    argv = [require_program("promtool", "prometheus"), *args]
-    return subprocess.run(argv, cwd=HEALTH, capture_output=True, text=True, timeout=120, check=False)
-
-
 def test_the_health_rules_pass_promtool_check_and_their_tests() -> None:
-    checked = promtool("check", "rules", "kafka-health.rules.yml")
+    checked = promtool("check", "rules", "kafka-health.rules.yml", cwd=HEALTH)
     assert checked.returncode == 0 and "SUCCESS: 18 rules found" in checked.stdout, checked.stdout + checked.stderr
-    tested = promtool("test", "rules", "kafka-health.test.yml")
+    tested = promtool("test", "rules", "kafka-health.test.yml", cwd=HEALTH)
     assert tested.returncode == 0 and "SUCCESS" in tested.stdout, tested.stdout + tested.stderr
 
 

@@ -5,13 +5,12 @@ shown firing, and the rules read only families docs/metrics.md documents. promto
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
-from pulse.process import require_program
+from tests.support.promtool import promtool
 
 pytestmark = pytest.mark.integration
 
@@ -19,15 +18,10 @@ REPO = Path(__file__).resolve().parents[3]
 HEALTH = REPO / "examples" / "prometheus-health"
 
 
-def promtool(*args: str) -> subprocess.CompletedProcess[str]:
-    argv = [require_program("promtool", "prometheus"), *args]
-    return subprocess.run(argv, cwd=HEALTH, capture_output=True, text=True, timeout=120, check=False)
-
-
 def test_the_share_group_rules_pass_promtool_check_and_their_tests() -> None:
-    checked = promtool("check", "rules", "share-groups.rules.yml")
+    checked = promtool("check", "rules", "share-groups.rules.yml", cwd=HEALTH)
     assert checked.returncode == 0 and "SUCCESS: 2 rules found" in checked.stdout, checked.stdout + checked.stderr
-    tested = promtool("test", "rules", "share-groups.test.yml")
+    tested = promtool("test", "rules", "share-groups.test.yml", cwd=HEALTH)
     assert tested.returncode == 0 and "SUCCESS" in tested.stdout, tested.stdout + tested.stderr
 
 

@@ -8,7 +8,6 @@ promtool missing fails these tests (devstack.services.require_program), it never
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +17,9 @@ from click.testing import CliRunner
 
 from kafka_pulse.cli.main import cli
 from pulse.errors import DependencyMissing
-from pulse.process import require_program
 from slo.rules_files import PromtoolFailed, check_files
 from slo.spec import parse_slos
+from tests.support.promtool import promtool
 
 pytestmark = pytest.mark.integration
 
@@ -63,11 +62,6 @@ def write_config(path: Path, slos: list[dict[str, Any]]) -> Path:
     }
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
-
-
-def promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    argv = [require_program("promtool", "prometheus"), *args]
-    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=300, check=False)
 
 
 def test_rules_of_every_shape_pass_promtool_check_and_their_generated_tests(tmp_path: Path) -> None:
