@@ -20,8 +20,8 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from collectors.mapping import Family
 from collectors.scrapers import BrokerScraper
+from collectors.slow_broker_jmx import JMX_SETTLE_S, FlushTotals, flush_totals, interval_flush_ms, jmx_signals, settled
 from collectors.slow_broker_rules import (
     BrokerState,
     Evaluation,
@@ -48,13 +48,6 @@ PROBE_QUANTILE = 0.9
 """The probe signal is this quantile of the interval's samples: a broker stopped 30 % of the time puts ~20 % of its
 probes above the floor, enough for the p90 and far from a healthy broker's one unlucky sample."""
 
-_REQUEST = "kafka_network_requestmetrics_localtimems"
-_FLUSH_COUNT = "kafka_log_logflushstats_logflushrateandtimems_count"
-_FLUSH_MEAN = "kafka_log_logflushstats_logflushrateandtimems_mean"
-_QUEUE = "kafka_network_requestchannel_requestqueuesize"
-_NETWORK_IDLE = "kafka_network_socketserver_networkprocessoravgidle_percent"
-_HANDLER_IDLE = "kafka_server_kafkarequesthandlerpool_requesthandleravgidle_one_minute_percent"
-
 
 def thresholds(config: SlowBrokersConfig) -> Thresholds:
     return Thresholds(
@@ -72,50 +65,6 @@ def thresholds(config: SlowBrokersConfig) -> Thresholds:
         clear_after=config.clear_after,
         max_slow_fraction=config.max_slow_fraction,
     )
-
-
-def _sample(families: Mapping[str, Family], name: str, **want: str) -> float | None:
-    family = families.get(name)
-    if family is None:
-        return None
-    for sample in family.samples:
-        labels = dict(sample.labels)
-        if all(labels.get(k) == v for k, v in want.items()):
-            return sample.value
-    return None
-
-
-FlushTotals = tuple[float, float]
-"""(log flushes timed, their total time in ms) since the broker started."""
-
-
-def flush_totals(families: Mapping[str, Family]) -> FlushTotals | None:
-    """A broker's flush count and total flush time: Yammer's timer Mean is its sum / count since start."""
-    count, mean = _sample(families, _FLUSH_COUNT), _sample(families, _FLUSH_MEAN)
-    return None if count is None or mean is None else (count, count * mean)
-
-
-def interval_flush_ms(before: FlushTotals | None, now: FlushTotals | None) -> float | None:
-    """The mean time of the flushes between two readings (pure); None without a new flush, or when the count went
-    back (the broker restarted): no flush in the interval says nothing about the disk."""
-    if before is None or now is None or now[0] <= before[0]:
-        return None
-    return max(0.0, (now[1] - before[1]) / (now[0] - before[0]))
-
-
-def jmx_signals(families: Mapping[str, Family], flush_ms: float | None = None) -> dict[Signal, float]:
-    """The signals one broker's latest JMX scrape carries (pure); absent beans give absent signals. `flush_ms` is
-    the interval's mean flush time (`interval_flush_ms`), which one scrape cannot give."""
-    found: dict[Signal, float | None] = {
-        Signal.PRODUCE_P99: _sample(families, _REQUEST, request="Produce", quantile="0.99"),
-        Signal.FETCH_FOLLOWER_P99: _sample(families, _REQUEST, request="FetchFollower", quantile="0.99"),
-        Signal.LOG_FLUSH_MEAN: flush_ms,
-        Signal.REQUEST_QUEUE: _sample(families, _QUEUE),
-    }
-    for signal, name in ((Signal.NETWORK_BUSY, _NETWORK_IDLE), (Signal.HANDLER_BUSY, _HANDLER_IDLE)):
-        idle = _sample(families, name)
-        found[signal] = None if idle is None else max(0.0, 1.0 - idle)
-    return {s: v for s, v in found.items() if v is not None}
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -168,12 +117,20 @@ class BrokerProber:
         self._rounds: dict[int, dict[int, _Probe]] = {}
         """Round number -> broker -> its probe."""
         self._next = 0
+        self._created_s = 0.0
+        self._timed_out = False
+        """A probe timed out since the client was made: it is replaced at the next round an interval after its start."""
+        self.renewals = 0
 
     def fire(self) -> None:
         """Send one round: a probe to every broker at once (each on its own future, timed from its own send)."""
         timeout_s = self._config.probe_timeout_s
+        if self._admin is not None and self._renewal_due():
+            self._admin = None
+            self.renewals += 1
         if self._admin is None:
             self._admin = self._admin_factory()  # created on the first round: `configure` connects to nothing
+            self._created_s = time.monotonic()
         self._admin.poll(0)  # serves its queued log lines
         brokers = self._brokers()
         resources = {b: ConfigResource(ResourceType.BROKER, str(b)) for b in brokers}
@@ -197,12 +154,23 @@ class BrokerProber:
     def _answered(self, probe: _Probe) -> Callable[[Future[Any]], None]:
         def done(future: Future[Any]) -> None:
             ms = (time.monotonic() - probe.sent_s) * 1000
-            if future.exception() is not None:  # an error answer is no latency; a timeout is the worst one
-                ms = max(ms, self._config.probe_timeout_s * 1000)
+            cap = self._config.probe_timeout_s * 1000
+            failed = future.exception() is not None
             with self._lock:
-                probe.ms = ms
+                probe.ms = max(ms, cap) if failed else ms  # an error answer is no latency; a timeout the worst one
+                self._timed_out = self._timed_out or (failed and ms >= cap)
 
         return done
+
+    def _renewal_due(self) -> bool:
+        """A probe timed out and the client is an interval old: the next round uses a new one. A broker back from a
+        hang was once probed in vain for 5 minutes by a client that kept timing out (docs/benchmarks.md, "Soak"); a
+        new client on a still-hung broker times out the same way, so nothing is hidden."""
+        with self._lock:
+            due = self._timed_out and time.monotonic() - self._created_s >= self._config.interval_s
+            if due:
+                self._timed_out = False
+            return due
 
     def take(self) -> dict[int, float]:
         """The interval's probe signal per broker: the p90 of its excess over each round's fastest answer; probes
@@ -260,6 +228,8 @@ class SlowBrokerDetector:
         """The signal values of the latest evaluation."""
         self._flushes: dict[int, FlushTotals] = {}
         """Each broker's flush totals at the last evaluation."""
+        self._scrape_failed_s: dict[int, float] = {}
+        """Each broker's last failed scrape seen by an evaluation (monotonic)."""
         self.evaluations = 0
         self._next_eval_s = 0.0
         # One probe round every `step`, an evaluation every `interval_s`; one bad round must not end detection.
@@ -272,6 +242,7 @@ class SlowBrokerDetector:
 
     def signals(self) -> dict[int, dict[Signal, float]]:
         out: dict[int, dict[Signal, float]] = {b: {} for b in self._brokers()}
+        now = time.monotonic()
         for broker, scraper in self._scrapers.items():
             result = scraper.result
             if result is not None and result.ok and result.value is not None:
@@ -279,7 +250,10 @@ class SlowBrokerDetector:
                 flush_ms = interval_flush_ms(self._flushes.get(broker), totals)
                 if totals is not None:
                     self._flushes[broker] = totals
-                out.setdefault(broker, {}).update(jmx_signals(result.value, flush_ms))
+                since_gap_s = now - self._scrape_failed_s.get(broker, -JMX_SETTLE_S)
+                out.setdefault(broker, {}).update(settled(jmx_signals(result.value, flush_ms), since_gap_s))
+            elif result is not None:
+                self._scrape_failed_s[broker] = now
         for broker, ms in self.prober.take().items():
             out.setdefault(broker, {})[Signal.PROBE_RTT] = ms
         if self._extra is not None:

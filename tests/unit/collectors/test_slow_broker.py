@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+from typing import Any
+
 import pytest
 
 from collectors.catalogue import Reading
 from collectors.mapping import BrokerIdentity, map_readings
-from collectors.slow_broker import (
-    flush_totals,
-    interval_flush_ms,
-    jmx_signals,
-    quantile,
-    round_excess,
-    send_order,
-)
+from collectors.slow_broker import BrokerProber, quantile, round_excess, send_order
+from collectors.slow_broker_jmx import JMX_SETTLE_S, WINDOWED, flush_totals, interval_flush_ms, jmx_signals, settled
 from collectors.slow_broker_rules import Signal
+from pulse.config import SlowBrokersConfig
 
 
 def _families(flushes: float = 7.0, mean_ms: float = 4.0) -> dict[str, object]:
@@ -126,3 +124,64 @@ def test_a_failed_evaluation_withdraws_the_previous_verdicts() -> None:
     assert detector.latest is None and dict(board.snapshot("dev")) == {}
     assert registry.get_sample_value("kafka_pulse_broker_slow", {"cluster": "dev", "broker": "1"}) is None
     assert detector.failed_evaluations == 1
+
+
+def test_windowed_jmx_signals_wait_out_the_reservoir_after_a_failed_scrape() -> None:
+    signals = jmx_signals(_families())  # type: ignore[arg-type]
+    assert WINDOWED & set(signals)
+    assert settled(signals, JMX_SETTLE_S) == signals
+    kept = settled(signals, JMX_SETTLE_S - 1)
+    assert not WINDOWED & set(kept)
+    assert kept == {s: v for s, v in signals.items() if s not in WINDOWED}
+
+
+class _Admin:
+    """Stands in for librdkafka's Admin client: hands out futures the test answers."""
+
+    def __init__(self) -> None:
+        self.futures: list[Future[Any]] = []
+
+    def poll(self, timeout: float) -> int:
+        return 0
+
+    def describe_configs(self, resources: list[Any], request_timeout: float) -> dict[Any, Future[Any]]:
+        future: Future[Any] = Future()
+        self.futures.append(future)
+        return {resources[0]: future}
+
+
+def _prober() -> tuple[BrokerProber, list[_Admin]]:
+    made: list[_Admin] = []
+
+    def make() -> Any:
+        made.append(_Admin())
+        return made[-1]
+
+    return BrokerProber(make, lambda: [1, 2], SlowBrokersConfig(interval_s=15, probe_timeout_s=5)), made
+
+
+def _answer_late(prober: BrokerProber, admin: _Admin, late_s: float) -> None:
+    """Answer every probe of `admin` with an error, as if `late_s` after it was sent."""
+    for probes in prober._rounds.values():
+        for probe in probes.values():
+            probe.sent_s -= late_s
+    for future in admin.futures:
+        future.set_exception(RuntimeError("Local: Timed out"))
+
+
+@pytest.mark.parametrize(
+    ("late_s", "age_s", "renewed"),
+    [(5.0, 15.0, True), (5.0, 1.0, False), (0.1, 15.0, False)],
+    ids=["timed-out-and-old", "timed-out-but-young", "quick-error"],
+)
+def test_a_probe_client_whose_probes_time_out_is_replaced_once_an_interval(
+    late_s: float, age_s: float, renewed: bool
+) -> None:
+    prober, made = _prober()
+    prober.fire()
+    _answer_late(prober, made[0], late_s)
+    prober._created_s -= age_s
+    prober.fire()
+    assert (len(made), prober.renewals) == ((2, 1) if renewed else (1, 0))
+    prober.fire()  # a renewal is due only after a new timeout
+    assert len(made) == (2 if renewed else 1)
