@@ -11,6 +11,7 @@ folds them into running sums (slo/bucket_sums.py) that slo/buckets.py evaluates.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -195,6 +196,20 @@ def bucket_frame(
     )
 
 
+def dropped_as_late(progress: Sequence[Mapping[str, Any]], after_batch: int) -> tuple[int, int]:
+    """Rows Spark left out as later than the watermark in the micro-batches after `after_batch` (pure, from each
+    batch's progress: every stateful operator's `numRowsDroppedByWatermark`), and the newest batch id seen. A row is
+    dropped by the first operator, the deduplication; the aggregation after it uses the same watermark."""
+    dropped, newest = 0, after_batch
+    for batch in progress:
+        batch_id = int(batch.get("batchId", -1))
+        if batch_id <= after_batch:
+            continue
+        newest = max(newest, batch_id)
+        dropped += sum(int(op.get("numRowsDroppedByWatermark", 0)) for op in batch.get("stateOperators", []))
+    return dropped, newest
+
+
 SKEW_MIN = 1440
 """Minutes the running sums keep beyond the longest window: events up to a day ahead of the evaluation time (clock
 skew, or `--at` before the newest events) leave the window still in the ring."""
@@ -210,6 +225,9 @@ class BucketStream:
         self.sums = RunningSums(ring_minutes(self.slos) + SKEW_MIN)
         self._lock = threading.Lock()
         self.batches = 0
+        self.late_dropped = 0
+        """Events not counted because they came later than the watermark, since this process started."""
+        self._progress_seen = -1
         settings.buckets.mkdir(parents=True, exist_ok=True)
         add_buckets(self.sums, self.slos, read_table(settings.buckets))
 
@@ -258,6 +276,14 @@ class BucketStream:
         with self._lock:
             add_buckets(self.sums, self.slos, table)
             self.batches += 1
+
+    def count_late(self, query: StreamingQuery) -> int:
+        """Add the late events of the micro-batches finished since the last call (Spark keeps the last 100 batches'
+        progress: call at least that often); returns how many this call added."""
+        progress = [json.loads(p.json) for p in query.recentProgress]
+        dropped, self._progress_seen = dropped_as_late(progress, self._progress_seen)
+        self.late_dropped += dropped
+        return dropped
 
     def evaluate(self, at: datetime) -> list[SloResult]:
         """Every SLO instance at `at` from the buckets received so far: a few lookups per hour of each window."""

@@ -82,8 +82,15 @@ def stream(
         settings.spark_master, extra=package_settings(cache_dir()), driver_memory=settings.driver_memory
     )
     query = runner.start(spark, _topics(config), available_now=once)
+
+    def report_late() -> None:
+        if runner.count_late(query):
+            click.echo(f"slo stream: events later than the watermark ({watermark}), not counted since the start: "
+                       f"{runner.late_dropped}", err=True)  # fmt: skip
+
     if once:
         query.awaitTermination()
+        report_late()
         _print_results(runner.evaluate(parse_time(at_time, "--at")), as_json)
         return
     stopped = threading.Event()
@@ -91,6 +98,7 @@ def stream(
         while not stopped.wait(trigger_s):
             if query.exception() is not None or not query.isActive:
                 break
+            report_late()
             _print_results(runner.evaluate(datetime.now(UTC)), as_json)
     except KeyboardInterrupt:
         pass

@@ -82,6 +82,7 @@ def canary_rows() -> list[dict[str, Any]]:
 class Published:
     config: Path
     state: Path
+    topic: str
 
 
 def publish(kafka: KafkaHandle, root: Path) -> tuple[Published, str, list[SpooledEvent]]:
@@ -123,7 +124,7 @@ def publish(kafka: KafkaHandle, root: Path) -> tuple[Published, str, list[Spoole
     }
     path = root / "pulse.yaml"
     path.write_text(yaml.safe_dump(config))
-    return Published(path, root / "stream-state"), topic, events_of(CANARY_STREAM, table, "0badc0de", 0)
+    return Published(path, root / "stream-state", topic), topic, events_of(CANARY_STREAM, table, "0badc0de", 0)
 
 
 def produce(
@@ -165,11 +166,16 @@ def stream_argv(published: Published, *more: str) -> tuple[list[str], dict[str, 
 
 def run_stream(published: Published) -> dict[str, Any]:
     """`slo stream --once --at T --json` as its own process (its own JVM with the Kafka source on its classpath)."""
+    return run_stream_logged(published)[0]
+
+
+def run_stream_logged(published: Published) -> tuple[dict[str, Any], str]:
+    """`run_stream`'s answer and the stream's stderr."""
     argv, env = stream_argv(published, "--once", "--at", iso(T))
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=STREAM_TIMEOUT_S, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
     found: dict[str, Any] = json.loads(done.stdout[done.stdout.index("{") :])
-    return found
+    return found, done.stderr
 
 
 def cli_json(*args: str) -> dict[str, Any]:
@@ -195,6 +201,23 @@ def test_the_stream_answers_as_the_batch_job_on_the_same_events(published: Publi
     backtest = cli_json("slo", "backtest", "--config", str(published.config), *window)
     assert cli_json("slo", "backtest", "--config", str(published.config), *window, "--buckets", buckets) == backtest
     assert any(s["alerts"] for s in backtest["slos"])
+
+
+def test_a_late_event_within_the_watermark_counts_and_a_later_one_is_counted_as_dropped(
+    kafka: KafkaHandle, published: Published
+) -> None:
+    run_stream(published)  # the stream has seen every published event (the state is the module's)
+    newest = max(r["time"] for r in canary_rows())
+    first = canary_rows()[0]
+    late = [
+        {**first, "time": newest - timedelta(minutes=1), "cluster": "late-within", "sequence": 1},
+        {**first, "time": newest - timedelta(minutes=10), "cluster": "late-beyond", "sequence": 2},
+    ]
+    produce(kafka, published.topic, events_of(CANARY_STREAM, pa.Table.from_pylist(late, schema=SCHEMA), "1a7e", 0))
+    streamed, log = run_stream_logged(published)
+    clusters = {s["labels"].get("cluster") for s in streamed["slos"] if s["name"] == "produce"}
+    assert "late-within" in clusters and "late-beyond" not in clusters, clusters
+    assert "events later than the watermark (2m), not counted since the start: 1" in log, log[-3000:]
 
 
 def children(pid: int) -> list[int]:

@@ -8,7 +8,7 @@ from pulse.errors import ConfigError
 from slo.buckets import ring_minutes
 from slo.model import Slo
 from slo.spec import parse_slos
-from slo.stream import KAFKA_PACKAGE, package_settings, spark_kafka_options
+from slo.stream import KAFKA_PACKAGE, dropped_as_late, package_settings, spark_kafka_options
 
 
 def test_a_plaintext_profile_is_servers_and_protocol() -> None:
@@ -61,3 +61,15 @@ def test_the_ring_holds_the_longest_window_or_calendar_period() -> None:
 
     assert ring_minutes([slo("30d")]) == 30 * 1440
     assert ring_minutes([slo({"calendar": "1M", "timezone": "UTC"})]) == 32 * 1440
+
+
+def test_late_rows_are_summed_over_every_operator_of_each_new_batch_once() -> None:
+    progress = [
+        {"batchId": 3, "stateOperators": [{"numRowsDroppedByWatermark": 5}]},
+        {"batchId": 4, "stateOperators": [{"numRowsDroppedByWatermark": 2}, {"numRowsDroppedByWatermark": 1}]},
+        {"batchId": 5, "stateOperators": []},
+        {"batchId": 6},
+    ]
+    assert dropped_as_late(progress, 3) == (3, 6)  # batch 3 was counted by the call before
+    assert dropped_as_late(progress, 6) == (0, 6)
+    assert dropped_as_late([], 6) == (0, 6)
