@@ -8,30 +8,12 @@ import os
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from devstack import dev_home
 from kafka_pulse.cli.options import config_option
 from kafka_pulse.clusters import load_or_default, resolve_cluster
-
-if TYPE_CHECKING:
-    from pulse.config import PulseConfig
-    from slo import Topic
-
-
-def _topics(config: PulseConfig) -> dict[str, Topic]:
-    """Source kind -> the SLI sink's topic holding its rows (`events`: the canary's, `lag`: lag groups')."""
-    from canary import CANARY_STREAM
-    from lag import GROUPS_STREAM
-    from slo import Topic
-
-    prefix = config.sli_sink.topic_prefix
-    return {
-        kind: Topic(prefix + stream.name, stream.name, stream.version, stream.schema)
-        for kind, stream in (("events", CANARY_STREAM), ("lag", GROUPS_STREAM))
-    }
 
 
 @click.command()
@@ -58,9 +40,9 @@ def stream(
 ) -> None:
     """Evaluate the SLOs continuously from the SLI sink's topics (Spark Structured Streaming)."""
     from kafka_pulse.cli.slo import _load, _print_results, parse_time
+    from kafka_pulse.runner.slo_stream import sink_topics, stream_settings
     from pulse.paths import cache_dir, state_dir
-    from pulse.profile import client_config
-    from slo import BucketStream, StreamSettings, package_settings, parse_duration_s, spark_kafka_options, spark_session
+    from slo import BucketStream, package_settings, parse_duration_s, spark_session
 
     try:
         watermark_s, trigger_s = parse_duration_s(watermark), parse_duration_s(trigger)
@@ -70,18 +52,11 @@ def stream(
     config = load_or_default(config_path, os.environ)
     cluster = resolve_cluster(config, config.sli_sink.cluster, dev_home())
     root = state if state is not None else state_dir() / "slo-stream"
-    stream_settings = StreamSettings(
-        kafka=spark_kafka_options(client_config(cluster)),
-        checkpoint=root / "checkpoint",
-        buckets=root / "buckets",
-        watermark_s=watermark_s,
-        trigger_s=float(trigger_s),
-    )
-    runner = BucketStream(slos, stream_settings)
+    runner = BucketStream(slos, stream_settings(cluster, root, watermark_s, trigger_s))
     spark = spark_session(
         settings.spark_master, extra=package_settings(cache_dir()), driver_memory=settings.driver_memory
     )
-    query = runner.start(spark, _topics(config), available_now=once)
+    query = runner.start(spark, sink_topics(config), available_now=once)
 
     def report_late() -> None:
         if runner.count_late(query):

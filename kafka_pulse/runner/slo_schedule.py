@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from slo import Slo, SloAlertDelivery, SloResult
 
 _LOG = logging.getLogger(__name__)
+Evaluator = Callable[["SparkSession", Sequence["Slo"], datetime], list["SloResult"]]
+"""One cycle's evaluation: the batch job (slo.evaluate) or the stream (runner/slo_stream.py)."""
 STOP_WAIT_S = 10.0
 """How long `stop` lets an evaluation in flight finish before it stops Spark under it."""
 
@@ -47,9 +49,10 @@ class SloSchedule:
         delivery: SloAlertDelivery | None = None,
         descriptions: Mapping[str, str] | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        evaluator: Evaluator | None = None,
     ) -> None:
         """`session` makes (or returns) the SparkSession on first use; with `owns_session` it is stopped, its JVM
-        included, by `stop`."""
+        included, by `stop`. `evaluator` computes a cycle's results (default: the batch job, slo.evaluate)."""
         self.slos = list(slos)
         self.settings = settings
         self._session_factory = session
@@ -58,6 +61,7 @@ class SloSchedule:
         self.delivery = delivery
         self.descriptions = dict(descriptions or {})
         self._clock = clock
+        self._evaluator = evaluator
         self.loop = Periodic("slo-schedule", settings.schedule_s, lambda: self.run_once(self._clock()))
         """Its thread: self-health reads the last successful cycle and the liveness from it."""
         self.latest: list[SloResult] = []
@@ -102,7 +106,7 @@ class SloSchedule:
         try:
             if self._session is None:
                 self._session = self._session_factory()
-            results = evaluate(self._session, self.slos, at)
+            results = (self._evaluator or evaluate)(self._session, self.slos, at)
         except Exception as exc:  # Spark or a source failing must not end the schedule (nor `run`)
             self.runs["failed"] += 1
             self._gauges = CollectorRegistry()  # no budget gauges from an older evaluation passed off as current
@@ -144,6 +148,12 @@ class SloSchedule:
         """End the schedule; an evaluation still running after STOP_WAIT_S is cut short by stopping Spark under it
         (when this schedule owns the session), so a SIGTERM never waits on a long job or a JVM start."""
         self.loop.stop(STOP_WAIT_S)
+        stop_query = getattr(self._evaluator, "stop", None)
+        if stop_query is not None:
+            try:
+                stop_query()
+            except Exception as exc:  # Spark being torn down under it: the session stop below ends it anyway
+                _LOG.debug("SLO stream stop: %s", exc)
         if self._owns_session:
             stop_spark(self._session)
             self._session = None

@@ -29,6 +29,7 @@ from kafka_pulse.runner.assembly import (
 )
 from kafka_pulse.runner.heartbeat import add_self_health
 from kafka_pulse.runner.slo_schedule import SloSchedule, SloScheduleCollector
+from kafka_pulse.runner.slo_stream import StreamEvaluator, sink_topics, stream_settings
 from pulse.alerts import AlertSink
 from pulse.config import ClusterConfig, PulseConfig
 from pulse.errors import ConfigError
@@ -75,7 +76,7 @@ class Suite:
         else:
             self.off["collectors"] = "collectors.enabled is false"
         self._canary(dev_home, state_dir)
-        self._slo_schedule(slos)
+        self._slo_schedule(slos, dev_home, state_dir)
         self.self_health = add_self_health(self.assembly, config, self.sink)
         add_status(self.assembly, config, self.clusters, self.off, self.self_health)  # last: reads the above
 
@@ -110,7 +111,7 @@ class Suite:
 
         return list(load_slos(config, config_source, base_dir))
 
-    def _slo_schedule(self, slos: list[Any]) -> None:
+    def _slo_schedule(self, slos: list[Any], dev_home: Path, state_dir: Path) -> None:
         if not slos:
             return
         from slo import SloAlertDelivery, describe
@@ -121,13 +122,38 @@ class Suite:
             if self.sink is not None
             else None
         )
+        settings = self.config.slo
+        evaluator = self._slo_stream(slos, dev_home, state_dir) if settings.engine == "stream" else None
         schedule = SloSchedule(
-            slos, self.config.slo, _spark_factory(master, self.config.slo.driver_memory), True, delivery, describe(slos)
+            slos,
+            settings,
+            _spark_factory(master, settings.driver_memory, stream=evaluator is not None),
+            True,
+            delivery,
+            describe(slos),
+            evaluator=evaluator,
         )
         self.registry.register(SloScheduleCollector(schedule))
         alerts = ", alerts to Alertmanager" if delivery is not None else ""
-        description = f"{len(slos)} SLOs every {self.config.slo.schedule_s:g} s on {master}{alerts}"
+        engine = f", streamed from {self.config.sli_sink.topic_prefix}*" if evaluator is not None else ""
+        description = f"{len(slos)} SLOs every {settings.schedule_s:g} s on {master}{engine}{alerts}"
         self.assembly.add([Part("slo", schedule, description)])
+
+    def _slo_stream(self, slos: list[Any], dev_home: Path, state_dir: Path) -> StreamEvaluator:
+        """`slo.engine: stream`: the SLOs read from the SLI sink's topics on `sli_sink.cluster`; state under the state
+        directory's `slo-stream/`, as `slo stream` keeps it."""
+        config = self.config
+        try:
+            cluster = (
+                resolve_cluster(config, config.sli_sink.cluster, dev_home) if config.clusters else self.clusters[0]
+            )
+        except ConfigError as exc:
+            raise ConfigError(f"slo.engine stream: sli_sink.cluster: {exc}") from exc
+        root = state_dir / "slo-stream"
+        settings = stream_settings(cluster, root, config.slo.stream_watermark_s, config.slo.schedule_s)
+        evaluator = StreamEvaluator(slos, settings, sink_topics(config))
+        self.registry.register(evaluator)
+        return evaluator
 
     # --- lifecycle --------------------------------------------------------------------------------------------
 
@@ -153,10 +179,14 @@ class Suite:
         return f"kafka-pulse run: cluster {names}\n  " + "\n  ".join([*on, *off, alerts, urls])
 
 
-def _spark_factory(master: str, driver_memory: str) -> Callable[[], Any]:
-    def make() -> Any:
-        from slo import spark_session
+def _spark_factory(master: str, driver_memory: str, stream: bool = False) -> Callable[[], Any]:
+    """The schedule's session maker; the stream's session also gets Spark's Kafka source (slo.package_settings)."""
 
-        return spark_session(master, driver_memory=driver_memory)
+    def make() -> Any:
+        from pulse.paths import cache_dir
+        from slo import package_settings, spark_session
+
+        extra = package_settings(cache_dir()) if stream else None
+        return spark_session(master, extra=extra, driver_memory=driver_memory)
 
     return make

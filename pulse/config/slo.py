@@ -31,6 +31,12 @@ class SloConfig(Section):
     Bounds the JVM that `run` keeps between evaluations; raise it for thousands of SLOs."""
     schedule_s: PositiveSeconds = 60.0
     """How often `run` evaluates every SLO (and delivers its alerts)."""
+    engine: Literal["batch", "stream"] = "batch"
+    """`batch`: each cycle of `run` rescans every SLO's window in its Parquet sources; `stream`: `run` reads the SLI
+    sink's topics on `sli_sink.cluster` with Spark Structured Streaming and each cycle evaluates the minute buckets
+    kept since the last one (`slo stream`'s engine, docs/slo.md, "Streaming from Kafka")."""
+    stream_watermark_s: PositiveSeconds = 120.0
+    """With `engine: stream`: how late an event may arrive and still count (`slo stream --watermark`)."""
 
     @field_validator("driver_memory")
     @classmethod
