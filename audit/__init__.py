@@ -1,9 +1,10 @@
 """Data-flow audit (docs/audit.md): did every record produced reach every consumer group, and when.
 
 Broker side, no application changed: `minutes` (boundary offsets and commits -> per group, topic and minute;
-pure) <- `broker` (reads Kafka each cycle). Client side, a library for confluent-kafka applications: `counts`
-(per topic and minute of event time; pure) <- `client` (producer and consumer wrappers, the reporter). Both
-publish through the SLI sink in the schemas of `streams`.
+pure) <- `broker` (reads Kafka each cycle) -> `broker_log` (Parquet, an SLO's `audit` source); `service` runs the
+cycles in `kafka-pulse run`. Client side, a library for confluent-kafka applications: `counts` (per topic and
+minute of event time; pure) <- `client` (producer and consumer wrappers, the reporter). Both publish through the
+SLI sink in the schemas of `streams`.
 """
 
 from __future__ import annotations
@@ -14,17 +15,21 @@ from pulse.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from audit.broker import BrokerAudit
+    from audit.broker_log import BROKER_ROWS, BrokerLog, BrokerLogCollector
     from audit.client import AuditedProducer, AuditReporter, ConsumerAudit
     from audit.counts import ClientCounts
     from audit.minutes import MinuteAudit, MinuteBook
     from audit.streams import BROKER_STREAM, CLIENT_STREAM, ClientOrigin
 
 __all__ = [
+    "BROKER_ROWS",
     "BROKER_STREAM",
     "CLIENT_STREAM",
     "AuditReporter",
     "AuditedProducer",
     "BrokerAudit",
+    "BrokerLog",
+    "BrokerLogCollector",
     "ClientCounts",
     "ClientOrigin",
     "ConsumerAudit",
@@ -33,11 +38,14 @@ __all__ = [
 ]
 
 _HOMES = {
+    "BROKER_ROWS": "audit.broker_log",
     "BROKER_STREAM": "audit.streams",
     "CLIENT_STREAM": "audit.streams",
     "AuditReporter": "audit.client",
     "AuditedProducer": "audit.client",
     "BrokerAudit": "audit.broker",
+    "BrokerLog": "audit.broker_log",
+    "BrokerLogCollector": "audit.broker_log",
     "ClientCounts": "audit.counts",
     "ClientOrigin": "audit.streams",
     "ConsumerAudit": "audit.client",
