@@ -19,13 +19,16 @@ if TYPE_CHECKING:
     from audit.client import AuditedProducer, AuditReporter, ConsumerAudit
     from audit.counts import ClientCounts
     from audit.minutes import MinuteAudit, MinuteBook
+    from audit.service import AuditCollector, AuditService, build_audit
     from audit.streams import BROKER_STREAM, CLIENT_STREAM, ClientOrigin
 
 __all__ = [
     "BROKER_ROWS",
     "BROKER_STREAM",
     "CLIENT_STREAM",
+    "AuditCollector",
     "AuditReporter",
+    "AuditService",
     "AuditedProducer",
     "BrokerAudit",
     "BrokerLog",
@@ -35,13 +38,16 @@ __all__ = [
     "ConsumerAudit",
     "MinuteAudit",
     "MinuteBook",
+    "build_audit",
 ]
 
 _HOMES = {
     "BROKER_ROWS": "audit.broker_log",
     "BROKER_STREAM": "audit.streams",
     "CLIENT_STREAM": "audit.streams",
+    "AuditCollector": "audit.service",
     "AuditReporter": "audit.client",
+    "AuditService": "audit.service",
     "AuditedProducer": "audit.client",
     "BrokerAudit": "audit.broker",
     "BrokerLog": "audit.broker_log",
@@ -51,6 +57,7 @@ _HOMES = {
     "ConsumerAudit": "audit.client",
     "MinuteAudit": "audit.minutes",
     "MinuteBook": "audit.minutes",
+    "build_audit": "audit.service",
 }
 """Exported name -> the module that defines it, imported on first use (PEP 562)."""
 

@@ -76,6 +76,10 @@ class BrokerAudit:
                 self.publisher.offer(BROKER_STREAM, table)
         return audits
 
+    def close(self) -> None:
+        """Close the consumer (the admin client has nothing to close); the audit is not used afterwards."""
+        self.consumer.close()
+
     def _partitions(self) -> dict[str, list[int]]:
         found: dict[str, list[int]] = {}
         for topic in self.topics:
