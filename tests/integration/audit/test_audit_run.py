@@ -1,7 +1,8 @@
 """`kafka-pulse run` with an `audit:` section on the shared Kafka cluster (issue #26; docs/audit.md, "In `kafka-pulse
 run`"): a real consumer group subscribes, reads three minutes of records and commits; the process's audit, reading
 back 10 minutes at start, writes a row per minute of that group to its Parquet log with the counts written by hand,
-and its cycles are on /metrics. Record timestamps are minutes in the past, so no test waits for a minute to end."""
+and its cycles (and its self-health) are on /metrics. Record timestamps are minutes in the past, so no test waits
+for a minute to end."""
 
 from __future__ import annotations
 
@@ -109,3 +110,4 @@ def test_run_audits_a_real_group(kafka: KafkaHandle, pulse_process: PulseProcess
     assert cycles.get("ok", 0) >= 1, metrics
     assert samples(metrics, "kafka_pulse_audit_minutes_settled").get("true", 0) >= len(PER_MINUTE)
     assert "kafka_pulse_audit_log_rows_written_total" in metrics
+    assert 'kafka_pulse_component_last_success_timestamp_seconds{component="audit"}' in metrics  # self-health

@@ -1,12 +1,16 @@
 """A data-freshness SLO over the broker-side audit's rows (issue #26; docs/audit.md, "A data-freshness SLO"): a
 real `BrokerAudit` on the shared Kafka cluster writes its settled minutes to its Parquet log and to the SLI sink;
 `slo evaluate` (Spark local mode) over an `audit` source gives, per group, the SLI computed by hand from the rows:
-100 % for the group that read everything, less for the one that fell behind. Record timestamps are minutes in
-the past, so every boundary is due at once and no test waits for a minute to end."""
+100 % for the group that read everything, less for the one that fell behind; `slo stream --once` over the topic
+`<prefix>audit-broker` answers the same. Record timestamps are minutes in the past, so every boundary is due at
+once and no test waits for a minute to end."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 import uuid
 from datetime import UTC, datetime
@@ -22,11 +26,16 @@ from pyspark.sql import SparkSession
 from audit import BROKER_ROWS, BROKER_STREAM, BrokerAudit, BrokerLog
 from audit.minutes import MINUTE_MS, minute_of
 from kafka_pulse.cli.main import cli
+from kafka_pulse.clusters import dev_cluster_config
 from pulse.sli_sink import SliSink
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.integration.audit.conftest import read_stream
 
 pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[3]
+STREAM_TIMEOUT_S = 600.0
+"""`slo stream --once` starts its own JVM with Spark's Kafka source (from the Ivy cache after the first run)."""
 
 PER_MINUTE = {0: {0: 3, 1: 3}, 1: {0: 4}, 2: {1: 5}}
 """Minute (from the first) -> partition -> records written, by hand: 6, 4 and 5."""
@@ -100,7 +109,9 @@ def test_a_freshness_slo_over_the_audit_rows(
         "group_by": ["group"],
     }
     config = tmp_path / "pulse.yaml"
-    config.write_text(yaml.safe_dump({"slos": [spec]}))
+    cluster = dev_cluster_config(kafka.cluster).model_dump(mode="json")
+    sli_sink = {"cluster": cluster["name"], "topic_prefix": sink_prefix}
+    config.write_text(yaml.safe_dump({"clusters": [cluster], "sli_sink": sli_sink, "slos": [spec]}))
     at = datetime.fromtimestamp((minute_of(int(time.time() * 1000)) + 2 * MINUTE_MS) / 1000, UTC)
     args = ["slo", "evaluate", "--config", str(config), "--at", at.isoformat().replace("+00:00", "Z"), "--json"]
     result = CliRunner().invoke(cli, args)
@@ -108,6 +119,14 @@ def test_a_freshness_slo_over_the_audit_rows(
     got = {s["labels"]["group"]: s for s in json.loads(result.output)["slos"]}
     assert {g: s["sli"] for g, s in got.items()} == {g: pytest.approx(v) for g, v in want.items()}
     assert (got[behind]["good"], got[behind]["total"]) == (6, 15)
+
+    # The stream reads the same rows from `<prefix>audit-broker` and answers as the batch job.
+    argv = [sys.executable, "-m", "kafka_pulse.cli.main", "slo", "stream", "--config", str(config)]
+    argv += ["--state-dir", str(tmp_path / "stream"), "--json", "--once", "--at", args[-2]]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "KAFKA_PULSE_HOME": str(tmp_path / "home")}
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=STREAM_TIMEOUT_S, check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert json.loads(done.stdout[done.stdout.index("{") :]) == json.loads(result.output)
 
     # The spec check reads the audit rows' schema: a column they do not have is refused before Spark.
     config.write_text(yaml.safe_dump({"slos": [spec | {"good": "latency_ms <= 300"}]}))
