@@ -27,6 +27,9 @@ from pulse.sli_sink import SliPublisher
 
 _LOG = logging.getLogger(__name__)
 
+MAX_ERROR_CHARS = 500
+"""A failed cycle's log line shows at most this much of the error (its text can come from a broker)."""
+
 AUDIT_CLIENT_ID = "kafka-pulse-audit"
 """`client.id` and `group.id` of the audit's consumer, which never subscribes or commits (docs/audit.md)."""
 
@@ -69,11 +72,14 @@ class AuditService:
         self._loop.start()
 
     def stop(self) -> None:
-        """End the cycles (one in flight finishes), close the clients, then write what is queued."""
-        self._loop.stop(60)
+        """End the cycles (one in flight finishes), close the clients, then write what is queued. A cycle still
+        running after a minute keeps its clients (closing them under it could crash librdkafka); the process ends."""
+        ended = self._loop.stop(60)
         audit, self._audit = self._audit, None
-        if audit is not None:
+        if audit is not None and ended:
             audit.close()
+        elif audit is not None:
+            _LOG.warning("audit: a cycle is still running after 60 s; its Kafka clients are left to the process exit")
         if self.log is not None:
             self.log.stop()
 
@@ -95,7 +101,8 @@ class AuditService:
 
     def _failed(self, exc: BaseException) -> None:
         self.cycles["failed"] += 1
-        _LOG.warning("audit: cycle failed: %s", redact_text(f"{type(exc).__name__}: {exc}"))
+        text = redact_text(f"{type(exc).__name__}: {exc}")  # broker-supplied text: bounded, printed with %r
+        _LOG.warning("audit: cycle failed: %r", text[:MAX_ERROR_CHARS])
 
 
 class AuditCollector(Collector):

@@ -4,11 +4,14 @@ the `Cycles` seam (no Kafka: the real cycle is tests/integration/audit/)."""
 
 from __future__ import annotations
 
+import logging
+
+import pytest
 from confluent_kafka import KafkaError, KafkaException
 from prometheus_client import CollectorRegistry, generate_latest
 
 from audit.minutes import MinuteAudit
-from audit.service import AuditCollector, AuditService
+from audit.service import MAX_ERROR_CHARS, AuditCollector, AuditService
 
 
 class Script:
@@ -54,3 +57,15 @@ def test_failed_cycles_are_counted_and_the_next_one_runs() -> None:
 def test_before_start_a_cycle_does_nothing() -> None:
     service = AuditService(Script, 15.0)
     assert service.run_once() is False and service.cycles == {"ok": 0, "failed": 0}
+
+
+def test_a_failed_cycle_is_logged_bounded_and_escaped(caplog: pytest.LogCaptureFixture) -> None:
+    hostile = "broker says\nINFO forged line " + "x" * 2000
+    script = Script(KafkaException(KafkaError(KafkaError._TRANSPORT, hostile)))
+    service = AuditService(lambda: script, 15.0)
+    service._audit = script
+    with caplog.at_level(logging.WARNING, logger="audit.service"):
+        assert service.run_once() is False
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "\n" not in line and "\\nINFO forged line" in line
+    assert len(line) < MAX_ERROR_CHARS + 40
