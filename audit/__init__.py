@@ -1,9 +1,10 @@
 """Data-flow audit (docs/audit.md): did every record produced reach every consumer group, and when.
 
 Broker side, no application changed: `minutes` (boundary offsets and commits -> per group, topic and minute;
-pure) <- `broker` (reads Kafka each cycle). Client side, a library for confluent-kafka applications: `counts`
-(per topic and minute of event time; pure) <- `client` (producer and consumer wrappers, the reporter). Both
-publish through the SLI sink in the schemas of `streams`.
+pure) <- `broker` (reads Kafka each cycle) -> `broker_log` (Parquet, an SLO's `audit` source); `service` runs the
+cycles in `kafka-pulse run`. Client side, a library for confluent-kafka applications: `counts` (per topic and
+minute of event time; pure) <- `client` (producer and consumer wrappers, the reporter). Both publish through the
+SLI sink in the schemas of `streams`.
 """
 
 from __future__ import annotations
@@ -14,35 +15,49 @@ from pulse.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from audit.broker import BrokerAudit
+    from audit.broker_log import BROKER_ROWS, BrokerLog, BrokerLogCollector
     from audit.client import AuditedProducer, AuditReporter, ConsumerAudit
     from audit.counts import ClientCounts
     from audit.minutes import MinuteAudit, MinuteBook
+    from audit.service import AuditCollector, AuditService, build_audit
     from audit.streams import BROKER_STREAM, CLIENT_STREAM, ClientOrigin
 
 __all__ = [
+    "BROKER_ROWS",
     "BROKER_STREAM",
     "CLIENT_STREAM",
+    "AuditCollector",
     "AuditReporter",
+    "AuditService",
     "AuditedProducer",
     "BrokerAudit",
+    "BrokerLog",
+    "BrokerLogCollector",
     "ClientCounts",
     "ClientOrigin",
     "ConsumerAudit",
     "MinuteAudit",
     "MinuteBook",
+    "build_audit",
 ]
 
 _HOMES = {
+    "BROKER_ROWS": "audit.broker_log",
     "BROKER_STREAM": "audit.streams",
     "CLIENT_STREAM": "audit.streams",
+    "AuditCollector": "audit.service",
     "AuditReporter": "audit.client",
+    "AuditService": "audit.service",
     "AuditedProducer": "audit.client",
     "BrokerAudit": "audit.broker",
+    "BrokerLog": "audit.broker_log",
+    "BrokerLogCollector": "audit.broker_log",
     "ClientCounts": "audit.counts",
     "ClientOrigin": "audit.streams",
     "ConsumerAudit": "audit.client",
     "MinuteAudit": "audit.minutes",
     "MinuteBook": "audit.minutes",
+    "build_audit": "audit.service",
 }
 """Exported name -> the module that defines it, imported on first use (PEP 562)."""
 

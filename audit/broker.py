@@ -1,6 +1,7 @@
 """The broker-side audit's I/O, with no change to any application: each cycle reads the offsets of the due minute
 boundaries (a consumer's `offsets_for_times`: pulse/kafka/offsets.py), every watched group's committed offsets, and
-publishes the minutes that settle (audit/minutes.py) as `audit-broker` SLI events."""
+publishes the minutes that settle (audit/minutes.py) as `audit-broker` rows: to the SLI sink (Kafka) and to the
+audit's Parquet log (audit/broker_log.py), each where given."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 from confluent_kafka import OFFSET_END, Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from audit.broker_log import BrokerLog
 from audit.minutes import MinuteAudit, MinuteBook, due_boundaries
 from audit.streams import BROKER_STREAM, broker_table
 from pulse.admin_requests import GROUP_REQUEST_TIMEOUT_S, await_result
@@ -34,8 +36,9 @@ class BrokerAudit:
         admin: AdminClient,
         topics: Sequence[str],
         groups: Sequence[str],
-        publisher: SliPublisher,
+        publisher: SliPublisher | None,
         *,
+        log: BrokerLog | None = None,
         grace_s: float = 10.0,
         max_wait_s: float = 900.0,
         since_ms: int | None = None,
@@ -48,6 +51,9 @@ class BrokerAudit:
         """Reads the groups' committed offsets (OffsetFetch; never Admin ListOffsets)."""
         self.topics = tuple(topics)
         self.publisher = publisher
+        """The SLI sink the rows are published to (topic `<prefix>audit-broker`); None publishes nothing."""
+        self.log = log
+        """The Parquet log the rows are written to (an SLO's `audit` source); None writes nothing."""
         self.grace_ms = int(grace_s * 1000)
         self.since_ms = since_ms
         self.timeout_s = timeout_s
@@ -63,8 +69,16 @@ class BrokerAudit:
             self.book.observe_commits(group, self._committed(group, partitions), now_ms)
         audits = self.book.settle(now_ms)
         if audits:
-            self.publisher.offer(BROKER_STREAM, broker_table(self.cluster, audits, now_ms))
+            table = broker_table(self.cluster, audits, now_ms)
+            if self.log is not None:
+                self.log.record(table)
+            if self.publisher is not None:
+                self.publisher.offer(BROKER_STREAM, table)
         return audits
+
+    def close(self) -> None:
+        """Close the consumer (the admin client has nothing to close); the audit is not used afterwards."""
+        self.consumer.close()
 
     def _partitions(self) -> dict[str, list[int]]:
         found: dict[str, list[int]] = {}

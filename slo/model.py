@@ -16,8 +16,8 @@ from slo.policy import format_duration, threshold
 @dataclass(frozen=True)
 class EventsSource:
     """Parquet files under `path` (searched recursively, hive `date=...` partitions allowed), one row per probe or
-    per pre-aggregated bucket, with a UTC `time` column. `kind` is `events` (canary SLI log) or `lag` (lag
-    evaluation log); both are read the same way."""
+    per pre-aggregated bucket, with a UTC `time` column. `kind` is `events` (canary SLI log), `lag` (lag
+    evaluation log) or `audit` (the broker-side audit's rows); all are read the same way."""
 
     kind: str
     path: Path

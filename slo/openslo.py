@@ -1,7 +1,7 @@
 """The accepted OpenSLO v1 subset, converted to our `slos:` entry form before validation.
 
 Accepted: `kind: SLO` with a `ratioMetric` (good or bad, and total) whose `metricSource` is one of our sources
-(`events`, `lag`, `prometheus`), `timeWindow` rolling or calendar (1w, 1M), `budgetingMethod` Occurrences or
+(`events`, `lag`, `audit`, `prometheus`), `timeWindow` rolling or calendar (1w, 1M), `budgetingMethod` Occurrences or
 Timeslices (1-minute slices), `objectives[].target|targetPercent`, inline `alertPolicies` whose one condition is
 `kind: burnrate` (long window = `lookbackWindow`, short = long / 12). `indicatorRef` may name an `SLI` document of
 the same file. Other kinds (Service, DataSource, ...) are accepted as metadata and yield no SLO.
@@ -164,8 +164,10 @@ def _convert_indicator(spec: Mapping[str, Any], entry: dict[str, Any], problems:
         kind = str(source.get("type", "")).lower()
         source_spec = dict(source.get("spec") or {})
         query = source_spec.pop("query", None)
-        if kind not in ("events", "lag", "prometheus"):
-            problems.add((*at, key, "metricSource", "type"), f"{source.get('type')!r}: use events, lag or prometheus")
+        if kind not in ("events", "lag", "audit", "prometheus"):
+            problems.add(
+                (*at, key, "metricSource", "type"), f"{source.get('type')!r}: use events, lag, audit or prometheus"
+            )
             continue
         if not isinstance(query, str):
             problems.add((*at, key, "metricSource", "spec", "query"), "required: the Spark SQL or PromQL expression")

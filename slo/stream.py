@@ -1,12 +1,12 @@
 """`slo stream`: SLI events on Kafka (docs/sli-log.md, "Kafka sink") -> minute buckets per SLO instance, with
 Spark Structured Streaming's own Kafka source (docs/slo.md, "Streaming from Kafka").
 
-Each source kind reads its topic (`events` the canary's, `lag` the lag groups'); rows are decoded with the log's
-schema, copies of one event (same `kp-source`/`kp-seq`, delivery is at least once) dropped within the watermark,
-scored by slo/sources.py as the batch job scores Parquet rows, and summed per minute in Spark's state, which the
-watermark bounds. Every micro-batch emits the buckets it changed (update mode); the driver writes them as one file
-named after the batch id (a replay after a crash rewrites the same file: exactly once with the checkpoint) and
-folds them into running sums (slo/bucket_sums.py) that slo/buckets.py evaluates.
+Each source kind reads its topic (`events` the canary's, `lag` the lag groups', `audit` the broker-side audit's);
+rows are decoded with the log's schema, copies of one event (same `kp-source`/`kp-seq`, delivery is at least once)
+dropped within the watermark, scored by slo/sources.py as the batch job scores Parquet rows, and summed per minute
+in Spark's state, which the watermark bounds. Every micro-batch emits the buckets it changed (update mode); the
+driver writes them as one file named after the batch id (a replay after a crash rewrites the same file: exactly
+once with the checkpoint) and folds them into running sums (slo/bucket_sums.py) that slo/buckets.py evaluates.
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ def bucket_frame(
     by_kind: dict[str, list[tuple[int, Slo, str]]] = {}
     for index, slo in enumerate(slos):
         if not isinstance(slo.source, EventsSource) or slo.source.kind not in topics:
-            raise ConfigError(f"slo {slo.name!r}: the stream reads only events and lag sources from Kafka")
+            raise ConfigError(f"slo {slo.name!r}: the stream reads only events, lag and audit sources from Kafka")
         by_kind.setdefault(slo.source.kind, []).append((index, slo, f"slo {slo.name!r}"))
     frames = [
         score_frame(_events(spark, topics[kind], settings), members, carry=("time",))

@@ -122,6 +122,14 @@ def add_canary(assembly: Assembly, config: PulseConfig, cluster: ClusterConfig, 
     assembly.add(build_canary(config, cluster, assembly.registry, state, assembly.sli_sink))
 
 
+def add_audit(assembly: Assembly, config: PulseConfig, cluster: ClusterConfig, state: Path) -> None:
+    """The broker-side audit of `cluster` (`audit.cluster` resolved by the caller), its rows to its Parquet log and,
+    with `sli_sink.enabled`, to the process's SLI sink (added before it, so the sink stops after the audit)."""
+    from audit import build_audit
+
+    assembly.add(build_audit(config.audit, cluster, assembly.registry, state, assembly.sli_sink))
+
+
 def add_lag(
     assembly: Assembly, config: PulseConfig, clusters: Sequence[ClusterConfig], sink: AlertSink | None, state: Path
 ) -> None:

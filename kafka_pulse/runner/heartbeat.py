@@ -230,6 +230,8 @@ def watch_parts(health: SelfHealth, config: PulseConfig, parts: Sequence[Part]) 
             if notifier is not None:
                 health.add(Watched("lag_notifier", notifier.interval_s, _attribute(notifier, "last_success_s")))
                 checks.append(_thread_check("lag notifier", notifier))
+        elif part.name == "audit":
+            health.add(Watched("audit", config.audit.interval_s, _attribute(service, "last_cycle_s")))
         elif part.name == "slo":
             health.add(watch_loop("slo_schedule", service.loop))
             checks.append(_thread_check("SLO schedule", service.loop))

@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 
 
 def sink_topics(config: PulseConfig) -> dict[str, Topic]:
-    """Source kind -> the SLI sink's topic holding its rows (`events`: the canary's, `lag`: lag groups')."""
+    """Source kind -> the SLI sink's topic holding its rows (`events`: the canary's, `lag`: lag groups', `audit`:
+    the broker-side audit's)."""
+    from audit import BROKER_STREAM
     from canary import CANARY_STREAM
     from lag import GROUPS_STREAM
     from slo import Topic
@@ -29,7 +31,7 @@ def sink_topics(config: PulseConfig) -> dict[str, Topic]:
     prefix = config.sli_sink.topic_prefix
     return {
         kind: Topic(prefix + stream.name, stream.name, stream.version, stream.schema)
-        for kind, stream in (("events", CANARY_STREAM), ("lag", GROUPS_STREAM))
+        for kind, stream in (("events", CANARY_STREAM), ("lag", GROUPS_STREAM), ("audit", BROKER_STREAM))
     }
 
 

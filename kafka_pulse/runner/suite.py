@@ -1,4 +1,4 @@
-"""`kafka-pulse run`'s process: collectors, canary, lag and the SLO schedule composed from one config, on one
+"""`kafka-pulse run`'s process: collectors, canary, lag, the audit and the SLO schedule composed from one config, on one
 Prometheus registry served at one /metrics, beside the Burrow v3 lag API, through the same assembly as the
 single-component commands (kafka_pulse/runner/assembly.py).
 
@@ -21,6 +21,7 @@ from kafka_pulse.clusters import resolve_cluster
 from kafka_pulse.runner.assembly import (
     Assembly,
     add_alert_sink,
+    add_audit,
     add_canary,
     add_collectors,
     add_lag,
@@ -76,6 +77,7 @@ class Suite:
         else:
             self.off["collectors"] = "collectors.enabled is false"
         self._canary(dev_home, state_dir)
+        self._audit(dev_home, state_dir)
         self._slo_schedule(slos, dev_home, state_dir)
         self.self_health = add_self_health(self.assembly, config, self.sink)
         add_status(self.assembly, config, self.clusters, self.off, self.self_health)  # last: reads the above
@@ -98,6 +100,19 @@ class Suite:
         except ConfigError as exc:
             raise ConfigError(f"canary.cluster: {exc}") from exc
         add_canary(self.assembly, self.config, cluster, state_dir)
+
+    def _audit(self, dev_home: Path, state_dir: Path) -> None:
+        settings = self.config.audit
+        if not settings.enabled:
+            self.off["audit"] = "audit.enabled is false"
+            return
+        try:
+            cluster = (
+                resolve_cluster(self.config, settings.cluster, dev_home) if self.config.clusters else self.clusters[0]
+            )
+        except ConfigError as exc:
+            raise ConfigError(f"audit.cluster: {exc}") from exc
+        add_audit(self.assembly, self.config, cluster, state_dir)
 
     def _slos(self, config_source: str, base_dir: Path) -> list[Any]:
         config = self.config

@@ -5,6 +5,7 @@ environment itself. What other modules import is re-exported here, so `from puls
 """
 
 from pulse.config.alerting import AlertingConfig
+from pulse.config.audit import AuditConfig, AuditLogConfig
 from pulse.config.canary import CanaryConfig, CanaryMirrorConfig, SliLogConfig
 from pulse.config.clusters import (
     ClusterConfig,
@@ -52,6 +53,8 @@ __all__ = [
     "AlertPolicySpec",
     "AlertTierSpec",
     "AlertingConfig",
+    "AuditConfig",
+    "AuditLogConfig",
     "BasicAuthConfig",
     "BurnWindowSpec",
     "CalendarWindowSpec",

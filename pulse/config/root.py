@@ -5,6 +5,7 @@ from typing import Annotated, Self
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from pulse.config.alerting import AlertingConfig
+from pulse.config.audit import AuditConfig
 from pulse.config.canary import CanaryConfig
 from pulse.config.clusters import ClusterConfig
 from pulse.config.collectors import CollectorsConfig
@@ -44,6 +45,8 @@ class PulseConfig(Section):
     """SLI events on Kafka too (off by default; the Parquet logs stay)."""
     slow_brokers: SlowBrokersConfig = SlowBrokersConfig()
     """Slow-broker detection: JMX, a request probe and the canary per broker, against its history and peers."""
+    audit: AuditConfig = AuditConfig()
+    """The broker-side data-flow audit in `run`: records written per minute and when each group passed them."""
     slos: list[SloEntry] = Field(default_factory=list)
     """SLOs inline (our form or OpenSLO v1); slo/spec.py checks them further against the SLO engine's rules."""
 
@@ -75,6 +78,23 @@ class PulseConfig(Section):
         if sink.enabled and sink.cluster is None and len(names) > 1:
             raise config_problem(
                 f"{len(names)} clusters are configured; name the one SLI events go to", ("sli_sink", "cluster")
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _audit_cluster_exists(self) -> Self:
+        audit = self.audit
+        names = [c.name for c in self.clusters]
+        if audit.cluster is not None and audit.cluster not in names:
+            known = ", ".join(names) or "none"
+            raise config_problem(
+                f"no cluster named {audit.cluster!r} is configured (clusters: {known})", ("audit", "cluster")
+            )
+        if audit.enabled and audit.cluster is None and len(names) > 1:
+            raise config_problem(f"{len(names)} clusters are configured; name the audited one", ("audit", "cluster"))
+        if audit.enabled and not audit.log.enabled and not self.sli_sink.enabled:
+            raise config_problem(
+                "the audit's rows would go nowhere: enable audit.log or sli_sink", ("audit", "log", "enabled")
             )
         return self
 

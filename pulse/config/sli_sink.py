@@ -15,7 +15,8 @@ class SliSinkConfig(Section):
     """The cluster in `clusters:` to publish to: a monitoring cluster of its own, or the monitored one (then its
     outages delay the SLI events of that outage, docs/sli-log.md); None means the only configured cluster."""
     topic_prefix: str = Field(default="kafka-pulse-sli-", pattern=r"^[A-Za-z0-9._-]{1,200}$")
-    """Topics are this plus the log's name: `<prefix>canary`, `<prefix>lag-groups`, `<prefix>lag-partitions`.
+    """Topics are this plus the log's name: `<prefix>canary`, `<prefix>lag-groups`, `<prefix>lag-partitions`,
+    `<prefix>audit-broker` (with `audit`).
     Create them beforehand (kafka-pulse does not): their partitions, replication and retention are yours."""
     spool_dir: ConfigRelativeDir | None = None
     """Where events wait while the cluster is unreachable, one subdirectory per component (`canary`, `lag`);

@@ -58,10 +58,12 @@ Duration = Annotated[str, Field(min_length=1)]
 
 
 class EventsSourceSpec(Section):
-    """Parquet SLI events: the canary's log (`events`) or the lag evaluation log (`lag`)."""
+    """Parquet SLI events: the canary's log (`events`), the lag evaluation log (`lag`) or the broker-side audit's
+    rows (`audit`)."""
 
-    type: Literal["events", "lag"]
-    """`events`: the canary's SLI log; `lag`: the lag evaluation log."""
+    type: Literal["events", "lag", "audit"]
+    """`events`: the canary's SLI log; `lag`: the lag evaluation log; `audit`: the data-flow audit's
+    per-(group, topic, minute) rows (`<audit.log.dir>/broker`)."""
     path: str
     """Directory of Parquet files (relative paths are relative to the config file)."""
     filter: str | None = None
@@ -177,7 +179,7 @@ class SloSpec(Section):
     labels: dict[str, str] = Field(default_factory=dict)
     """Carried to results and alerts; identity, so never numbers."""
     source: SourceSpec
-    """Where the SLI events come from: a Parquet log (`events`, `lag`) or Prometheus."""
+    """Where the SLI events come from: a Parquet log (`events`, `lag`, `audit`) or Prometheus."""
     good: str
     """Spark SQL over one row (PromQL for a Prometheus source): the good events it counts."""
     total: str

@@ -14,6 +14,7 @@ from sqlglot import exp
 
 from audit.minutes import MINUTE_MS, MinuteAudit
 from audit.streams import BROKER_SCHEMA, BROKER_STREAM, CLIENT_SCHEMA, CLIENT_STREAM, broker_table, utc
+from pulse.config import SloSpec
 from pulse.sli_sink import decode_rows, events_of
 from slo.sql_allowlist import expression_refusals
 
@@ -45,6 +46,7 @@ def test_the_doc_tables_are_the_schemas(heading: str, schema: pa.Schema) -> None
 def test_the_documented_slo_entry_fits_the_broker_rows() -> None:
     block = DOC.read_text(encoding="utf-8").split("## A data-freshness SLO", 1)[1].split("```yaml", 1)[1]
     slo = yaml.safe_load(block.split("```", 1)[0])["slos"][0]
+    assert SloSpec.model_validate(slo).source.type == "audit"
     for key in ("good", "total"):
         tree = sqlglot.parse_one(slo[key], read="spark")
         assert expression_refusals(tree) == []

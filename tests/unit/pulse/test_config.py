@@ -462,7 +462,7 @@ def test_all_problems_are_reported_in_one_pass(files: Path) -> None:
         "pulse.yaml: clusters[0].security.tls: protocol SASL_PLAINTEXT does not use TLS; set protocol to SASL_SSL",
         "pulse.yaml: lag.group_allow: '[' is not a valid regular expression: unterminated character set at position 0",
         "pulse.yaml: (top level): unknown key 'surprise'; known keys: "
-        "clusters, collectors, canary, lag, slo, alerting, http, dashboards, sli_sink, slow_brokers, slos",
+        "clusters, collectors, canary, lag, slo, alerting, http, dashboards, sli_sink, slow_brokers, audit, slos",
     ]
 
 

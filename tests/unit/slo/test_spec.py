@@ -127,7 +127,9 @@ CASES = [
     pytest.param("good", "produce_okk", "slos[0].good: unknown column(s) produce_okk in", id="sql-unknown-col"),
     pytest.param("source.path", "", "slos[0].source.path: is empty; give the directory", id="path-empty"),
     pytest.param("source.path", "/nonexistent/x", "slos[0].source.path: '/nonexistent/x' does not exist", id="path"),
-    pytest.param("source.type", "kafka", "slos[0].source.type: Input should be 'events' or 'lag'", id="source-type"),
+    pytest.param(
+        "source.type", "kafka", "slos[0].source.type: Input should be 'events', 'lag' or 'audit'", id="source-type"
+    ),
     pytest.param("window", "90m", "slos[0].window: '90m': a rolling window must be a whole number of hours", id="w"),
     pytest.param("window", "1M", "slos[0].window: '1M' is not a duration", id="window-1M-string"),
     pytest.param(
