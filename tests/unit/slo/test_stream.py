@@ -1,6 +1,7 @@
 """`slo stream`'s pure parts: the Kafka source's options from a connection profile, and the ring's size."""
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,7 +65,7 @@ def test_the_ring_holds_the_longest_window_or_calendar_period() -> None:
 
 
 def test_late_rows_are_summed_over_every_operator_of_each_new_batch_once() -> None:
-    progress = [
+    progress: list[dict[str, Any]] = [
         {"batchId": 3, "stateOperators": [{"numRowsDroppedByWatermark": 5}]},
         {"batchId": 4, "stateOperators": [{"numRowsDroppedByWatermark": 2}, {"numRowsDroppedByWatermark": 1}]},
         {"batchId": 5, "stateOperators": []},
