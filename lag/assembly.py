@@ -7,10 +7,11 @@ then sources, then what reads them: the estimates, the notifier) and stopped in 
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -85,6 +86,9 @@ class KafkaLagSource:
         self.decoded = self.offsets.decoded
         """Records read from __consumer_offsets by decoded kind (the reader's own counter)."""
         self.admin_reader: AdminOffsetsReader | None = None
+        self.streams_groups: Callable[[], Mapping[str, int]] | None = None
+        """The cluster's streams groups and member counts, for admin ingestion (its listing leaves them out); set
+        before `start` when streams groups are described."""
         self._stop = threading.Event()
         """Ends the `__consumer_offsets` reader: a continuous consume loop whose crash marks its feed stopped."""
         self._loops: list[Periodic | threading.Thread] = []
@@ -101,7 +105,9 @@ class KafkaLagSource:
         self._loops = [Periodic(f"{name}-hwm", refresh_s, self.hwm.poll_hwms, first_delay_s=refresh_s)]
         if self.ingestion == "admin":
             clients = AdminClients(lambda: new_admin_client(self.client_config))
-            self.admin_reader = AdminOffsetsReader(self.cluster, clients, self.service, self.health)
+            self.admin_reader = AdminOffsetsReader(
+                self.cluster, clients, self.service, self.health, self.streams_groups
+            )
             self.admin_reader.poll()
             group_s = settings.effective_group_refresh_s()
             poll = self.admin_reader.poll_renewing
@@ -251,6 +257,8 @@ class LagRunner:
                 self.share_loops.append(
                     Periodic(f"lag-{cluster.name}-streams", refresh_s, streams.poll, fixed_rate=False)
                 )
+            for source in self.sources:
+                source.streams_groups = functools.partial(self.streams_board.members, source.cluster)
             self.registry.register(StreamsGroupCollector(self.streams_board, self.service))
             extensions += StreamsGroupApi(self.streams_board, self.service).routes()
         self.evaluation_log: EvaluationLog | None = None

@@ -44,3 +44,10 @@ class StreamsBoard:
         """Every cluster's latest read."""
         with self._lock:
             return dict(self._latest)
+
+    def members(self, cluster: str) -> dict[str, int]:
+        """`cluster`'s streams groups with their member counts, as last read (none before a read): admin ingestion
+        fetches their commits, which its group listing does not return."""
+        with self._lock:
+            reading = self._latest.get(cluster)
+            return {g.group: len(g.members) for g in reading.groups} if reading is not None else {}

@@ -60,8 +60,8 @@ class ShareGroupsConfig(Section):
 
 class StreamsGroupsConfig(Section):
     """Streams groups (KIP-1071): each group's state, epochs and members, NOT_READY and members on a stale topology
-    epoch flagged. Their input-topic lag is judged with the consumer groups' rules whatever this says (their commits
-    are consumer-group commits)."""
+    epoch flagged. Their input-topic lag is judged with the consumer groups' rules (their commits are consumer-group
+    commits); admin ingestion finds their commits only while this is on."""
 
     enabled: bool = False
     """Describe streams groups with StreamsGroupDescribe (Kafka 4.2+, or 4.1 with streams groups enabled)."""

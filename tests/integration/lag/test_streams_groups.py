@@ -142,14 +142,18 @@ def word_count(kafka: KafkaHandle, tmp_path: Path) -> Iterator[WordCount]:
         app.stop()
 
 
+@pytest.mark.parametrize("ingestion", ["consumer_offsets", "admin"])
 def test_a_wordcount_app_is_listed_flagged_not_ready_and_its_lag_equals_the_tools(
-    kafka: KafkaHandle, word_count: WordCount, tmp_path: Path
+    kafka: KafkaHandle, word_count: WordCount, tmp_path: Path, ingestion: str
 ) -> None:
+    """In both ingestion modes: `__consumer_offsets` holds the app's commits as any group's; admin ingestion fetches
+    them for the streams groups described (confluent-kafka's group listing leaves streams groups out)."""
     app = word_count.app
     settings = {
         "clusters": [{"name": CLUSTER, "bootstrap_servers": kafka.bootstrap_servers.split(",")}],
         "lag": {
             "offset_refresh_s": 1,
+            "ingestion": ingestion,
             "evaluation_log": {"enabled": False},
             "streams_groups": {"enabled": True, "refresh_s": 1},
         },
