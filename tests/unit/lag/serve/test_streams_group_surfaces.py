@@ -76,6 +76,7 @@ def test_a_failed_read_keeps_the_last_groups_with_its_reason() -> None:
     reading = kept.record("prod", StreamsGroupsRead(reason="streams groups: cannot connect"), 30.0)
     assert [g.group for g in reading.groups] == ["wc", "missing"] and reading.read_at_s == 0.0
     assert reading.reason == "streams groups: cannot connect"
+    assert kept.members("prod") == {"wc": 2, "missing": 0} and kept.members("other") == {}  # admin ingestion's feed
 
 
 def test_routes_answer_in_burrows_envelope_with_the_evaluators_verdict() -> None:
