@@ -30,6 +30,8 @@ DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 BROKER = ("kafka_2.13",)
 TOOLS = ("kafka-tools", "connect-mirror", "connect-runtime")
 """ProducerPerformance/ConsumerPerformance live in kafka-tools; MirrorMaker 2's driver in connect-mirror."""
+STREAMS_EXAMPLES = ("kafka-streams-examples",)
+"""Kafka's own Streams demos (WordCountDemo) with kafka-streams: a real Streams application for the tests."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,11 @@ def ensure_runtime(version: str, cache: Path, artifacts: tuple[str, ...] = BROKE
 def ensure_tools(version: str, cache: Path) -> KafkaRuntime:
     """The client-tools classpath (perf tools, MirrorMaker 2) for `version`."""
     return ensure_runtime(version, cache, TOOLS)
+
+
+def ensure_streams_examples(version: str, cache: Path) -> KafkaRuntime:
+    """The classpath of Kafka's Streams demos for `version` (a Streams client of that version)."""
+    return ensure_runtime(version, cache, STREAMS_EXAMPLES)
 
 
 def _gather(version: str, artifacts: tuple[str, ...], libs: Path) -> None:

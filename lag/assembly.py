@@ -7,10 +7,11 @@ then sources, then what reads them: the estimates, the notifier) and stopped in 
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -23,6 +24,7 @@ from lag.ingest.exact_lag import ExactLagFetcher
 from lag.ingest.hwm import HwmPoller
 from lag.ingest.offsets_topic import COMMITS_FEED, OffsetsTopicReader
 from lag.ingest.share_poller import SharePoller
+from lag.ingest.streams_poller import StreamsPoller
 from lag.notify.incidents import LagNotifier, LagNotifierCollector
 from lag.protocol import MetadataReading, Status
 from lag.serve.burrow_json import (
@@ -36,10 +38,12 @@ from lag.serve.burrow_json import (
 from lag.serve.metrics import LagCollector
 from lag.serve.routes import BurrowApi
 from lag.serve.share_groups import ShareGroupApi, ShareGroupCollector
+from lag.serve.streams_groups import StreamsGroupApi, StreamsGroupCollector
 from lag.service import LagService
 from lag.store.access import LagWriter
 from lag.store.freshness import SourceHealth, wall_clock_ms
 from lag.store.share_board import ShareBoard
+from lag.store.streams_board import StreamsBoard
 from pulse.alerts import AlertSender
 from pulse.broker_health import BrokerHealthBoard
 from pulse.config import ClusterConfig, PulseConfig
@@ -55,6 +59,7 @@ if TYPE_CHECKING:
 _LOG = logging.getLogger(__name__)
 CLIENT_ID = "kafka-pulse-lag"
 SHARE_CLIENT_ID = "kafka-pulse-lag-share"
+STREAMS_CLIENT_ID = "kafka-pulse-lag-streams"
 Ingestion = Literal["consumer_offsets", "admin"]
 
 
@@ -81,6 +86,9 @@ class KafkaLagSource:
         self.decoded = self.offsets.decoded
         """Records read from __consumer_offsets by decoded kind (the reader's own counter)."""
         self.admin_reader: AdminOffsetsReader | None = None
+        self.streams_groups: Callable[[], Mapping[str, int]] | None = None
+        """The cluster's streams groups and member counts, for admin ingestion (its listing leaves them out); set
+        before `start` when streams groups are described."""
         self._stop = threading.Event()
         """Ends the `__consumer_offsets` reader: a continuous consume loop whose crash marks its feed stopped."""
         self._loops: list[Periodic | threading.Thread] = []
@@ -97,7 +105,9 @@ class KafkaLagSource:
         self._loops = [Periodic(f"{name}-hwm", refresh_s, self.hwm.poll_hwms, first_delay_s=refresh_s)]
         if self.ingestion == "admin":
             clients = AdminClients(lambda: new_admin_client(self.client_config))
-            self.admin_reader = AdminOffsetsReader(self.cluster, clients, self.service, self.health)
+            self.admin_reader = AdminOffsetsReader(
+                self.cluster, clients, self.service, self.health, self.streams_groups
+            )
             self.admin_reader.poll()
             group_s = settings.effective_group_refresh_s()
             poll = self.admin_reader.poll_renewing
@@ -222,7 +232,8 @@ class LagRunner:
         self.share_board: ShareBoard | None = None
         """Share groups' judged reads when `lag.share_groups.enabled` (docs/lag.md, "Share groups"); None without."""
         self.share_loops: list[Periodic] = []
-        self.share_pollers: list[SharePoller] = []
+        self.share_pollers: list[SharePoller | StreamsPoller] = []
+        """Share- and streams-group pollers, one per cluster and kind, each with its loop in `share_loops`."""
         extensions = []
         if lag.share_groups.enabled:
             self.share_board = ShareBoard(lag.share_groups.stall_after_s)
@@ -234,6 +245,22 @@ class LagRunner:
                 self.share_loops.append(Periodic(f"lag-{cluster.name}-share", refresh_s, poller.poll, fixed_rate=False))
             self.registry.register(ShareGroupCollector(self.share_board))
             extensions = ShareGroupApi(self.share_board).routes()
+        self.streams_board: StreamsBoard | None = None
+        """Streams groups' reads when `lag.streams_groups.enabled` (docs/lag.md, "Streams groups"); None without."""
+        if lag.streams_groups.enabled:
+            self.streams_board = StreamsBoard()
+            refresh_s = lag.streams_groups.refresh_s
+            for cluster in clusters:
+                settings = kafka_python_config(cluster, STREAMS_CLIENT_ID, min(refresh_s, 30.0))
+                streams = StreamsPoller(cluster.name, settings, self.streams_board)
+                self.share_pollers.append(streams)
+                self.share_loops.append(
+                    Periodic(f"lag-{cluster.name}-streams", refresh_s, streams.poll, fixed_rate=False)
+                )
+            for source in self.sources:
+                source.streams_groups = functools.partial(self.streams_board.members, source.cluster)
+            self.registry.register(StreamsGroupCollector(self.streams_board, self.service))
+            extensions += StreamsGroupApi(self.streams_board, self.service).routes()
         self.evaluation_log: EvaluationLog | None = None
         """The SLO engine's `lag` source (docs/sli-log.md); its module, and pyarrow with it (about 30 MB resident),
         is imported only when the log is enabled."""

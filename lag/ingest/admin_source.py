@@ -16,7 +16,7 @@ group. Commits between two polls are not seen, so min-distance is effectively th
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -87,8 +87,18 @@ def commits_to_store(
 class AdminOffsetsReader:
     """Polls one cluster's committed offsets through the Admin API and stores them as commits."""
 
-    def __init__(self, cluster: str, clients: AdminClients, service: LagWriter, health: SourceHealth) -> None:
+    def __init__(
+        self,
+        cluster: str,
+        clients: AdminClients,
+        service: LagWriter,
+        health: SourceHealth,
+        streams_groups: Callable[[], Mapping[str, int]] | None = None,
+    ) -> None:
+        """`streams_groups`: the cluster's streams groups with their member counts (lag/store/streams_board.py), read
+        each round: confluent-kafka's listing leaves them out, yet their commits are fetched as any group's."""
         self.cluster = cluster
+        self.streams_groups = streams_groups
         self.clients = clients
         """This reader's own admin client (never the HWM thread's), renewed by its loop after failed polls."""
         self.service = service
@@ -125,9 +135,11 @@ class AdminOffsetsReader:
         admin = self.clients.client
         listed = admin.list_consumer_groups(request_timeout=_REQUEST_TIMEOUT_S)
         listing = await_result(self.clients.track([listed])[0], _REQUEST_TIMEOUT_S + 5)
+        streams = dict(self.streams_groups()) if self.streams_groups is not None else {}
         with self.service.locked() as store:
             groups = sorted(g.group_id for g in listing.valid if store.admits(self.cluster, g.group_id))
-        snapshots: list[GroupSnapshot] = []
+            streams = {g: n for g, n in streams.items() if g not in groups and store.admits(self.cluster, g)}
+        snapshots = self._streams_snapshots(streams)
         for i in range(0, len(groups), _BATCH):
             batch = groups[i : i + _BATCH]
             # Coordinator requests keep librdkafka's long timeout (pulse/admin_requests.py); `_snapshot` bounds
@@ -144,7 +156,27 @@ class AdminOffsetsReader:
                 snap = _snapshot(group, described[group], offsets[group])
                 if snap is not None:
                     snapshots.append(snap)
-        return set(groups), snapshots
+        return set(groups) | set(streams), snapshots
+
+    def _streams_snapshots(self, members: Mapping[str, int]) -> list[GroupSnapshot]:
+        """Streams groups' committed offsets (OffsetFetch for the group id); alive while they have members, as
+        StreamsGroupDescribe counted them (DescribeConsumerGroups answers them as dead classic groups)."""
+        admin, out = self.clients.client, []
+        names = sorted(members)
+        for i in range(0, len(names), _BATCH):
+            batch = names[i : i + _BATCH]
+            offsets = {
+                g: admin.list_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(g)], request_timeout=GROUP_REQUEST_TIMEOUT_S
+                )[g]
+                for g in batch
+            }
+            self.clients.track(list(offsets.values()))
+            for group in batch:
+                found = _committed(group, offsets[group])
+                if found is not None:
+                    out.append(GroupSnapshot(group, members[group] > 0, found, {}, members[group]))
+        return out
 
     def apply(self, listed: set[str], snapshots: list[GroupSnapshot], now_ms: int) -> None:
         """Store the polled offsets; groups Kafka no longer lists are forgotten (Burrow's groups reaper)."""
@@ -169,24 +201,40 @@ def _snapshot(group: str, described: Future[Any], offsets: Future[Any]) -> Group
     read: it is skipped this round. Every other error raises."""
     try:
         description = await_result(described, _WAIT_S)
-        committed = await_result(offsets, _WAIT_S)
     except KafkaException as exc:
-        error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-        if error is None or error.code() not in _SKIPPED_GROUP_ERRORS:
-            raise
-        _LOG.info("group %s skipped this round: %s", group, error.str())
+        _skip(group, exc)
+        return None
+    found = _committed(group, offsets)
+    if found is None:
         return None
     owners: dict[TopicPartition, tuple[str, str]] = {}
     for member in description.members or []:
         for tp in member.assignment.topic_partitions if member.assignment is not None else []:
             owners[(tp.topic, tp.partition)] = (member.host or "", member.client_id or "")
-    found = {
-        (tp.topic, tp.partition): tp.offset
-        for tp in committed.topic_partitions or []
-        if tp.error is None and tp.offset >= 0
-    }
     members = len(description.members or [])
     # A consumer-protocol group reconciling an assignment may report a state this client has no name for
     # (UNKNOWN); its members say it is alive all the same.
     active = description.state in _ACTIVE_STATES or members > 0
     return GroupSnapshot(group, active, found, owners, members)
+
+
+def _committed(group: str, offsets: Future[Any]) -> dict[TopicPartition, int] | None:
+    """The group's committed offsets; None when it is skipped this round (`_skip`)."""
+    try:
+        committed = await_result(offsets, _WAIT_S)
+    except KafkaException as exc:
+        _skip(group, exc)
+        return None
+    return {
+        (tp.topic, tp.partition): tp.offset
+        for tp in committed.topic_partitions or []
+        if tp.error is None and tp.offset >= 0
+    }
+
+
+def _skip(group: str, exc: KafkaException) -> None:
+    """Logs a group skipped this round for an error in `_SKIPPED_GROUP_ERRORS`; any other error is raised."""
+    error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+    if error is None or error.code() not in _SKIPPED_GROUP_ERRORS:
+        raise exc
+    _LOG.info("group %s skipped this round: %s", group, error.str())

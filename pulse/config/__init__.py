@@ -28,6 +28,7 @@ from pulse.config.lag import (
     LagNotifyConfig,
     PageCacheConfig,
     ShareGroupsConfig,
+    StreamsGroupsConfig,
 )
 from pulse.config.load import check_section, load_config, parse_config
 from pulse.config.outbound import HttpClientConfig
@@ -96,6 +97,7 @@ __all__ = [
     "SloEntry",
     "SloSpec",
     "SlowBrokersConfig",
+    "StreamsGroupsConfig",
     "TimesliceSpec",
     "TlsConfig",
     "TopicName",

@@ -58,6 +58,17 @@ class ShareGroupsConfig(Section):
     `group.share.delivery.count.limit`, or no member consuming)."""
 
 
+class StreamsGroupsConfig(Section):
+    """Streams groups (KIP-1071): each group's state, epochs and members, NOT_READY and members on a stale topology
+    epoch flagged. Their input-topic lag is judged with the consumer groups' rules (their commits are consumer-group
+    commits); admin ingestion finds their commits only while this is on."""
+
+    enabled: bool = False
+    """Describe streams groups with StreamsGroupDescribe (Kafka 4.2+, or 4.1 with streams groups enabled)."""
+    refresh_s: PositiveSeconds = 30.0
+    """How often every streams group of a cluster is described (one request per group coordinator)."""
+
+
 class LagNotifyConfig(Section):
     """Incidents per consumer group, sent through the alert sink (`alerting`) and resolved on recovery."""
 
@@ -178,6 +189,8 @@ class LagConfig(Section):
     """The page-cache hint behind `beyond_page_cache` (off by default)."""
     share_groups: ShareGroupsConfig = ShareGroupsConfig()
     """Share groups' lag and stalled start offsets (off by default; docs/lag.md, "Share groups")."""
+    streams_groups: StreamsGroupsConfig = StreamsGroupsConfig()
+    """Streams groups' state, epochs and members (off by default; docs/lag.md, "Streams groups")."""
     notify: LagNotifyConfig = LagNotifyConfig()
     """Incidents per consumer group through `alerting` (Burrow's notifier; off by default)."""
     evaluation_log: LagEvaluationLogConfig = LagEvaluationLogConfig()

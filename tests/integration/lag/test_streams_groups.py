@@ -1,0 +1,234 @@
+"""Streams groups (KIP-1071) with a real Kafka Streams application on the 4.3.1 dev cluster: Kafka's WordCount demo
+(kafka-streams-examples from Maven Central) on `group.protocol=streams`, watched by `lag` with `streams_groups` on.
+Started before its source topic exists, its group is NOT_READY and flagged; once the topic is there it runs and is
+listed with its state, epochs and members; paused with a backlog behind it, the input-topic lag the lag evaluator
+gives it equals what Kafka's own `kafka-streams-groups --describe --offsets` prints at the same moment (#24 points 2
+and 7)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
+from prometheus_client import CollectorRegistry, generate_latest
+
+from devstack.runtime import DEFAULT_VERSION, ensure_streams_examples, ensure_tools
+from lag.assembly import LagRunner
+from lag.serve.routes import invalid_request
+from pulse.config import parse_config
+from pulse.http import HttpApp, HttpServer, Router
+from pulse.paths import cache_dir
+from pulse.polling import poll
+from tests.fixtures.kafka import KafkaHandle
+from tests.integration.devstack.test_dev_cluster import produce
+
+pytestmark = pytest.mark.integration
+
+CLUSTER = "local"
+WORD_COUNT = "org.apache.kafka.streams.examples.wordcount.WordCountDemo"
+SOURCE = "streams-plaintext-input"
+"""WordCountDemo's source topic (fixed in the demo)."""
+STREAMS_GROUP_COMMAND = "org.apache.kafka.tools.streams.StreamsGroupCommand"
+
+Lags = dict[tuple[str, int], int | None]
+
+
+def tool_lags(kafka: KafkaHandle, group: str) -> Lags:
+    """(topic, partition) -> OFFSET-LAG as `kafka-streams-groups --describe --offsets` prints it ("-" reads as None).
+    The tool prints offsets only for a group with members, for the partitions of their active tasks."""
+    argv = [
+        "java", "-cp", ensure_tools(DEFAULT_VERSION, cache_dir()).classpath, STREAMS_GROUP_COMMAND,
+        "--bootstrap-server", kafka.bootstrap_servers, "--describe", "--offsets", "--group", group,
+    ]  # fmt: skip
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True).stdout
+    lines = [line.split() for line in out.splitlines() if line.strip()]
+    header = next((i for i, cells in enumerate(lines) if cells[:1] == ["GROUP"]), None)
+    rows: Lags = {}
+    if header is None:  # no members: the tool prints no table
+        return rows
+    for cells in lines[header + 1 :]:
+        row = dict(zip(lines[header], cells, strict=False))
+        if "PARTITION" in row and row["PARTITION"].isdigit():
+            lag = row.get("OFFSET-LAG", "-")
+            rows[(row["TOPIC"], int(row["PARTITION"]))] = None if lag == "-" else int(lag)
+    return rows
+
+
+def drop_source(kafka: KafkaHandle) -> None:
+    """The demo's fixed source topic gone (a previous run may have left it), so the app starts against nothing."""
+    admin = kafka.admin()
+    if SOURCE in admin.list_topics(timeout=10).topics:
+        admin.delete_topics([SOURCE])[SOURCE].result(timeout=30)
+    poll(lambda: SOURCE in admin.list_topics(timeout=10).topics, lambda present: not present, 60, f"{SOURCE} gone")
+
+
+def create_source(kafka: KafkaHandle, partitions: int) -> None:
+    admin = kafka.admin()
+    admin.create_topics([NewTopic(SOURCE, partitions, 3)])[SOURCE].result(timeout=30)
+
+    def leaders(md: Any) -> bool:
+        return md is not None and md.error is None and all(p.leader >= 0 for p in md.partitions.values())
+
+    poll(lambda: admin.list_topics(topic=SOURCE, timeout=5).topics.get(SOURCE), leaders, 30, f"leaders of {SOURCE}")
+
+
+class WordCount:
+    """Kafka's WordCount demo on the streams protocol under an application id of its own, started as a Java
+    process (again after it exits); every process it started is stopped by its PID."""
+
+    def __init__(self, kafka: KafkaHandle, tmp_path: Path) -> None:
+        self.app = f"wordcount-{uuid.uuid4().hex[:8]}"
+        self.log = tmp_path / "wordcount.log"
+        self.props = tmp_path / "wordcount.properties"
+        settings = {
+            "application.id": self.app,
+            "bootstrap.servers": kafka.bootstrap_servers,
+            "group.protocol": "streams",
+            "state.dir": str(tmp_path / "streams-state"),
+            "commit.interval.ms": "500",
+            "num.stream.threads": "1",
+        }
+        self.props.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+        self.classpath = ensure_streams_examples(DEFAULT_VERSION, cache_dir()).classpath
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    def start(self) -> subprocess.Popen[bytes]:
+        with self.log.open("ab") as log:
+            argv = ["java", "-cp", self.classpath, WORD_COUNT, str(self.props)]
+            self.processes.append(subprocess.Popen(argv, stdout=log, stderr=log))
+        return self.processes[-1]
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGCONT)  # a paused one must run to act on SIGTERM
+                process.terminate()
+                try:
+                    process.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait(timeout=10)
+
+
+def slow_heartbeats(kafka: KafkaHandle, group: str) -> None:
+    """Group configs of `group` at the broker's maxima: `streams.heartbeat.interval.ms` 15 s (a Streams client waits
+    two intervals for missing source topics before it gives up, so NOT_READY lasts 30 s to see) and
+    `streams.session.timeout.ms` 60 s (a paused member stays in the group that long)."""
+    entries = [
+        ConfigEntry("streams.heartbeat.interval.ms", "15000", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("streams.session.timeout.ms", "60000", incremental_operation=AlterConfigOpType.SET),
+    ]
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)
+    admin = kafka.admin()  # held until the answer: a freed client fails its futures
+    admin.incremental_alter_configs([resource])[resource].result(timeout=30)
+
+
+@pytest.fixture
+def word_count(kafka: KafkaHandle, tmp_path: Path) -> Iterator[WordCount]:
+    drop_source(kafka)
+    app = WordCount(kafka, tmp_path)
+    slow_heartbeats(kafka, app.app)
+    try:
+        yield app
+    finally:
+        app.stop()
+
+
+@pytest.mark.parametrize("ingestion", ["consumer_offsets", "admin"])
+def test_a_wordcount_app_is_listed_flagged_not_ready_and_its_lag_equals_the_tools(
+    kafka: KafkaHandle, word_count: WordCount, tmp_path: Path, ingestion: str
+) -> None:
+    """In both ingestion modes: `__consumer_offsets` holds the app's commits as any group's; admin ingestion fetches
+    them for the streams groups described (confluent-kafka's group listing leaves streams groups out)."""
+    app = word_count.app
+    settings = {
+        "clusters": [{"name": CLUSTER, "bootstrap_servers": kafka.bootstrap_servers.split(",")}],
+        "lag": {
+            "offset_refresh_s": 1,
+            "ingestion": ingestion,
+            "evaluation_log": {"enabled": False},
+            "streams_groups": {"enabled": True, "refresh_s": 1},
+        },
+    }
+    config = parse_config(yaml.safe_dump(settings), "pulse.yaml", {})
+    registry = CollectorRegistry()
+    runner = LagRunner(config, config.clusters, state=tmp_path / "state", registry=registry)
+    server = HttpServer(HttpApp(Router(runner.api.routes(), invalid_request)), "127.0.0.1", 0).start()
+    runner.start()
+    url = f"{server.url}/v3/kafka/{CLUSTER}/streamsgroup/{app}"
+
+    def status() -> dict[str, Any]:
+        answer = httpx.get(url, timeout=10)
+        return answer.json()["status"] if answer.status_code == 200 else {}
+
+    try:
+        # 1. No source topic: the coordinator holds the group NOT_READY, and kafka-pulse says so (the app gives up
+        # after two heartbeat intervals: MissingSourceTopicException).
+        word_count.start()
+        body = poll(status, lambda s: s.get("status") == "NOT_READY", 90, f"{app} NOT_READY")
+        assert body["state"] == "NotReady" and "NOT_READY" in body["reason"]
+        text = generate_latest(registry).decode()
+        assert f'kafka_pulse_streams_group_status{{cluster="{CLUSTER}",streams_group="{app}"}} 2.0' in text
+
+        # 2. The topic appears and the app is started again: it runs its topology; listed with state, epochs and
+        # its member.
+        word_count.stop()
+        create_source(kafka, partitions=2)
+        produce(kafka, SOURCE, 200, "alpha beta")
+        process = word_count.start()
+        body = poll(
+            status,
+            lambda s: s.get("state") == "Stable" and len(s["members"]) == 1 and s["members"][0]["active_tasks"] > 0,
+            120,
+            f"{app} Stable with its member",
+        )
+        assert body["status"] == "OK" and body["topology_epoch"] is not None and SOURCE in body["source_topics"]
+        (member,) = body["members"]
+        assert member["topology_epoch"] == body["topology_epoch"] and not member["stale_topology"]
+        assert member["member_epoch"] > 0 and body["group_epoch"] >= member["member_epoch"]
+        listing = httpx.get(f"{server.url}/v3/kafka/{CLUSTER}/streamsgroup", timeout=10).json()
+        assert app in listing["streamsgroups"] and listing["error"] is False
+
+        def caught_up(s: dict[str, Any]) -> bool:
+            inputs = {p["partition"] for p in s["lag"]["partitions"] if p["topic"] == SOURCE}
+            return s["lag"]["status"] == "OK" and inputs == {0, 1} and s["lag"]["totallag"] == 0
+
+        poll(status, caught_up, 120, f"{app} judged OK by the evaluator, caught up")
+
+        # 3. Paused (SIGSTOP: still a member until its session times out, consuming nothing) with a backlog: the
+        # evaluator's input-topic lag equals the tool's at the same moment (the tool prints offsets only for a
+        # group with members).
+        assert process.poll() is None, word_count.log.read_text()[-3000:]  # it ran throughout
+        process.send_signal(signal.SIGSTOP)
+        produce(kafka, SOURCE, 150, "gamma")
+
+        def ours() -> Lags:
+            answer = httpx.get(f"{server.url}/v3/kafka/{CLUSTER}/consumer/{app}/lag", timeout=10).json()
+            lags: Lags = {(p["topic"], p["partition"]): p["current_lag"] for p in answer["status"]["partitions"]}
+            return lags
+
+        def agree(pair: tuple[Lags, Lags]) -> bool:
+            """Every partition the tool prints (the source topic's and the repartition topic's, each a
+            sub-topology's input) has the same lag in ours."""
+            mine, tool = pair
+            inputs = {tp for tp in tool if tp[0] == SOURCE}
+            return len(inputs) == 2 and all(mine.get(tp) == lag for tp, lag in tool.items())
+
+        mine, tool = poll(lambda: (ours(), tool_lags(kafka, app)), agree, 120, "kafka-pulse and the tool agreeing")
+        assert sum(lag or 0 for (topic, _), lag in tool.items() if topic == SOURCE) == 150, tool
+        route = httpx.get(url, timeout=10).json()["status"]["lag"]
+        assert {(p["topic"], p["partition"]): p["current_lag"] for p in route["partitions"]} == mine  # one verdict
+        text = generate_latest(registry).decode()
+        assert f'kafka_pulse_streams_group_input_lag{{cluster="{CLUSTER}",streams_group="{app}"}}' in text
+        assert httpx.get(f"{server.url}/v3/kafka", timeout=10).json()["clusters"] == [CLUSTER]  # Burrow's, unchanged
+    finally:
+        runner.stop()
+        server.stop()
