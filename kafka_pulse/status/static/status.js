@@ -380,6 +380,7 @@ function render(doc) {
   renderChecks(doc);
   renderBrokers(doc);
   renderGroups(doc);
+  renderShareGroups(doc);
   renderSlos(doc);
   if (state.selectedGroup) loadDetail(state.selectedGroup);
   document.body.dataset.generatedAt = doc.generated_at;
