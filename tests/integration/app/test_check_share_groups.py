@@ -1,7 +1,8 @@
 """A share group's verdict on every surface, from a real share consumer on the 4.3.1 dev cluster (#24 point 1): a
-group whose records wait behind an unmoved start offset is STALLED on lag's route, CRIT in the status page's `lag`
-section and listed in `/api/status` with the partition and offset, CRIT in `kafka-pulse check --lag-url` (a fresh
-process reading the routes), all from the one judgement the share board made; a plain `check` reads the group once,
+group whose records wait behind an unmoved start offset is STALLED on the route of a real `kafka-pulse lag`, CRIT in
+its status page's `lag` section, listed in `/api/status` and in the page's share-groups table (headless Chromium)
+with the partition and offset, and CRIT in `kafka-pulse check --lag-url` (a fresh process reading the routes), all
+from the one judgement the share board made; a plain `check` reads the group once,
 judges nothing (INFO) and reports the lag `kafka-share-groups --describe --offsets` prints."""
 
 from __future__ import annotations
@@ -15,16 +16,23 @@ import httpx
 import pytest
 import yaml
 from confluent_kafka import ShareConsumer
+from selenium import webdriver
+from selenium.webdriver.common.by import By
 
 from kafka_pulse.clusters import dev_cluster_config
-from kafka_pulse.status.board import IN_PROCESS, StatusBoard, StatusSources, in_process_check
-from kafka_pulse.status.lag_snapshot import LagSnapshots
-from lag.assembly import LagRunner
-from lag.serve.routes import invalid_request
+from kafka_pulse.status.board import IN_PROCESS
 from pulse.config import PulseConfig, parse_config
-from pulse.http import HttpApp, HttpServer, Router
 from pulse.polling import poll
 from tests.fixtures.kafka import KafkaHandle
+from tests.fixtures.pulse_process import PulseProcesses
+from tests.integration.app.status_support import (
+    PAGE_DEADLINE_S,
+    Page,
+    await_dom,
+    chromium,
+    console_problems,
+    screenshot,
+)
 from tests.integration.app.test_check_min_isr import run_check
 from tests.integration.devstack.test_dev_cluster import produce
 from tests.integration.pulse.test_share_groups import start_at_earliest, tool_offsets
@@ -69,50 +77,67 @@ def share_detail(section: dict[str, Any], group: str) -> dict[str, Any]:
     return next(g for g in section["details"]["share_groups"] if g["group"] == group)
 
 
-def test_a_stalled_share_group_is_crit_in_check_and_on_the_status_page(kafka: KafkaHandle, tmp_path: Path) -> None:
+def test_a_stalled_share_group_is_crit_in_check_and_on_the_status_page(
+    kafka: KafkaHandle, pulse_process: PulseProcesses, tmp_path: Path
+) -> None:
     topic, group = stalled_group(kafka)
-    config, path = config_for(kafka, tmp_path / "pulse.yaml", enabled=True, refresh_s=1, stall_after_s=3)
+    share = {"enabled": True, "refresh_s": 1, "stall_after_s": 3}
+    config, path = config_for(kafka, tmp_path / "check.yaml", **share)
     cluster = config.clusters[0].name
-    runner = LagRunner(config, config.clusters, state=tmp_path / "state")
-    server = HttpServer(HttpApp(Router(runner.api.routes(), invalid_request)), "127.0.0.1", 0).start()
-    runner.start()
+    lag = pulse_process.start("lag", yaml.safe_load(path.read_text()), home=tmp_path, name="lag (share)")
+    driver: webdriver.Chrome | None = None
     try:
-        url = f"{server.url}/v3/kafka/{cluster}/sharegroup/{group}"
-
-        def route() -> dict[str, Any]:
-            answer = httpx.get(url, timeout=10)
-            return answer.json()["status"] if answer.status_code == 200 else {}
-
-        judged = poll(route, lambda s: s.get("status") == "STALLED", 60, f"{group} STALLED on its route")
+        judged = poll(
+            lambda: httpx.get(f"{lag.url}/v3/kafka/{cluster}/sharegroup/{group}", timeout=10).json().get("status"),
+            lambda s: bool(s) and s.get("status") == "STALLED",
+            60,
+            f"{group} STALLED on its route",
+        )
         (part,) = judged["partitions"]
         named = f"{topic}-0: start offset {part['start_offset']} unmoved for "
 
-        # the status page: its board's check and its document read the share board's verdicts
-        assert runner.share_board is not None
-        snapshots = LagSnapshots(runner.service, config.lag.status_page_groups)
-        check = in_process_check(None, snapshots, runner, shares=runner.share_board)
-        sources = StatusSources(config, config.clusters, lag=runner.service, shares=runner.share_board)
-        board = StatusBoard(sources, check=check, lag=snapshots)
-        board.refresh()
-        doc = json.loads(board.encoded().body)
-        (report,) = doc["clusters"]
-        page_lag = lag_section(report)
+        # /api/status: the board's check section and its share_groups read the share board's verdicts
+        def status() -> dict[str, Any]:
+            answer: dict[str, Any] = httpx.get(f"{lag.url}/api/status", timeout=10).json()
+            return answer
+
+        def stalled_listed(doc: dict[str, Any]) -> bool:
+            rows = [g for g in doc.get("share_groups") or [] if g["group"] == group]
+            return bool(doc["clusters"]) and bool(rows) and rows[0]["status"] == "STALLED"
+
+        doc = poll(status, stalled_listed, PAGE_DEADLINE_S, f"/api/status listing {group} STALLED", interval_s=1.0)
+        page_lag = lag_section(doc["clusters"][0])
         assert page_lag["status"] == "CRIT" and doc["status"] == "CRIT", json.dumps(page_lag, indent=1)
         assert page_lag["details"]["share_groups_source"] == IN_PROCESS
         assert any(r.startswith(f"share group {group} is STALLED -> CRIT: {named}") for r in page_lag["reasons"])
         row = next(g for g in doc["share_groups"] if g["group"] == group)
-        assert (row["status"], row["totallag"], row["cluster"]) == ("STALLED", part["lag"], cluster)
+        assert (row["totallag"], row["cluster"]) == (part["lag"], cluster)
         assert row["reason"].startswith(named) and row["partitions"][0]["start_offset"] == part["start_offset"]
 
+        # the page in a real browser: the share-groups table shows the verdict and names partition and offset
+        driver = chromium()
+        driver.get(lag.url + "/")
+        page = Page(driver, lag.url + "/", kafka, lag, cluster)
+        selector = f'#share-groups tr[data-share-group="{group}"]'
+        shown = await_dom(
+            page,
+            lambda: next((r.text for r in driver.find_elements(By.CSS_SELECTOR, selector) if named in r.text), None),
+            f"{group}'s row naming {named}",
+        )
+        assert "STALLED" in shown and str(part["lag"]) in shown
+        assert console_problems(page) == []
+        screenshot(page, "status-share-group-stalled", "#share-groups-section")
+
         # `check --lag-url`, a fresh process reading the routes: the same verdict, never judged again
-        _, cli = run_check(path, "--lag-url", server.url)
+        _, cli = run_check(path, "--lag-url", lag.url)
         cli_lag = lag_section(cli)
         assert cli_lag["status"] == "CRIT", json.dumps(cli_lag, indent=1)
         assert any(r.startswith(f"share group {group} is STALLED -> CRIT: {named}") for r in cli_lag["reasons"])
         assert share_detail(cli_lag, group)["partitions"][0]["start_offset"] == part["start_offset"]
     finally:
-        runner.stop()
-        server.stop()
+        if driver is not None:
+            driver.quit()
+        assert lag.stop() == 0, lag.log()[-3000:]
 
 
 def test_a_plain_check_reads_share_groups_once_and_judges_nothing(kafka: KafkaHandle, tmp_path: Path) -> None:
