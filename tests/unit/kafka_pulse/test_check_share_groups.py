@@ -9,13 +9,17 @@ from datetime import UTC, datetime
 
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import FailureKind, NotAvailable, ProbeFailed
+from kafka_pulse.check.lag_listener import read_listener_shares
 from kafka_pulse.check.share_verdicts import ShareFacts, add_share_groups, from_one_read
 from kafka_pulse.check.verdict import Section, Status
 from kafka_pulse.status.board import in_process_check, share_facts_of
 from kafka_pulse.status.document import StatusInputs, status_document
+from lag.serve.routes import invalid_request
+from lag.serve.share_groups import ShareGroupApi
 from lag.store.share_board import ShareBoard
-from pulse.config import ClusterConfig, PulseConfig
+from pulse.config import ClusterConfig, HttpConfig, PulseConfig
 from pulse.config.lag import LagCheckStatusMap
+from pulse.http import HttpApp, HttpServer, Router
 from pulse.kafka.share_groups import ShareGroup, ShareGroupsRead, ShareMember, SharePartition
 from pulse.kafka.share_stall import ShareGroupVerdict, ShareStatus, verdict_from_json, verdict_json
 
@@ -122,3 +126,21 @@ def test_the_board_and_api_status_read_the_share_boards_verdicts() -> None:
     assert row["reason"].startswith("t-0: start offset 40 unmoved for 1 s") and row["totallag"] == 3
     assert row["url"] == "/v3/kafka/dev/sharegroup/sg"
     assert status_document(StatusInputs(datetime.now(UTC), 5.0))["share_groups"] is None
+
+
+def test_check_lag_url_reads_the_listeners_verdicts_as_judged_there() -> None:
+    """`check --lag-url`'s reader against the share-group routes on a real local listener: the verdicts come back
+    unchanged (STALLED still named), a listener without them is not available (the section stays as it was)."""
+    board = stalled_board()
+    served = HttpServer(HttpApp(Router(ShareGroupApi(board).routes(), invalid_request)), "127.0.0.1", 0).start()
+    bare = HttpServer(HttpApp(Router([], invalid_request)), "127.0.0.1", 0).start()
+    try:
+        got = read_listener_shares(served.url, "dev", HttpConfig(), Deadline.after(5.0))
+        assert isinstance(got, ShareFacts) and got.windowed and got.reason == ""
+        assert {v.group: v for v in got.groups} == {v.group: v for v in board.latest()["dev"].verdicts}
+        assert add_share_groups(LAG_OK, got, []).status is Status.CRIT
+        off = read_listener_shares(bare.url, "dev", HttpConfig(), Deadline.after(5.0))
+        assert isinstance(off, NotAvailable) and "judges no share groups" in off.reason
+    finally:
+        served.stop()
+        bare.stop()
