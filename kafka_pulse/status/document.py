@@ -30,7 +30,8 @@ GRAFANA_DASHBOARDS = (
 """The uids and titles of the generated dashboards (dashboards/json/)."""
 _NO_AZ = "(no rack)"
 SHARE_PARTITIONS = 20
-"""Partitions a share group's entry lists at most, those not OK first (the rest are on its share-group route)."""
+"""Partitions not OK a share group's entry lists at most, the stalled first (every partition is on its share-group
+route): an OK group costs one short row, whatever its partition count."""
 
 
 class ShareReadingView(Protocol):
@@ -311,13 +312,14 @@ def _share_groups(shares: Mapping[str, ShareReadingView]) -> list[dict[str, Any]
         for v in sorted(reading.verdicts, key=lambda v: v.group):
             group = verdict_json(v)
             parts = sorted(group["partitions"], key=lambda p: (p["status"] != "STALLED", p["status"] != "UNKNOWN"))
+            listed = [p for p in parts if p["status"] != "OK"][:SHARE_PARTITIONS]
             stalled = "; ".join(p.reason() for p in v.stalled[:3])
             out.append(
                 {
                     "cluster": cluster,
                     **group,
                     "reason": stalled,
-                    "partitions": parts[:SHARE_PARTITIONS],
+                    "partitions": listed,
                     "partition_count": len(parts),
                     "read_at": read_at,
                     "read_reason": redact_text(reading.reason) or None,

@@ -25,6 +25,7 @@ from pulse.kafka.share_stall import ShareGroupVerdict, ShareStatus, verdict_from
 
 LAG_OK = Section("lag", Status.OK, "2 group(s) judged by the evaluator", ("lag verdicts from x (running evaluator)",))
 MEMBER = (ShareMember("m", "c", "h", 1),)
+AT = datetime(2026, 11, 29, 7, 0, tzinfo=UTC)
 
 
 def read(*groups: ShareGroup) -> ShareGroupsRead:
@@ -126,6 +127,11 @@ def test_the_board_and_api_status_read_the_share_boards_verdicts() -> None:
     assert row["reason"].startswith("t-0: start offset 40 unmoved for 1 s") and row["totallag"] == 3
     assert row["url"] == "/v3/kafka/dev/sharegroup/sg"
     assert status_document(StatusInputs(datetime.now(UTC), 5.0))["share_groups"] is None
+    rows = {
+        r["group"]: r for r in status_document(StatusInputs(AT, 5.0, shares=stalled_board().latest()))["share_groups"]
+    }
+    assert (rows["ok"]["partitions"], rows["ok"]["partition_count"]) == ([], 1)  # an OK group's row stays short
+    assert [p["status"] for p in rows["cold"]["partitions"]] == ["UNKNOWN"] and rows["cold"]["totallag"] is None
 
 
 def test_check_lag_url_reads_the_listeners_verdicts_as_judged_there() -> None:
