@@ -110,6 +110,8 @@ BROKER_BEANS: tuple[BeanQuery, ...] = (
     ),
     # LatestSnapshotGeneratedAgeMs counts from this node's start until it writes its first metadata snapshot.
     BeanQuery("kafka.server:type=SnapshotEmitter,name=*", ("Value",)),
+    # KIP-1103: records acknowledged by share consumers, one meter per ackType (Accept, Release, Reject, Renew).
+    BeanQuery("kafka.server:type=ShareGroupMetrics,name=RecordAcknowledgementsPerSec,ackType=*", ("Count",)),
 )
 """Broker-wide beans (no topic label), for KRaft clusters and ZooKeeper clusters alike."""
 

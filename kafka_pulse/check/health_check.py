@@ -38,6 +38,8 @@ from kafka_pulse.check.round_trip import round_trip
 from kafka_pulse.check.run_metrics import RunMetrics
 from kafka_pulse.check.sections import judged_sections
 from kafka_pulse.check.self_check import judge_self, self_health_facts
+from kafka_pulse.check.share_probe import read_shares_once
+from kafka_pulse.check.share_verdicts import ShareFacts, add_share_groups
 from kafka_pulse.check.slo_budgets import read_slo_budgets, stale_after_s
 from kafka_pulse.check.slow_brokers import SlowBrokerFacts, read_slow_brokers
 from kafka_pulse.check.verdict import (
@@ -69,6 +71,10 @@ VerdictsReader = Callable[[], LagVerdicts | ProbeFailed | NotAvailable]
 listener (`check --lag-url`); without one, the lag section is the unjudged snapshot."""
 
 
+ShareReader = Callable[[], ShareFacts | ProbeFailed | NotAvailable]
+"""Where the lag section's share-group verdicts come from (kafka_pulse/check/share_verdicts.py)."""
+
+
 @dataclass(frozen=True)
 class LagSource:
     """A running evaluator's verdicts: how to read them and what the report calls their source."""
@@ -76,6 +82,8 @@ class LagSource:
     name: str
     """`http://127.0.0.1:9308` or `this process`."""
     read: VerdictsReader
+    read_shares: ShareReader | None = None
+    """The same evaluator's share-group verdicts; None: share groups are not read."""
 
 
 SelfReader = Callable[[], list[ComponentHealth] | NotAvailable | ProbeFailed]
@@ -110,10 +118,17 @@ def run_check(
         Task("lag verdicts", lag_source.read) if lag_source is not None else None
     )
 
+    shares_task: Task[ShareFacts | ProbeFailed | NotAvailable] | None = None
+    if lag_source is not None and lag_source.read_shares is not None:
+        shares_task = Task("share groups", lag_source.read_shares)
+
     def judged_lag(snapshot: LagFacts | ProbeFailed | NotAvailable) -> Section:
         if lag_source is None or verdicts_task is None:
-            return judge_lag(snapshot)
-        return judge_lag_verdicts(verdicts_task.wait(deadline), config.lag.check_statuses, lag_source.name)
+            section = judge_lag(snapshot)
+        else:
+            section = judge_lag_verdicts(verdicts_task.wait(deadline), config.lag.check_statuses, lag_source.name)
+        shares = shares_task.wait(deadline) if shares_task is not None else NotAvailable("share groups not read")
+        return add_share_groups(section, shares, config.lag.check_statuses)
 
     slow_task: Task[SlowBrokerFacts] = Task("slow brokers", read_slow or partial(read_slow_brokers, run, cluster.name))
     configured = {b.broker_id for b in cluster.jmx.brokers} if cluster.jmx is not None else set()
@@ -155,6 +170,8 @@ def run_check(
     lag_task: Task[LagFacts] | None = (
         Task("lag snapshot", partial(read_lag, cluster, servers, inner)) if lag_source is None else None
     )
+    if lag_source is None and config.lag.share_groups.enabled:  # one read: lag shown, nothing judged
+        shares_task = Task("share groups", partial(read_shares_once, cluster, servers, inner))
     probes = watch.results()
     if any(p.error == SILENT for p in probes.values()):
         deadline = deadline.earlier(SILENT_GRACE_S)  # the reads still out most likely wait on the silent broker

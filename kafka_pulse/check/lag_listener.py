@@ -8,9 +8,10 @@ from typing import Any
 from urllib.parse import quote
 
 from kafka_pulse.check.deadline import Deadline
-from kafka_pulse.check.facts import FailureKind, ProbeFailed
+from kafka_pulse.check.facts import FailureKind, NotAvailable, ProbeFailed
 from kafka_pulse.check.lag_verdicts import GroupVerdict, LagVerdicts, worst_partition
 from kafka_pulse.check.run_metrics import own_certificate
+from kafka_pulse.check.share_verdicts import ShareFacts
 from pulse.config import HttpConfig
 from pulse.config.outbound import HttpClientConfig
 
@@ -69,3 +70,48 @@ def _verdict(group: str, status: dict[str, Any]) -> GroupVerdict:
     parts = status.get("partitions") or []
     worst = worst_partition(str(p.get("status")) for p in parts) if name == "ERR" else None
     return GroupVerdict(group, name, worst, int(status.get("totallag") or 0), str(status.get("reason") or ""))
+
+
+def read_listener_shares(
+    url: str, cluster: str, http: HttpConfig, deadline: Deadline
+) -> ShareFacts | ProbeFailed | NotAvailable:
+    """The share groups of `cluster` as the listener at `url` judged them (its `/sharegroup` routes), read as
+    `read_listener_verdicts` reads the consumer groups; a listener that serves none is NotAvailable (its
+    `lag.share_groups.enabled` is off), and a group not read in time makes the read incomplete."""
+    import httpx
+
+    from pulse.http.client import outbound_client
+    from pulse.kafka.share_stall import verdict_from_json
+
+    name = listener_name(url)
+    login = HttpClientConfig(basic_auth=http.basic_auth)
+    trust = own_certificate(http) if url.startswith("https:") else None
+    base = f"/v3/kafka/{quote(cluster, safe='')}/sharegroup"
+    try:
+        with outbound_client(login, deadline.share(0.5), base_url=url.rstrip("/"), verify=trust) as client:
+            listing = client.get(base)
+            if listing.status_code == 404:
+                return NotAvailable(f"{name} judges no share groups of {cluster!r} (lag.share_groups.enabled off)")
+            if listing.status_code != 200:
+                return ProbeFailed(FailureKind.REFUSED, f"{name}{base}: HTTP {listing.status_code}")
+            body = listing.json()
+            groups = sorted(str(g) for g in body.get("sharegroups", []))
+            reason = str(body.get("reason") or "")[:300]
+            verdicts = []
+            unread: list[str] = []
+            for group in groups:
+                if deadline.remaining() < MARGIN_S:
+                    unread.append(group)
+                    continue
+                answer = client.get(f"{base}/{quote(group, safe='')}", timeout=deadline.share(0.9))
+                if answer.status_code != 200:
+                    unread.append(group)
+                    continue
+                verdicts.append(verdict_from_json(answer.json().get("status") or {}))
+    except httpx.HTTPError as exc:
+        return ProbeFailed(FailureKind.UNREACHABLE, f"no answer from {name}: {type(exc).__name__}: {exc}"[:300])
+    except ValueError as exc:  # not JSON, or not a share group's body
+        return ProbeFailed(FailureKind.ERROR, f"{name} did not answer share-group JSON ({exc})"[:300])
+    if unread:
+        reason = "; ".join(filter(None, [reason, f"{len(unread)} share group(s) not read in time: {unread[0]}"]))
+    return ShareFacts(name, tuple(verdicts), windowed=True, reason=reason)

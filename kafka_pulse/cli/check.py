@@ -52,9 +52,13 @@ def _listener(url: str | None, config: PulseConfig, cluster: str, deadline: Dead
     from functools import partial
 
     from kafka_pulse.check.health_check import LagSource
-    from kafka_pulse.check.lag_listener import listener_name, read_listener_verdicts
+    from kafka_pulse.check.lag_listener import listener_name, read_listener_shares, read_listener_verdicts
 
-    return LagSource(listener_name(url), partial(read_listener_verdicts, url, cluster, config.http, deadline))
+    return LagSource(
+        listener_name(url),
+        partial(read_listener_verdicts, url, cluster, config.http, deadline),
+        partial(read_listener_shares, url, cluster, config.http, deadline),
+    )
 
 
 @click.command()

@@ -177,6 +177,7 @@ def add_status(
         lag=lag_runner.service if lag_runner is not None else None,
         slo=services.get("slo"),
         off=dict(off or {}),
+        shares=lag_runner.share_board if lag_runner is not None else None,
     )
     probes = LatestProbes()
     if sources.canary is not None:
@@ -191,6 +192,7 @@ def add_status(
         probes,
         assembly.broker_health,
         services.get("collectors"),
+        sources.shares,
     )
     board = StatusBoard(sources, check=check, lag=lag)
     assembly.mount(status_routes(board.encoded, load_assets()))

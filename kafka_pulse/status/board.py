@@ -18,7 +18,15 @@ from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import NotAvailable
 from kafka_pulse.check.verdict import Report, Section, Status
 from kafka_pulse.self_health import SelfHealth
-from kafka_pulse.status.document import CanaryReading, SloPoint, SloView, StatusInputs, slo_key, status_document
+from kafka_pulse.status.document import (
+    CanaryReading,
+    ShareReadingView,
+    SloPoint,
+    SloView,
+    StatusInputs,
+    slo_key,
+    status_document,
+)
 from kafka_pulse.status.lag_snapshot import LagSnapshot, LagSnapshots
 from kafka_pulse.status.quantiles import bucket_delta
 from kafka_pulse.status.routes import EncodedDocument, encode_document
@@ -30,6 +38,7 @@ if TYPE_CHECKING:
     from collectors import ClusterSnapshot
     from kafka_pulse.check.facts import BrokerProbe, QuorumFacts, RoundTripFacts
     from kafka_pulse.check.kafka_probes import MetadataRead
+    from kafka_pulse.check.share_verdicts import ShareFacts
     from kafka_pulse.status.readings import LatestProbes
     from lag import LagReader, MetadataReading
     from pulse.broker_health import BrokerHealthBoard
@@ -74,6 +83,12 @@ class MetadataSource(Protocol):
     def metadata_failure(self, cluster: str) -> str | None: ...
 
 
+class ShareSource(Protocol):
+    """What the board reads of lag's share-group board: every cluster's latest judged read."""
+
+    def latest(self) -> Mapping[str, ShareReadingView]: ...
+
+
 class ClusterStateSource(Protocol):
     """What the board reads of the collectors (collectors' `CollectorService`): each cluster's latest state read."""
 
@@ -88,19 +103,21 @@ def in_process_check(
     probes: LatestProbes | None = None,
     broker_health: BrokerHealthBoard | None = None,
     cluster_state: ClusterStateSource | None = None,
+    shares: ShareSource | None = None,
 ) -> CheckRunner:
     """The check's sections judged from this process's readings (kafka_pulse/status/readings.py), with no Kafka
     client of its own and nothing produced: brokers and partitions from the lag source's HWM rounds (`metadata`),
     answers and the round trip from the canary (with `probes`, its sink), slow brokers from `broker_health`, lag
-    from the evaluator (`lag`: the verdicts the board read at the start of this refresh, the page's own), `self` from
-    `health`. What no component here reads is UNKNOWN or not available,
-    with the reason."""
+    from the evaluator (`lag`: the verdicts the board read at the start of this refresh, the page's own), share
+    groups from lag's share board (`shares`, judged there by the share-stall rule), `self` from `health`. What no
+    component here reads is UNKNOWN or not available, with the reason."""
 
     def check(config: PulseConfig, cluster: ClusterConfig, deadline: Deadline) -> tuple[Section, ...]:
         from kafka_pulse.check.facts import FailureKind, ProbeFailed
         from kafka_pulse.check.lag_verdicts import judge_lag_verdicts
         from kafka_pulse.check.sections import judged_sections
         from kafka_pulse.check.self_check import judge_self
+        from kafka_pulse.check.share_verdicts import add_share_groups
         from kafka_pulse.check.slo_budgets import read_slo_budgets, stale_after_s
         from kafka_pulse.check.verdict import judge_lag, judge_slo
         from kafka_pulse.status import readings
@@ -150,6 +167,10 @@ def in_process_check(
             lag_section = judge_lag_verdicts(statuses, config.lag.check_statuses, IN_PROCESS)
         else:
             lag_section = judge_lag(NotAvailable("lag is off in this process"))
+        if shares is not None:
+            stale_s = STALE_READS * config.lag.share_groups.refresh_s
+            share_facts = share_facts_of(shares.latest().get(cluster.name), now.timestamp(), stale_s)
+            lag_section = add_share_groups(lag_section, share_facts, config.lag.check_statuses)
         components = health.snapshot() if health is not None else []
         own = judge_self(
             components or NotAvailable("no component of this process reports its health (`run` does)"), now
@@ -180,6 +201,22 @@ def in_process_check(
 
 IN_PROCESS = "this process's evaluator"
 """The lag verdicts' source inside `run` and `lag`."""
+STALE_READS = 3
+"""A share-group read older than this many `lag.share_groups.refresh_s` judges nothing any more (UNKNOWN)."""
+
+
+def share_facts_of(reading: ShareReadingView | None, now_s: float, stale_after_s: float) -> ShareFacts:
+    """Lag's latest judged share-group read of a cluster as the check's facts (pure): its verdicts as judged
+    there; none yet, or one older than `stale_after_s`, is an incomplete read (UNKNOWN, never OK)."""
+    from kafka_pulse.check.share_verdicts import ShareFacts
+
+    if reading is None:
+        return ShareFacts(IN_PROCESS, (), windowed=True, reason="no share-group read yet")
+    age_s = now_s - reading.read_at_s
+    if age_s > stale_after_s:
+        why = f"the last share-group read is {age_s:.0f} s old (over {stale_after_s:g} s)"
+        return ShareFacts(IN_PROCESS, (), windowed=True, reason="; ".join(filter(None, [why, reading.reason])))
+    return ShareFacts(IN_PROCESS, reading.verdicts, windowed=True, reason=reading.reason)
 
 
 @dataclass
@@ -193,6 +230,8 @@ class StatusSources:
     lag: LagReader | None = None
     slo: SloReadings | None = None
     off: dict[str, str] = field(default_factory=dict)
+    shares: ShareSource | None = None
+    """Lag's share-group board when `lag.share_groups.enabled` (its verdicts: the check's and the page's)."""
 
 
 def every_cluster(
@@ -339,6 +378,7 @@ class StatusBoard:
                 off=s.off,
                 grafana_url=str(grafana) if grafana is not None else None,
                 burrow_api="/v3/kafka" if s.lag is not None else None,
+                shares=s.shares.latest() if s.shares is not None else None,
             )
         )
 

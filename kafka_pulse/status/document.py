@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Protocol
 from urllib.parse import quote
 
 from kafka_pulse.check.render import report_json
@@ -15,6 +15,7 @@ from kafka_pulse.check.verdict import Report, Section, Status, overall
 from kafka_pulse.status.quantiles import Buckets, merge, quantile
 from lag import GroupStatus
 from lag import Status as LagStatus
+from pulse.kafka.share_stall import ShareGroupVerdict, verdict_json
 from pulse.redact import redact_text
 from slo import SloResult, iso
 
@@ -28,6 +29,22 @@ GRAFANA_DASHBOARDS = (
 )
 """The uids and titles of the generated dashboards (dashboards/json/)."""
 _NO_AZ = "(no rack)"
+SHARE_PARTITIONS = 20
+"""Partitions not OK a share group's entry lists at most, the stalled first (every partition is on its share-group
+route): an OK group costs one short row, whatever its partition count."""
+
+
+class ShareReadingView(Protocol):
+    """One cluster's latest judged share-group read (lag's `ShareReading`)."""
+
+    @property
+    def verdicts(self) -> tuple[ShareGroupVerdict, ...]: ...
+
+    @property
+    def read_at_s(self) -> float: ...
+
+    @property
+    def reason(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -102,6 +119,8 @@ class StatusInputs:
     grafana_url: str | None = None
     burrow_api: str | None = "/v3/kafka"
     """Path of the Burrow v3 API on this listener; None when lag is off."""
+    shares: Mapping[str, ShareReadingView] | None = None
+    """Per cluster, lag's latest judged share-group read; None when share groups are not read here."""
 
 
 def slo_key(name: str, labels: Mapping[str, str]) -> str:
@@ -128,6 +147,7 @@ def status_document(inputs: StatusInputs) -> dict[str, Any]:
         "groups_counts": None if inputs.groups is None else [_count(c) for c in inputs.group_counts],
         "groups_limit": None if inputs.groups is None else inputs.groups_limit,
         "groups_dropped": None if inputs.groups is None else _dropped(inputs.groups_dropped),
+        "share_groups": None if inputs.shares is None else _share_groups(inputs.shares),
         "slos": None if inputs.slo is None else [_slo(r, inputs.slo.history) for r in inputs.slo.results],
         "slo_schedule": None if inputs.slo is None else _schedule(inputs.slo),
         "off": {name: redact_text(why) for name, why in sorted(inputs.off.items())},
@@ -281,6 +301,32 @@ def _group(g: GroupStatus) -> dict[str, Any]:
             for n in g.noisy_neighbours
         ],
     }
+
+
+def _share_groups(shares: Mapping[str, ShareReadingView]) -> list[dict[str, Any]]:
+    """Every share group of every cluster as the share-stall rule judged it (the check's `lag` section reads the
+    same verdicts), with the read's time and reason; lag not known is null, never 0."""
+    out = []
+    for cluster, reading in sorted(shares.items()):
+        read_at = iso(datetime.fromtimestamp(reading.read_at_s, UTC))
+        for v in sorted(reading.verdicts, key=lambda v: v.group):
+            group = verdict_json(v)
+            parts = sorted(group["partitions"], key=lambda p: (p["status"] != "STALLED", p["status"] != "UNKNOWN"))
+            listed = [p for p in parts if p["status"] != "OK"][:SHARE_PARTITIONS]
+            stalled = "; ".join(p.reason() for p in v.stalled[:3])
+            out.append(
+                {
+                    "cluster": cluster,
+                    **group,
+                    "reason": stalled,
+                    "partitions": listed,
+                    "partition_count": len(parts),
+                    "read_at": read_at,
+                    "read_reason": redact_text(reading.reason) or None,
+                    "url": f"/v3/kafka/{quote(cluster, safe='')}/sharegroup/{quote(v.group, safe='')}",
+                }
+            )
+    return out
 
 
 def _slo(r: SloResult, history: Mapping[str, Sequence[SloPoint]]) -> dict[str, Any]:

@@ -13,36 +13,13 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from lag.serve.burrow_json import Json, envelope
+from lag.serve.burrow_json import envelope
 from lag.store.share_board import ShareBoard, ShareReading
 from pulse.http import Request, Response, Route
-from pulse.kafka.share_stall import ShareGroupVerdict
+from pulse.kafka.share_stall import verdict_json
 
 _JSON = "application/json"
 _PARTITION = ["cluster", "share_group", "topic", "partition"]
-
-
-def share_group_json(verdict: ShareGroupVerdict) -> Json:
-    """One judged share group, its partitions with their reasons (pure)."""
-    return {
-        "group": verdict.group,
-        "state": verdict.state,
-        "members": verdict.members,
-        "status": verdict.status.name,
-        "totallag": verdict.total_lag,
-        "partitions": [
-            {
-                "topic": p.topic,
-                "partition": p.partition,
-                "status": p.status.name,
-                "start_offset": p.start_offset,
-                "lag": p.lag,
-                "start_offset_unmoved_s": None if p.unmoved_s is None else round(p.unmoved_s, 3),
-                "reason": p.reason(),
-            }
-            for p in verdict.partitions
-        ],
-    }
 
 
 class ShareGroupApi:
@@ -76,7 +53,7 @@ class ShareGroupApi:
         verdict = next((v for v in reading.verdicts if v.group == group), None) if reading else None
         if verdict is None:
             return self._json(request, 404, "share group not found", error=True)
-        return self._json(request, 200, "share group status returned", status=share_group_json(verdict))
+        return self._json(request, 200, "share group status returned", status=verdict_json(verdict))
 
 
 class ShareGroupCollector(Collector):

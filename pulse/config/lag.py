@@ -130,7 +130,8 @@ class LagCheckStatusMap(Section):
     stop: CheckStatusName | None = None
     """... of an ERR group whose worst partition is STOP (the consumer stopped committing; default: `err`)."""
     stall: CheckStatusName | None = None
-    """... of an ERR group whose worst partition is STALL (commits without progress; default: `err`)."""
+    """... of an ERR group whose worst partition is STALL (commits without progress), and of a STALLED share group
+    (its start offset unmoved while records wait; default: `err`)."""
     rewind: CheckStatusName | None = None
     """... of an ERR group whose worst partition is REWIND (offsets moved back; default: `err`)."""
     notfound: CheckStatusName | None = None

@@ -7,8 +7,10 @@ out) toward `group.share.delivery.count.limit` while later records are delivered
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 from pulse.kafka.share_groups import ShareGroup
 
@@ -41,6 +43,8 @@ class SharePartitionVerdict:
                 f"{where}: start offset {self.start_offset} unmoved for {self.unmoved_s:.0f} s "
                 f"with {self.lag} records waiting"
             )
+        if self.status is ShareStatus.UNKNOWN and self.lag is not None and self.unmoved_s is None:
+            return f"{where}: start offset {self.start_offset}, lag {self.lag}; not judged (one read, no window)"
         if self.status is ShareStatus.UNKNOWN:
             return f"{where}: lag not known"
         return f"{where}: start offset {self.start_offset}, lag {self.lag}"
@@ -122,3 +126,61 @@ def group_verdict(group: ShareGroup, partitions: tuple[SharePartitionVerdict, ..
     return ShareGroupVerdict(
         group.group, group.state, len(group.members), status, partitions, sum(known) if known else None
     )
+
+
+def verdict_json(verdict: ShareGroupVerdict) -> dict[str, Any]:
+    """One judged share group as the share-group route, `check --json` and `/api/status` give it (pure); a lag or
+    start offset not known is null, never 0."""
+    return {
+        "group": verdict.group,
+        "state": verdict.state,
+        "members": verdict.members,
+        "status": verdict.status.name,
+        "totallag": verdict.total_lag,
+        "partitions": [
+            {
+                "topic": p.topic,
+                "partition": p.partition,
+                "status": p.status.name,
+                "start_offset": p.start_offset,
+                "lag": p.lag,
+                "start_offset_unmoved_s": None if p.unmoved_s is None else round(p.unmoved_s, 3),
+                "reason": p.reason(),
+            }
+            for p in verdict.partitions
+        ],
+    }
+
+
+def verdict_from_json(body: Mapping[str, Any]) -> ShareGroupVerdict:
+    """`verdict_json`'s output read back (`check --lag-url`): the verdict as the listener judged it, never judged
+    again. Raises ValueError on a body of another shape; a status it does not know reads as UNKNOWN."""
+
+    def number(value: Any) -> int | None:
+        return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    def status(value: Any) -> ShareStatus:
+        return ShareStatus.__members__.get(str(value), ShareStatus.UNKNOWN)
+
+    try:
+        partitions = tuple(
+            SharePartitionVerdict(
+                str(p["topic"])[:255],
+                int(p["partition"]),
+                status(p.get("status")),
+                number(p.get("start_offset")),
+                number(p.get("lag")),
+                None if p.get("start_offset_unmoved_s") is None else float(p["start_offset_unmoved_s"]),
+            )
+            for p in body.get("partitions") or []
+        )
+        return ShareGroupVerdict(
+            str(body["group"])[:255],
+            str(body.get("state") or "Unknown")[:32],
+            int(body.get("members") or 0),
+            status(body.get("status")),
+            partitions,
+            number(body.get("totallag")),
+        )
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"not a share group's status: {exc}") from exc

@@ -374,12 +374,36 @@ function renderSlos(doc) {
   );
 }
 
+// Share groups as lag's share board judged them; lag not known shows as "unknown", never 0.
+function renderShareGroups(doc) {
+  const section = document.getElementById("share-groups-section");
+  section.hidden = doc.share_groups === null || doc.share_groups === undefined;
+  if (section.hidden) return;
+  const rows = doc.share_groups.map((g) => {
+    const why = g.reason || g.read_reason || (g.status === "UNKNOWN" ? "lag not known" : "");
+    return el(
+      "tr",
+      { "data-share-group": g.group, "data-cluster": g.cluster, class: "row-" + g.status },
+      el("td", { class: "status-cell" }, badge(g.status)),
+      el("td", {}, g.cluster),
+      el("td", {}, el("a", { href: here(g.url) }, g.group)),
+      el("td", {}, g.state),
+      el("td", {}, String(g.members)),
+      el("td", {}, g.totallag === null ? "unknown" : String(g.totallag)),
+      el("td", { class: "reason" }, why)
+    );
+  });
+  fill(document.querySelector("#share-groups tbody"), rows.length ? rows : [el("tr", {}, el("td", { colspan: 7, class: "dim" }, "no share groups"))]);
+  section.dataset.shareGroups = String(doc.share_groups.length);
+}
+
 function render(doc) {
   state.doc = doc;
   renderHeader(doc);
   renderChecks(doc);
   renderBrokers(doc);
   renderGroups(doc);
+  renderShareGroups(doc);
   renderSlos(doc);
   if (state.selectedGroup) loadDetail(state.selectedGroup);
   document.body.dataset.generatedAt = doc.generated_at;

@@ -29,11 +29,13 @@ OUTER_BOUND_S = 60.0
 VICTIM = 3
 
 
-def run_check(config: Path) -> tuple[int, dict[str, Any]]:
-    """`kafka-pulse check --json` as a fresh process; a generous --timeout, since the verdict is the point here."""
+def run_check(config: Path, *options: str) -> tuple[int, dict[str, Any]]:
+    """`kafka-pulse check --json` as a fresh process (with `options`); a generous --timeout, since the verdict is the
+    point here."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    argv = ["check", "--config", str(config), "--json", "--timeout", "30", *options]
     done = subprocess.run(
-        [sys.executable, "-m", "kafka_pulse.cli.main", "check", "--config", str(config), "--json", "--timeout", "30"],
+        [sys.executable, "-m", "kafka_pulse.cli.main", *argv],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=OUTER_BOUND_S,
     )  # fmt: skip
     assert done.stdout.startswith("{"), done.stdout + done.stderr

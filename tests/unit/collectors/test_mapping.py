@@ -256,3 +256,15 @@ def test_plan_reads_the_required_requests_and_skips_zookeeper_beans_on_kraft() -
     assert any("ZooKeeper" in q.pattern for q in scrape_plan(zookeeper_mode=True))
     assert not any("topic=" in p for p in patterns), "per-topic beans must be opt-in"
     assert any("topic=" in q.pattern for q in scrape_plan(TopicSelection(per_topic=True)))
+
+
+def test_share_acknowledgements_are_one_counter_per_ack_type() -> None:
+    """KIP-1103's meter, read by the catalogue on every broker, named as jmx_exporter with Strimzi's rules names it."""
+    bean = "kafka.server:type=ShareGroupMetrics,name=RecordAcknowledgementsPerSec,ackType="
+    readings = [Reading(bean + kind, "Count", n) for kind, n in (("Accept", 9), ("Reject", 2))]
+    family = map_readings(readings, BrokerIdentity("c", 1, None))[
+        "kafka_server_sharegroupmetrics_recordacknowledgements"
+    ]
+    assert family.kind == "counter"
+    assert {dict(s.labels)["ackType"]: s.value for s in family.samples} == {"Accept": 9, "Reject": 2}
+    assert any(q.pattern == bean + "*" and q.attributes == ("Count",) for q in scrape_plan())
