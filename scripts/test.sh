@@ -14,20 +14,21 @@ fi
 echo "test: pytest -m 'not integration' -n auto with the coverage floor"
 unit=0
 python3 -m pytest -m "not integration" -n auto --cov --cov-report=term || unit=$?
-# The SLO end-to-end test spends 4.5 minutes waiting for whole SLO minutes on its own cluster: it runs in a second
-# process beside the rest (docs/testing.md, "Beside the rest"). SIGINT is restored for it, since a background job of
-# a non-interactive shell starts with SIGINT ignored and pytest would then skip its teardown on Ctrl-C.
-beside=tests/integration/slo/test_slo_end_to_end.py
+# Two tests spend minutes waiting on the clock (whole SLO minutes; a 2-minute outage of the SLI cluster), each on
+# a cluster of its own, using little CPU: they run in a second process beside the rest (docs/testing.md, "Beside
+# the rest"). SIGINT is restored for it, since a background job of a non-interactive shell starts with SIGINT
+# ignored and pytest would then skip its teardown on Ctrl-C.
+beside=(tests/integration/slo/test_slo_end_to_end.py tests/integration/slo/test_slo_stream_outage.py)
 beside_log=$(mktemp)
-echo "test: pytest -m integration, with $beside in a second process beside the rest"
+echo "test: pytest -m integration, with ${beside[*]} in a second process beside the rest"
 python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
-    python3 -m pytest -m integration -p no:cacheprovider "$beside" >"$beside_log" 2>&1 &
+    python3 -m pytest -m integration -p no:cacheprovider "${beside[@]}" >"$beside_log" 2>&1 &
 beside_pid=$!
 integration=0
-python3 -m pytest -m integration --ignore="$beside" || integration=$?
+python3 -m pytest -m integration "${beside[@]/#/--ignore=}" || integration=$?
 beside_code=0
 wait "$beside_pid" || beside_code=$?
-echo "test: $beside (beside the rest):"
+echo "test: ${beside[*]} (beside the rest):"
 cat "$beside_log"
 rm -f "$beside_log"
 for code in "$unit" "$integration" "$beside_code"; do
