@@ -14,11 +14,16 @@ fi
 echo "test: pytest -m 'not integration' -n auto with the coverage floor"
 unit=0
 python3 -m pytest -m "not integration" -n auto --cov --cov-report=term || unit=$?
-# Two tests spend minutes waiting on the clock (whole SLO minutes; a 2-minute outage of the SLI cluster), each on
-# a cluster of its own, using little CPU: they run in a second process beside the rest (docs/testing.md, "Beside
-# the rest"). SIGINT is restored for it, since a background job of a non-interactive shell starts with SIGINT
-# ignored and pytest would then skip its teardown on Ctrl-C.
-beside=(tests/integration/slo/test_slo_end_to_end.py tests/integration/slo/test_slo_stream_outage.py)
+# Tests that spend minutes waiting on the clock (whole SLO minutes, outages of a cluster of their own), using little
+# CPU, run in a second process beside the rest (docs/testing.md, "Beside the rest"). SIGINT is restored for it,
+# since a background job of a non-interactive shell starts with SIGINT ignored and pytest would then skip its
+# teardown on Ctrl-C.
+beside=(
+    tests/integration/slo/test_slo_end_to_end.py
+    tests/integration/slo/test_slo_stream_outage.py
+    tests/integration/lag/test_lag_outage.py
+    tests/integration/pulse/test_sli_sink.py
+)
 beside_log=$(mktemp)
 echo "test: pytest -m integration, with ${beside[*]} in a second process beside the rest"
 python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
