@@ -19,8 +19,9 @@ class SliSinkConfig(Section):
     `<prefix>audit-broker` (with `audit`).
     Create them beforehand (kafka-pulse does not): their partitions, replication and retention are yours."""
     spool_dir: ConfigRelativeDir | None = None
-    """Where events wait while the cluster is unreachable, one subdirectory per component (`canary`, `lag`);
-    default `<state dir>/sli-spool`. A relative path is relative to the config file."""
+    """Where events wait while the cluster is unreachable, one subdirectory per command (`run`, `canary`, `lag`:
+    processes sharing the directory never share a spool); default `<state dir>/sli-spool`. A relative path is
+    relative to the config file."""
     spool_max_bytes: int = Field(default=64 << 20, ge=1 << 20, le=1 << 30)
     """Bound of each component's spool; past it the oldest events are dropped (and counted, `spool_full`).
     About 520 bytes per canary event: 64 MiB holds roughly 130,000 events."""
