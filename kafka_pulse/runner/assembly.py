@@ -163,7 +163,8 @@ def add_status(
     (its check sections too: no Kafka client of its own); added last, so its board starts once they run. `off`
     names the components not running here, and why; `self_health` (in `run`) answers the check's `self` section
     without a request to our own listener."""
-    from kafka_pulse.status.board import StatusBoard, StatusSources, in_process_check
+    from kafka_pulse.status.board import StatusBoard, StatusSources
+    from kafka_pulse.status.in_process import in_process_check
     from kafka_pulse.status.lag_snapshot import LagSnapshots
     from kafka_pulse.status.readings import LatestProbes
     from kafka_pulse.status.routes import load_assets, status_routes

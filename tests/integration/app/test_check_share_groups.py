@@ -20,7 +20,7 @@ from selenium import webdriver
 from selenium.webdriver.common.by import By
 
 from kafka_pulse.clusters import dev_cluster_config
-from kafka_pulse.status.board import IN_PROCESS
+from kafka_pulse.status.in_process import IN_PROCESS
 from pulse.config import PulseConfig, parse_config
 from pulse.polling import poll
 from tests.fixtures.kafka import KafkaHandle

@@ -23,7 +23,7 @@ from devstack.topology import Security
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.verdict import Section, Status
 from kafka_pulse.clusters import dev_cluster_config
-from kafka_pulse.status.board import in_process_check
+from kafka_pulse.status.in_process import in_process_check
 from pulse.config import PulseConfig, parse_config
 from pulse.paths import cache_dir
 from pulse.polling import poll

@@ -12,8 +12,8 @@ from kafka_pulse.check.facts import FailureKind, NotAvailable, ProbeFailed
 from kafka_pulse.check.lag_listener import read_listener_shares
 from kafka_pulse.check.share_verdicts import ShareFacts, add_share_groups, from_one_read
 from kafka_pulse.check.verdict import Section, Status
-from kafka_pulse.status.board import in_process_check, share_facts_of
 from kafka_pulse.status.document import StatusInputs, status_document
+from kafka_pulse.status.in_process import in_process_check, share_facts_of
 from lag.serve.routes import invalid_request
 from lag.serve.share_groups import ShareGroupApi
 from lag.store.share_board import ShareBoard

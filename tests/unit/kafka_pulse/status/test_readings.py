@@ -26,7 +26,7 @@ from kafka_pulse.check.sections import judged_sections
 from kafka_pulse.check.slow_brokers import SlowBrokerFacts
 from kafka_pulse.check.verdict import Section, Status, judge_controller, judge_lag
 from kafka_pulse.status import readings
-from kafka_pulse.status.board import in_process_check
+from kafka_pulse.status.in_process import in_process_check
 from lag.protocol import MetadataReading, Placement
 from pulse.broker_health import BrokerHealthBoard, BrokerSlowness
 from pulse.config import ClusterConfig, PulseConfig
