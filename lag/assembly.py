@@ -244,7 +244,7 @@ class LagRunner:
                 self.share_pollers.append(poller)
                 self.share_loops.append(Periodic(f"lag-{cluster.name}-share", refresh_s, poller.poll, fixed_rate=False))
             self.registry.register(ShareGroupCollector(self.share_board))
-            extensions = ShareGroupApi(self.share_board).routes()
+            extensions = ShareGroupApi(self.share_board, [c.name for c in clusters]).routes()
         self.streams_board: StreamsBoard | None = None
         """Streams groups' reads when `lag.streams_groups.enabled` (docs/lag.md, "Streams groups"); None without."""
         if lag.streams_groups.enabled:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -22,11 +22,18 @@ _JSON = "application/json"
 _PARTITION = ["cluster", "share_group", "topic", "partition"]
 
 
-class ShareGroupApi:
-    """The two share-group routes over a `ShareBoard`; clusters not read yet answer Burrow's 404 body."""
+NOT_READ_YET = "no share-group read yet"
+"""The listing's reason for a configured cluster whose first read has not finished: an incomplete read (UNKNOWN in
+`check --lag-url`, as on the page inside the process), never an empty, complete one."""
 
-    def __init__(self, board: ShareBoard) -> None:
+
+class ShareGroupApi:
+    """The two share-group routes over a `ShareBoard`; a configured cluster not read yet lists no group with the
+    reason NOT_READ_YET, any other cluster answers Burrow's 404 body."""
+
+    def __init__(self, board: ShareBoard, clusters: Collection[str] = ()) -> None:
         self.board = board
+        self.clusters = frozenset(clusters)
         self.hostname = socket.gethostname()
 
     def routes(self) -> list[Route]:
@@ -42,6 +49,8 @@ class ShareGroupApi:
 
     def _groups(self, request: Request) -> Response:
         reading = self._reading(request)
+        if reading is None and request.params["cluster"] in self.clusters:
+            return self._json(request, 200, "share group list returned", sharegroups=[], reason=NOT_READ_YET)
         if reading is None:
             return self._json(request, 404, "cluster module not found", error=True)
         names = [v.group for v in reading.verdicts]

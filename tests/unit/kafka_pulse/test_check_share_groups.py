@@ -15,7 +15,7 @@ from kafka_pulse.check.verdict import Section, Status
 from kafka_pulse.status.document import StatusInputs, status_document
 from kafka_pulse.status.in_process import in_process_check, share_facts_of
 from lag.serve.routes import invalid_request
-from lag.serve.share_groups import ShareGroupApi
+from lag.serve.share_groups import NOT_READ_YET, ShareGroupApi
 from lag.store.share_board import ShareBoard
 from pulse.config import ClusterConfig, HttpConfig, PulseConfig
 from pulse.config.lag import LagCheckStatusMap
@@ -150,3 +150,20 @@ def test_check_lag_url_reads_the_listeners_verdicts_as_judged_there() -> None:
     finally:
         served.stop()
         bare.stop()
+
+
+def test_check_lag_url_right_after_the_listener_started_is_unknown_as_on_its_page() -> None:
+    """A listener whose first share-group read of the cluster has not finished: `check --lag-url` says UNKNOWN with
+    the listener's reason, as the page inside that process does, not "no share groups" (OK)."""
+    empty = ShareBoard(stall_after_s=60.0)
+    served = HttpServer(HttpApp(Router(ShareGroupApi(empty, ["dev"]).routes(), invalid_request)), "127.0.0.1", 0)
+    served.start()
+    try:
+        got = read_listener_shares(served.url, "dev", HttpConfig(), Deadline.after(5.0))
+        assert isinstance(got, ShareFacts) and got.reason == NOT_READ_YET and got.groups == ()
+        section = add_share_groups(LAG_OK, got, [])
+        assert section.status is Status.UNKNOWN, section
+        page = add_share_groups(LAG_OK, share_facts_of(None, 0.0, 60.0), [])
+        assert (section.status, page.status) == (Status.UNKNOWN, Status.UNKNOWN)
+    finally:
+        served.stop()

@@ -7,7 +7,7 @@ import json
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from lag.serve.share_groups import ShareGroupApi, ShareGroupCollector
+from lag.serve.share_groups import NOT_READ_YET, ShareGroupApi, ShareGroupCollector
 from lag.store.share_board import ShareBoard
 from pulse.http import Request, Router
 from pulse.kafka.share_groups import ShareGroup, ShareGroupsRead, ShareMember, SharePartition
@@ -31,8 +31,8 @@ def board_at(*times: float, read: ShareGroupsRead = READ) -> ShareBoard:
     return board
 
 
-def get(board: ShareBoard, path: str) -> tuple[int, dict[str, object]]:
-    router = Router(ShareGroupApi(board).routes())
+def get(board: ShareBoard, path: str, clusters: tuple[str, ...] = ()) -> tuple[int, dict[str, object]]:
+    router = Router(ShareGroupApi(board, clusters).routes())
     response = router.handle(Request("GET", path))
     return response.status, json.loads(response.body)
 
@@ -70,3 +70,10 @@ def test_routes_answer_in_burrows_envelope_with_nulls_for_unknowns() -> None:
     assert second["lag"] is None and second["start_offset"] is None and second["status"] == "UNKNOWN"
     assert get(board, "/v3/kafka/other/sharegroup")[0] == 404
     assert get(board, "/v3/kafka/prod/sharegroup/nope")[0] == 404
+
+
+def test_a_configured_cluster_not_read_yet_is_an_incomplete_listing_not_a_missing_one() -> None:
+    empty = ShareBoard(stall_after_s=60.0)
+    code, body = get(empty, "/v3/kafka/prod/sharegroup", clusters=("prod",))
+    assert (code, body["sharegroups"], body["reason"]) == (200, [], NOT_READ_YET)
+    assert get(empty, "/v3/kafka/other/sharegroup", clusters=("prod",))[0] == 404
