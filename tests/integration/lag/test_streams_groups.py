@@ -222,7 +222,13 @@ def test_a_wordcount_app_is_listed_flagged_not_ready_and_its_lag_equals_the_tool
             inputs = {tp for tp in tool if tp[0] == SOURCE}
             return len(inputs) == 2 and all(mine.get(tp) == lag for tp, lag in tool.items())
 
-        mine, tool = poll(lambda: (ours(), tool_lags(kafka, app)), agree, 120, "kafka-pulse and the tool agreeing")
+        def backlog_seen(lags: Lags) -> bool:
+            return sum(lag or 0 for (topic, _), lag in lags.items() if topic == SOURCE) == 150
+
+        # Ours first (an HTTP read), then the tool (a JVM start, 20-30 s at load 40): the paused member leaves the
+        # group 60 s after the pause, and the tool prints nothing for a group without members.
+        poll(ours, backlog_seen, 60, f"the backlog of 150 in {app}'s lag", interval_s=0.5)
+        mine, tool = poll(lambda: (ours(), tool_lags(kafka, app)), agree, 45, "kafka-pulse and the tool agreeing")
         assert sum(lag or 0 for (topic, _), lag in tool.items() if topic == SOURCE) == 150, tool
         route = httpx.get(url, timeout=10).json()["status"]["lag"]
         assert {(p["topic"], p["partition"]): p["current_lag"] for p in route["partitions"]} == mine  # one verdict
