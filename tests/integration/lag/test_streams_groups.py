@@ -198,8 +198,11 @@ def test_a_wordcount_app_is_listed_flagged_not_ready_and_its_lag_equals_the_tool
         assert app in listing["streamsgroups"] and listing["error"] is False
 
         def caught_up(s: dict[str, Any]) -> bool:
+            """OK with no lag on both sub-topologies' inputs: the source topic's partitions and the repartition
+            topic's (committed by the app every 30 s), so both are known before the pause below."""
             inputs = {p["partition"] for p in s["lag"]["partitions"] if p["topic"] == SOURCE}
-            return s["lag"]["status"] == "OK" and inputs == {0, 1} and s["lag"]["totallag"] == 0
+            repartition = {p["partition"] for p in s["lag"]["partitions"] if p["topic"].endswith("-repartition")}
+            return s["lag"]["status"] == "OK" and inputs == repartition == {0, 1} and s["lag"]["totallag"] == 0
 
         poll(status, caught_up, 120, f"{app} judged OK by the evaluator, caught up")
 
