@@ -19,7 +19,10 @@ from canary.view import PartitionLeader
 
 _LOG = logging.getLogger(__name__)
 VERDICTS_KEPT = 20_000
-"""Verdicts remembered for `availability_between` (about 5 minutes of 60 partitions probed every second)."""
+"""Verdicts remembered for `availability_between` at most (about 5 minutes of 60 partitions probed every second)."""
+VERDICTS_KEPT_S = 600.0
+"""...and for no longer than this: a small canary's deque took 105 minutes to fill, which read as growth in the
+soak (docs/benchmarks.md, "Soak")."""
 
 
 class Ledger:
@@ -99,6 +102,8 @@ class Ledger:
         with self._lock:
             self._emit(self.tracker.expire(now))
             self._verdicts.extend(self.window.judge(now, health))
+            while self._verdicts and self._verdicts[0].sent_s < now - VERDICTS_KEPT_S:
+                self._verdicts.popleft()
             return self.window.availability(now)
 
     def undecided(self, sent_until: float) -> int:

@@ -19,6 +19,7 @@ from typing import Any
 from collectors.catalogue import BeanQuery, Reading
 from collectors.jmx_tls import Endpoint, NameMismatch, TlsVerifier, stub_endpoints
 from collectors.transport.contract import JmxTimeout, JmxUnreachable, number_or_string, service_url
+from collectors.transport.java_text import attribute_number, composite_numbers
 from collectors.transport.jvm import ensure_jvm
 from collectors.transport.trust import ROUTER, JmxPeer
 from pulse.config import JmxBrokerConfig
@@ -218,16 +219,31 @@ def _read_bean(connection: Any, bean: _Bean) -> list[Reading] | None:
     name = str(bean.name)
     readings: list[Reading] = []
     for attribute in attributes:
-        value = attribute.getValue()
+        attribute_name = str(attribute.getName())
+        number = attribute_number(attribute.toString(), attribute_name)
+        if number is not None:  # read from Java's text: boxing it would leak (java_text.py)
+            readings.append(Reading(name, attribute_name, number))
+            continue
+        value = attribute.getValue()  # a string, a boolean or composite data: none of them leaks
         if isinstance(value, CompositeData):
-            for key in value.getCompositeType().keySet():
-                number = number_or_string(_to_python(value.get(key)))
-                if number is not None:
-                    readings.append(Reading(name, str(attribute.getName()), number, str(key)))
+            readings.extend(_composite_readings(name, attribute_name, value))
             continue
         converted = number_or_string(_to_python(value))
         if converted is not None:
-            readings.append(Reading(name, str(attribute.getName()), converted))
+            readings.append(Reading(name, attribute_name, converted))
+    return readings
+
+
+def _composite_readings(bean: str, attribute: str, value: Any) -> list[Reading]:
+    """A CompositeData's keys as readings: numbers from the text of its values (one call, nothing boxed), other
+    values (strings, booleans) fetched one by one; nested data is not a reading."""
+    keys = [str(key) for key in value.getCompositeType().keySet()]  # sorted, as `values()` is
+    numbers = composite_numbers(value.values().toString(), len(keys)) or [None] * len(keys)
+    readings: list[Reading] = []
+    for key, number in zip(keys, numbers, strict=True):
+        converted = number if number is not None else number_or_string(_to_python(value.get(key)))
+        if converted is not None:
+            readings.append(Reading(bean, attribute, converted, key))
     return readings
 
 

@@ -69,3 +69,19 @@ def test_a_log_holding_every_acknowledged_offset_changes_nothing() -> None:
     book.acked(0, 0, 100, 0.004, 0.01)
     book.log_checked(0, log_start=0, log_end=101, asked_s=1.0, now=1.0)
     assert sink.events == [] and book.counts()[0].truncations == 0
+
+
+def test_verdicts_are_kept_for_ten_minutes_not_until_the_deque_is_full() -> None:
+    """A canary of a few partitions took 105 minutes to fill the 20,000 places, which the soak read as growth."""
+    from canary.availability import BrokerHealth
+    from canary.ledger import VERDICTS_KEPT_S
+
+    book, _ = ledger()
+    for second in range(1200):
+        now = float(second)
+        book.sent(0, second, now, T0, LEADER)
+        book.acked(0, second, second, 0.004, now + 0.004)
+        book.tick(now + 5.0, BrokerHealth(frozenset(), now + 5.0))
+    late = 1205.0
+    assert book.availability_between(0.0, late)[1].good <= VERDICTS_KEPT_S + 1
+    assert book.availability_between(late - 300.0, late)[1].good >= 290, "the recent ones are all there"
