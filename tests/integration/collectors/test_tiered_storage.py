@@ -19,16 +19,14 @@ import pytest
 import yaml
 from confluent_kafka import TopicPartition
 
-from devstack.cluster import DevCluster
 from devstack.prometheus import Prometheus, ScrapeTarget
 from devstack.runtime import DEFAULT_VERSION
-from devstack.tiered_storage import REMOTE_DIR, tiered_storage_jar, tiered_storage_overrides
+from devstack.tiered_storage import REMOTE_DIR
 from devstack.topology import Security
 from kafka_pulse.clusters import dev_cluster_config
-from pulse.paths import cache_dir
 from pulse.polling import poll
-from tests.fixtures.kafka import START_TIMEOUT_S, KafkaHandle, commit_offsets
-from tests.fixtures.logs import register_log
+from tests.fixtures.kafka import KafkaHandle, commit_offsets
+from tests.fixtures.kafka import _start as start_cluster
 from tests.fixtures.pulse_process import PulseProcesses
 
 pytestmark = pytest.mark.integration
@@ -46,17 +44,7 @@ DATA_TIMEOUT_S = 180.0
 def tiered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaHandle]:
     """A 1-node cluster with remote storage on, planned as `dev up --tiered-storage` plans it."""
     home = tmp_path_factory.mktemp("kafka-tiered")
-    cluster = DevCluster.plan(
-        home, 1, DEFAULT_VERSION, Security.PLAINTEXT,
-        extra_jars=[tiered_storage_jar(DEFAULT_VERSION, cache_dir())],
-        broker_overrides=tiered_storage_overrides(home, Security.PLAINTEXT, 1),
-    )  # fmt: skip
-    register_log("kafka-tiered node 1", cluster.log_path(1))
-    try:
-        cluster.up(cache_dir(), timeout_s=START_TIMEOUT_S)
-        yield KafkaHandle(cluster, 0.0)
-    finally:
-        cluster.down(keep_data=True)
+    yield from start_cluster(home, 1, DEFAULT_VERSION, Security.PLAINTEXT, "kafka-tiered", tiered_storage=True)
 
 
 def produce(kafka: KafkaHandle, topic: str, records: int) -> None:
