@@ -5,6 +5,10 @@ in the test classes of the `kafka-storage` module on Maven Central (`kafka-stora
 the "remote" segments in a directory every broker of the cluster shares. The segments' metadata goes through the
 default `TopicBasedRemoteLogMetadataManager` (the `__remote_log_metadata` topic). A topic is tiered when created
 with `remote.storage.enable=true`; `local.retention.ms|bytes` then bound what stays on the brokers' disks.
+
+Versions: run and tested on 4.3.1 (the default). Maven Central serves 3.9.2's test jar (not run here) but not
+4.4.0's ("Could not find artifact", 2026-11-29), and 4.3.1's does not load in a 4.4.0 broker (NoClassDefFoundError:
+org/apache/kafka/common/utils/LogContext), so `--tiered-storage` on 4.4.0 fails at the download with Maven's error.
 """
 
 from __future__ import annotations
