@@ -64,3 +64,13 @@ def test_only_topics_with_remote_storage_enabled_are_tiered() -> None:
 def test_nothing_asked_is_read_without_a_connection() -> None:
     read = read_earliest_local({"bootstrap_servers": ["127.0.0.1:1"]}, [])
     assert read.offsets == {} and read.reason == ""
+
+
+def test_an_unreachable_cluster_is_the_reads_reason_never_an_exception() -> None:
+    """Nothing listens on the port: the read says why, with no offsets, and raises nothing."""
+    from pulse.ports import free_ports
+
+    (port,) = free_ports(1)
+    settings = {"bootstrap_servers": [f"127.0.0.1:{port}"], "request_timeout_ms": 500}
+    read = read_earliest_local(settings, [("t", 0)])
+    assert read.offsets == {} and read.reason.startswith("ListOffsets(earliest local)"), read
