@@ -37,6 +37,7 @@ from devstack.prometheus import Prometheus, ScrapeTarget
 from devstack.pushgateway import Pushgateway
 from devstack.runtime import DEFAULT_VERSION
 from devstack.services import QueryFailed, decode_json
+from devstack.tiered_storage import TESTED_VERSION
 from devstack.topology import Security
 from kafka_pulse.cli.main import cli
 from kafka_pulse.clusters import dev_cluster_config
@@ -393,7 +394,7 @@ def test_every_panel_query_parses_and_returns_data(
         # It has remote storage on, with a tiered topic, for the tiered-storage dashboard (whose cluster variable
         # lists only clusters with a tiered topic).
         target = stack.enter_context(
-            contextlib.contextmanager(start_cluster)(tmp_path / "target", 1, DEFAULT_VERSION, Security.PLAINTEXT,
+            contextlib.contextmanager(start_cluster)(tmp_path / "target", 1, TESTED_VERSION, Security.PLAINTEXT,
                                                      "dash-target", tiered_storage=True)
         )  # fmt: skip
         tier_on(target)

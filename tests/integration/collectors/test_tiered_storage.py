@@ -20,8 +20,7 @@ import yaml
 from confluent_kafka import TopicPartition
 
 from devstack.prometheus import Prometheus, ScrapeTarget
-from devstack.runtime import DEFAULT_VERSION
-from devstack.tiered_storage import REMOTE_DIR
+from devstack.tiered_storage import REMOTE_DIR, TESTED_VERSION
 from devstack.topology import Security
 from kafka_pulse.clusters import dev_cluster_config
 from pulse.polling import poll
@@ -44,7 +43,7 @@ DATA_TIMEOUT_S = 180.0
 def tiered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaHandle]:
     """A 1-node cluster with remote storage on, planned as `dev up --tiered-storage` plans it."""
     home = tmp_path_factory.mktemp("kafka-tiered")
-    yield from start_cluster(home, 1, DEFAULT_VERSION, Security.PLAINTEXT, "kafka-tiered", tiered_storage=True)
+    yield from start_cluster(home, 1, TESTED_VERSION, Security.PLAINTEXT, "kafka-tiered", tiered_storage=True)
 
 
 def produce(kafka: KafkaHandle, topic: str, records: int) -> None:
@@ -105,7 +104,7 @@ def test_a_tiered_topic_is_copied_and_judged_and_a_group_behind_local_data_reads
             earliest = values(prometheus, f"kafka_pulse_cluster_partition_earliest_local_offset{{{selector}}}")
             assert 0 < earliest[topic] <= end, earliest
             allowed = values(prometheus, f"kafka_pulse_cluster_topic_remote_copy_lag_allowed_bytes{{{selector}}}")
-            assert allowed == {topic: float(SEGMENT + 1)}, allowed  # 4.3.1: local.retention.bytes + one segment
+            assert allowed == {topic: float(SEGMENT + 1)}, allowed  # 4.3: local.retention.bytes + one segment
             copied = values(prometheus, f"kafka_server_brokertopicmetrics_remotecopybytes_total{{{selector}}}")
             assert copied[topic] >= 3 * SEGMENT * 0.9, copied
             lag = values(prometheus, f"kafka_server_brokertopicmetrics_remotecopylagbytes{{{selector}}}")
