@@ -63,6 +63,18 @@ class TopicSelection:
     deny: str | None = None
 
 
+TIERED_STORAGE_BEANS: tuple[BeanQuery, ...] = (
+    # KIP-963 gauges (copy and delete lag, remote size); the Remote*PerSec meters come with `name=*` Count above.
+    BeanQuery("kafka.server:type=BrokerTopicMetrics,name=Remote*", ("Value",)),
+    # The remote reader's queue and idle share (4.x domain; 3.9 registers them under a non-kafka domain, unread).
+    BeanQuery("kafka.log.remote:type=RemoteStorageThreadPool,name=*", ("Value",)),
+    # RemoteLogManagerTasksAvgIdlePercent (Value) and RemoteLogReaderFetchRateAndTimeMs (a timer), not the
+    # per-partition retention gauges (they have topic and partition keys).
+    BeanQuery("kafka.log.remote:type=RemoteLogManager,name=*", ("Value", *HISTOGRAM_ATTRIBUTES)),
+)
+"""Tiered storage (KIP-405/963/1018): registered only when `remote.log.storage.system.enable=true`, so on other
+brokers these patterns match nothing (one lookup in `kafka.log.remote`, the rest shares `kafka.server`'s)."""
+
 BROKER_BEANS: tuple[BeanQuery, ...] = (
     BeanQuery("kafka.server:type=ReplicaManager,name=*", ("Value",)),
     BeanQuery("kafka.server:type=ReplicaManager,name=*", ("Count",)),  # IsrShrinks/IsrExpands/FailedIsrUpdates
@@ -112,6 +124,7 @@ BROKER_BEANS: tuple[BeanQuery, ...] = (
     BeanQuery("kafka.server:type=SnapshotEmitter,name=*", ("Value",)),
     # KIP-1103: records acknowledged by share consumers, one meter per ackType (Accept, Release, Reject, Renew).
     BeanQuery("kafka.server:type=ShareGroupMetrics,name=RecordAcknowledgementsPerSec,ackType=*", ("Count",)),
+    *TIERED_STORAGE_BEANS,
 )
 """Broker-wide beans (no topic label), for KRaft clusters and ZooKeeper clusters alike."""
 
@@ -189,6 +202,8 @@ def topic_beans(selection: TopicSelection) -> tuple[BeanQuery, ...]:
     out: list[BeanQuery] = []
     if selection.per_topic:
         out.append(BeanQuery("kafka.server:type=BrokerTopicMetrics,name=*,topic=*", ("Count",)))
+        # The KIP-963 gauges of each tiered topic (only those register them): copy lag judged per topic.
+        out.append(BeanQuery("kafka.server:type=BrokerTopicMetrics,name=Remote*,topic=*", ("Value",)))
     if selection.per_partition:
         out.append(BeanQuery("kafka.log:type=Log,name=*,topic=*,partition=*", ("Value",)))
         out.append(BeanQuery("kafka.cluster:type=Partition,name=*,topic=*,partition=*", ("Value",)))

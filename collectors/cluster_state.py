@@ -4,8 +4,8 @@
 derives what an operator checks by hand: brokers missing, offline / under-replicated / under-min-ISR partitions,
 partitions and leaders per broker with their skew, preferred-leader imbalance, replicas sharing one rack, and
 `diagnose_under_replicated`: one broker common to every under-replicated partition, or a cluster-wide problem.
-`fetch_elr` and `fetch_quorum` add what kafka-python reads and librdkafka cannot: the ELR of partitions under min
-ISR, and the KRaft quorum.
+`fetch_elr`, `fetch_quorum` and `fetch_earliest_local` add what kafka-python reads and librdkafka cannot: the ELR of
+partitions under min ISR, the KRaft quorum, and the earliest local offset of tiered partitions.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from pulse.errors import KafkaUnavailable
 from pulse.kafka.elr import elr_topics, read_elr, with_elr
 from pulse.kafka.partitions import ElrVerdict, PartitionState
 from pulse.kafka.quorum import QuorumNotKraft, QuorumState, QuorumUnread, describe_quorum, parse_quorum
+from pulse.kafka.remote_tier import TIERED_CONFIGS, TieredTopic, read_earliest_local, tiered_topic
 from pulse.profile import kafka_python_config
 
 _LOG = logging.getLogger(__name__)
@@ -71,6 +72,10 @@ class ClusterSnapshot:
     garbage collector)."""
     addresses: Mapping[int, tuple[str, int]] = field(default_factory=dict)
     """Live brokers' (host, port), as DescribeCluster gives them."""
+    tiered: tuple[TieredTopic, ...] = ()
+    """Topics with remote storage enabled (KIP-405), by name, and the copy lag each may have."""
+    earliest_local: Mapping[tuple[str, int], int] = field(default_factory=dict)
+    """Tiered partitions' earliest local offset (`fetch_earliest_local`); empty when not read."""
 
 
 class Scope(StrEnum):
@@ -132,6 +137,9 @@ class ClusterHealth:
     quorum: QuorumState | None = None
     quorum_up: bool | None = None
     """As in `ClusterSnapshot`: the `kafka_pulse_kraft_*` families come from them."""
+    tiered: tuple[TieredTopic, ...] = ()
+    earliest_local: Mapping[tuple[str, int], int] = field(default_factory=dict)
+    """As in `ClusterSnapshot`: the `kafka_pulse_cluster_topic_remote_*` and earliest-local families."""
 
 
 def diagnose_under_replicated(partitions: Iterable[PartitionState]) -> Diagnosis:
@@ -226,6 +234,8 @@ def assess(snapshot: ClusterSnapshot, expected: Iterable[int] = ()) -> ClusterHe
         under_min_isr_examples=worst_under_min_isr(short),
         quorum=snapshot.quorum,
         quorum_up=snapshot.quorum_up,
+        tiered=snapshot.tiered,
+        earliest_local=snapshot.earliest_local,
     )
 
 
@@ -256,7 +266,7 @@ def fetch_snapshot(admin: AdminClient, cluster: str, timeout_s: float | None) ->
         step = "describe_cluster"
         described = describe_cluster(admin, _left(deadline))
         step = f"describe_configs of {len(metadata.topics)} topics"
-        min_isr = _min_isr(admin, list(metadata.topics), deadline)
+        min_isr, tiered = _topic_configs(admin, metadata.topics, deadline)
     except TimeoutError as exc:
         raise ClusterStateTimeout(
             f"cluster {cluster!r}: cluster state read timed out after {deadline - started:g} s ({step})"
@@ -273,9 +283,8 @@ def fetch_snapshot(admin: AdminClient, cluster: str, timeout_s: float | None) ->
     controller = described.controller.id if described.controller is not None else None
     addresses = {node.id: (str(node.host), int(node.port)) for node in described.nodes}
     servers = tuple(f"{b.host}:{b.port}" for _, b in sorted(metadata.brokers.items()))
-    return ClusterSnapshot(
-        brokers, controller, partition_states(metadata.topics, min_isr), addresses=addresses, servers=servers
-    )
+    states = partition_states(metadata.topics, min_isr)
+    return ClusterSnapshot(brokers, controller, states, addresses=addresses, servers=servers, tiered=tiered)
 
 
 def partition_states(topics: Mapping[str, Any], min_isr: Mapping[str, int]) -> tuple[PartitionState, ...]:
@@ -316,6 +325,19 @@ def fetch_quorum(cluster: ClusterConfig, snapshot: ClusterSnapshot, timeout_s: f
         return replace(snapshot, quorum=None, quorum_up=False)
 
 
+def fetch_earliest_local(cluster: ClusterConfig, snapshot: ClusterSnapshot, timeout_s: float) -> ClusterSnapshot:
+    """`snapshot` with its tiered partitions' earliest local offsets (ListOffsets -4 through kafka-python, each
+    exchange bounded by `timeout_s`); nothing is asked when no topic is tiered. A failed read is logged, never
+    raised: the offsets it got stand, the others stay unknown."""
+    asked = [(t.topic, p) for t in snapshot.tiered for p in range(t.partitions)]
+    if not asked:
+        return snapshot
+    read = read_earliest_local(kafka_python_config(cluster, ELR_CLIENT_ID, timeout_s, snapshot.servers), asked)
+    if read.reason:
+        _LOG.warning("cluster %r: earliest local offsets of tiered partitions: %s", cluster.name, read.reason)
+    return replace(snapshot, earliest_local=read.offsets)
+
+
 def fetch_racks(admin: AdminClient, cluster: str, timeout_s: float) -> dict[int, str | None]:
     """Live brokers and their racks in one describe_cluster call: what a shard that leaves the cluster's state to
     another shard still needs to label its brokers' samples, at a cost that does not grow with partitions."""
@@ -335,15 +357,25 @@ def _left(deadline: float) -> float:
     return left
 
 
-def _min_isr(admin: AdminClient, topics: list[str], deadline: float) -> dict[str, int]:
-    """Each topic's min.insync.replicas, `CONFIGS_BATCH` topics a request, every request in flight at once."""
+def _topic_configs(
+    admin: AdminClient, topics: Mapping[str, Any], deadline: float
+) -> tuple[dict[str, int], tuple[TieredTopic, ...]]:
+    """Each topic's min.insync.replicas, and the tiered topics among them (pulse/kafka/remote_tier.py), from one
+    DescribeConfigs of `CONFIGS_BATCH` topics a request, every request in flight at once."""
+    names = list(topics)
     futures: dict[Any, Any] = {}
-    for at in range(0, len(topics), CONFIGS_BATCH):
-        resources = [ConfigResource("TOPIC", t) for t in topics[at : at + CONFIGS_BATCH]]
+    for at in range(0, len(names), CONFIGS_BATCH):
+        resources = [ConfigResource("TOPIC", t) for t in names[at : at + CONFIGS_BATCH]]
         futures |= admin.describe_configs(resources, request_timeout=_left(deadline))
     out: dict[str, int] = {}
+    tiered: list[TieredTopic] = []
     for resource, future in futures.items():
-        entry = future.result(timeout=_left(deadline)).get("min.insync.replicas")
+        entries = future.result(timeout=_left(deadline))
+        entry = entries.get("min.insync.replicas")
         if entry is not None and entry.value is not None:
             out[resource.name] = int(entry.value)
-    return out
+        configs = {name: e.value for name in TIERED_CONFIGS if (e := entries.get(name)) is not None}
+        topic = tiered_topic(resource.name, configs, len(topics[resource.name].partitions))
+        if topic is not None:
+            tiered.append(topic)
+    return out, tuple(sorted(tiered, key=lambda t: t.topic))

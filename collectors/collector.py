@@ -235,6 +235,7 @@ def _add_health(out: _Families, c: dict[str, str], health: ClusterHealth) -> Non
             1.0,
         )
     _add_quorum(out, c, health)
+    _add_tiered(out, c, health)
     diagnosis = health.diagnosis
     for broker in diagnosis.brokers or ("",):
         out.add(
@@ -249,6 +250,30 @@ def _add_health(out: _Families, c: dict[str, str], health: ClusterHealth) -> Non
         b = {**c, "broker": str(row.broker), "rack": row.rack or ""}
         for name, help_text, of_row in _PER_BROKER:
             out.add(f"kafka_pulse_cluster_broker_{name}", "gauge", help_text, b, of_row(row))
+
+
+def _add_tiered(out: _Families, c: dict[str, str], health: ClusterHealth) -> None:
+    """Tiered topics (KIP-405): the copy lag each may have (the rules compare the brokers' RemoteCopyLagBytes with
+    it), and each tiered partition's earliest local offset (a group committed below it reads the remote tier)."""
+    for topic in health.tiered:
+        if topic.allowed_copy_lag_bytes is not None:
+            out.add(
+                "kafka_pulse_cluster_topic_remote_copy_lag_allowed_bytes",
+                "gauge",
+                "Bytes a tiered topic may hold not yet copied to remote storage, over all its partitions: per "
+                "partition remote.copy.lag.bytes (Kafka 4.4+) or else local.retention.bytes, plus one segment.",
+                {**c, "topic": topic.topic, "basis": topic.basis},
+                topic.allowed_copy_lag_bytes * topic.partitions,
+            )
+    for (topic_name, partition), offset in sorted(health.earliest_local.items()):
+        out.add(
+            "kafka_pulse_cluster_partition_earliest_local_offset",
+            "gauge",
+            "A tiered partition's earliest offset still on the brokers' disks (ListOffsets EARLIEST_LOCAL); "
+            "older records are served from remote storage.",
+            {**c, "topic": topic_name, "partition": str(partition)},
+            float(offset),
+        )
 
 
 def _add_quorum(out: _Families, c: dict[str, str], health: ClusterHealth) -> None:

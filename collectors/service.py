@@ -21,6 +21,7 @@ from collectors.cluster_state import (
     ClusterHealth,
     ClusterSnapshot,
     assess,
+    fetch_earliest_local,
     fetch_elr,
     fetch_quorum,
     fetch_racks,
@@ -184,6 +185,7 @@ class CollectorService:
             snapshot = fetch_snapshot(admin, cluster.name, self.config.admin_timeout_s)
             snapshot = fetch_elr(cluster, snapshot, self.config.admin_timeout_s or BASE_TIMEOUT_S)
             snapshot = fetch_quorum(cluster, snapshot, self.config.admin_timeout_s or BASE_TIMEOUT_S)
+            snapshot = fetch_earliest_local(cluster, snapshot, self.config.admin_timeout_s or BASE_TIMEOUT_S)
             self._snapshots[cluster.name] = snapshot
             for broker, rack in snapshot.brokers.items():
                 self.racks[(cluster.name, broker)] = rack

@@ -21,12 +21,14 @@ from dashboards.provisioning import (
     datasources_yaml,
 )
 from dashboards.slo import slo
+from dashboards.tiered import tiered
 
 BUILDERS: dict[str, Callable[[], Json]] = {
     "kafka-pulse-cluster.json": overview,
     "kafka-pulse-canary.json": canary,
     "kafka-pulse-lag.json": lag,
     "kafka-pulse-slo.json": slo,
+    "kafka-pulse-tiered.json": tiered,
 }
 """File name under json/ -> the function building that dashboard."""
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from devstack.services import LocalService
     from devstack.slow_disk import parse_slow_disk
     from devstack.stutter import StutterPlan, sigterm_as_interrupt, stutter_node
+    from devstack.tiered_storage import tiered_storage_jar, tiered_storage_overrides
     from devstack.topology import PROFILES, JmxSecurity, Security, check_fits, data_shape
     from devstack.traffic import DEMO_GROUPS, DEMO_TOPIC, DemoTraffic
 
@@ -54,6 +55,8 @@ __all__ = [
     "require_dev_extra",
     "sigterm_as_interrupt",
     "stutter_node",
+    "tiered_storage_jar",
+    "tiered_storage_overrides",
 ]
 
 _HOMES = {
@@ -81,6 +84,8 @@ _HOMES = {
     "parse_slow_disk": "devstack.slow_disk",
     "sigterm_as_interrupt": "devstack.stutter",
     "stutter_node": "devstack.stutter",
+    "tiered_storage_jar": "devstack.tiered_storage",
+    "tiered_storage_overrides": "devstack.tiered_storage",
 }
 """Exported name -> the module that defines it, imported on first use (PEP 562), so importing the package is free."""
 

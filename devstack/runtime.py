@@ -32,6 +32,8 @@ TOOLS = ("kafka-tools", "connect-mirror", "connect-runtime")
 """ProducerPerformance/ConsumerPerformance live in kafka-tools; MirrorMaker 2's driver in connect-mirror."""
 STREAMS_EXAMPLES = ("kafka-streams-examples",)
 """Kafka's own Streams demos (WordCountDemo) with kafka-streams: a real Streams application for the tests."""
+TEST_CLASSIFIER = "test"
+"""Maven's classifier of a Kafka module's test classes (`kafka-storage-4.3.1-test.jar`)."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,33 @@ def ensure_tools(version: str, cache: Path) -> KafkaRuntime:
 def ensure_streams_examples(version: str, cache: Path) -> KafkaRuntime:
     """The classpath of Kafka's Streams demos for `version` (a Streams client of that version)."""
     return ensure_runtime(version, cache, STREAMS_EXAMPLES)
+
+
+def ensure_test_jar(version: str, cache: Path, artifact: str) -> Path:
+    """The test-classes jar of Kafka module `artifact` for `version`, alone (its dependencies are the broker's),
+    copied from Maven Central into the cache once: the local tiered storage lives in `kafka-storage`'s."""
+    root = cache / "kafka" / f"{version}-{artifact}-{TEST_CLASSIFIER}"
+    jar = root / "libs" / f"{artifact}-{version}-{TEST_CLASSIFIER}.jar"
+    if (root / ".complete").exists():
+        return jar
+    if shutil.which("mvn") is None:
+        raise DependencyMissing("'mvn' is not on PATH; install the Debian package maven")
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root.parent / f"{version}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / ".complete").exists():
+            coordinates = f"org.apache.kafka:{artifact}:{version}:jar:{TEST_CLASSIFIER}"
+            argv = ["mvn", "-B", "-q", f"{DEPENDENCY_PLUGIN}:copy", f"-Dartifact={coordinates}"]
+            result = subprocess.run(
+                [*argv, f"-DoutputDirectory={jar.parent}"], cwd=root, capture_output=True, text=True, timeout=900
+            )
+            if result.returncode != 0 or not jar.is_file():
+                errors = [line for line in result.stdout.splitlines() if "ERROR" in line][:5]
+                raise ProcessFailed(
+                    f"Maven could not copy {coordinates} from Maven Central:\n" + "\n".join(errors or [result.stderr])
+                )
+            (root / ".complete").write_text(version + "\n")
+    return jar
 
 
 def _gather(version: str, artifacts: tuple[str, ...], libs: Path) -> None:

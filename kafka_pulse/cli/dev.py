@@ -29,6 +29,8 @@ from devstack import (
     require_dev_extra,
     sigterm_as_interrupt,
     stutter_node,
+    tiered_storage_jar,
+    tiered_storage_overrides,
 )
 from kafka_pulse.cli.options import config_option
 from pulse.errors import ClusterError, ConfigError
@@ -91,6 +93,12 @@ def dev() -> None:
     metavar="NODE:MS",
     help="Node NODE's log directory is a FUSE pass-through sleeping MS before every write and fsync (repeatable).",
 )
+@click.option(
+    "--tiered-storage",
+    is_flag=True,
+    help="Remote storage on: Kafka's LocalTieredStorage (kafka-storage test jar) in the cluster's home; topics "
+    "created with remote.storage.enable=true are tiered.",
+)
 def up(
     config_path: Path | None,
     brokers: str,
@@ -103,6 +111,7 @@ def up(
     partitions_per_topic: int | None,
     groups: int | None,
     slow_disks: tuple[str, ...],
+    tiered_storage: bool,
 ) -> None:
     """Gather jars (once per version), format storage, start the nodes and wait until every broker is RUNNING; then
     create the data shape asked for (topics, records, committing groups), with broker heaps sized for it."""
@@ -125,11 +134,20 @@ def up(
     started = time.monotonic()
     heap = shape.heap_mb(int(brokers))
     jvm = {n: [f"-Xms{heap // 2}m", f"-Xmx{heap}m"] for n in range(1, int(brokers) + 1)} if heap > 512 else None
-    cluster = DevCluster.plan(
-        home, int(brokers), kafka_version, Security(security), JmxSecurity(jmx_security), jvm, slow_disks=slow
-    )
     with console.status(f"gathering Kafka {kafka_version}'s jars from Maven Central (once per version)..."):
         ensure_runtime(kafka_version, cache_dir())  # cluster.up finds them cached
+        tiered_jars = [tiered_storage_jar(kafka_version, cache_dir())] if tiered_storage else []
+    cluster = DevCluster.plan(
+        home,
+        int(brokers),
+        kafka_version,
+        Security(security),
+        JmxSecurity(jmx_security),
+        jvm,
+        slow_disks=slow,
+        extra_jars=tiered_jars,
+        broker_overrides=tiered_storage_overrides(home, Security(security), int(brokers)) if tiered_storage else None,
+    )
     with console.status(f"starting {brokers} Kafka {kafka_version} node(s)..."):
         cluster.up(cache_dir(), timeout_s)
     if not shape.is_empty:

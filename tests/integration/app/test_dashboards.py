@@ -2,7 +2,9 @@
 scrapes a real `kafka-pulse run` on the local cluster under load, returns data.
 
 The set-up gives each dashboard something to show: `kafka-pulse run` (collectors, canary, lag) on one /metrics, its
-canary mirroring through a real MirrorMaker 2 to a 1-node target cluster; a producer and three consumer groups (one
+canary mirroring through a real MirrorMaker 2 to a 1-node target cluster (remote storage on, with a tiered topic
+copied and a group committed below its local data, for the tiered-storage dashboard); a producer and three consumer
+groups (one
 keeping up, one slow, one stalled, so some lag and some reasons); the burn-rate job's gauges from `slo evaluate
 --pushgateway` on a synthetic event log; and the rules of `kafka-pulse slo rules` for an SLO the cluster cannot meet
 (round trips under 0.5 ms), so its alert fires.
@@ -35,6 +37,7 @@ from devstack.prometheus import Prometheus, ScrapeTarget
 from devstack.pushgateway import Pushgateway
 from devstack.runtime import DEFAULT_VERSION
 from devstack.services import QueryFailed, decode_json
+from devstack.tiered_storage import TESTED_VERSION
 from devstack.topology import Security
 from kafka_pulse.cli.main import cli
 from kafka_pulse.clusters import dev_cluster_config
@@ -43,7 +46,7 @@ from pulse.paths import cache_dir
 from pulse.ports import free_ports, wait_until
 from slo.rules import RuleOptions
 from slo.rules_files import load_rule_slos, output_files, select
-from tests.fixtures.kafka import KafkaHandle
+from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.fixtures.kafka import _start as start_cluster
 from tests.fixtures.logs import register_log
 from tests.fixtures.pulse_process import PulseProcesses
@@ -84,8 +87,10 @@ def pulse_config(
 ) -> dict[str, Any]:
     cluster = dev_cluster_config(kafka.cluster, name=CLUSTER).model_dump(mode="json")
     cluster["jmx"]["timeout_s"] = 30  # a first JMX connect on a loaded 2-core machine can take seconds
+    mirror_target = dev_cluster_config(target.cluster, name=MIRROR_TARGET).model_dump(mode="json")
+    mirror_target["jmx"]["timeout_s"] = 30  # scraped for its remote-storage beans
     return {
-        "clusters": [cluster, {"name": MIRROR_TARGET, "bootstrap_servers": target.bootstrap_servers}],
+        "clusters": [cluster, mirror_target],
         "collectors": {
             "transport": "jpype",
             "scrape_interval_s": 2,
@@ -124,6 +129,22 @@ def pulse_config(
         },
         "http": {"listen": f"127.0.0.1:{ports['run']}"},
     }
+
+
+def tier_on(target: KafkaHandle) -> None:
+    """A tiered topic on the mirror's target (1 MiB segments, 1 byte of local retention) with three closed
+    segments, so they are copied and deleted locally, and a group committed at 0, so it reads the remote tier."""
+    settings = {"remote.storage.enable": "true", "segment.bytes": str(1 << 20), "local.retention.bytes": "1"}
+    topic = target.create_topic("dash-tiered", 1, 1, **settings)
+    producer = target.producer(**{"linger.ms": 20})
+    for i in range(4000):
+        producer.produce(topic, b"x" * 1000, partition=0)
+        if i % 500 == 499:
+            producer.flush(30)
+    assert producer.flush(30) == 0
+    replay = target.consumer("dash-replay")
+    commit_offsets(replay, [TopicPartition(topic, 0, 0)])
+    replay.close()
 
 
 # --- load: a producer and three consumer groups ------------------------------------------------------------------
@@ -370,10 +391,13 @@ def test_every_panel_query_parses_and_returns_data(
     with contextlib.ExitStack() as stack:
         # The mirror's target is a cluster of its own: MirrorMaker 2 always copies heartbeats topics, and within one
         # cluster it would copy its own copies (dash.heartbeats, dash.dash.heartbeats, ...) without end.
+        # It has remote storage on, with a tiered topic, for the tiered-storage dashboard (whose cluster variable
+        # lists only clusters with a tiered topic).
         target = stack.enter_context(
-            contextlib.contextmanager(start_cluster)(tmp_path / "target", 1, DEFAULT_VERSION, Security.PLAINTEXT,
-                                                     "dash-target")
+            contextlib.contextmanager(start_cluster)(tmp_path / "target", 1, TESTED_VERSION, Security.PLAINTEXT,
+                                                     "dash-target", tiered_storage=True)
         )  # fmt: skip
+        tier_on(target)
         config = pulse_config(kafka, target, ports, mirror_topic, ports["mm2"])
         spec = MirrorSpec(
             kafka.bootstrap_servers, target.bootstrap_servers, topics=(mirror_topic,), source_brokers=3,

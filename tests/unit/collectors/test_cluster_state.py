@@ -17,6 +17,7 @@ from collectors.collector import ClusterStateCollector
 from collectors.scrapers import PeriodicScraper
 from pulse.kafka.partitions import ElrVerdict, PartitionState
 from pulse.kafka.quorum import QuorumState, VoterState
+from pulse.kafka.remote_tier import TieredTopic
 
 RACKS = {1: "az-a", 2: "az-b", 3: "az-c"}
 
@@ -155,3 +156,18 @@ def test_a_failed_quorum_read_is_down_and_zookeeper_has_no_kraft_families() -> N
     failed = exposition(assess(ClusterSnapshot(RACKS, 1, (), None, False)))
     assert 'kafka_pulse_kraft_quorum_up{cluster="dev"} 0.0' in failed and "kafka_pulse_kraft_leader" not in failed
     assert "kafka_pulse_kraft_" not in exposition(assess(ClusterSnapshot(RACKS, 1, ())))
+
+
+def test_tiered_topics_export_their_allowance_and_earliest_local_offsets() -> None:
+    tiered = (TieredTopic("orders", 2, 100.0, "local.retention.bytes"), TieredTopic("forever", 1, None, "none"))
+    snapshot = ClusterSnapshot(RACKS, 1, (), tiered=tiered, earliest_local={("orders", 1): 30, ("orders", 0): 7})
+    exposed = exposition(assess(snapshot))
+    assert (
+        'kafka_pulse_cluster_topic_remote_copy_lag_allowed_bytes{basis="local.retention.bytes",cluster="dev",'
+        'topic="orders"} 200.0' in exposed
+    ), exposed
+    assert 'topic="forever"' not in exposed  # nothing bounds its copy lag: no allowance to judge against
+    assert (
+        'kafka_pulse_cluster_partition_earliest_local_offset{cluster="dev",partition="0",topic="orders"} 7.0' in exposed
+    )
+    assert "kafka_pulse_cluster_topic_remote" not in exposition(assess(ClusterSnapshot(RACKS, 1, ())))

@@ -268,3 +268,23 @@ def test_share_acknowledgements_are_one_counter_per_ack_type() -> None:
     assert family.kind == "counter"
     assert {dict(s.labels)["ackType"]: s.value for s in family.samples} == {"Accept": 9, "Reject": 2}
     assert any(q.pattern == bean + "*" and q.attributes == ("Count",) for q in scrape_plan())
+
+
+def test_tiered_storage_gauges_are_read_broker_wide_and_per_topic_only_when_opted_in() -> None:
+    """KIP-963's gauges under jmx_exporter's names: broker-wide on every scrape, per tiered topic with `per_topic`
+    (copy lag against each topic's allowance); the error meters are counters named after their beans."""
+    gauges = "kafka.server:type=BrokerTopicMetrics,name=Remote*"
+    assert any(q.pattern == gauges and q.attributes == ("Value",) for q in scrape_plan())
+    assert any(q.pattern == gauges + ",topic=*" for q in scrape_plan(TopicSelection(per_topic=True)))
+    bean = "kafka.server:type=BrokerTopicMetrics,name="
+    readings = [
+        Reading(bean + "RemoteCopyLagBytes", "Value", 5.0),
+        Reading(bean + "RemoteCopyLagBytes,topic=orders", "Value", 3.0),
+        Reading(bean + "RemoteFetchErrorsPerSec", "Count", 2.0),
+        Reading("kafka.log.remote:type=RemoteStorageThreadPool,name=RemoteLogReaderTaskQueueSize", "Value", 4.0),
+    ]
+    families = map_readings(readings, BrokerIdentity("c", 1, None), TopicSelection(per_topic=True, deny="^orders$"))
+    lag = families["kafka_server_brokertopicmetrics_remotecopylagbytes"]
+    assert lag.kind == "gauge" and [s.value for s in lag.samples] == [5.0]  # the denied topic's is dropped
+    assert families["kafka_server_brokertopicmetrics_remotefetcherrors"].kind == "counter"
+    assert families["kafka_log_remote_remotestoragethreadpool_remotelogreadertaskqueuesize"].samples[0].value == 4.0

@@ -83,6 +83,14 @@ REQUIRED = {
         "Budget remaining (rules)",
         "Burn rate per window (rules)",
     ],
+    "tiered": [
+        "Tiered topics",
+        "Groups on the remote tier",
+        "Copy errors",
+        "Remote fetch errors",
+        "Copy lag vs allowance per topic",
+        "Groups reading the remote tier",
+    ],
 }
 
 
@@ -109,6 +117,7 @@ def variables(dashboard: dict[str, Any]) -> dict[str, dict[str, Any]]:
         ("canary", {"cluster", "broker", "client_rack"}),
         ("lag", {"cluster", "group"}),
         ("slo", {"slo"}),
+        ("tiered", {"cluster", "broker"}),
     ],
 )
 def test_template_variables_come_from_label_values(name: str, wanted: set[str]) -> None:

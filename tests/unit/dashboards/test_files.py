@@ -25,6 +25,7 @@ def test_the_checked_in_files_are_what_the_generator_writes() -> None:
         "json/kafka-pulse-cluster.json",
         "json/kafka-pulse-lag.json",
         "json/kafka-pulse-slo.json",
+        "json/kafka-pulse-tiered.json",
         "prometheus/slo-broker-produce-errors.rules.yml",
         "prometheus/slo-broker-produce-errors.test.yml",
         "prometheus/slo-canary-produce-availability.rules.yml",
