@@ -4,7 +4,8 @@ Broker side, no application changed: `minutes` (boundary offsets and commits -> 
 pure) <- `broker` (reads Kafka each cycle) -> `broker_log` (Parquet, an SLO's `audit` source); `service` runs the
 cycles in `kafka-pulse run`. Client side, a library for confluent-kafka applications: `counts` (per topic and
 minute of event time; pure) <- `client` (producer and consumer wrappers, the reporter). Both publish through the
-SLI sink in the schemas of `streams`.
+SLI sink in the schemas of `streams`. Reconciliation of the two: `reconcile` (the rules; pure) <- `reconcile_spark`
+(the same rules as Spark plans) <- `reconcile_stream` (the streaming query) -> `findings_log` (Parquet).
 """
 
 from __future__ import annotations
@@ -18,7 +19,11 @@ if TYPE_CHECKING:
     from audit.broker_log import BROKER_ROWS, BrokerLog, BrokerLogCollector
     from audit.client import AuditedProducer, AuditReporter, ConsumerAudit
     from audit.counts import ClientCounts
+    from audit.findings_log import FindingsLog, FindingsLogCollector
     from audit.minutes import MinuteAudit, MinuteBook
+    from audit.reconcile import KINDS, Finding, Reconciler
+    from audit.reconcile_spark import count_rows
+    from audit.reconcile_stream import ReconcileStream, describe
     from audit.service import AuditCollector, AuditService, build_audit
     from audit.streams import BROKER_STREAM, CLIENT_STREAM, ClientOrigin
 
@@ -26,6 +31,7 @@ __all__ = [
     "BROKER_ROWS",
     "BROKER_STREAM",
     "CLIENT_STREAM",
+    "KINDS",
     "AuditCollector",
     "AuditReporter",
     "AuditService",
@@ -36,9 +42,16 @@ __all__ = [
     "ClientCounts",
     "ClientOrigin",
     "ConsumerAudit",
+    "Finding",
+    "FindingsLog",
+    "FindingsLogCollector",
     "MinuteAudit",
     "MinuteBook",
+    "ReconcileStream",
+    "Reconciler",
     "build_audit",
+    "count_rows",
+    "describe",
 ]
 
 _HOMES = {
@@ -55,9 +68,17 @@ _HOMES = {
     "ClientCounts": "audit.counts",
     "ClientOrigin": "audit.streams",
     "ConsumerAudit": "audit.client",
+    "Finding": "audit.reconcile",
+    "FindingsLog": "audit.findings_log",
+    "FindingsLogCollector": "audit.findings_log",
+    "KINDS": "audit.reconcile",
     "MinuteAudit": "audit.minutes",
     "MinuteBook": "audit.minutes",
+    "ReconcileStream": "audit.reconcile_stream",
+    "Reconciler": "audit.reconcile",
     "build_audit": "audit.service",
+    "count_rows": "audit.reconcile_spark",
+    "describe": "audit.reconcile_stream",
 }
 """Exported name -> the module that defines it, imported on first use (PEP 562)."""
 

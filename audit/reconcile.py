@@ -143,35 +143,37 @@ def _counts(row: CountRow, written: int | None, counted_groups: frozenset[str]) 
 
 
 class Reconciler:
-    """The open minutes between report batches, judged as the streaming job judges them: a batch's rows of a minute
-    at or below the watermark are late (left out, counted); after each batch the watermark is the newest minute
-    seen minus `deadline_ms`, and every minute at or below it is judged once and forgotten."""
+    """The open minutes between report batches, judged as the streaming job's micro-batches judge them (Spark's
+    watermark on `minute`): a batch judges every minute at or below the watermark reached by the batches before it,
+    its own rows of those minutes included; a row of a minute judged by an earlier batch is late (left out,
+    counted). The watermark is the newest minute seen minus `deadline_ms`. `batch([])` is a trigger without data."""
 
     def __init__(self, deadline_ms: int, counted_groups: frozenset[str] = frozenset()) -> None:
         self.deadline_ms = deadline_ms
         self.counted_groups = counted_groups
+        self.judged_up_to_ms = 0
+        """The minutes at or below it are judged (Spark's watermark starts at the epoch)."""
         self.watermark_ms = 0
-        """Spark's starts at the epoch too."""
+        """What the next batch judges up to."""
         self.late = 0
-        """Rows left out because their minute had been judged (or was about to be)."""
-        self._newest: int | None = None
+        """Rows left out because their minute had been judged."""
         self._open: dict[Key, CountRow] = {}
 
     def batch(self, rows: Iterable[CountRow]) -> list[Finding]:
-        """Fold one batch of reports in; the findings of the minutes it closed."""
+        """Fold one batch of reports in; the findings of the minutes it judged."""
         taken = []
         for row in rows:
-            if row.minute_ms <= self.watermark_ms:
+            if row.minute_ms <= self.judged_up_to_ms:
                 self.late += 1
             else:
                 taken.append(row)
-                self._newest = row.minute_ms if self._newest is None else max(self._newest, row.minute_ms)
         add_rows(self._open, taken)
-        if self._newest is not None:
-            self.watermark_ms = max(self.watermark_ms, self._newest - self.deadline_ms)
         closed = {k: v for k, v in self._open.items() if k[2] <= self.watermark_ms}
         for key in closed:
             del self._open[key]
+        self.judged_up_to_ms = self.watermark_ms
+        if taken:
+            self.watermark_ms = max(self.watermark_ms, max(r.minute_ms for r in taken) - self.deadline_ms)
         return judge(closed, self.counted_groups)
 
     def open_minutes(self) -> int:

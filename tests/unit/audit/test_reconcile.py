@@ -134,24 +134,33 @@ def test_judge(case: Case) -> None:
     assert judge(totals_of(case.rows), case.counted) == case.want
 
 
-def test_a_late_report_within_the_deadline_is_counted_one_past_it_is_left_out() -> None:
+def test_a_report_counts_until_the_batch_that_judges_its_minute_later_ones_are_left_out() -> None:
     reconciler = Reconciler(deadline_ms=3 * 60_000)
     assert reconciler.batch([sent(100, 90), log("billing", 100), done("billing", 100)]) == []
-    # Minute 2's counts: the watermark is now minute -1, minute 0 is still open.
     assert reconciler.batch([sent(1, 1, at=2), sent(0, 10)]) == []  # the 10 late acknowledgements of minute 0
-    assert reconciler.open_minutes() == 2
-    # Minute 3 moves the watermark to minute 0: minute 0 is judged, with its late acknowledgements.
-    assert reconciler.batch([sent(1, 1, at=3)]) == []
-    assert reconciler.open_minutes() == 2
-    # A report of minute 0 now is too late: left out and counted, it cannot make minute 0 a finding.
-    assert reconciler.batch([sent(5, 0, at=0), sent(1, 1, at=4)]) == []
+    assert reconciler.batch([sent(1, 1, at=3)]) == []  # the watermark reaches minute 0: the next batch judges it
+    assert reconciler.open_minutes() == 3
+    # Judged now, with the late acknowledgements (without them: 10 unacknowledged) and this batch's 2 unanswered.
+    assert reconciler.batch([sent(2, 0), sent(1, 1, at=4)]) == [found("unacknowledged", 2)]
+    assert reconciler.late == 0
+    # Minute 0 is judged: a report of it now is left out and counted, it changes no finding.
+    assert reconciler.batch([sent(5, 0)]) == []
     assert reconciler.late == 1
+    assert reconciler.open_minutes() == 3
+
+
+def test_a_trigger_without_reports_judges_what_the_watermark_passed() -> None:
+    reconciler = Reconciler(deadline_ms=60_000)
+    assert reconciler.batch([sent(100, 100), log("billing", 100), done("billing", 70)]) == []
+    assert reconciler.batch([sent(1, 1, at=1)]) == []
+    assert reconciler.batch([]) == [found("skipped", 30, "billing")]  # minute 0, at the watermark
 
 
 def test_a_consumer_report_past_the_deadline_leaves_its_records_looking_skipped() -> None:
     """Why the deadline must exceed the client's reporting interval (docs/audit.md, "Limits")."""
     reconciler = Reconciler(deadline_ms=60_000)
     assert reconciler.batch([sent(100, 100), log("billing", 100), done("billing", 70)]) == []
-    assert reconciler.batch([done("billing", 0, at=1)]) == [found("skipped", 30, "billing")]
+    assert reconciler.batch([done("billing", 0, at=1)]) == []
+    assert reconciler.batch([done("billing", 0, at=2)]) == [found("skipped", 30, "billing")]
     assert reconciler.batch([done("billing", 30, at=0)]) == []
     assert reconciler.late == 1
