@@ -19,11 +19,12 @@ if TYPE_CHECKING:
     from audit.broker_log import BROKER_ROWS, BrokerLog, BrokerLogCollector
     from audit.client import AuditedProducer, AuditReporter, ConsumerAudit
     from audit.counts import ClientCounts
+    from audit.findings_alerts import HOLD_S, incident_alerts
     from audit.findings_log import FindingsLog, FindingsLogCollector
     from audit.minutes import MinuteAudit, MinuteBook
-    from audit.reconcile import KINDS, Finding, Reconciler
+    from audit.reconcile import KINDS, Finding, Reconciler, describe
     from audit.reconcile_spark import count_rows
-    from audit.reconcile_stream import ReconcileStream, describe
+    from audit.reconcile_stream import Judged, ReconcileStream
     from audit.service import AuditCollector, AuditService, build_audit
     from audit.streams import BROKER_STREAM, CLIENT_STREAM, ClientOrigin
 
@@ -31,6 +32,7 @@ __all__ = [
     "BROKER_ROWS",
     "BROKER_STREAM",
     "CLIENT_STREAM",
+    "HOLD_S",
     "KINDS",
     "AuditCollector",
     "AuditReporter",
@@ -45,6 +47,7 @@ __all__ = [
     "Finding",
     "FindingsLog",
     "FindingsLogCollector",
+    "Judged",
     "MinuteAudit",
     "MinuteBook",
     "ReconcileStream",
@@ -52,6 +55,7 @@ __all__ = [
     "build_audit",
     "count_rows",
     "describe",
+    "incident_alerts",
 ]
 
 _HOMES = {
@@ -71,6 +75,8 @@ _HOMES = {
     "Finding": "audit.reconcile",
     "FindingsLog": "audit.findings_log",
     "FindingsLogCollector": "audit.findings_log",
+    "HOLD_S": "audit.findings_alerts",
+    "Judged": "audit.reconcile_stream",
     "KINDS": "audit.reconcile",
     "MinuteAudit": "audit.minutes",
     "MinuteBook": "audit.minutes",
@@ -78,7 +84,8 @@ _HOMES = {
     "Reconciler": "audit.reconcile",
     "build_audit": "audit.service",
     "count_rows": "audit.reconcile_spark",
-    "describe": "audit.reconcile_stream",
+    "describe": "audit.reconcile",
+    "incident_alerts": "audit.findings_alerts",
 }
 """Exported name -> the module that defines it, imported on first use (PEP 562)."""
 

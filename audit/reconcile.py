@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
+from datetime import UTC, datetime
 from typing import Literal
 
 PRODUCERS = ""
@@ -140,6 +141,13 @@ def _counts(row: CountRow, written: int | None, counted_groups: frozenset[str]) 
         ("duplicated", None if written is None or processed is None else processed - written),
         ("incomplete", behind),
     ]
+
+
+def describe(finding: Finding) -> str:
+    """One line naming topic, group, minute and count (the status page's, the CLI's)."""
+    minute = datetime.fromtimestamp(finding.minute_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%MZ")
+    who = "producers" if finding.group == PRODUCERS else f"group {finding.group}"
+    return f"{finding.count} records {finding.kind} on {finding.cluster}/{finding.topic}, {who}, minute {minute}"
 
 
 class Reconciler:

@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQuery
 
 from audit.findings_log import FindingsLog, findings_table
-from audit.reconcile import KINDS, PRODUCERS, Finding
+from audit.reconcile import KINDS, Finding
 from audit.reconcile_spark import findings, totals
 
 RECENT_FINDINGS = 1000
@@ -119,10 +119,3 @@ class ReconcileStream:
 
 def _ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
-
-
-def describe(finding: Finding) -> str:
-    """One line naming topic, group, minute and count (an alert's, the status page's)."""
-    minute = datetime.fromtimestamp(finding.minute_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%MZ")
-    who = "producers" if finding.group == PRODUCERS else f"group {finding.group}"
-    return f"{finding.count} records {finding.kind} on {finding.cluster}/{finding.topic}, {who}, minute {minute}"

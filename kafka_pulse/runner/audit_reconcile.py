@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
     from audit import FindingsLog, ReconcileStream
+    from pulse.alerts import AlertSender, Incidents
     from slo import StreamSettings, Topic
 
 _LOG = logging.getLogger(__name__)
@@ -65,9 +67,12 @@ class ReconcileRunner:
         trigger_s: float,
         log: FindingsLog | None = None,
         owns_session: bool = True,
+        alerts: tuple[Incidents, AlertSender, Mapping[str, str]] | None = None,
     ) -> None:
         """`session` makes (or returns) the SparkSession on the first tick; with `owns_session` `stop` stops it
-        (in `run` the SLO schedule owns it when there is one)."""
+        (in `run` the SLO schedule owns it when there is one). `alerts`: the incidents, the sink and the routing
+        labels the findings' alerts go through (audit.findings_alerts), each tick."""
+        self._alerts = alerts
         self.stream = stream
         self._rows = rows
         self._session_factory = session
@@ -107,11 +112,25 @@ class ReconcileRunner:
             progress: list[dict[str, Any]] = [json.loads(p.json) for p in query.recentProgress]
             dropped, self._progress_seen = dropped_as_late(progress, self._progress_seen)
             self.late += dropped
+            self._send_alerts()
             return True
         except Exception as exc:  # Spark or Kafka away, a bug: counted as a restart on the next tick
             self.last_error = redact_text(f"{type(exc).__name__}: {exc}")[:500]
             _LOG.warning("audit reconcile: %r", self.last_error)
             return False
+
+    def _send_alerts(self) -> None:
+        if self._alerts is None:
+            return
+        from audit import HOLD_S, incident_alerts
+
+        incidents, sender, routing = self._alerts
+        judged = self.stream.judged()
+        firing = [
+            a.model_copy(update={"labels": {**routing, **a.labels}})
+            for a in incident_alerts(judged.recent, judged.newest_minute_ms, HOLD_S * 1000)
+        ]
+        sender.send(incidents.reconcile(firing, datetime.now(UTC)))
 
     def stop(self) -> None:
         """The loop, then the query, Spark when this runner owns it, then the findings log."""
@@ -181,6 +200,7 @@ def build_reconcile(
     session: Callable[[], SparkSession],
     state: Path,
     owns_session: bool = True,
+    sender: AlertSender | None = None,
 ) -> ReconcileRunner:
     """The runner `audit.reconcile` describes; its findings under `<audit.log.dir>/findings` when the log is on."""
     from audit import FindingsLog, ReconcileStream
@@ -198,6 +218,17 @@ def build_reconcile(
         trigger_s=reconcile.trigger_s,
     )
     topics = audit_topics(config)
+    alerts = None
+    if sender is not None:
+        from pulse.alerts import Incidents
+
+        alerts = (Incidents.from_config(config.alerting, reconcile.trigger_s), sender, dict(config.alerting.labels))
     return ReconcileRunner(
-        stream, lambda spark: reconcile_rows(spark, topics, settings), session, reconcile.trigger_s, log, owns_session
+        stream,
+        lambda spark: reconcile_rows(spark, topics, settings),
+        session,
+        reconcile.trigger_s,
+        log,
+        owns_session,
+        alerts,
     )

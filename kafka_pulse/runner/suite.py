@@ -190,11 +190,12 @@ class Suite:
         reconcile = config.audit.reconcile
         settings = stream_settings(cluster, state_dir / "audit-reconcile", reconcile.deadline_s, reconcile.trigger_s)
         session = _spark_factory(config.slo.spark_master, config.slo.driver_memory, stream=True)
-        runner = build_reconcile(config, settings, session, state_dir, owns_session=not schedule_owns_spark)
+        runner = build_reconcile(config, settings, session, state_dir, not schedule_owns_spark, self.sink)
         self.registry.register(ReconcileCollector(runner))
+        alerts = ", findings to Alertmanager" if self.sink is not None else ""
         description = (
             f"{config.sli_sink.topic_prefix}audit-* on {cluster.name}, minutes judged "
-            f"{reconcile.deadline_s:g} s after them, every {reconcile.trigger_s:g} s"
+            f"{reconcile.deadline_s:g} s after them, every {reconcile.trigger_s:g} s{alerts}"
         )
         self.assembly.add([Part("audit-reconcile", runner, description)])
 

@@ -10,13 +10,15 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from prometheus_client.registry import CollectorRegistry
 from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from audit.reconcile import CountRow, Reconciler
-from audit.reconcile_stream import ReconcileStream, describe
+from audit.reconcile import CountRow, Reconciler, describe
+from audit.reconcile_stream import ReconcileStream
+from kafka_pulse.runner.audit_reconcile import ReconcileCollector, ReconcileRunner
 from slo import dropped_as_late
-from tests.unit.audit.test_reconcile import done, found, log, sent
+from tests.unit.audit.test_reconcile import done, found, log, minute, sent
 from tests.unit.audit.test_reconcile_spark import ROWS, rows_table
 
 pytestmark = pytest.mark.usefixtures("spark")
@@ -68,3 +70,14 @@ def test_the_stream_judges_as_the_python_reconciler(spark: SparkSession, tmp_pat
     late, _ = dropped_as_late([json.loads(p.json) for p in query.recentProgress], -1)
     assert late == python.late
     assert describe(want[1]) == "3 records skipped on prod/orders, group billing, minute 2027-01-15T08:01Z"
+
+    # What `run` exports of it (docs/metrics.md, "Data-flow audit").
+    registry = CollectorRegistry()
+    runner = ReconcileRunner(stream, lambda _s: reader.parquet(str(source)), lambda: spark, 60.0, owns_session=False)
+    registry.register(ReconcileCollector(runner))
+    value = registry.get_sample_value
+    assert value("kafka_pulse_audit_findings_total", {"kind": "skipped"}) == 1
+    assert value("kafka_pulse_audit_records_astray_total", {"kind": "duplicated"}) == 3
+    assert value("kafka_pulse_audit_records_astray_total", {"kind": "missing"}) == 0
+    assert value("kafka_pulse_audit_minutes_judged_total") == 4
+    assert value("kafka_pulse_audit_judged_minute_timestamp_seconds") == minute(3) / 1000
