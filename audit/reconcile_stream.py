@@ -87,12 +87,17 @@ class ReconcileStream:
         return writer.start()
 
     def _batch(self, frame: DataFrame, batch_id: int) -> None:
-        """foreachBatch: the batch's totals are whole minutes (the watermark closes all keys of a minute at once)."""
-        minutes = [r["minute"] for r in frame.select("cluster", "topic", "minute").distinct().collect()]
-        found = sorted(
-            Finding(_ms(r["minute"]), r["cluster"], r["topic"], r["group"], r["kind"], int(r["count"]))
-            for r in findings(frame, self.counted_groups).collect()
-        )
+        """foreachBatch: the batch's totals are whole minutes (the watermark closes all keys of a minute at once);
+        kept in memory for its two reads, so the stateful plan runs once."""
+        frame.persist()
+        try:
+            minutes = [r["minute"] for r in frame.select("cluster", "topic", "minute").distinct().collect()]
+            found = sorted(
+                Finding(_ms(r["minute"]), r["cluster"], r["topic"], r["group"], r["kind"], int(r["count"]))
+                for r in findings(frame, self.counted_groups).collect()
+            )
+        finally:
+            frame.unpersist()
         now_ms = int(self.clock() * 1000)
         if found and self.log is not None:
             self.log.record(findings_table(found, batch_id, now_ms), datetime.fromtimestamp(now_ms / 1000, UTC))
