@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from audit.client import AuditedProducer, AuditReporter, ConsumerAudit
     from audit.counts import ClientCounts
     from audit.findings_alerts import HOLD_S, incident_alerts
-    from audit.findings_log import FindingsLog, FindingsLogCollector
+    from audit.findings_log import FINDINGS_ROWS, FindingsLog, FindingsLogCollector
     from audit.minutes import MinuteAudit, MinuteBook
     from audit.reconcile import KINDS, Finding, Reconciler, describe
     from audit.reconcile_spark import count_rows
@@ -32,6 +32,7 @@ __all__ = [
     "BROKER_ROWS",
     "BROKER_STREAM",
     "CLIENT_STREAM",
+    "FINDINGS_ROWS",
     "HOLD_S",
     "KINDS",
     "AuditCollector",
@@ -62,6 +63,7 @@ _HOMES = {
     "BROKER_ROWS": "audit.broker_log",
     "BROKER_STREAM": "audit.streams",
     "CLIENT_STREAM": "audit.streams",
+    "FINDINGS_ROWS": "audit.findings_log",
     "AuditCollector": "audit.service",
     "AuditReporter": "audit.client",
     "AuditService": "audit.service",
