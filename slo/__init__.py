@@ -36,7 +36,15 @@ if TYPE_CHECKING:
     )
     from slo.session import spark_session
     from slo.spec import describe, load_slos
-    from slo.stream import BucketStream, StreamSettings, Topic, package_settings, spark_kafka_options
+    from slo.stream import (
+        BucketStream,
+        StreamSettings,
+        Topic,
+        dropped_as_late,
+        kafka_rows,
+        package_settings,
+        spark_kafka_options,
+    )
 
 __all__ = [
     "PERIOD_UNITS",
@@ -54,11 +62,13 @@ __all__ = [
     "backtest_table",
     "check_output",
     "describe",
+    "dropped_as_late",
     "evaluate",
     "evaluate_table",
     "floor_minute",
     "gauges",
     "iso",
+    "kafka_rows",
     "load_rule_slos",
     "load_slos",
     "minute_series",
@@ -96,11 +106,13 @@ _HOMES = {
     "backtest_table": "slo.buckets",
     "check_output": "slo.rules_files",
     "describe": "slo.spec",
+    "dropped_as_late": "slo.stream",
     "evaluate": "slo.job",
     "evaluate_table": "slo.buckets",
     "floor_minute": "slo.evaluation",
     "gauges": "slo.output",
     "iso": "slo.results",
+    "kafka_rows": "slo.stream",
     "load_rule_slos": "slo.rules_files",
     "load_slos": "slo.spec",
     "minute_series": "slo.job",

@@ -122,8 +122,12 @@ def _header(name: str) -> Column:
     return F.expr(f"CAST(try_element_at(filter(headers, h -> h.key = '{name}'), 1).value AS STRING)")
 
 
-def _events(spark: SparkSession, topic: Topic, settings: StreamSettings) -> DataFrame:
-    """One topic's rows: the log's columns, `time` as a timestamp, copies of an event dropped within the watermark."""
+def kafka_rows(
+    spark: SparkSession, topic: Topic, settings: StreamSettings, timestamps: Sequence[str] = ("time",)
+) -> DataFrame:
+    """One topic's rows of its `kp-schema` and version, decoded with the log's schema; `__id` names an event (its
+    `kp-source`:`kp-seq`, else its offset) and the `timestamps` columns are read from their RFC 3339 text. No
+    watermark yet: the caller sets it (the audit's reconciliation reads its rows by another column)."""
     reader = spark.readStream.format("kafka").options(**settings.kafka)
     reader = reader.option("subscribe", topic.name).option("includeHeaders", "true")
     reader = reader.option("startingOffsets", settings.starting_offsets).option("failOnDataLoss", "false")
@@ -133,7 +137,7 @@ def _events(spark: SparkSession, topic: Topic, settings: StreamSettings) -> Data
     text_schema = schema.fromJson(
         {
             **schema.jsonValue(),
-            "fields": [_as_text(f) if f["name"] == "time" else f for f in schema.jsonValue()["fields"]],
+            "fields": [_as_text(f) if f["name"] in timestamps else f for f in schema.jsonValue()["fields"]],
         }
     )
     identity = F.coalesce(
@@ -145,9 +149,15 @@ def _events(spark: SparkSession, topic: Topic, settings: StreamSettings) -> Data
         .where((_header("kp-schema") == topic.stream) & (_header("kp-schema-version") == str(topic.version)))
         .select(identity.alias("__id"), F.from_json(F.col("value").cast("string"), text_schema).alias("r"))
         .select("__id", "r.*")
-        .withColumn("time", F.to_timestamp(F.col("time")))
-        .where(F.col("time").isNotNull())
     )
+    for name in timestamps:
+        decoded = decoded.withColumn(name, F.to_timestamp(F.col(name))).where(F.col(name).isNotNull())
+    return decoded
+
+
+def _events(spark: SparkSession, topic: Topic, settings: StreamSettings) -> DataFrame:
+    """One topic's rows: the log's columns, `time` as a timestamp, copies of an event dropped within the watermark."""
+    decoded = kafka_rows(spark, topic, settings)
     unique = decoded.withWatermark("time", f"{settings.watermark_s} seconds").dropDuplicatesWithinWatermark(["__id"])
     return unique.withColumn("__ts", F.unix_seconds(F.col("time")))
 

@@ -128,7 +128,23 @@ def run_check(
         else:
             section = judge_lag_verdicts(verdicts_task.wait(deadline), config.lag.check_statuses, lag_source.name)
         shares = shares_task.wait(deadline) if shares_task is not None else NotAvailable("share groups not read")
-        return add_share_groups(section, shares, config.lag.check_statuses)
+        return with_audit(add_share_groups(section, shares, config.lag.check_statuses))
+
+    def with_audit(section: Section) -> Section:
+        """With `audit.reconcile`, the findings `run` wrote; one that cannot be read is said, never judged OK."""
+        if not config.audit.reconcile.enabled or not config.audit.log.enabled:
+            return section
+        from dataclasses import replace
+
+        from audit import FINDINGS_ROWS
+        from kafka_pulse.check.audit_findings import add_audit_findings, read_findings
+        from pulse.paths import state_dir
+
+        root = config.audit.log.dir if config.audit.log.dir is not None else state_dir() / "sli" / "audit"
+        found = read_findings(root / FINDINGS_ROWS, cluster.name, now(), config.audit.reconcile.deadline_s)
+        if isinstance(found, str):
+            return replace(section, reasons=(*section.reasons, f"audit findings not read: {found}"))
+        return add_audit_findings(section, found)
 
     slow_task: Task[SlowBrokerFacts] = Task("slow brokers", read_slow or partial(read_slow_brokers, run, cluster.name))
     configured = {b.broker_id for b in cluster.jmx.brokers} if cluster.jmx is not None else set()

@@ -171,6 +171,7 @@ def add_status(
 
     services: dict[str, Any] = {p.name: p.service for p in assembly.parts.parts}
     lag_runner = services.get("lag")
+    reconcile = services.get("audit-reconcile")
     sources = StatusSources(
         config,
         list(clusters),
@@ -194,6 +195,7 @@ def add_status(
         assembly.broker_health,
         services.get("collectors"),
         sources.shares,
+        reconcile.stream if reconcile is not None else None,
     )
     board = StatusBoard(sources, check=check, lag=lag)
     assembly.mount(status_routes(board.encoded, load_assets()))

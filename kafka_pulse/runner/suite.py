@@ -28,6 +28,7 @@ from kafka_pulse.runner.assembly import (
     add_sli_sink,
     add_status,
 )
+from kafka_pulse.runner.audit_reconcile import ReconcileCollector, build_reconcile
 from kafka_pulse.runner.heartbeat import add_self_health
 from kafka_pulse.runner.slo_schedule import SloSchedule, SloScheduleCollector
 from kafka_pulse.runner.slo_stream import StreamEvaluator, sink_topics, stream_settings
@@ -79,6 +80,7 @@ class Suite:
         self._canary(dev_home, state_dir)
         self._audit(dev_home, state_dir)
         self._slo_schedule(slos, dev_home, state_dir)
+        self._audit_reconcile(bool(slos), dev_home, state_dir)  # after the schedule: stops first
         self.self_health = add_self_health(self.assembly, config, self.sink)
         add_status(self.assembly, config, self.clusters, self.off, self.self_health)  # last: reads the above
 
@@ -142,7 +144,9 @@ class Suite:
         schedule = SloSchedule(
             slos,
             settings,
-            _spark_factory(master, settings.driver_memory, stream=evaluator is not None),
+            _spark_factory(
+                master, settings.driver_memory, stream=evaluator is not None or self.config.audit.reconcile.enabled
+            ),
             True,
             delivery,
             describe(slos),
@@ -169,6 +173,31 @@ class Suite:
         evaluator = StreamEvaluator(slos, settings, sink_topics(config))
         self.registry.register(evaluator)
         return evaluator
+
+    def _audit_reconcile(self, schedule_owns_spark: bool, dev_home: Path, state_dir: Path) -> None:
+        """`audit.reconcile`: the audit's counts read from the SLI sink's topics on `sli_sink.cluster`, on the SLO
+        schedule's Spark session when there is one (which then stops it); state under `audit-reconcile/`."""
+        config = self.config
+        if not config.audit.reconcile.enabled:
+            self.off["audit-reconcile"] = "audit.reconcile.enabled is false"
+            return
+        try:
+            cluster = (
+                resolve_cluster(config, config.sli_sink.cluster, dev_home) if config.clusters else self.clusters[0]
+            )
+        except ConfigError as exc:
+            raise ConfigError(f"audit.reconcile: sli_sink.cluster: {exc}") from exc
+        reconcile = config.audit.reconcile
+        settings = stream_settings(cluster, state_dir / "audit-reconcile", reconcile.deadline_s, reconcile.trigger_s)
+        session = _spark_factory(config.slo.spark_master, config.slo.driver_memory, stream=True)
+        runner = build_reconcile(config, settings, session, state_dir, not schedule_owns_spark, self.sink)
+        self.registry.register(ReconcileCollector(runner))
+        alerts = ", findings to Alertmanager" if self.sink is not None else ""
+        description = (
+            f"{config.sli_sink.topic_prefix}audit-* on {cluster.name}, minutes judged "
+            f"{reconcile.deadline_s:g} s after them, every {reconcile.trigger_s:g} s{alerts}"
+        )
+        self.assembly.add([Part("audit-reconcile", runner, description)])
 
     # --- lifecycle --------------------------------------------------------------------------------------------
 

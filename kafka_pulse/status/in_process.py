@@ -16,6 +16,7 @@ from kafka_pulse.status.lag_snapshot import LagSnapshots
 from pulse.config import ClusterConfig, PulseConfig
 
 if TYPE_CHECKING:
+    from audit import Judged
     from canary import CanaryService
     from collectors import ClusterSnapshot
     from kafka_pulse.check.facts import BrokerProbe, QuorumFacts, RoundTripFacts
@@ -35,6 +36,12 @@ class MetadataSource(Protocol):
     def metadata(self, cluster: str) -> MetadataReading | None: ...
 
     def metadata_failure(self, cluster: str) -> str | None: ...
+
+
+class AuditFindingsSource(Protocol):
+    """What the board reads of the audit's reconciliation (audit's `ReconcileStream`): its recent findings."""
+
+    def judged(self) -> Judged: ...
 
 
 class ShareSource(Protocol):
@@ -58,12 +65,14 @@ def in_process_check(
     broker_health: BrokerHealthBoard | None = None,
     cluster_state: ClusterStateSource | None = None,
     shares: ShareSource | None = None,
+    audit: AuditFindingsSource | None = None,
 ) -> CheckRunner:
     """The check's sections judged from this process's readings (kafka_pulse/status/readings.py), with no Kafka
     client of its own and nothing produced: brokers and partitions from the lag source's HWM rounds (`metadata`),
     answers and the round trip from the canary (with `probes`, its sink), slow brokers from `broker_health`, lag
     from the evaluator (`lag`: the verdicts the board read at the start of this refresh, the page's own), share
-    groups from lag's share board (`shares`, judged there by the share-stall rule), `self` from `health`. What no
+    groups from lag's share board (`shares`, judged there by the share-stall rule), the data-flow audit's recent
+    findings into the lag section (`audit`, the reconciliation's stream), `self` from `health`. What no
     component here reads is UNKNOWN or not available, with the reason."""
 
     def check(config: PulseConfig, cluster: ClusterConfig, deadline: Deadline) -> tuple[Section, ...]:
@@ -125,6 +134,12 @@ def in_process_check(
             stale_s = STALE_READS * config.lag.share_groups.refresh_s
             share_facts = share_facts_of(shares.latest().get(cluster.name), now.timestamp(), stale_s)
             lag_section = add_share_groups(lag_section, share_facts, config.lag.check_statuses)
+        if audit is not None:
+            from kafka_pulse.check.audit_findings import add_audit_findings, recent_findings
+
+            judged = audit.judged()
+            found = recent_findings(judged.recent, cluster.name, judged.newest_minute_ms)
+            lag_section = add_audit_findings(lag_section, found)
         components = health.snapshot() if health is not None else []
         own = judge_self(
             components or NotAvailable("no component of this process reports its health (`run` does)"), now

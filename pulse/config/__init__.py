@@ -5,7 +5,7 @@ environment itself. What other modules import is re-exported here, so `from puls
 """
 
 from pulse.config.alerting import AlertingConfig
-from pulse.config.audit import AuditConfig, AuditLogConfig
+from pulse.config.audit import AuditConfig, AuditLogConfig, AuditReconcileConfig
 from pulse.config.canary import CanaryConfig, CanaryMirrorConfig, SliLogConfig
 from pulse.config.clusters import (
     ClusterConfig,
@@ -56,6 +56,7 @@ __all__ = [
     "AlertingConfig",
     "AuditConfig",
     "AuditLogConfig",
+    "AuditReconcileConfig",
     "BasicAuthConfig",
     "BurnWindowSpec",
     "CalendarWindowSpec",

@@ -47,6 +47,27 @@ class AuditLogConfig(Section):
     audit never waits. Keep it above one cycle's rows (groups x topics x minutes settling)."""
 
 
+class AuditReconcileConfig(Section):
+    """The reconciliation in `kafka-pulse run` (docs/audit.md, "Reconciliation"): a Spark stream over the SLI sink's
+    `audit-client` and `audit-broker` topics; findings to `<audit.log.dir>/findings` and /metrics."""
+
+    enabled: bool = False
+    """Run the reconciliation; needs `sli_sink` (its cluster and topic prefix say where the counts are)."""
+    deadline_s: PositiveSeconds = Field(default=1200.0, ge=60, le=86_400)
+    """A minute is judged once the reports moved this far past it; later reports of it are left out and counted.
+    Keep it above `max_wait_s` plus the client reporting interval, so a lagging group's rows come in time."""
+    trigger_s: PositiveSeconds = Field(default=60.0, ge=1, le=3600)
+    """Time between micro-batches."""
+    counted_groups: list[GroupId] = Field(default_factory=list, max_length=10_000)
+    """Groups that report client counts: a minute the broker has their row of and they reported nothing for counts
+    as processed by none (skipped); other groups without client counts are judged by the broker's rows alone."""
+
+    @field_validator("counted_groups")
+    @classmethod
+    def _unique_groups(cls, groups: list[str]) -> list[str]:
+        return _unique(groups, "group")
+
+
 class AuditConfig(Section):
     """The broker-side audit: per watched topic and group, the records written per minute of their timestamps and
     when the group's committed offset passed each minute's end (docs/audit.md)."""
@@ -74,6 +95,8 @@ class AuditConfig(Section):
     log: AuditLogConfig = AuditLogConfig()
     """The Parquet log of the rows (the SLO engine's `audit` source); with `sli_sink.enabled` the rows are also
     published to `<sli_sink.topic_prefix>audit-broker`."""
+    reconcile: AuditReconcileConfig = AuditReconcileConfig()
+    """The reconciliation of client and broker counts (runs with or without the broker-side audit here)."""
 
     @field_validator("topics")
     @classmethod
@@ -84,6 +107,16 @@ class AuditConfig(Section):
     @classmethod
     def _unique_groups(cls, groups: list[str]) -> list[str]:
         return _unique(groups, "group")
+
+    @model_validator(mode="after")
+    def _deadline_after_max_wait(self) -> Self:
+        if self.reconcile.enabled and self.enabled and self.reconcile.deadline_s <= self.max_wait_s:
+            raise config_problem(
+                f"reconcile.deadline_s ({self.reconcile.deadline_s:g}) must exceed max_wait_s ({self.max_wait_s:g}):"
+                " a minute would be judged before the audit settles it",
+                ("reconcile", "deadline_s"),
+            )
+        return self
 
     @model_validator(mode="after")
     def _watches_something(self) -> Self:

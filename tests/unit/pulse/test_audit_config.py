@@ -78,3 +78,36 @@ def test_one_broken_key(path: str, value: Any, message: str) -> None:
 def test_the_rows_may_go_to_the_sli_sink_alone() -> None:
     config = with_key("audit.log.enabled", False) | {"sli_sink": {"enabled": True, "cluster": "monitoring"}}
     assert parse_config(yaml.safe_dump(config), "pulse.yaml", {}).audit.log.enabled is False
+
+
+def test_the_reconciliation_loads_with_or_without_the_broker_side_audit() -> None:
+    reconcile = {"enabled": True, "deadline_s": 1500, "trigger_s": 30, "counted_groups": ["billing"]}
+    config = with_key("audit.reconcile", reconcile)
+    loaded = parse_config(yaml.safe_dump(config), "pulse.yaml", {}).audit.reconcile
+    assert (loaded.deadline_s, loaded.counted_groups) == (1500, ["billing"])
+    alone = {"audit": {"reconcile": {"enabled": True, "deadline_s": 60}}}
+    assert parse_config(yaml.safe_dump(alone), "pulse.yaml", {}).audit.reconcile.deadline_s == 60
+
+
+@pytest.mark.parametrize(
+    ("reconcile", "message"),
+    [
+        pytest.param(
+            {"enabled": True, "deadline_s": 900},
+            "audit.reconcile.deadline_s: reconcile.deadline_s (900) must exceed max_wait_s (900)",
+            id="deadline-before-the-audit-settles",
+        ),
+        pytest.param(
+            {"counted_groups": ["g", "g"]},
+            "audit.reconcile.counted_groups[1]: duplicate group 'g' (also groups[0])",
+            id="dup-counted",
+        ),
+        pytest.param(
+            {"deadline_s": 10}, "audit.reconcile.deadline_s: Input should be greater than or equal to 60", id="short"
+        ),
+    ],
+)
+def test_a_broken_reconcile_key(reconcile: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        parse_config(yaml.safe_dump(with_key("audit.reconcile", reconcile)), "pulse.yaml", {})
+    assert f"pulse.yaml: {message}" in str(refused.value)
