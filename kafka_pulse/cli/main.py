@@ -21,6 +21,7 @@ COMMANDS = {
     "slo": "kafka_pulse.cli.slo:slo",
     "dashboards": "kafka_pulse.cli.dashboards:dashboards",
     "check": "kafka_pulse.cli.check:check",
+    "audit": "kafka_pulse.cli.audit:audit",
 }
 """Command name -> `module:attribute`, imported when the command runs (or `--help` lists them all): `check` must
 answer within seconds of the process's start, and importing every component costs most of a CPU second."""
