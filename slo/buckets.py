@@ -161,27 +161,41 @@ def _budget_units(slo: Slo, series: MinuteSeries) -> tuple[FloatArray, FloatArra
 
 def add_buckets(sums: RunningSums, slos: Sequence[Slo], table: pa.Table) -> None:
     """Fold a bucket table into running sums (in `batch` order: a bucket's latest emission wins), with each
-    minute's good and total in its SLO's budget units; buckets of SLOs not in `slos` are left out."""
+    minute's good and total in its SLO's budget units; buckets of SLOs not in `slos` are left out. An instance
+    the sums do not hold yet is loaded whole (`RunningSums.load`: a restart refilling 30 days costs numpy passes,
+    not one per bucket); the others take each bucket in turn."""
     targets = {slo.name: slo.timeslice_target for slo in slos}
     table = table.filter(pc.is_in(table["slo"], pa.array(list(targets)))).sort_by([("batch", "ascending")])
     if table.num_rows == 0:
         return
     minutes = table["minute"].cast(pa.int64()).to_numpy() // 1_000_000 // MINUTE_S
-    values = np.column_stack([table[c].to_numpy().astype(np.float64) for c in _VALUES])
-    names = table["slo"].to_pylist()
-    instances = table["instance"].to_pylist()
-    row = np.zeros(len(COLUMNS))
-    for i, name in enumerate(names):
-        row[: len(_VALUES)] = values[i]
-        good, total = values[i, 1], values[i, 2]
+    rows = np.zeros((table.num_rows, len(COLUMNS)))
+    rows[:, : len(_VALUES)] = np.column_stack([table[c].to_numpy().astype(np.float64) for c in _VALUES])
+    rows[:, 5], rows[:, 6] = rows[:, 1], rows[:, 2]
+    slo_names = table["slo"].combine_chunks().dictionary_encode()
+    for code, name in enumerate(slo_names.dictionary.to_pylist()):
         target = targets[name]
         if target is None:
-            row[5], row[6] = good, total
-        else:
-            assert isinstance(target, Fraction)
-            row[6] = 1.0 if total > 0 else 0.0
-            row[5] = 1.0 if total > 0 and good * target.denominator >= total * target.numerator else 0.0
-        sums.set((name, instances[i]), int(minutes[i]), row.copy())
+            continue
+        assert isinstance(target, Fraction)
+        mine = slo_names.indices.to_numpy() == code
+        good, total = rows[mine, 1], rows[mine, 2]
+        rows[mine, 6] = (total > 0).astype(np.float64)
+        rows[mine, 5] = ((total > 0) & (good * target.denominator >= total * target.numerator)).astype(np.float64)
+    keys = pc.binary_join_element_wise(table["slo"], table["instance"], "\x1f").combine_chunks().dictionary_encode()
+    codes = keys.indices.to_numpy()
+    order = np.argsort(codes, kind="stable")  # per key, still in batch order
+    bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    for group in np.split(order, bounds):
+        name, _, instance = str(keys.dictionary[int(codes[group[0]])]).partition("\x1f")
+        key = (name, instance)
+        if not sums.has(key):
+            reversed_minutes = minutes[group][::-1]  # the latest emission of a minute first
+            unique, first = np.unique(reversed_minutes, return_index=True)
+            sums.load(key, unique, rows[group][::-1][first])
+            continue
+        for i in group:
+            sums.set(key, int(minutes[i]), rows[i].copy())
 
 
 _ROWS, _BAD, _EXCEEDS, _UNIT_GOOD, _UNIT_TOTAL = (
