@@ -169,33 +169,34 @@ def add_buckets(sums: RunningSums, slos: Sequence[Slo], table: pa.Table) -> None
     if table.num_rows == 0:
         return
     minutes = table["minute"].cast(pa.int64()).to_numpy() // 1_000_000 // MINUTE_S
-    rows = np.zeros((table.num_rows, len(COLUMNS)))
-    rows[:, : len(_VALUES)] = np.column_stack([table[c].to_numpy().astype(np.float64) for c in _VALUES])
-    rows[:, 5], rows[:, 6] = rows[:, 1], rows[:, 2]
-    slo_names = table["slo"].combine_chunks().dictionary_encode()
-    for code, name in enumerate(slo_names.dictionary.to_pylist()):
-        target = targets[name]
-        if target is None:
-            continue
-        assert isinstance(target, Fraction)
-        mine = slo_names.indices.to_numpy() == code
-        good, total = rows[mine, 1], rows[mine, 2]
-        rows[mine, 6] = (total > 0).astype(np.float64)
-        rows[mine, 5] = ((total > 0) & (good * target.denominator >= total * target.numerator)).astype(np.float64)
+    columns = [table[c].to_numpy() for c in _VALUES]
     keys = pc.binary_join_element_wise(table["slo"], table["instance"], "\x1f").combine_chunks().dictionary_encode()
     codes = keys.indices.to_numpy()
     order = np.argsort(codes, kind="stable")  # per key, still in batch order
-    bounds = np.flatnonzero(np.diff(codes[order])) + 1
-    for group in np.split(order, bounds):
+    for group in np.split(order, np.flatnonzero(np.diff(codes[order])) + 1):
         name, _, instance = str(keys.dictionary[int(codes[group[0]])]).partition("\x1f")
+        rows = _unit_rows(np.column_stack([c[group] for c in columns]).astype(np.float64), targets[name])
         key = (name, instance)
         if not sums.has(key):
             reversed_minutes = minutes[group][::-1]  # the latest emission of a minute first
             unique, first = np.unique(reversed_minutes, return_index=True)
-            sums.load(key, unique, rows[group][::-1][first])
+            sums.load(key, unique, rows[::-1][first])
             continue
-        for i in group:
-            sums.set(key, int(minutes[i]), rows[i].copy())
+        for i, minute in enumerate(minutes[group]):
+            sums.set(key, int(minute), rows[i].copy())
+
+
+def _unit_rows(values: np.ndarray, target: Fraction | None) -> np.ndarray:
+    """Buckets' values (columns `_VALUES`) with their good and total in budget units appended (`COLUMNS`)."""
+    rows = np.zeros((len(values), len(COLUMNS)))
+    rows[:, : len(_VALUES)] = values
+    good, total = values[:, 1], values[:, 2]
+    if target is None:
+        rows[:, 5], rows[:, 6] = good, total
+    else:
+        rows[:, 6] = (total > 0).astype(np.float64)
+        rows[:, 5] = ((total > 0) & (good * target.denominator >= total * target.numerator)).astype(np.float64)
+    return rows
 
 
 _ROWS, _BAD, _EXCEEDS, _UNIT_GOOD, _UNIT_TOTAL = (
