@@ -253,14 +253,15 @@ class TreeSampler:
 
 
 def measure(
-    argv: list[str], others: list[int] | None = None
+    argv: list[str], others: list[int] | None = None, stderr_to: Path | None = None
 ) -> tuple[dict[str, Any], float, float, float, TreeSampler]:
     """Run a child engine; (its JSON result, wall seconds, peak tree RSS in MiB, tree CPU seconds, and a sampler
     of the `others` trees (the standalone workers, whose executors do the work) over the same time)."""
     from pulse.lifecycle import Periodic
 
     started = time.perf_counter()
-    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO)
+    err = open(stderr_to, "w") if stderr_to is not None else subprocess.DEVNULL  # noqa: SIM115 - closed below
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, text=True, cwd=REPO)
     mine, theirs = TreeSampler([child.pid]), TreeSampler(others or [])
     base = {pid: _cpu_ticks(pid) for pid in others or []}  # the workers' own CPU before this run
 
@@ -271,6 +272,8 @@ def measure(
     sampler = Periodic("bench-sampler", 0.2, sample, fixed_rate=False)
     sampler.start()
     out, _ = child.communicate()
+    if stderr_to is not None:
+        err.close()  # type: ignore[union-attr]
     sampler.stop(timeout_s=30)
     if child.returncode != 0:
         raise SystemExit(f"{argv[-1]} engine failed with exit {child.returncode}")
@@ -330,8 +333,11 @@ def main() -> None:
         if args.stream:
             from slo_stream_cycle import measure_stream
 
-            streamed = measure_stream([*base, "stream", "--master", args.master, "--slos", str(args.slos)], args)
-            digests["stream (refilled 30 days)"] = streamed[0]["digest"]
+            try:
+                streamed = measure_stream([*base, "stream", "--master", args.master, "--slos", str(args.slos)], args)
+                digests["stream (refilled 30 days)"] = streamed[0]["digest"]
+            except SystemExit as failed:  # the batch and pandas figures are still printed
+                print(f"stream: {failed}")
         load = os.getloadavg()[0]
         print(f"data: {args.slos} SLOs x {args.days} d x 1440 min, {size_mib:.0f} MiB Parquet; load average {load:.1f}")
         print(
