@@ -84,5 +84,5 @@ class RunningSums:
         through = np.minimum(minutes - 1, found.last)
         if len(through) and int(through.min()) <= found.last - self.capacity:
             raise ValueError(f"minute {int(through.min())} is older than the ring of {self.capacity} minutes")
-        found_sums: np.ndarray = found.cum[through % self.capacity]
+        found_sums: np.ndarray = found.cum.take(through % self.capacity, axis=0)  # take: half fancy indexing's time
         return found_sums
