@@ -187,3 +187,15 @@ def test_a_refill_loaded_whole_sums_as_the_buckets_taken_one_at_a_time(budgeting
     for key in whole.instances():  # windows are differences of sums (the stepped ones also hold older minutes)
         loaded, taken = whole.before(key, asked), stepped.before(key, asked)
         assert np.array_equal(loaded - loaded[-1], taken - taken[-1]), key
+
+
+def test_buckets_of_slos_not_evaluated_are_left_out_of_the_sums() -> None:
+    rows = [
+        {"slo": "other", "instance": "a", "minute": minute(-2), "good": 1.0, "total": 1.0},
+        {"slo": "x", "instance": "a", "minute": minute(-1), "good": 1.0, "total": 2.0},
+    ]
+    sums = RunningSums(30)
+    add_buckets(sums, [slo()], table(rows))
+    assert sums.instances() == [("x", "a")]
+    add_buckets(sums, [slo()], table(rows[:1]))
+    assert sums.instances() == [("x", "a")]
