@@ -2,7 +2,8 @@
 (tests/fixtures/spark.py), its checkpoint and bucket table at a `file://` URL handed to Spark as written, and the
 SLOs' `path` pointing nowhere (a streamed SLO needs no Parquet). Spark's own event log shows where the work ran:
 the Kafka partitions were read by tasks on the executors of both workers, none on the driver, and the table's
-files were written by executor tasks. What one machine cannot show (no shared mount needed) is in docs/slo.md.
+files were written by executor tasks; a restart on the same URL refills its sums from that table. What one machine
+cannot show (no shared mount needed) is in docs/slo.md.
 """
 
 from __future__ import annotations
@@ -103,3 +104,8 @@ def test_the_stream_on_a_standalone_cluster_reads_kafka_on_the_executors_and_kee
     assert {t["Task Info"]["Executor ID"] for t in tasks} <= set(executors)
     written = [t for t in tasks if t.get("Task Metrics", {}).get("Output Metrics", {}).get("Records Written", 0)]
     assert written and {t["Task Info"]["Executor ID"] for t in written} <= set(executors)
+
+    # A restart on the same URL: nothing new on the topic, the sums refilled from the table through Spark's reader.
+    again = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=STREAM_TIMEOUT_S, check=False)
+    assert again.returncode == 0, again.stderr[-4000:]
+    assert json.loads(again.stdout[again.stdout.index("{") :]) == batch
