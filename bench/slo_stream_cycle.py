@@ -13,6 +13,7 @@ audit's row encoding (one row per SLO instance and minute, as the broker-side au
 from __future__ import annotations
 
 import resource
+import shutil
 import statistics
 import tempfile
 import time
@@ -208,6 +209,7 @@ def run_stream(
         assert len(results) == slos, len(results)
     query.stop()
     spark.stop()
+    shutil.rmtree(scratch, ignore_errors=True)
     return {
         "history_buckets": history_rows,
         "refill_s": refill_s,
