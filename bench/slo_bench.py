@@ -7,7 +7,10 @@ JVM) are its own; on the standalone cluster the executors' CPU and peak memory (
 reported beside the driver's. All end in the same pure evaluation (slo/evaluation.py), so the bench also checks
 that they agree.
 
-    python bench/slo_bench.py [--slos 1000] [--days 30] [--master local[2]] [--standalone] [--data DIR]
+    python bench/slo_bench.py [--slos 1000] [--days 30] [--master local[2]] [--standalone] [--data DIR] [--stream]
+
+With `--stream` it also runs `slo stream`'s engine warm on the same 30 days, fed new events through a 1-node Kafka
+(bench/slo_stream_cycle.py): its cycle against the batch job's rescan and pandas.
 """
 
 from __future__ import annotations
@@ -89,7 +92,7 @@ def digest(results: list[Any]) -> dict[str, Any]:
     """What both engines must agree on, per instance."""
     out: dict[str, Any] = {}
     for r in results:
-        key = r.labels.get("slo", "")
+        key = next(iter(r.labels.values()), "")  # the one group_by label: `slo` (Parquet) or `group` (stream)
         out[key] = {
             "sli": None if r.sli is None else round(r.sli, 12),
             "burn": {w: None if v is None else round(v, 9) for w, v in r.burn_rates.items()},
@@ -250,14 +253,15 @@ class TreeSampler:
 
 
 def measure(
-    argv: list[str], others: list[int] | None = None
+    argv: list[str], others: list[int] | None = None, stderr_to: Path | None = None
 ) -> tuple[dict[str, Any], float, float, float, TreeSampler]:
     """Run a child engine; (its JSON result, wall seconds, peak tree RSS in MiB, tree CPU seconds, and a sampler
     of the `others` trees (the standalone workers, whose executors do the work) over the same time)."""
     from pulse.lifecycle import Periodic
 
     started = time.perf_counter()
-    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO)
+    err = open(stderr_to, "w") if stderr_to is not None else subprocess.DEVNULL  # noqa: SIM115 - closed below
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, text=True, cwd=REPO)
     mine, theirs = TreeSampler([child.pid]), TreeSampler(others or [])
     base = {pid: _cpu_ticks(pid) for pid in others or []}  # the workers' own CPU before this run
 
@@ -268,6 +272,8 @@ def measure(
     sampler = Periodic("bench-sampler", 0.2, sample, fixed_rate=False)
     sampler.start()
     out, _ = child.communicate()
+    if stderr_to is not None:
+        err.close()  # type: ignore[union-attr]
     sampler.stop(timeout_s=30)
     if child.returncode != 0:
         raise SystemExit(f"{argv[-1]} engine failed with exit {child.returncode}")
@@ -284,7 +290,11 @@ def main() -> None:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--standalone", action="store_true", help="also run on a standalone cluster of 2 workers")
     parser.add_argument("--data", type=Path, help="reuse (or create) the data here instead of a temporary dir")
-    parser.add_argument("--engine", choices=["spark", "pandas"], help=argparse.SUPPRESS)
+    parser.add_argument("--stream", action="store_true", help="also the stream's warm cycles (a 1-node Kafka)")
+    parser.add_argument("--cycles", type=int, default=5, help="warm stream cycles of one new minute each")
+    parser.add_argument("--backlog", type=int, default=100_000, help="events per backlog read by the stream")
+    parser.add_argument("--engine", choices=["spark", "pandas", "stream"], help=argparse.SUPPRESS)
+    parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
     parser.add_argument("--figures-out", type=Path, help="also write the figures as JSON (bench/compare.py)")
     args = parser.parse_args()
     if args.engine == "spark":
@@ -292,6 +302,12 @@ def main() -> None:
         return
     if args.engine == "pandas":
         print(json.dumps(run_pandas(args.data)))
+        return
+    if args.engine == "stream":
+        from slo_stream_cycle import run_stream
+
+        found = run_stream(args.data, args.bootstrap, args.master, args.slos, AT, args.cycles, args.backlog)
+        print(json.dumps(found))
         return
     with tempfile.TemporaryDirectory(prefix="slo-bench-") as scratch:
         data = args.data or Path(scratch) / "buckets"
@@ -313,6 +329,15 @@ def main() -> None:
             table.append(_spark_row("Spark standalone, 2 workers x 1 core", run, True))
             digests[table[-1][0]] = table[-1][1]
         pandas, pandas_wall, pandas_mib, pandas_cpu, _ = measure([*base, "pandas"])
+        streamed = None
+        if args.stream:
+            from slo_stream_cycle import measure_stream
+
+            try:
+                streamed = measure_stream([*base, "stream", "--master", args.master, "--slos", str(args.slos)], args)
+                digests["stream (refilled 30 days)"] = streamed[0]["digest"]
+            except SystemExit as failed:  # the batch and pandas figures are still printed
+                print(f"stream: {failed}")
         load = os.getloadavg()[0]
         print(f"data: {args.slos} SLOs x {args.days} d x 1440 min, {size_mib:.0f} MiB Parquet; load average {load:.1f}")
         print(
@@ -326,12 +351,18 @@ def main() -> None:
             f"| pandas (1 core) | {pandas['eval_s']:.1f} | - | - | {pandas_wall:.1f} | {pandas_cpu:.1f} "
             f"| {pandas_mib:.0f} | - | - |"
         )
+        if streamed is not None:
+            from slo_stream_cycle import report_stream
+
+            report_stream(streamed, pandas["eval_s"], local[0]["warm_eval_s"])
         for name, digest_of in digests.items():
             print(f"{name}: results agree with pandas: {digest_of == pandas['digest']}")
         print(f"instances: {pandas['instances']} (pandas)")
         log, at = FigureLog("slo_bench"), f"{args.slos} SLOs x {args.days} d, Spark {args.master}"
         log.add("slo.evaluation", at, local[0]["eval_s"], "s", peer=pandas["eval_s"])
         log.add("slo.peak_rss", at, local[2], "MiB", peer=pandas_mib)
+        if streamed is not None:
+            log.add("slo.stream_warm_cycle", at, streamed[0]["cycle_median_s"], "s", peer=local[0]["warm_eval_s"])
         log.write(args.figures_out)
 
 

@@ -53,6 +53,23 @@ class RunningSums:
         later = np.arange(minute, found.last + 1) % self.capacity
         found.cum[later] += delta
 
+    def has(self, key: tuple[str, str]) -> bool:
+        return key in self._keys
+
+    def load(self, key: tuple[str, str], minutes: np.ndarray, values: FloatArray) -> None:
+        """A key not seen yet, all at once: `values[i]` is minute `minutes[i]`'s (unique minutes, any order); as
+        `set` per minute would leave it, in one cumulative sum instead of a pass per minute (a restart's refill)."""
+        if key in self._keys:
+            raise ValueError(f"{key} already has sums")
+        last = int(minutes.max())
+        first = last - self.capacity + 1
+        kept = minutes >= first
+        dense = np.zeros((self.capacity, len(COLUMNS)))
+        dense[minutes[kept] - first] = values[kept]
+        cum = np.zeros_like(dense)
+        cum[(first + np.arange(self.capacity)) % self.capacity] = np.cumsum(dense, axis=0)
+        self._keys[key] = _Instance(cum, last)
+
     def _extend(self, found: _Instance, minute: int) -> None:
         """Sum the minutes (last, minute] as empty: each holds the last sum."""
         carried = found.cum[found.last % self.capacity].copy()
@@ -67,5 +84,5 @@ class RunningSums:
         through = np.minimum(minutes - 1, found.last)
         if len(through) and int(through.min()) <= found.last - self.capacity:
             raise ValueError(f"minute {int(through.min())} is older than the ring of {self.capacity} minutes")
-        found_sums: np.ndarray = found.cum[through % self.capacity]
+        found_sums: np.ndarray = found.cum.take(through % self.capacity, axis=0)  # take: half fancy indexing's time
         return found_sums

@@ -14,7 +14,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import pyarrow.dataset as pads
+import pyarrow as pa
 import sqlglot
 from pydantic import ValidationError
 from sqlglot import exp
@@ -43,6 +43,7 @@ from slo.policy import (
     parse_duration_s,
     threshold,
 )
+from slo.source_columns import source_problems
 from slo.sql_allowlist import expression_refusals, substitution_refusal
 
 
@@ -171,12 +172,6 @@ def _factor(pair: BurnWindowSpec, period_s: int, long_s: int) -> Fraction:
 _STATEMENTS = (exp.Query, exp.DDL, exp.DML, exp.Command, exp.Block)
 
 
-def sql_columns(text: str) -> set[str]:
-    """Column names a Spark SQL expression reads, lower-cased (Spark resolves names case-insensitively)."""
-    tree = sqlglot.parse_one(text, read="spark")
-    return {column.name.lower() for column in tree.find_all(exp.Column)}
-
-
 def _sql_problems(text: str) -> list[str]:
     """Why `text` is not a row-level Spark SQL expression, checked with sqlglot's Spark dialect."""
     if not text.strip():
@@ -254,42 +249,16 @@ def to_model(spec: SloSpec, base_dir: Path | None) -> model.Slo:
     )
 
 
-def source_problems(slo: model.Slo) -> list[tuple[Loc, str]]:
-    """Filesystem checks: the source directory exists, holds Parquet files, and has the columns the SLO reads."""
-    if not isinstance(slo.source, model.EventsSource):
-        return []
-    path = slo.source.path
-    if not path.exists():
-        return [(("source", "path"), f"'{path}' does not exist")]
-    if not path.is_dir():
-        return [(("source", "path"), f"'{path}' is not a directory of Parquet files")]
-    if next(path.rglob("*.parquet"), None) is None:
-        return [(("source", "path"), f"'{path}' holds no .parquet files: the source is empty")]
-    try:
-        schema = pads.dataset(path, format="parquet", partitioning="hive", exclude_invalid_files=True).schema
-    except (OSError, ValueError) as exc:
-        return [(("source", "path"), f"'{path}': cannot read the Parquet schema: {exc}")]
-    columns = {name.lower() for name in schema.names}
-    known = ", ".join(schema.names)
-    problems: list[tuple[Loc, str]] = []
-    if "time" not in columns:
-        problems.append((("source", "path"), f"'{path}' has no `time` column (columns: {known})"))
-    reads: list[tuple[Loc, Iterable[str]]] = [(("good",), sql_columns(slo.good)), (("total",), sql_columns(slo.total))]
-    if slo.source.filter is not None:
-        reads.append((("source", "filter"), sql_columns(slo.source.filter)))
-    reads.append((("group_by",), [label.lower() for label in slo.group_by]))
-    for loc, names in reads:
-        missing = sorted(set(names) - columns)
-        if missing:
-            problems.append((loc, f"unknown column(s) {', '.join(missing)} in '{path}' (columns: {known})"))
-    return problems
-
-
 # --- loading --------------------------------------------------------------------------------------------------
 
 
 def _parse(
-    entries: Sequence[Any], where: str, base_dir: Path | None, check_sources: bool, names: list[tuple[str, str]]
+    entries: Sequence[Any],
+    where: str,
+    base_dir: Path | None,
+    check_sources: bool,
+    names: list[tuple[str, str]],
+    streamed: Mapping[str, pa.Schema] | None = None,
 ) -> tuple[list[model.Slo], list[str]]:
     """The valid entries' SLOs, and a line per problem of the others; appends (key path, name) to `names`."""
     problems: list[str] = []
@@ -314,7 +283,7 @@ def _parse(
             found = _check_slo(spec)
             if not found:
                 slo = to_model(spec, base_dir)
-                found = source_problems(slo) if check_sources else []
+                found = source_problems(slo, streamed) if check_sources else []
                 if not found:
                     slos.append(slo)
             problems += [f"{where}: {format_key_path((*prefix, *loc))}: {why}" for loc, why in found]
@@ -326,16 +295,18 @@ def parse_slos(
     base_dir: Path | None,
     check_sources: bool = True,
     base_dirs: Mapping[str, Path] | None = None,
+    streamed: Mapping[str, pa.Schema] | None = None,
 ) -> list[model.Slo]:
     """Validate groups of `slos:` entries (our form or OpenSLO v1), each named by where it comes from (the config
     file, a spec file); InvalidSpec lists every problem, one a line, as `<where>: slos[i].key: reason`. Relative
-    source paths are taken from `base_dirs[where]`, else from `base_dir`."""
+    source paths are taken from `base_dirs[where]`, else from `base_dir`; `streamed` as for `source_problems`."""
     problems: list[str] = []
     slos: list[model.Slo] = []
     names: list[tuple[str, str]] = []
     for where, entries in groups:
         directory = (base_dirs or {}).get(where, base_dir)
-        found, wrong = _parse(openslo.resolve_references(list(entries)), where, directory, check_sources, names)
+        resolved = openslo.resolve_references(list(entries))
+        found, wrong = _parse(resolved, where, directory, check_sources, names, streamed)
         slos += found
         problems += wrong
     first: dict[str, str] = {}
@@ -370,11 +341,16 @@ def read_spec_file(path: Path) -> list[Any]:
 
 
 def load_slos(
-    config: PulseConfig, config_source: str, base_dir: Path | None, check_sources: bool = True
+    config: PulseConfig,
+    config_source: str,
+    base_dir: Path | None,
+    check_sources: bool = True,
+    streamed: Mapping[str, pa.Schema] | None = None,
 ) -> list[model.Slo]:
     """Every SLO of a config: the inline `slos:` and those of the `slo.spec` file, validated together; relative
     source paths are relative to the file that names them. `check_sources=False` skips reading the event sources'
-    Parquet schemas (rule generation must not need the directories of SLOs it skips)."""
+    Parquet schemas (rule generation must not need the directories of SLOs it skips); `streamed` (kind -> schema
+    on Kafka) checks the streamed kinds' columns against those schemas instead."""
     groups: list[tuple[str, Sequence[Any]]] = []
     dirs: dict[str, Path] = {}
     if config.slos:
@@ -384,7 +360,7 @@ def load_slos(
         dirs[str(config.slo.spec)] = config.slo.spec.parent
     if not any(entries for _, entries in groups):
         raise InvalidSpec(f"{config_source}: no SLOs: add entries under `slos:` or point `slo.spec` at a spec file")
-    return parse_slos(groups, base_dir, check_sources=check_sources, base_dirs=dirs)
+    return parse_slos(groups, base_dir, check_sources=check_sources, base_dirs=dirs, streamed=streamed)
 
 
 def describe(slos: Iterable[model.Slo]) -> Mapping[str, str]:

@@ -12,7 +12,6 @@ once with the checkpoint) and folds them into running sums (slo/bucket_sums.py) 
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -29,7 +27,8 @@ from pyspark.sql.streaming import StreamingQuery
 
 from pulse.errors import ConfigError
 from slo.bucket_sums import RunningSums
-from slo.buckets import BUCKET_SCHEMA, add_buckets, evaluate_sums, read_table, ring_minutes
+from slo.bucket_table import BucketTable
+from slo.buckets import BUCKET_SCHEMA, add_buckets, evaluate_sums, ring_minutes
 from slo.job import prepare
 from slo.model import EventsSource, Slo
 from slo.results import SloResult
@@ -109,8 +108,10 @@ class Topic:
 class StreamSettings:
     kafka: Mapping[str, str]
     """`spark_kafka_options` of the SLI cluster."""
-    checkpoint: Path
-    buckets: Path
+    checkpoint: str
+    """Spark's checkpoint location, a local path or a Hadoop filesystem URL (pulse/locations.py), passed as is."""
+    buckets: str
+    """The bucket table's location, likewise (slo/bucket_table.py)."""
     watermark_s: int = 120
     """Events later than this behind the newest event time seen are not counted (Spark drops them)."""
     trigger_s: float = 60.0
@@ -227,7 +228,8 @@ skew, or `--at` before the newest events) leave the window still in the ring."""
 
 class BucketStream:
     """The running stream: writes each micro-batch's buckets to the table and keeps the sums the cycles evaluate.
-    On start the sums are refilled from the table, so a restart evaluates what it evaluated before."""
+    On start the sums are refilled from the table, so a restart evaluates what it evaluated before; a table at a
+    URL is read and written through Spark, a local one with pyarrow."""
 
     def __init__(self, slos: Sequence[Slo], settings: StreamSettings) -> None:
         self.slos = list(slos)
@@ -238,14 +240,16 @@ class BucketStream:
         self.late_dropped = 0
         """Events not counted because they came later than the watermark, since this process started."""
         self._progress_seen = -1
-        settings.buckets.mkdir(parents=True, exist_ok=True)
-        add_buckets(self.sums, self.slos, read_table(settings.buckets))
+        self.table = BucketTable(settings.buckets)
 
     def start(self, spark: SparkSession, topics: Mapping[str, Topic], available_now: bool = False) -> StreamingQuery:
+        """Refill the sums from the table, then start the query (it resumes from the checkpoint, if any)."""
+        self.table.prepare(spark)
+        add_buckets(self.sums, self.slos, self.table.read(spark))
         writer = (
             bucket_frame(spark, self.slos, topics, self.settings)
             .writeStream.outputMode("update")
-            .option("checkpointLocation", str(self.settings.checkpoint))
+            .option("checkpointLocation", self.settings.checkpoint)
             .foreachBatch(self._batch)
             .queryName("kafka-pulse-slo-stream")
         )
@@ -256,7 +260,7 @@ class BucketStream:
         return writer.start()
 
     def _batch(self, frame: DataFrame, batch_id: int) -> None:
-        """foreachBatch: the batch's buckets as `part-<batch id>.parquet` (renamed into place whole), then the sums."""
+        """foreachBatch: the batch's buckets as the table's entry `part-<batch id>`, then the sums."""
         rows = frame.collect()
         names = [s.name for s in self.slos]
         table = pa.Table.from_pylist(
@@ -276,13 +280,7 @@ class BucketStream:
             ],
             schema=BUCKET_SCHEMA,
         )
-        if table.num_rows:
-            final = self.settings.buckets / f"part-{batch_id:012d}.parquet"
-            staged = self.settings.buckets / f".part-{batch_id:012d}.parquet.tmp"
-            pq.write_table(table, staged, compression="zstd")
-            with open(staged, "rb") as handle:
-                os.fsync(handle.fileno())
-            os.replace(staged, final)
+        self.table.write(frame.sparkSession, table, batch_id)
         with self._lock:
             add_buckets(self.sums, self.slos, table)
             self.batches += 1

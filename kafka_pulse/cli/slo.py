@@ -36,14 +36,20 @@ def parse_time(text: str | None, option: str) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def _load(config_path: Path | None) -> tuple[list[Slo], SloConfig]:
-    """Validated SLOs and the `slo:` section; raises InvalidSpec before anything starts Spark."""
+def _load(config_path: Path | None, streamed: bool = False) -> tuple[list[Slo], SloConfig]:
+    """Validated SLOs and the `slo:` section; raises InvalidSpec before anything starts Spark. `streamed`: the
+    SLOs are read from the SLI sink's topics, so their columns are checked against the rows there, not Parquet."""
     from slo import load_slos
 
     config = load_or_default(config_path, os.environ)
     source = str(config_path) if config_path is not None else "config"
     base_dir = config_path.parent if config_path is not None else Path.cwd()
-    return load_slos(config, source, base_dir), config.slo
+    schemas = None
+    if streamed:
+        from kafka_pulse.runner.slo_stream import sink_topics
+
+        schemas = {kind: topic.schema for kind, topic in sink_topics(config).items()}
+    return load_slos(config, source, base_dir, streamed=schemas), config.slo
 
 
 T = TypeVar("T")

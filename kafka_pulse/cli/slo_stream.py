@@ -21,8 +21,8 @@ from kafka_pulse.clusters import load_or_default, resolve_cluster
 @click.option(
     "--state-dir",
     "state",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Checkpoint (`checkpoint/`) and bucket table (`buckets/`) here (default: <state dir>/slo-stream).",
+    help="Checkpoint (`checkpoint/`) and bucket table (`buckets/`) here: a directory or a Hadoop filesystem URL "
+    "(file:///..., hdfs://..., s3a://...) (default: slo.stream_dir, else <state dir>/slo-stream).",
 )
 @click.option("--watermark", default="2m", show_default=True, help="How late an event may arrive and still count.")
 @click.option("--trigger", default="1m", show_default=True, help="Time between micro-batches and evaluations.")
@@ -31,7 +31,7 @@ from kafka_pulse.clusters import load_or_default, resolve_cluster
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def stream(
     config_path: Path | None,
-    state: Path | None,
+    state: str | None,
     watermark: str,
     trigger: str,
     once: bool,
@@ -40,7 +40,8 @@ def stream(
 ) -> None:
     """Evaluate the SLOs continuously from the SLI sink's topics (Spark Structured Streaming)."""
     from kafka_pulse.cli.slo import _load, _print_results, parse_time
-    from kafka_pulse.runner.slo_stream import sink_topics, stream_settings
+    from kafka_pulse.runner.slo_stream import sink_topics, stream_root, stream_settings
+    from pulse.locations import check_location, shown
     from pulse.paths import cache_dir, state_dir
     from slo import BucketStream, package_settings, parse_duration_s, spark_session
 
@@ -48,10 +49,15 @@ def stream(
         watermark_s, trigger_s = parse_duration_s(watermark), parse_duration_s(trigger)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
-    slos, settings = _load(config_path)
+    try:
+        chosen = check_location(state) if state is not None else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--state-dir") from None
+    slos, settings = _load(config_path, streamed=True)
     config = load_or_default(config_path, os.environ)
     cluster = resolve_cluster(config, config.sli_sink.cluster, dev_home())
-    root = state if state is not None else state_dir() / "slo-stream"
+    root = chosen if chosen is not None else stream_root(settings.stream_dir, state_dir())
+    click.echo(f"slo stream: checkpoint and bucket table under {shown(root)}", err=True)
     runner = BucketStream(slos, stream_settings(cluster, root, watermark_s, trigger_s))
     spark = spark_session(
         settings.spark_master, extra=package_settings(cache_dir()), driver_memory=settings.driver_memory

@@ -35,15 +35,23 @@ def sink_topics(config: PulseConfig) -> dict[str, Topic]:
     }
 
 
-def stream_settings(cluster: ClusterConfig, root: Path, watermark_s: float, trigger_s: float) -> StreamSettings:
-    """The stream reading `cluster` (the SLI sink's), its checkpoint and bucket table under `root`."""
+def stream_root(configured: str | None, state_dir: Path) -> str:
+    """Where the stream keeps its state: `slo.stream_dir` (a path or a URL, already checked) or
+    `<state dir>/slo-stream`."""
+    return configured if configured is not None else str(state_dir / "slo-stream")
+
+
+def stream_settings(cluster: ClusterConfig, root: str, watermark_s: float, trigger_s: float) -> StreamSettings:
+    """The stream reading `cluster` (the SLI sink's), its checkpoint and bucket table under `root` (a local path or
+    a Hadoop filesystem URL, handed to Spark as written)."""
+    from pulse.locations import join
     from pulse.profile import client_config
     from slo import StreamSettings, spark_kafka_options
 
     return StreamSettings(
         kafka=spark_kafka_options(client_config(cluster)),
-        checkpoint=root / "checkpoint",
-        buckets=root / "buckets",
+        checkpoint=join(root, "checkpoint"),
+        buckets=join(root, "buckets"),
         watermark_s=int(watermark_s),
         trigger_s=float(trigger_s),
     )

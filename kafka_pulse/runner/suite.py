@@ -31,7 +31,7 @@ from kafka_pulse.runner.assembly import (
 from kafka_pulse.runner.audit_reconcile import ReconcileCollector, build_reconcile
 from kafka_pulse.runner.heartbeat import add_self_health
 from kafka_pulse.runner.slo_schedule import SloSchedule, SloScheduleCollector
-from kafka_pulse.runner.slo_stream import StreamEvaluator, sink_topics, stream_settings
+from kafka_pulse.runner.slo_stream import StreamEvaluator, sink_topics, stream_root, stream_settings
 from pulse.alerts import AlertSink
 from pulse.config import ClusterConfig, PulseConfig
 from pulse.errors import ConfigError
@@ -126,7 +126,10 @@ class Suite:
             return []
         from slo import load_slos
 
-        return list(load_slos(config, config_source, base_dir))
+        streamed = None
+        if config.slo.engine == "stream":  # read from the SLI sink's topics: no Parquet needed at `path`
+            streamed = {kind: topic.schema for kind, topic in sink_topics(config).items()}
+        return list(load_slos(config, config_source, base_dir, streamed=streamed))
 
     def _slo_schedule(self, slos: list[Any], dev_home: Path, state_dir: Path) -> None:
         if not slos:
@@ -159,8 +162,8 @@ class Suite:
         self.assembly.add([Part("slo", schedule, description)])
 
     def _slo_stream(self, slos: list[Any], dev_home: Path, state_dir: Path) -> StreamEvaluator:
-        """`slo.engine: stream`: the SLOs read from the SLI sink's topics on `sli_sink.cluster`; state under the state
-        directory's `slo-stream/`, as `slo stream` keeps it."""
+        """`slo.engine: stream`: the SLOs read from the SLI sink's topics on `sli_sink.cluster`; state under
+        `slo.stream_dir` or the state directory's `slo-stream/`, as `slo stream` keeps it."""
         config = self.config
         try:
             cluster = (
@@ -168,7 +171,7 @@ class Suite:
             )
         except ConfigError as exc:
             raise ConfigError(f"slo.engine stream: sli_sink.cluster: {exc}") from exc
-        root = state_dir / "slo-stream"
+        root = stream_root(config.slo.stream_dir, state_dir)
         settings = stream_settings(cluster, root, config.slo.stream_watermark_s, config.slo.schedule_s)
         evaluator = StreamEvaluator(slos, settings, sink_topics(config))
         self.registry.register(evaluator)

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from pulse.config.outbound import HttpClientConfig
-from pulse.config.types import ExistingFile, HttpUrl, PositiveSeconds, Section, http_url
+from pulse.config.types import ExistingFile, HttpUrl, PositiveSeconds, Section, StorageLocation, http_url
 from pulse.names import LABEL_NAME, SLO_NAME
 
 
@@ -37,6 +37,10 @@ class SloConfig(Section):
     kept since the last one (`slo stream`'s engine, docs/slo.md, "Streaming from Kafka")."""
     stream_watermark_s: PositiveSeconds = 120.0
     """With `engine: stream`: how late an event may arrive and still count (`slo stream --watermark`)."""
+    stream_dir: StorageLocation | None = None
+    """Where the stream keeps its checkpoint (`checkpoint/`) and bucket table (`buckets/`): a local directory or a
+    URL Spark writes to as given (`file:///...`, `hdfs://namenode:8020/...`, `s3a://bucket/...`), so executors on
+    other hosts need no shared mount; default `<state dir>/slo-stream` (`slo stream --state-dir` overrides it)."""
 
     @field_validator("driver_memory")
     @classmethod

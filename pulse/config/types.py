@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, ValidationInfo
 
 from pulse.envsubst import config_problem
+from pulse.locations import check_location
 from pulse.names import NAME, TOPIC_NAME
 from pulse.redact import redact_url
 
@@ -152,6 +153,10 @@ def _resolve_dir(path: Path, info: ValidationInfo) -> Path:
     return base_dir / path if base_dir is not None and not path.is_absolute() else path
 
 
+def _check_location(location: str, info: ValidationInfo) -> str:
+    return check_location(location, _base_dir(info))
+
+
 def http_url(example: str) -> AfterValidator:
     """An http(s) URL with a host, trailing `/` dropped; a refusal shows `example` (the service's usual address)."""
 
@@ -189,6 +194,9 @@ ExistingFile = Annotated[Path, AfterValidator(_check_existing_file)]
 """A file that must exist; relative paths are relative to the config file's directory."""
 ConfigRelativeDir = Annotated[Path, AfterValidator(_resolve_dir)]
 """A directory relative to the config file's directory; it need not exist yet."""
+StorageLocation = Annotated[str, AfterValidator(_check_location)]
+"""A local directory (relative to the config file's directory) or a Hadoop filesystem URL handed to Spark as written
+(pulse/locations.py)."""
 HttpUrl = Annotated[str, http_url("http://127.0.0.1:9093")]
 MAX_SECONDS = 31 * 86_400
 """Longest duration any `_s` key takes (a month): longer is a typo (ms for s) that would silence a component."""

@@ -366,6 +366,22 @@ CASES = [
         ),
         id="canary-interval-zero",
     ),
+    pytest.param(
+        Case(
+            _set("slo", "stream_dir", value="s3://bucket/kafka-pulse"),
+            "slo.stream_dir: 's3://bucket/kafka-pulse': s3:// is not a Hadoop filesystem Spark knows (one of "
+            "file://, hdfs://, viewfs://, webhdfs://, swebhdfs://, s3a://, gs://, abfs://, abfss://, wasb://, "
+            "wasbs://, oss://, cosn://, ofs://, o3fs://)",
+        ),
+        id="slo-stream-dir-unknown-scheme",
+    ),
+    pytest.param(
+        Case(
+            _set("slo", "stream_dir", value="hdfs://user:hunter2@/kafka-pulse"),
+            "slo.stream_dir: 'hdfs://***@/kafka-pulse': hdfs:// needs an authority (a host, bucket or container)",
+        ),
+        id="slo-stream-dir-no-host-and-the-password-not-shown",
+    ),
 ]
 
 

@@ -206,6 +206,29 @@ def test_an_empty_source_directory_is_refused(tmp_path: Path, events: Path) -> N
     ]
 
 
+def test_a_streamed_slo_is_checked_against_the_rows_on_kafka_not_parquet_at_its_path(tmp_path: Path) -> None:
+    # `slo stream` and `run` with `slo.engine: stream` read the sink's topics: `path` need not exist, but a column
+    # the stream's rows do not have is still refused, naming the key.
+    streamed = {"events": pa.schema([("time", pa.string()), ("cluster", pa.string()), ("produce_ok", pa.bool_())])}
+    entry = {
+        "name": "produce",
+        "source": {"type": "events", "path": str(tmp_path / "nowhere"), "filter": "cluster = 'prod'"},
+        "good": "produce_ok",
+        "total": "true",
+        "objective": 99.9,
+    }
+    (slo,) = parse_slos([("pulse.yaml", [entry])], None, streamed=streamed)
+    assert isinstance(slo.source, EventsSource) and not slo.source.path.exists()
+    with pytest.raises(InvalidSpec) as info:
+        parse_slos([("pulse.yaml", [entry | {"good": "consume_ok"}])], None, streamed=streamed)
+    assert str(info.value) == (
+        "pulse.yaml: slos[0].good: unknown column(s) consume_ok in the events stream's rows "
+        "(columns: time, cluster, produce_ok)"
+    )
+    lines = refused([entry])  # the batch job still needs its Parquet
+    assert lines == [f"pulse.yaml: slos[0].source.path: '{tmp_path / 'nowhere'}' does not exist"]
+
+
 def test_prometheus_source(events: Path) -> None:
     spec = valid(events) | {
         "source": {"type": "prometheus", "url": "http://127.0.0.1:9090/"},
