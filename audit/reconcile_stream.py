@@ -55,7 +55,7 @@ class ReconcileStream:
     def __init__(
         self,
         deadline_s: int,
-        checkpoint: Path,
+        checkpoint: str | Path,
         *,
         counted_groups: frozenset[str] = frozenset(),
         log: FindingsLog | None = None,

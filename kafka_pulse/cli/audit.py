@@ -80,7 +80,7 @@ def reconcile(config_path: Path | None, state: Path | None, deadline: str | None
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     cluster = resolve_cluster(config, config.sli_sink.cluster, dev_home())
-    root = state if state is not None else state_dir() / "audit-reconcile-cli"
+    root = str(state if state is not None else state_dir() / "audit-reconcile-cli")
     settings = stream_settings(cluster, root, deadline_s, settings_.trigger_s)
     stream = ReconcileStream(
         int(deadline_s), settings.checkpoint, counted_groups=frozenset(settings_.counted_groups),

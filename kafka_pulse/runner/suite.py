@@ -191,7 +191,8 @@ class Suite:
         except ConfigError as exc:
             raise ConfigError(f"audit.reconcile: sli_sink.cluster: {exc}") from exc
         reconcile = config.audit.reconcile
-        settings = stream_settings(cluster, state_dir / "audit-reconcile", reconcile.deadline_s, reconcile.trigger_s)
+        root = str(state_dir / "audit-reconcile")
+        settings = stream_settings(cluster, root, reconcile.deadline_s, reconcile.trigger_s)
         session = _spark_factory(config.slo.spark_master, config.slo.driver_memory, stream=True)
         runner = build_reconcile(config, settings, session, state_dir, not schedule_owns_spark, self.sink)
         self.registry.register(ReconcileCollector(runner))
