@@ -7,30 +7,20 @@ the broker-side audit are tested on Kafka in test_audit.py), minutes in the past
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-import yaml
 
 from audit import BROKER_STREAM, CLIENT_STREAM, MinuteAudit
 from audit.minutes import MINUTE_MS, minute_of
 from audit.streams import ClientOrigin, broker_table, client_table
-from kafka_pulse.clusters import dev_cluster_config
 from pulse.sli_sink import SliSink
 from tests.fixtures.kafka import KafkaHandle
-from tests.integration.audit.conftest import read_stream
+from tests.integration.audit.conftest import read_stream, reconcile_once
 
 pytestmark = pytest.mark.integration
-
-REPO = Path(__file__).resolve().parents[3]
-RECONCILE_TIMEOUT_S = 600.0
-"""The command starts its own JVM with Spark's Kafka source (from the Ivy cache after the first run)."""
 
 
 def counts(minute_ms: int, **given: int) -> dict[str, object]:
@@ -76,16 +66,7 @@ def test_the_reconciliation_reads_both_topics_and_finds_what_went_astray(
     read_stream(kafka, sink_prefix, CLIENT_STREAM, sum(t.num_rows for t in client))
     read_stream(kafka, sink_prefix, BROKER_STREAM, broker.num_rows)
 
-    config = tmp_path / "pulse.yaml"
-    cluster = dev_cluster_config(kafka.cluster).model_dump(mode="json")
-    sli_sink = {"cluster": cluster["name"], "topic_prefix": sink_prefix}
-    config.write_text(yaml.safe_dump({"clusters": [cluster], "sli_sink": sli_sink}))
-    argv = [sys.executable, "-m", "kafka_pulse.cli.audit", "reconcile", "--config", str(config)]
-    argv += ["--state-dir", str(tmp_path / "reconcile"), "--deadline", "5m", "--once", "--json"]
-    env = {**os.environ, "PYTHONPATH": str(REPO), "KAFKA_PULSE_HOME": str(tmp_path / "home")}
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=RECONCILE_TIMEOUT_S, check=False)
-    assert done.returncode == 0, done.stderr[-4000:]
-    got = json.loads(done.stdout[done.stdout.index("{") :])
+    got = reconcile_once(kafka, sink_prefix, tmp_path, "5m")
 
     def iso(ms: int) -> str:
         return datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")

@@ -9,29 +9,24 @@ same window" is defined in docs/metrics.md (Canary, "Availability attribution") 
 
 from __future__ import annotations
 
-import dataclasses
 import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, ElectionType, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from canary.events import ProbeResult
 from canary.producer import departure_grace_s
 from canary.service import CanaryService, RoundRecord
-from canary.topic import kafka_python, read_layout, read_log_offsets
-from devstack.cluster import DevCluster
-from devstack.runtime import DEFAULT_VERSION
-from devstack.topology import FAST_FENCING, Security
+from canary.topic import read_layout, read_log_offsets
 from pulse.errors import KafkaUnavailable
 from pulse.paths import cache_dir
 from pulse.polling import poll
+from tests.fixtures.faults import elect_unclean, fast_fencing_cluster, quorum_leader
 from tests.fixtures.kafka import KafkaHandle
-from tests.fixtures.logs import register_log
 from tests.integration.canary.canary_support import await_healthy, running_canary, sample
 
 pytestmark = pytest.mark.integration
@@ -56,20 +51,7 @@ be read once its partition has a new leader, which took up to 17 s under that lo
 
 @pytest.fixture(scope="module")
 def faulty_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaHandle]:
-    home: Path = tmp_path_factory.mktemp("kafka-canary-faults")
-    planned = DevCluster.plan(home, 3, DEFAULT_VERSION, Security.PLAINTEXT)
-    cluster = DevCluster(home, dataclasses.replace(planned.spec, broker_overrides=FAST_FENCING))
-    for node in cluster.spec.nodes:
-        register_log(f"kafka-canary-faults node {node.node_id}", cluster.log_path(node.node_id))
-    started = time.monotonic()
-    try:
-        cluster.up(cache_dir())
-        yield KafkaHandle(cluster, time.monotonic() - started)
-    finally:
-        for node in cluster.spec.nodes:
-            if cluster.is_running(node.node_id):
-                cluster.resume(node.node_id)  # a frozen JVM ignores SIGTERM until continued
-        cluster.down(keep_data=True)
+    yield from fast_fencing_cluster(tmp_path_factory.mktemp("kafka-canary-faults"), "kafka-canary-faults")
 
 
 def first_drop(service: CanaryService, broker: int, after_round: int) -> RoundRecord:
@@ -95,16 +77,6 @@ def fenced(service: CanaryService, broker: int) -> bool:
     if service.view.partitions_led().get(broker, 0) != 0:
         return False
     return all(broker not in service.view.leader(p).in_sync for p in service.view.partitions())
-
-
-def quorum_leader(kafka: KafkaHandle) -> int:
-    """The node leading the KRaft metadata quorum (the active controller), from DescribeQuorum."""
-    admin = kafka_python().KafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers.split(","), client_id="quorum")
-    try:
-        quorum = admin.describe_metadata_quorum()
-    finally:
-        admin.close()
-    return int(quorum["topics"][0]["partitions"][0]["leader_id"])
 
 
 def check_kill(canary: CanaryService, events: list[ProbeResult], victim: int, killed_s: float, before: int) -> None:
@@ -201,20 +173,6 @@ def log_end(reader: Consumer, topic: str) -> int:
         return read_log_offsets(reader, topic, {0: None}, True, 5.0).get(0, -1)
     except KafkaUnavailable:
         return -1
-
-
-def elect_unclean(kafka: KafkaHandle, tp: TopicPartition, live: set[int]) -> object:
-    """None once `tp` has a leader by unclean election; else why not (no live replica yet, a timeout...). A fresh
-    client bootstrapped from live nodes only, so it cannot keep waiting on a dead one as its controller."""
-    bootstrap = ",".join(f"127.0.0.1:{n.port}" for n in kafka.cluster.spec.nodes if n.node_id in live)
-    admin = AdminClient(kafka.client_config(**{"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000}))
-    try:
-        error = admin.elect_leaders(ElectionType.UNCLEAN, [tp]).result(timeout=15)[tp]
-    except (KafkaException, TimeoutError) as exc:
-        return exc
-    if error is not None and error.code() == KafkaError.ELECTION_NOT_NEEDED:
-        return None  # an earlier attempt whose answer timed out did it
-    return error
 
 
 def test_unclean_election_truncates_acknowledged_probes(faulty_kafka: KafkaHandle) -> None:
