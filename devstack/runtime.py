@@ -18,7 +18,8 @@ from pathlib import Path
 from pulse.errors import DependencyMissing, ProcessFailed
 
 DEFAULT_VERSION = "4.3.1"
-"""The current 4.x line; 4.4.0's POM names a kafka-tools-api jar Maven Central does not serve."""
+"""The current 4.x line. 4.4.0's broker and kafka-tools resolve and run (docs/cli.md, Kafka versions), but its
+connect-mirror and kafka-streams-examples jars are not served, so MirrorMaker 2 and WordCount stay on 4.3.1."""
 
 LEGACY_VERSION = "3.9.2"
 """The newest line Debian's Burrow 1.2.1 can read (4.x dropped ListOffsets v0)."""
@@ -30,6 +31,9 @@ DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 BROKER = ("kafka_2.13",)
 TOOLS = ("kafka-tools", "connect-mirror", "connect-runtime")
 """ProducerPerformance/ConsumerPerformance live in kafka-tools; MirrorMaker 2's driver in connect-mirror."""
+ADMIN_TOOLS = ("kafka-tools",)
+"""The admin commands alone (kafka-consumer-groups, kafka-share-groups, kafka-streams-groups): served for 4.4.0,
+whose connect-mirror is not, so a tool of the cluster's own version can describe its groups."""
 STREAMS_EXAMPLES = ("kafka-streams-examples",)
 """Kafka's own Streams demos (WordCountDemo) with kafka-streams: a real Streams application for the tests."""
 TEST_CLASSIFIER = "test"
@@ -104,6 +108,11 @@ def ensure_runtime(version: str, cache: Path, artifacts: tuple[str, ...] = BROKE
 def ensure_tools(version: str, cache: Path) -> KafkaRuntime:
     """The client-tools classpath (perf tools, MirrorMaker 2) for `version`."""
     return ensure_runtime(version, cache, TOOLS)
+
+
+def ensure_admin_tools(version: str, cache: Path) -> KafkaRuntime:
+    """The classpath of Kafka's admin commands for `version`, without Connect's jars."""
+    return ensure_runtime(version, cache, ADMIN_TOOLS)
 
 
 def ensure_streams_examples(version: str, cache: Path) -> KafkaRuntime:

@@ -25,12 +25,11 @@ from canary.producer import departure_grace_s
 from canary.service import CanaryService, RoundRecord
 from canary.topic import kafka_python, read_layout, read_log_offsets
 from devstack.cluster import DevCluster
-from devstack.runtime import DEFAULT_VERSION
 from devstack.topology import FAST_FENCING, Security
 from pulse.errors import KafkaUnavailable
 from pulse.paths import cache_dir
 from pulse.polling import poll
-from tests.fixtures.kafka import KafkaHandle
+from tests.fixtures.kafka import KAFKA_VERSION, KafkaHandle
 from tests.fixtures.logs import register_log
 from tests.integration.canary.canary_support import await_healthy, running_canary, sample
 
@@ -57,7 +56,7 @@ be read once its partition has a new leader, which took up to 17 s under that lo
 @pytest.fixture(scope="module")
 def faulty_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaHandle]:
     home: Path = tmp_path_factory.mktemp("kafka-canary-faults")
-    planned = DevCluster.plan(home, 3, DEFAULT_VERSION, Security.PLAINTEXT)
+    planned = DevCluster.plan(home, 3, KAFKA_VERSION, Security.PLAINTEXT)
     cluster = DevCluster(home, dataclasses.replace(planned.spec, broker_overrides=FAST_FENCING))
     for node in cluster.spec.nodes:
         register_log(f"kafka-canary-faults node {node.node_id}", cluster.log_path(node.node_id))

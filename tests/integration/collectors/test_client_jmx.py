@@ -27,7 +27,7 @@ from pulse.config import CollectorsConfig, JmxClientConfig
 from pulse.paths import cache_dir
 from pulse.polling import poll
 from pulse.ports import free_ports, is_listening
-from tests.fixtures.kafka import KafkaHandle, _start
+from tests.fixtures.kafka import KAFKA_VERSION, KafkaHandle, _start
 from tests.fixtures.logs import register_log
 from tests.fixtures.pulse_process import PulseProcesses
 from tests.support.mirrormaker import MirrorMaker, MirrorSpec
@@ -231,7 +231,7 @@ def mm2(kafka: KafkaHandle, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     with contextlib.ExitStack() as stack:
         start = contextlib.contextmanager(_start)
         home = tmp_path_factory.mktemp("mm2-target")
-        target = stack.enter_context(start(home, 1, DEFAULT_VERSION, Security.PLAINTEXT, "mm2-target"))
+        target = stack.enter_context(start(home, 1, KAFKA_VERSION, Security.PLAINTEXT, "mm2-target"))
         spec = MirrorSpec(kafka.bootstrap_servers, target.bootstrap_servers, topics=(topic,), source_brokers=3)
         mirrormaker = MirrorMaker(tmp_path_factory.mktemp("mm2-jmx"), spec, DEFAULT_VERSION, cache_dir(), jmx_port)
         register_log("mirrormaker2 (client JMX)", mirrormaker.log_path)
