@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from collectors.mapping import Family
 from collectors.service import CollectorService
 from devstack.perf_clients import PerfClient, start_consumer, start_producer
-from devstack.runtime import DEFAULT_VERSION, KafkaRuntime, ensure_tools
+from devstack.runtime import KafkaRuntime, ensure_tools
 from devstack.topology import Security
 from kafka_pulse.clusters import dev_cluster_config
 from pulse.config import CollectorsConfig, JmxClientConfig
@@ -42,7 +42,7 @@ Samples = dict[tuple[str, Labels], float]
 @pytest.fixture(scope="module")
 def tools() -> KafkaRuntime:
     """The client-tools classpath (`kafka-pulse dev fetch` gathers it; gathered here if it is not yet)."""
-    return ensure_tools(DEFAULT_VERSION, cache_dir())
+    return ensure_tools(KAFKA_VERSION, cache_dir())
 
 
 @pytest.fixture
@@ -233,7 +233,7 @@ def mm2(kafka: KafkaHandle, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         home = tmp_path_factory.mktemp("mm2-target")
         target = stack.enter_context(start(home, 1, KAFKA_VERSION, Security.PLAINTEXT, "mm2-target"))
         spec = MirrorSpec(kafka.bootstrap_servers, target.bootstrap_servers, topics=(topic,), source_brokers=3)
-        mirrormaker = MirrorMaker(tmp_path_factory.mktemp("mm2-jmx"), spec, DEFAULT_VERSION, cache_dir(), jmx_port)
+        mirrormaker = MirrorMaker(tmp_path_factory.mktemp("mm2-jmx"), spec, KAFKA_VERSION, cache_dir(), jmx_port)
         register_log("mirrormaker2 (client JMX)", mirrormaker.log_path)
         stack.callback(mirrormaker.stop)
         yield mirrormaker.start(MM2_START_TIMEOUT_S), topic

@@ -20,7 +20,7 @@ import yaml
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 from prometheus_client import CollectorRegistry, generate_latest
 
-from devstack.runtime import DEFAULT_VERSION, ensure_admin_tools, ensure_streams_examples
+from devstack.runtime import ensure_admin_tools, ensure_streams_examples
 from lag.assembly import LagRunner
 from lag.serve.routes import invalid_request
 from pulse.config import parse_config
@@ -98,7 +98,7 @@ class WordCount:
             "num.stream.threads": "1",
         }
         self.props.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
-        self.classpath = ensure_streams_examples(DEFAULT_VERSION, cache_dir()).classpath  # none served for 4.4.0
+        self.classpath = ensure_streams_examples(kafka.cluster.spec.kafka_version, cache_dir()).classpath
         self.processes: list[subprocess.Popen[bytes]] = []
 
     def start(self) -> subprocess.Popen[bytes]:
