@@ -108,10 +108,26 @@ def ensure_runtime(version: str, cache: Path, artifacts: tuple[str, ...] = BROKE
     return KafkaRuntime(version, libs)
 
 
+CONFIG_COMMAND_MOVED = (4, 4)
+"""From Kafka 4.4 ConfigCommand is `org.apache.kafka.tools.ConfigCommand` in kafka-tools, no longer
+`kafka.admin.ConfigCommand` in the broker's core jar."""
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """ "4.10.0" -> (4, 10, 0), so versions compare as numbers (pure)."""
+    return tuple(int(part) for part in version.split(".")[:3])
+
+
 def client_version(version: str) -> str:
     """The version of the client-side jars for a cluster of `version`: its own, never newer than CLIENT_VERSION
     (a 4.3 client speaks to a 4.4 broker; the KafkaRuntime returned carries the version it holds)."""
-    return min(version, CLIENT_VERSION, key=lambda v: tuple(int(p) for p in v.split(".")[:3]))
+    return min(version, CLIENT_VERSION, key=version_key)
+
+
+def config_command_main(version: str) -> str:
+    """ConfigCommand's main class in `version` (pure)."""
+    moved = version_key(version)[:2] >= CONFIG_COMMAND_MOVED
+    return "org.apache.kafka.tools.ConfigCommand" if moved else "kafka.admin.ConfigCommand"
 
 
 def ensure_tools(version: str, cache: Path) -> KafkaRuntime:
@@ -122,6 +138,13 @@ def ensure_tools(version: str, cache: Path) -> KafkaRuntime:
 def ensure_admin_tools(version: str, cache: Path) -> KafkaRuntime:
     """The classpath of Kafka's admin commands for `version`, without Connect's jars."""
     return ensure_runtime(version, cache, ADMIN_TOOLS)
+
+
+def ensure_config_command(version: str, cache: Path) -> KafkaRuntime:
+    """The classpath holding ConfigCommand for a cluster of `version` (the broker's before 4.4, kafka-tools after)."""
+    if version_key(version)[:2] >= CONFIG_COMMAND_MOVED:
+        return ensure_admin_tools(version, cache)
+    return ensure_runtime(version, cache)
 
 
 def ensure_streams_examples(version: str, cache: Path) -> KafkaRuntime:
