@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from devstack.noisy_neighbour import NoisyNeighbourWorkload, NoisyPlan
     from devstack.populate import fill
     from devstack.prometheus import Prometheus, ScrapeTarget
-    from devstack.runtime import DEFAULT_VERSION, LEGACY_VERSION, ensure_runtime, ensure_tools
+    from devstack.runtime import DEFAULT_VERSION, LEGACY_VERSION, ensure_config_command, ensure_runtime, ensure_tools
     from devstack.services import LocalService
     from devstack.slow_disk import parse_slow_disk
     from devstack.stutter import StutterPlan, sigterm_as_interrupt, stutter_node
@@ -48,6 +48,7 @@ __all__ = [
     "check_fits",
     "data_shape",
     "dev_home",
+    "ensure_config_command",
     "ensure_runtime",
     "ensure_tools",
     "fill",
@@ -78,6 +79,7 @@ _HOMES = {
     "StutterPlan": "devstack.stutter",
     "check_fits": "devstack.topology",
     "data_shape": "devstack.topology",
+    "ensure_config_command": "devstack.runtime",
     "ensure_runtime": "devstack.runtime",
     "ensure_tools": "devstack.runtime",
     "fill": "devstack.populate",

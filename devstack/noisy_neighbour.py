@@ -74,8 +74,8 @@ class NoisyNeighbourWorkload:
     """The workload's clients; `start` creates the topics, fills the backlog (waiting for it), sets the quota and
     starts the reader, the trickle and the victim producer; `stop` stops every client it started (twice is safe)."""
 
-    broker_runtime: KafkaRuntime
-    """The broker classpath (ConfigCommand lives in the core jar)."""
+    config_runtime: KafkaRuntime
+    """The classpath holding ConfigCommand (`ensure_config_command`)."""
     tools_runtime: KafkaRuntime
     workdir: Path
     bootstrap_servers: str
@@ -89,7 +89,7 @@ class NoisyNeighbourWorkload:
             with ThreadPoolExecutor(1, thread_name_prefix="noisy-quota") as pool:  # two JVMs side by side
                 quota = pool.submit(
                     set_consumer_quota,
-                    self.broker_runtime,
+                    self.config_runtime,
                     self.bootstrap_servers,
                     self.plan.reader_group,
                     self.plan.reader_bytes_per_s,

@@ -18,7 +18,11 @@ from pathlib import Path
 from pulse.errors import DependencyMissing, ProcessFailed
 
 DEFAULT_VERSION = "4.3.1"
-"""The current 4.x line; 4.4.0's POM names a kafka-tools-api jar Maven Central does not serve."""
+"""The current 4.x line; 4.4.0's broker and kafka-tools resolve and run too (docs/cli.md, Kafka versions)."""
+
+CLIENT_VERSION = "4.3.1"
+"""The newest line whose client-side jars (connect-mirror, kafka-streams-examples) Maven Central serves whole; 4.4.0
+serves neither, so perf tools, MirrorMaker 2 and the Streams demos for a newer cluster are of this line."""
 
 LEGACY_VERSION = "3.9.2"
 """The newest line Debian's Burrow 1.2.1 can read (4.x dropped ListOffsets v0)."""
@@ -30,6 +34,9 @@ DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 BROKER = ("kafka_2.13",)
 TOOLS = ("kafka-tools", "connect-mirror", "connect-runtime")
 """ProducerPerformance/ConsumerPerformance live in kafka-tools; MirrorMaker 2's driver in connect-mirror."""
+ADMIN_TOOLS = ("kafka-tools",)
+"""The admin commands alone (kafka-consumer-groups, kafka-share-groups, kafka-streams-groups), at the cluster's own
+version even past CLIENT_VERSION (4.4.0 serves kafka-tools), so a group is described by its own line's tool."""
 STREAMS_EXAMPLES = ("kafka-streams-examples",)
 """Kafka's own Streams demos (WordCountDemo) with kafka-streams: a real Streams application for the tests."""
 TEST_CLASSIFIER = "test"
@@ -101,14 +108,48 @@ def ensure_runtime(version: str, cache: Path, artifacts: tuple[str, ...] = BROKE
     return KafkaRuntime(version, libs)
 
 
+CONFIG_COMMAND_MOVED = (4, 4)
+"""From Kafka 4.4 ConfigCommand is `org.apache.kafka.tools.ConfigCommand` in kafka-tools, no longer
+`kafka.admin.ConfigCommand` in the broker's core jar."""
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """ "4.10.0" -> (4, 10, 0), so versions compare as numbers (pure)."""
+    return tuple(int(part) for part in version.split(".")[:3])
+
+
+def client_version(version: str) -> str:
+    """The version of the client-side jars for a cluster of `version`: its own, never newer than CLIENT_VERSION
+    (a 4.3 client speaks to a 4.4 broker; the KafkaRuntime returned carries the version it holds)."""
+    return min(version, CLIENT_VERSION, key=version_key)
+
+
+def config_command_main(version: str) -> str:
+    """ConfigCommand's main class in `version` (pure)."""
+    moved = version_key(version)[:2] >= CONFIG_COMMAND_MOVED
+    return "org.apache.kafka.tools.ConfigCommand" if moved else "kafka.admin.ConfigCommand"
+
+
 def ensure_tools(version: str, cache: Path) -> KafkaRuntime:
-    """The client-tools classpath (perf tools, MirrorMaker 2) for `version`."""
-    return ensure_runtime(version, cache, TOOLS)
+    """The client-tools classpath (perf tools, MirrorMaker 2) for a cluster of `version`."""
+    return ensure_runtime(client_version(version), cache, TOOLS)
+
+
+def ensure_admin_tools(version: str, cache: Path) -> KafkaRuntime:
+    """The classpath of Kafka's admin commands for `version`, without Connect's jars."""
+    return ensure_runtime(version, cache, ADMIN_TOOLS)
+
+
+def ensure_config_command(version: str, cache: Path) -> KafkaRuntime:
+    """The classpath holding ConfigCommand for a cluster of `version` (the broker's before 4.4, kafka-tools after)."""
+    if version_key(version)[:2] >= CONFIG_COMMAND_MOVED:
+        return ensure_admin_tools(version, cache)
+    return ensure_runtime(version, cache)
 
 
 def ensure_streams_examples(version: str, cache: Path) -> KafkaRuntime:
-    """The classpath of Kafka's Streams demos for `version` (a Streams client of that version)."""
-    return ensure_runtime(version, cache, STREAMS_EXAMPLES)
+    """The classpath of Kafka's Streams demos for a cluster of `version` (a Streams client of `client_version`)."""
+    return ensure_runtime(client_version(version), cache, STREAMS_EXAMPLES)
 
 
 def ensure_test_jar(version: str, cache: Path, artifact: str) -> Path:

@@ -3,7 +3,7 @@ keeping up, one too slow (a broker-side consumer quota throttles it) and one tha
 records and exits), so the lag evaluator has an OK, a lagging and a stopped group to show.
 
 Started as child processes and stopped by PID (devstack/perf_clients.py launches them); the quota is set with
-Kafka's own `kafka.admin.ConfigCommand` from the broker classpath, as `kafka-configs.sh` would.
+Kafka's own ConfigCommand, as `kafka-configs.sh` would (the broker's core jar before 4.4, kafka-tools from 4.4).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack.perf_clients import PerfClient, start_consumer, start_producer
-from devstack.runtime import KafkaRuntime
+from devstack.runtime import KafkaRuntime, config_command_main
 from pulse.errors import ClusterError, ProcessFailed
 
 DEMO_TOPIC = "demo-orders"
@@ -50,9 +50,11 @@ class TrafficPlan:
 
 
 def quota_command(runtime: KafkaRuntime, bootstrap_servers: str, client_id: str, bytes_per_s: int) -> list[str]:
-    """`kafka-configs.sh --alter --add-config consumer_byte_rate=N --entity-type clients --entity-name ID` (pure)."""
+    """`kafka-configs.sh --alter --add-config consumer_byte_rate=N --entity-type clients --entity-name ID` (pure);
+    `runtime` is the classpath `ensure_config_command` gives."""
+    main = config_command_main(runtime.version)
     return [
-        *("java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", runtime.classpath, "kafka.admin.ConfigCommand"),
+        *("java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", runtime.classpath, main),
         *("--bootstrap-server", bootstrap_servers),
         *("--alter", "--add-config", f"consumer_byte_rate={bytes_per_s}"),
         *("--entity-type", "clients", "--entity-name", client_id),
@@ -75,8 +77,8 @@ class DemoTraffic:
     """The producer and the three consumers; `start` creates the topic and the quota first, `stop` stops every
     client it started, in reverse order (safe to call twice, and after a failed start)."""
 
-    broker_runtime: KafkaRuntime
-    """The broker classpath (ConfigCommand lives in the core jar)."""
+    config_runtime: KafkaRuntime
+    """The classpath holding ConfigCommand (`ensure_config_command`)."""
     tools_runtime: KafkaRuntime
     """The client-tools classpath (ProducerPerformance, ConsumerPerformance)."""
     workdir: Path
@@ -136,7 +138,7 @@ class DemoTraffic:
                 ) from exc
 
     def _set_quota(self, client_id: str, bytes_per_s: int) -> None:
-        set_consumer_quota(self.broker_runtime, self.bootstrap_servers, client_id, bytes_per_s, "demo traffic")
+        set_consumer_quota(self.config_runtime, self.bootstrap_servers, client_id, bytes_per_s, "demo traffic")
 
     @property
     def pids(self) -> dict[str, int]:

@@ -22,6 +22,7 @@ from devstack import (
     check_fits,
     data_shape,
     dev_home,
+    ensure_config_command,
     ensure_runtime,
     ensure_tools,
     fill,
@@ -174,6 +175,7 @@ def fetch(config_path: Path | None, versions: tuple[str, ...]) -> None:
         with console.status(f"gathering Kafka {version}'s jars from Maven Central (once per version)..."):
             runtime = ensure_runtime(version, cache_dir())
             tools = ensure_tools(version, cache_dir())
+            ensure_config_command(version, cache_dir())  # kafka-tools from 4.4 on, for the demo's quota
         click.echo(f"Kafka {version}: {runtime.libs} (tools: {tools.libs})")
 
 
@@ -296,7 +298,7 @@ def noisy(config_path: Path | None, node: int, backlog_mb: int, reader_kb_per_s:
     version = cluster.spec.kafka_version
     plan = NoisyPlan(node, backlog_records=backlog_mb * 1024, reader_bytes_per_s=reader_kb_per_s * 1024)
     workload = NoisyNeighbourWorkload(
-        ensure_runtime(version, cache_dir()),
+        ensure_config_command(version, cache_dir()),
         ensure_tools(version, cache_dir()),
         dev_home() / "noisy",
         cluster.spec.internal_bootstrap,

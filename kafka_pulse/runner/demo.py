@@ -37,7 +37,7 @@ from devstack import (
     Prometheus,
     ScrapeTarget,
     dev_home,
-    ensure_runtime,
+    ensure_config_command,
     ensure_tools,
 )
 from pulse.errors import PulseError
@@ -178,9 +178,9 @@ class Demo:
         version = cluster.spec.kafka_version
         with self.console.status(f"gathering Kafka {version}'s client tools from Maven Central (once)..."):
             tools = ensure_tools(version, cache_dir())
-            broker = ensure_runtime(version, cache_dir())
+            config = ensure_config_command(version, cache_dir())
         self.traffic = DemoTraffic(
-            broker, tools, self.workdir / "traffic", cluster.spec.bootstrap_servers, min(3, len(cluster.spec.nodes))
+            config, tools, self.workdir / "traffic", cluster.spec.bootstrap_servers, min(3, len(cluster.spec.nodes))
         )
         with self.console.status("starting a producer and three consumer groups (Kafka's perf tools)..."):
             self.traffic.start()

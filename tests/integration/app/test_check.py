@@ -23,11 +23,10 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from devstack.cluster import DevCluster
-from devstack.runtime import DEFAULT_VERSION
 from devstack.topology import Security
 from pulse.paths import cache_dir
 from pulse.polling import poll
-from tests.fixtures.kafka import KafkaHandle, commit_offsets
+from tests.fixtures.kafka import KAFKA_VERSION, KafkaHandle, commit_offsets
 from tests.fixtures.logs import register_log
 
 pytestmark = pytest.mark.integration
@@ -43,7 +42,7 @@ OUTER_BOUND_S = 60.0
 def check_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, KafkaHandle]]:
     """A 3-node cluster at `<home>/dev`, where `kafka-pulse` looks when `KAFKA_PULSE_HOME=<home>`."""
     home = tmp_path_factory.mktemp("check-home")
-    cluster = DevCluster.plan(home / "dev", 3, DEFAULT_VERSION, Security.PLAINTEXT)
+    cluster = DevCluster.plan(home / "dev", 3, KAFKA_VERSION, Security.PLAINTEXT)
     for node in cluster.spec.nodes:
         register_log(f"kafka-check node {node.node_id}", cluster.log_path(node.node_id))
     started = time.monotonic()

@@ -28,11 +28,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client import CollectorRegistry, generate_latest
 
 from collectors.service import CollectorService
-from devstack.runtime import DEFAULT_VERSION
 from devstack.topology import Security
 from pulse.config import parse_config
 from pulse.polling import poll
-from tests.fixtures.kafka import KafkaHandle, _start
+from tests.fixtures.kafka import KAFKA_VERSION, KafkaHandle, _start
 from tests.integration.app.test_check_min_isr import listed, partitions_section, run_check, write_config
 
 pytestmark = pytest.mark.integration
@@ -64,7 +63,7 @@ def described(client: Any, topic: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def elr_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaHandle]:
     """A 3-node 4.x cluster for this module alone (see the module's docstring): it is left broken, never healed."""
-    yield from _start(tmp_path_factory.mktemp("kafka-elr"), 3, DEFAULT_VERSION, Security.PLAINTEXT, "kafka-elr")
+    yield from _start(tmp_path_factory.mktemp("kafka-elr"), 3, KAFKA_VERSION, Security.PLAINTEXT, "kafka-elr")
 
 
 def test_under_min_isr_partitions_are_recoverable_through_elr_or_at_risk(elr_kafka: KafkaHandle, tmp_path: Any) -> None:

@@ -35,7 +35,6 @@ from dashboards.files import all_dashboards
 from dashboards.lint import all_panels
 from devstack.prometheus import Prometheus, ScrapeTarget
 from devstack.pushgateway import Pushgateway
-from devstack.runtime import DEFAULT_VERSION
 from devstack.services import QueryFailed, decode_json
 from devstack.tiered_storage import TESTED_VERSION
 from devstack.topology import Security
@@ -46,7 +45,7 @@ from pulse.paths import cache_dir
 from pulse.ports import free_ports, wait_until
 from slo.rules import RuleOptions
 from slo.rules_files import load_rule_slos, output_files, select
-from tests.fixtures.kafka import KafkaHandle, commit_offsets
+from tests.fixtures.kafka import KAFKA_VERSION, KafkaHandle, commit_offsets
 from tests.fixtures.kafka import _start as start_cluster
 from tests.fixtures.logs import register_log
 from tests.fixtures.pulse_process import PulseProcesses
@@ -403,7 +402,7 @@ def test_every_panel_query_parses_and_returns_data(
             kafka.bootstrap_servers, target.bootstrap_servers, topics=(mirror_topic,), source_brokers=3,
             target_brokers=1, source_alias=CLUSTER, target_alias=MIRROR_TARGET,
         )  # fmt: skip
-        mirrormaker = MirrorMaker(tmp_path / "mm2", spec, DEFAULT_VERSION, cache_dir(), jmx_port=ports["mm2"])
+        mirrormaker = MirrorMaker(tmp_path / "mm2", spec, KAFKA_VERSION, cache_dir(), jmx_port=ports["mm2"])
         register_log("mirrormaker2 (dashboards)", mirrormaker.log_path)
         stack.callback(pushgateway.delete, SLO_PUSH_JOB)
         stack.callback(mirrormaker.stop)

@@ -37,7 +37,6 @@ from pydantic import SecretStr
 from canary.service import CanaryService
 from collectors.cluster_state import assess, fetch_snapshot
 from devstack.cluster import DevCluster
-from devstack.runtime import DEFAULT_VERSION
 from devstack.topology import Security
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.health_check import run_check
@@ -54,7 +53,7 @@ from pulse.kafka_log import verdict_settings
 from pulse.paths import cache_dir
 from pulse.ports import wait_until
 from pulse.profile import client_config
-from tests.fixtures.kafka import KafkaHandle, commit_offsets
+from tests.fixtures.kafka import KAFKA_VERSION, KafkaHandle, commit_offsets
 from tests.fixtures.logs import register_log
 
 pytestmark = pytest.mark.integration
@@ -142,7 +141,7 @@ class AclCluster:
 @pytest.fixture(scope="module")
 def acl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AclCluster]:
     cluster = DevCluster.plan(
-        tmp_path_factory.mktemp("kafka-acl"), 1, DEFAULT_VERSION, Security.SASL_SSL, enforce_acls=True
+        tmp_path_factory.mktemp("kafka-acl"), 1, KAFKA_VERSION, Security.SASL_SSL, enforce_acls=True
     )
     register_log("kafka-acl node 1", cluster.log_path(1))
     try:

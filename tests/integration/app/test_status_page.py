@@ -23,13 +23,12 @@ from selenium import webdriver
 from selenium.webdriver.common.by import By
 
 from devstack.cluster import DevCluster
-from devstack.runtime import DEFAULT_VERSION
 from devstack.tls import create_pem_files
 from devstack.topology import FAST_FENCING, Security
 from kafka_pulse.clusters import dev_cluster_config
 from pulse.paths import cache_dir
 from pulse.polling import poll
-from tests.fixtures.kafka import KafkaHandle, commit_offsets
+from tests.fixtures.kafka import KAFKA_VERSION, KafkaHandle, commit_offsets
 from tests.fixtures.logs import register_log
 from tests.fixtures.pulse_process import PulseProcesses
 from tests.integration.app.status_support import (
@@ -57,7 +56,7 @@ USER, PASSWORD = "sre", "status-" + "page-login-7"
 def status_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaHandle]:
     """A 3-node cluster of the module's own (a broker is killed here), fencing a dead broker after 4 s."""
     home: Path = tmp_path_factory.mktemp("kafka-status-page")
-    planned = DevCluster.plan(home, 3, DEFAULT_VERSION, Security.PLAINTEXT)
+    planned = DevCluster.plan(home, 3, KAFKA_VERSION, Security.PLAINTEXT)
     cluster = DevCluster(home, dataclasses.replace(planned.spec, broker_overrides=FAST_FENCING))
     for node in cluster.spec.nodes:
         register_log(f"kafka-status-page node {node.node_id}", cluster.log_path(node.node_id))

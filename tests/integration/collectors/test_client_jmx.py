@@ -20,14 +20,14 @@ from prometheus_client.parser import text_string_to_metric_families
 from collectors.mapping import Family
 from collectors.service import CollectorService
 from devstack.perf_clients import PerfClient, start_consumer, start_producer
-from devstack.runtime import DEFAULT_VERSION, KafkaRuntime, ensure_tools
+from devstack.runtime import KafkaRuntime, ensure_tools
 from devstack.topology import Security
 from kafka_pulse.clusters import dev_cluster_config
 from pulse.config import CollectorsConfig, JmxClientConfig
 from pulse.paths import cache_dir
 from pulse.polling import poll
 from pulse.ports import free_ports, is_listening
-from tests.fixtures.kafka import KafkaHandle, _start
+from tests.fixtures.kafka import KAFKA_VERSION, KafkaHandle, _start
 from tests.fixtures.logs import register_log
 from tests.fixtures.pulse_process import PulseProcesses
 from tests.support.mirrormaker import MirrorMaker, MirrorSpec
@@ -42,7 +42,7 @@ Samples = dict[tuple[str, Labels], float]
 @pytest.fixture(scope="module")
 def tools() -> KafkaRuntime:
     """The client-tools classpath (`kafka-pulse dev fetch` gathers it; gathered here if it is not yet)."""
-    return ensure_tools(DEFAULT_VERSION, cache_dir())
+    return ensure_tools(KAFKA_VERSION, cache_dir())
 
 
 @pytest.fixture
@@ -231,9 +231,9 @@ def mm2(kafka: KafkaHandle, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     with contextlib.ExitStack() as stack:
         start = contextlib.contextmanager(_start)
         home = tmp_path_factory.mktemp("mm2-target")
-        target = stack.enter_context(start(home, 1, DEFAULT_VERSION, Security.PLAINTEXT, "mm2-target"))
+        target = stack.enter_context(start(home, 1, KAFKA_VERSION, Security.PLAINTEXT, "mm2-target"))
         spec = MirrorSpec(kafka.bootstrap_servers, target.bootstrap_servers, topics=(topic,), source_brokers=3)
-        mirrormaker = MirrorMaker(tmp_path_factory.mktemp("mm2-jmx"), spec, DEFAULT_VERSION, cache_dir(), jmx_port)
+        mirrormaker = MirrorMaker(tmp_path_factory.mktemp("mm2-jmx"), spec, KAFKA_VERSION, cache_dir(), jmx_port)
         register_log("mirrormaker2 (client JMX)", mirrormaker.log_path)
         stack.callback(mirrormaker.stop)
         yield mirrormaker.start(MM2_START_TIMEOUT_S), topic

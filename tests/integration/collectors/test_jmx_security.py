@@ -22,7 +22,6 @@ from collectors.scrapers import BrokerScraper
 from collectors.transport import JmxUnreachable, ensure_jvm, open_transport
 from collectors.transport.trust import ROUTER, JmxPeer
 from devstack.cluster import DevCluster
-from devstack.runtime import DEFAULT_VERSION
 from devstack.tls import create_tls_files, write_truststore
 from devstack.topology import (
     JmxAuthFiles,
@@ -37,6 +36,7 @@ from pulse.errors import ConfigError
 from pulse.paths import cache_dir
 from pulse.polling import poll
 from pulse.ports import free_ports, is_listening
+from tests.fixtures.kafka import KAFKA_VERSION
 from tests.fixtures.logs import register_log
 
 pytestmark = pytest.mark.integration
@@ -46,7 +46,7 @@ pytestmark = pytest.mark.integration
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
     """A 1-node Kafka 4.x cluster whose JMX needs a login and speaks TLS (connector and RMI registry)."""
     cluster = DevCluster.plan(
-        tmp_path_factory.mktemp("kafka-jmx-tls"), 1, DEFAULT_VERSION, Security.PLAINTEXT, JmxSecurity.AUTH_TLS
+        tmp_path_factory.mktemp("kafka-jmx-tls"), 1, KAFKA_VERSION, Security.PLAINTEXT, JmxSecurity.AUTH_TLS
     )
     register_log("kafka-jmx-tls node 1", cluster.log_path(1))
     try:

@@ -15,12 +15,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from collectors.transport import ensure_jvm
 from collectors.transport.trust import ROUTER, JmxPeer
 from devstack.cluster import DevCluster
-from devstack.runtime import DEFAULT_VERSION
 from devstack.topology import JmxSecurity, Security
 from kafka_pulse.clusters import dev_cluster_config
 from pulse.config import ClusterConfig
 from pulse.paths import cache_dir
 from pulse.polling import poll
+from tests.fixtures.kafka import KAFKA_VERSION
 from tests.fixtures.logs import register_log
 from tests.fixtures.pulse_process import PulseProcesses
 
@@ -29,9 +29,7 @@ pytestmark = pytest.mark.integration
 
 def _tls_cluster(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[DevCluster]:
     """A 1-node cluster whose JMX needs a login and speaks TLS, with a CA of its own (made in its home)."""
-    cluster = DevCluster.plan(
-        tmp_path_factory.mktemp(name), 1, DEFAULT_VERSION, Security.PLAINTEXT, JmxSecurity.AUTH_TLS
-    )
+    cluster = DevCluster.plan(tmp_path_factory.mktemp(name), 1, KAFKA_VERSION, Security.PLAINTEXT, JmxSecurity.AUTH_TLS)
     register_log(f"{name} node 1", cluster.log_path(1))
     try:
         cluster.up(cache_dir(), timeout_s=120)

@@ -18,7 +18,6 @@ from collectors.scrapers import ScrapeResult
 from collectors.service import CollectorService
 from collectors.transport import open_transport
 from devstack.cluster import DevCluster
-from devstack.runtime import DEFAULT_VERSION
 from devstack.topology import Security
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.verdict import Section, Status
@@ -27,7 +26,7 @@ from kafka_pulse.status.in_process import in_process_check
 from pulse.config import PulseConfig, parse_config
 from pulse.paths import cache_dir
 from pulse.polling import poll
-from tests.fixtures.kafka import START_TIMEOUT_S, KafkaHandle
+from tests.fixtures.kafka import KAFKA_VERSION, START_TIMEOUT_S, KafkaHandle
 from tests.fixtures.logs import register_log
 
 pytestmark = pytest.mark.integration
@@ -117,7 +116,7 @@ def test_an_idle_node_writes_metadata_snapshots_so_the_exported_age_resets(tmp_p
     1-node cluster with a 5 s interval writes one (LatestSnapshotGeneratedBytes leaves 0) and the age it exports
     then falls back below an earlier reading, which only a newer snapshot does."""
     cluster = DevCluster.plan(
-        tmp_path, 1, DEFAULT_VERSION, Security.PLAINTEXT,
+        tmp_path, 1, KAFKA_VERSION, Security.PLAINTEXT,
         broker_overrides={"metadata.log.max.snapshot.interval.ms": str(SNAPSHOT_INTERVAL_MS)},
     )  # fmt: skip
     register_log("kraft-snapshots node 1", cluster.log_path(1))

@@ -15,11 +15,11 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack.cluster import DevCluster
-from devstack.runtime import DEFAULT_VERSION
 from devstack.slow_disk import is_mounted
 from devstack.topology import Security
 from pulse.paths import cache_dir
 from pulse.polling import poll
+from tests.fixtures.kafka import KAFKA_VERSION
 from tests.fixtures.logs import register_log
 
 pytestmark = pytest.mark.integration
@@ -41,7 +41,7 @@ def median_ms(producer: Producer, topic: str, n: int) -> float:
 
 def test_a_slow_log_directory_raises_its_broker_s_produce_latency(tmp_path: Path) -> None:
     home = tmp_path / "slow-disk"
-    cluster = DevCluster.plan(home, 1, DEFAULT_VERSION, Security.PLAINTEXT, slow_disks={1: 0})
+    cluster = DevCluster.plan(home, 1, KAFKA_VERSION, Security.PLAINTEXT, slow_disks={1: 0})
     register_log("slow-disk node 1", cluster.log_path(1))
     data = cluster.node_dir(1) / "data"
     try:

@@ -16,7 +16,6 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from devstack.cluster import DevCluster
-from devstack.runtime import DEFAULT_VERSION
 from devstack.topology import Security
 from lag.assembly import KafkaLagSource
 from lag.protocol import Mode, Status
@@ -25,7 +24,7 @@ from lag.store.freshness import SourceHealth
 from pulse.config import LagConfig
 from pulse.paths import cache_dir
 from pulse.polling import poll
-from tests.fixtures.kafka import KafkaHandle, commit_offsets
+from tests.fixtures.kafka import KAFKA_VERSION, KafkaHandle, commit_offsets
 from tests.fixtures.logs import register_log
 from tests.integration.devstack.test_dev_cluster import produce
 
@@ -42,7 +41,7 @@ ALLOWED_DURING_OUTAGE = {Status.OK, Status.UNKNOWN}
 def lone_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaHandle]:
     """A 1-node Kafka 4.x of this module's own, so freezing it leaves the shared clusters alone."""
     home: Path = tmp_path_factory.mktemp("kafka-outage")
-    cluster = DevCluster.plan(home, 1, DEFAULT_VERSION, Security.PLAINTEXT)
+    cluster = DevCluster.plan(home, 1, KAFKA_VERSION, Security.PLAINTEXT)
     register_log("kafka-outage node 1", cluster.log_path(1))
     started = time.monotonic()
     try:

@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from devstack.runtime import DEFAULT_VERSION, ensure_tools
+from devstack.runtime import ensure_admin_tools
 from kafka_pulse.clusters import dev_cluster_config
 from pulse.paths import cache_dir
 from pulse.polling import poll
@@ -33,8 +33,9 @@ Lags = dict[tuple[str, int], int]
 
 def tool_lags(kafka: KafkaHandle, group: str) -> Lags:
     """(topic, partition) -> LAG as `kafka-consumer-groups --describe --offsets` prints it (rows with "-" left out)."""
+    tools = ensure_admin_tools(kafka.cluster.spec.kafka_version, cache_dir())  # the cluster's own version
     argv = [
-        "java", "-cp", ensure_tools(DEFAULT_VERSION, cache_dir()).classpath, CONSUMER_GROUP_COMMAND,
+        "java", "-cp", tools.classpath, CONSUMER_GROUP_COMMAND,
         "--bootstrap-server", kafka.bootstrap_servers, "--describe", "--offsets", "--group", group,
     ]  # fmt: skip
     out = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True).stdout

@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from devstack.noisy_neighbour import NoisyNeighbourWorkload, NoisyPlan
-from devstack.runtime import ensure_runtime, ensure_tools
+from devstack.runtime import ensure_config_command, ensure_tools
 from devstack.stutter import StutterPlan, stutter_node
 from kafka_pulse.clusters import dev_cluster_config
 from pulse.paths import cache_dir
@@ -86,7 +86,7 @@ def noisy_run(kafka: KafkaHandle, pulse_process: PulseProcesses, tmp_path: Path)
     }  # fmt: skip
     version = kafka.cluster.spec.kafka_version
     workload = NoisyNeighbourWorkload(
-        ensure_runtime(version, cache_dir()), ensure_tools(version, cache_dir()), tmp_path / "noisy",
+        ensure_config_command(version, cache_dir()), ensure_tools(version, cache_dir()), tmp_path / "noisy",
         kafka.bootstrap_servers, plan,
     )  # fmt: skip
     try:

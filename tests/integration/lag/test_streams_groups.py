@@ -20,7 +20,7 @@ import yaml
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 from prometheus_client import CollectorRegistry, generate_latest
 
-from devstack.runtime import DEFAULT_VERSION, ensure_streams_examples, ensure_tools
+from devstack.runtime import ensure_admin_tools, ensure_streams_examples
 from lag.assembly import LagRunner
 from lag.serve.routes import invalid_request
 from pulse.config import parse_config
@@ -44,8 +44,9 @@ Lags = dict[tuple[str, int], int | None]
 def tool_lags(kafka: KafkaHandle, group: str) -> Lags:
     """(topic, partition) -> OFFSET-LAG as `kafka-streams-groups --describe --offsets` prints it ("-" reads as None).
     The tool prints offsets only for a group with members, for the partitions of their active tasks."""
+    tools = ensure_admin_tools(kafka.cluster.spec.kafka_version, cache_dir())  # the cluster's own version
     argv = [
-        "java", "-cp", ensure_tools(DEFAULT_VERSION, cache_dir()).classpath, STREAMS_GROUP_COMMAND,
+        "java", "-cp", tools.classpath, STREAMS_GROUP_COMMAND,
         "--bootstrap-server", kafka.bootstrap_servers, "--describe", "--offsets", "--group", group,
     ]  # fmt: skip
     out = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True).stdout
@@ -97,7 +98,7 @@ class WordCount:
             "num.stream.threads": "1",
         }
         self.props.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
-        self.classpath = ensure_streams_examples(DEFAULT_VERSION, cache_dir()).classpath
+        self.classpath = ensure_streams_examples(kafka.cluster.spec.kafka_version, cache_dir()).classpath
         self.processes: list[subprocess.Popen[bytes]] = []
 
     def start(self) -> subprocess.Popen[bytes]:

@@ -17,7 +17,7 @@ from confluent_kafka import ShareConsumer
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 from prometheus_client import CollectorRegistry, generate_latest
 
-from devstack.runtime import DEFAULT_VERSION, ensure_tools
+from devstack.runtime import ensure_admin_tools
 from kafka_pulse.clusters import dev_cluster_config
 from lag.assembly import LagRunner
 from lag.serve.routes import invalid_request
@@ -39,8 +39,9 @@ SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
 def tool_offsets(kafka: KafkaHandle, group: str) -> dict[tuple[str, int], tuple[int | None, int | None]]:
     """(topic, partition) -> (start offset, lag) as `kafka-share-groups --describe --offsets` prints them; "-"
     (not known) reads as None."""
+    tools = ensure_admin_tools(kafka.cluster.spec.kafka_version, cache_dir())  # the cluster's own version
     argv = [
-        "java", "-cp", ensure_tools(DEFAULT_VERSION, cache_dir()).classpath, SHARE_GROUP_COMMAND,
+        "java", "-cp", tools.classpath, SHARE_GROUP_COMMAND,
         "--bootstrap-server", kafka.bootstrap_servers, "--describe", "--offsets", "--group", group,
     ]  # fmt: skip
     out = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True).stdout

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from confluent_kafka import TopicPartition
 
-from devstack.runtime import DEFAULT_VERSION
 from devstack.topology import Security
 from pulse.paths import cache_dir
 from pulse.polling import poll
@@ -32,7 +31,7 @@ from pulse.sli_sink import (
     decode_rows,
     header_map,
 )
-from tests.fixtures.kafka import KafkaHandle, _start
+from tests.fixtures.kafka import KAFKA_VERSION, KafkaHandle, _start
 from tests.support.sli_rows import rows, stream
 
 pytestmark = pytest.mark.integration
@@ -44,7 +43,7 @@ TIMEOUT_S = 3.0
 @pytest.fixture(scope="module")
 def lone_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaHandle]:
     """A 1-node cluster of this module's own: killing its broker takes the whole cluster away."""
-    yield from _start(tmp_path_factory.mktemp("kafka-sli"), 1, DEFAULT_VERSION, Security.PLAINTEXT, "kafka-sli")
+    yield from _start(tmp_path_factory.mktemp("kafka-sli"), 1, KAFKA_VERSION, Security.PLAINTEXT, "kafka-sli")
 
 
 def make_sink(kafka: KafkaHandle, spool: Path, timeout_s: float = TIMEOUT_S, **options: Any) -> SliSink:

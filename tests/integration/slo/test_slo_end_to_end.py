@@ -56,7 +56,6 @@ from pyspark.sql import SparkSession
 from canary.service import CanaryService
 from canary.sli_log import configure_sli_log
 from devstack.alertmanager import Alertmanager
-from devstack.runtime import DEFAULT_VERSION
 from devstack.topology import Security
 from kafka_pulse.clusters import dev_cluster_config, load_or_default
 from pulse.alerts import AlertSink, SendResult, utc_now
@@ -69,7 +68,7 @@ from slo.evaluation import floor_minute
 from slo.model import Slo
 from slo.results import SloResult, alert_states
 from slo.spec import load_slos
-from tests.fixtures.kafka import KafkaHandle, _start
+from tests.fixtures.kafka import KAFKA_VERSION, KafkaHandle, _start
 from tests.fixtures.services import PAGERDUTY_TEST_KEY, pagerduty_event
 from tests.integration.canary.canary_support import FAST, await_healthy
 from tests.support.receiver import PAGERDUTY_PATH, HttpReceiver
@@ -99,7 +98,7 @@ MIN_FAULT_S = 5.0
 @pytest.fixture(scope="module")
 def broken_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaHandle]:
     """A 3-node cluster of this module's own: killing two brokers must not hurt the session cluster."""
-    yield from _start(tmp_path_factory.mktemp("kafka-slo-e2e"), 3, DEFAULT_VERSION, Security.PLAINTEXT, "kafka-slo-e2e")
+    yield from _start(tmp_path_factory.mktemp("kafka-slo-e2e"), 3, KAFKA_VERSION, Security.PLAINTEXT, "kafka-slo-e2e")
 
 
 def write_config(root: Path, alertmanager_url: str) -> Path:

@@ -21,13 +21,12 @@ from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
 from canary.sli_log import SCHEMA
-from devstack.runtime import DEFAULT_VERSION
 from devstack.topology import Security
 from kafka_pulse.cli.main import cli
 from kafka_pulse.clusters import dev_cluster_config
 from pulse.paths import cache_dir
 from pulse.polling import poll
-from tests.fixtures.kafka import KafkaHandle, _start
+from tests.fixtures.kafka import KAFKA_VERSION, KafkaHandle, _start
 from tests.fixtures.pulse_process import PulseProcess, PulseProcesses
 from tests.fixtures.spark import iso, spark
 from tests.integration.canary.canary_support import FAST
@@ -45,7 +44,7 @@ LATE = re.compile(r"^kafka_pulse_slo_stream_late_events_total ([0-9.e+]+)$", re.
 @pytest.fixture(scope="module")
 def sli_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaHandle]:
     """The SLI cluster: one broker of its own, so killing it takes the whole cluster away."""
-    yield from _start(tmp_path_factory.mktemp("kafka-sli-outage"), 1, DEFAULT_VERSION, Security.PLAINTEXT, "sli")
+    yield from _start(tmp_path_factory.mktemp("kafka-sli-outage"), 1, KAFKA_VERSION, Security.PLAINTEXT, "sli")
 
 
 def old_row() -> dict[str, object]:

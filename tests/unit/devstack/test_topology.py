@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from devstack.cluster import new_cluster_id
-from devstack.runtime import TOOLS, render_pom
+from devstack.runtime import CLIENT_VERSION, TOOLS, client_version, render_pom
 from devstack.topology import (
     ClusterSpec,
     NodeSpec,
@@ -106,3 +106,11 @@ def test_tools_pom_names_perf_tools_and_mirrormaker() -> None:
     for artifact in ("kafka-tools", "connect-mirror", "connect-runtime"):
         assert f"<artifactId>{artifact}</artifactId><version>4.3.1</version>" in pom
     assert "kafka_2.13" not in pom
+
+
+def test_client_jars_follow_the_cluster_up_to_the_newest_line_served_whole() -> None:
+    assert client_version("3.9.2") == "3.9.2"
+    assert client_version(CLIENT_VERSION) == CLIENT_VERSION
+    assert client_version("4.4.0") == CLIENT_VERSION  # 4.4.0 serves no connect-mirror, no kafka-streams-examples
+    assert client_version("4.10.0") == CLIENT_VERSION  # compared as numbers, not as text
+    assert client_version("4.2.1") == "4.2.1"

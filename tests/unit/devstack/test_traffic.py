@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from devstack.runtime import KafkaRuntime
+from devstack.runtime import KafkaRuntime, config_command_main
 from devstack.traffic import TOO_SLOW, TrafficPlan, quota_command
 
 
@@ -28,3 +28,11 @@ def test_the_quota_goes_through_kafkas_config_command_for_the_slow_client_id() -
         "--entity-name",
         "demo-too-slow",
     ]
+
+
+def test_from_kafka_4_4_the_quota_goes_through_config_command_in_kafka_tools() -> None:
+    argv = quota_command(KafkaRuntime("4.4.0", Path("/cache/tools")), "127.0.0.1:9092", TOO_SLOW, 1024)
+    at = argv.index("-cp")
+    assert argv[at + 1 : at + 3] == ["/cache/tools/*", "org.apache.kafka.tools.ConfigCommand"]
+    assert config_command_main("3.9.2") == config_command_main("4.3.1") == "kafka.admin.ConfigCommand"
+    assert config_command_main("4.10.0") == "org.apache.kafka.tools.ConfigCommand"
