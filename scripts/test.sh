@@ -23,6 +23,8 @@ beside=(
     tests/integration/slo/test_slo_stream_outage.py
     tests/integration/lag/test_lag_outage.py
     tests/integration/pulse/test_sli_sink.py
+    tests/integration/collectors/test_tiered_storage.py
+    tests/integration/audit/test_audit_truncation.py
 )
 beside_log=$(mktemp)
 echo "test: pytest -m integration, with ${beside[*]} in a second process beside the rest"
