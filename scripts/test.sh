@@ -15,7 +15,7 @@ echo "test: pytest -m 'not integration' -n auto with the coverage floor"
 unit=0
 python3 -m pytest -m "not integration" -n auto --cov --cov-report=term || unit=$?
 # Tests that spend minutes waiting on the clock (whole SLO minutes, outages of a cluster of their own), using little
-# CPU, run in a second process beside the rest (docs/testing.md, "Beside the rest"). SIGINT is restored for it,
+# CPU, and enough of the longest others to keep both processes inside the CI's budget, run in a second process beside the rest (docs/testing.md, "Beside the rest"). SIGINT is restored for it,
 # since a background job of a non-interactive shell starts with SIGINT ignored and pytest would then skip its
 # teardown on Ctrl-C.
 beside=(
@@ -25,6 +25,9 @@ beside=(
     tests/integration/pulse/test_sli_sink.py
     tests/integration/collectors/test_tiered_storage.py
     tests/integration/audit/test_audit_truncation.py
+    tests/integration/audit/test_audit_faults.py
+    tests/integration/audit/test_audit_reconcile.py
+    tests/integration/slo/test_slo_stream_standalone.py
 )
 beside_log=$(mktemp)
 echo "test: pytest -m integration, with ${beside[*]} in a second process beside the rest"
