@@ -4,6 +4,8 @@ beside Kafka's own tools and Debian's Burrow 1.2.1.
 
 Run: python bench/large_cluster_bench.py --phase main   [--topics 1000 --partitions-per-topic 10 --groups 1000]
      python bench/large_cluster_bench.py --phase burrow [same shape options]
+     python bench/large_cluster_bench.py --phase main --steps audit,reads,stream   (costs: bench/large_cluster_costs.py)
+     python bench/large_cluster_bench.py --phase costs --bootstrap HOST:PORT --steps audit,reads,stream (a held cluster)
 
 `main` (Kafka 4.x): the canary on the empty cluster first (probe latency p50/p99 from its histograms, the topic
 planner's reconcile time), then the shape is created (timed), then: Kafka's `kafka-consumer-groups --describe
@@ -32,6 +34,7 @@ from typing import Any
 import httpx
 from confluent_kafka.admin import AdminClient
 from figures import FigureLog
+from large_cluster_costs import audit_step, group_reads_step, stream_step
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the Burrow and ZooKeeper launchers live in tests/
 
@@ -226,6 +229,7 @@ def phase_main(home: Path, shape: DataShape, args: argparse.Namespace) -> dict[s
         if "check" in steps:
             out["check"] = [check_run(env) for _ in range(3)]
             say(f"check: {out['check']}")
+        out |= cost_steps(home, bootstrap, shape, args)
         if "canary" in steps:
             out["canary_large"] = canary_round(home, cluster, args.canary_seconds, "large")
             say(f"canary on the large cluster: {out['canary_large']}")
@@ -234,6 +238,25 @@ def phase_main(home: Path, shape: DataShape, args: argparse.Namespace) -> dict[s
     finally:
         cluster.down()
     return out
+
+
+def cost_steps(home: Path, bootstrap: str, shape: DataShape, args: argparse.Namespace) -> dict[str, Any]:
+    """The cost steps (bench/large_cluster_costs.py) `--steps` names, on the cluster at `bootstrap`."""
+    steps, out = set(args.steps.split(",")), {}
+    if "audit" in steps:  # issue 26: the broker-side audit's requests per cycle
+        counts = [int(n) for n in args.audit_groups.split(",")]
+        out["audit"] = audit_step(bootstrap, shape, counts, args.audit_cycles)
+    if "reads" in steps:  # issue 24: share/streams group reads and DescribeTopicPartitions
+        out["reads"] = group_reads_step(bootstrap, shape, args.read_runs)
+    if "stream" in steps:  # issue 26: the reconciliation stream's throughput (needs no cluster)
+        masters = args.stream_masters.split(",")
+        out["stream"] = stream_step(args.stream_rows, args.stream_topics, 2, masters, home / "stream")
+    return out
+
+
+def phase_costs(home: Path, shape: DataShape, args: argparse.Namespace) -> dict[str, Any]:
+    """The cost steps on a cluster of `shape` another run holds (`--phase main --steps none --hold FILE`)."""
+    return {"bootstrap": args.bootstrap} | cost_steps(home, args.bootstrap, shape, args)
 
 
 def collect_round(home: Path, cluster: DevCluster, http: httpx.Client, args: argparse.Namespace) -> dict[str, Any]:
@@ -514,7 +537,7 @@ def figures_of(result: dict[str, Any], shape: DataShape) -> FigureLog:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--phase", choices=("main", "burrow", "series"), required=True)
+    parser.add_argument("--phase", choices=("main", "burrow", "series", "costs"), required=True)
     parser.add_argument("--topics", type=int, default=1000)
     parser.add_argument("--partitions-per-topic", type=int, default=10)
     parser.add_argument("--groups", type=int, default=1000)
@@ -525,15 +548,24 @@ def main() -> None:
     parser.add_argument("--topic-metrics", default="off,topic,partition", help="series: collect settings to count.")
     parser.add_argument("--collect-wait", type=float, default=300.0, help="series: seconds to await broker samples.")
     parser.add_argument("--lag-wait", type=float, default=900.0, help="Seconds to await lag serving every group.")
-    parser.add_argument("--steps", default="tools,collect,lag,check,canary", help="main: the steps to run.")
+    parser.add_argument(
+        "--steps", default="tools,collect,lag,check,canary", help="main: the steps (also audit, reads, stream)."
+    )
+    parser.add_argument("--audit-groups", default="1,10,100", help="audit: the numbers of watched groups.")
+    parser.add_argument("--audit-cycles", type=int, default=2, help="audit: cycles back to back per group count.")
+    parser.add_argument("--read-runs", type=int, default=3, help="reads: runs of each read.")
+    parser.add_argument("--stream-rows", type=int, default=500_000, help="stream: count rows in the backlog.")
+    parser.add_argument("--stream-topics", type=int, default=1000, help="stream: topics of the backlog (2 groups).")
+    parser.add_argument("--stream-masters", default="local[1]", help="stream: Spark masters to run on.")
     parser.add_argument("--hold", type=Path, help="main: write the bootstrap here after the fill; wait till deleted.")
+    parser.add_argument("--bootstrap", help="costs: the held cluster's bootstrap servers.")
     parser.add_argument("--json-out", type=Path)
     parser.add_argument("--figures-out", type=Path, help="main: also write the figures as JSON (bench/compare.py)")
     args = parser.parse_args()
     shape = DataShape(args.topics, args.partitions_per_topic, args.groups)
     say(f"shape {shape}, phase {args.phase}")
     with tempfile.TemporaryDirectory(prefix="large-cluster-bench-") as tmp:
-        phase = {"main": phase_main, "burrow": phase_burrow, "series": phase_series}[args.phase]
+        phase = {"main": phase_main, "burrow": phase_burrow, "series": phase_series, "costs": phase_costs}[args.phase]
         result = phase(Path(tmp), shape, args)
     text = json.dumps(result, indent=1, default=str)
     print(text)
