@@ -11,9 +11,32 @@ if [ "$#" -gt 0 ]; then
     echo "test: pytest $*"
     exec python3 -m pytest "$@"
 fi
+# Each process's output is also kept in a file, so that the end of the output says why a process failed (its
+# short test summary, or the native crash Python's faulthandler printed): CI shows only the output's tail.
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+failed_lines() {
+    # The lines that say why the pytest process whose output is in $1 failed.
+    local frames='site-packages/(_pytest|pluggy)/|<frozen runpy>'
+    if grep -q "Fatal Python error" "$1"; then
+        # The crashing thread's stack first (faulthandler prints it after the others), then the other threads'.
+        grep -m 1 -o "Fatal Python error.*" "$1"
+        sed -n '/^Current thread/,/^$/p' "$1" | grep -Ev "$frames" | head -40
+        echo "other threads:"
+        sed -n '/Fatal Python error/,/^Current thread/p' "$1" | grep -Ev "$frames|^Current thread" | head -60
+    elif grep -q "short test summary info" "$1"; then
+        sed -n '/short test summary info/,$p' "$1" | head -40
+    else
+        tail -n 30 "$1"
+    fi
+}
+keep() {
+    # tee into $1, ignoring SIGINT: on Ctrl-C pytest still prints its teardown, so the pipe must stay open.
+    (trap '' INT && exec tee "$1")
+}
 echo "test: pytest -m 'not integration' -n auto with the coverage floor"
 unit=0
-python3 -m pytest -m "not integration" -n auto --cov --cov-report=term || unit=$?
+python3 -m pytest -m "not integration" -n auto --cov --cov-report=term 2>&1 | keep "$logs/unit" || unit=${PIPESTATUS[0]}
 # Tests that spend minutes waiting on the clock (whole SLO minutes, outages of a cluster of their own), using little
 # CPU, and enough of the longest others to keep both processes inside the CI's budget, run in a second process beside the rest (docs/testing.md, "Beside the rest"). SIGINT is restored for it,
 # since a background job of a non-interactive shell starts with SIGINT ignored and pytest would then skip its
@@ -29,21 +52,25 @@ beside=(
     tests/integration/audit/test_audit_reconcile.py
     tests/integration/slo/test_slo_stream_standalone.py
 )
-beside_log=$(mktemp)
 echo "test: pytest -m integration, with ${beside[*]} in a second process beside the rest"
 python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
-    python3 -m pytest -m integration -p no:cacheprovider "${beside[@]}" >"$beside_log" 2>&1 &
+    python3 -m pytest -m integration -p no:cacheprovider "${beside[@]}" >"$logs/beside" 2>&1 &
 beside_pid=$!
 integration=0
-python3 -m pytest -m integration "${beside[@]/#/--ignore=}" || integration=$?
+python3 -m pytest -m integration "${beside[@]/#/--ignore=}" 2>&1 | keep "$logs/integration" || integration=${PIPESTATUS[0]}
 beside_code=0
 wait "$beside_pid" || beside_code=$?
 echo "test: ${beside[*]} (beside the rest):"
-cat "$beside_log"
-rm -f "$beside_log"
-for code in "$unit" "$integration" "$beside_code"; do
+cat "$logs/beside"
+status=0
+for name in unit integration beside; do
+    code=$unit
+    [ "$name" = integration ] && code=$integration
+    [ "$name" = beside ] && code=$beside_code
     if [ "$code" -ne 0 ]; then
-        exit "$code"
+        echo "test: the $name process failed (exit $code); why:"
+        failed_lines "$logs/$name"
+        [ "$status" -ne 0 ] || status=$code
     fi
 done
-exit 0
+exit "$status"
