@@ -51,6 +51,9 @@ beside=(
     tests/integration/audit/test_audit_faults.py
     tests/integration/audit/test_audit_reconcile.py
     tests/integration/slo/test_slo_stream_standalone.py
+    tests/integration/slo/test_slo_scenarios.py
+    tests/integration/slo/test_slo_cli.py
+    tests/integration/slo/test_slo_stream.py
 )
 echo "test: pytest -m integration, with ${beside[*]} in a second process beside the rest"
 python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
