@@ -30,6 +30,17 @@ failed_lines() {
         tail -n 30 "$1"
     fi
 }
+native_stack() {
+    # The crashing thread's native stack from a core file left in the working directory (the kernel's pattern here
+    # is `core`), when gdb is there to read it; the core is removed after.
+    [ -f core ] || return 0
+    if command -v gdb >/dev/null; then
+        echo "test: the native stack of the crash (gdb, core file):"
+        gdb -batch -nx -ex "bt 16" "$(python3 -c 'import sys; print(sys.executable)')" core 2>&1 \
+            | grep -E "^(#|Core was generated|Program terminated)" | cut -c1-220 | head -20
+    fi
+    rm -f core
+}
 keep() {
     # tee into $1, ignoring SIGINT: on Ctrl-C pytest still prints its teardown, so the pipe must stay open.
     (trap '' INT && exec tee "$1")
@@ -55,6 +66,9 @@ beside=(
     tests/integration/slo/test_slo_cli.py
     tests/integration/slo/test_slo_stream.py
 )
+# A native crash in the integration processes (or a program they start) leaves a core file: native_stack prints its
+# stack at the end.
+ulimit -c unlimited 2>/dev/null || true
 echo "test: pytest -m integration, with ${beside[*]} in a second process beside the rest"
 python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
     python3 -m pytest -m integration -p no:cacheprovider "${beside[@]}" >"$logs/beside" 2>&1 &
@@ -76,4 +90,5 @@ for name in unit integration beside; do
         [ "$status" -ne 0 ] || status=$code
     fi
 done
+native_stack
 exit "$status"
