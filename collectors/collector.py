@@ -307,6 +307,15 @@ def _add_quorum(out: _Families, c: dict[str, str], health: ClusterHealth) -> Non
         c,
         quorum.epoch,
     )
+    if quorum.high_watermark >= 0:
+        out.add(
+            "kafka_pulse_kraft_high_watermark",
+            "gauge",
+            "The quorum's high watermark: the last committed metadata offset; the leader's no-op records move it "
+            "every 500 ms, so a still one means the quorum commits nothing.",
+            c,
+            quorum.high_watermark,
+        )
     out.add("kafka_pulse_kraft_voters", "gauge", "Voters of the KRaft metadata quorum.", c, len(quorum.voters))
     out.add(
         "kafka_pulse_kraft_observers",

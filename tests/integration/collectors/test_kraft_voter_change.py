@@ -6,6 +6,7 @@ controller section (the verdict `check` gives). Kafka's own `kafka-metadata-quor
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -33,10 +34,16 @@ pytestmark = pytest.mark.integration
 
 QUORUM_COMMAND = "org.apache.kafka.tools.MetadataQuorumCommand"
 PENDING = "kafka_server_raftmetrics_uncommitted_voter_change"
-FETCH_TIMEOUT_MS = 60_000
-"""controller.quorum.fetch.timeout.ms (default 2 s): a leader without fetches from a majority of its voter set
-resigns after 1.5 times this (check-quorum, KIP-595), which would end the pending change's leader (and its
-leader-only metric) 3 s in. 90 s leaves the change pending long enough to be scraped."""
+HELD_MS = 300_000
+"""controller.quorum.request.timeout.ms and controller.quorum.fetch.timeout.ms of the test cluster (default 2 s
+each). `uncommitted-voter-change` is 1 while the leader holds an AddVoter or RemoveVoter request open, and the
+leader drops the request when this request timeout passes (REQUEST_TIMED_OUT), the record still uncommitted; and a
+leader without fetches from a majority of its voter set resigns after 1.5 times the fetch timeout (check-quorum,
+KIP-595), which also ends its leader-only metric. With the defaults the flag lasts 2 s at most; 5 minutes leave the
+change held open long enough to be read while the collectors' cluster-state read recovers (STATE_WAIT_S)."""
+STATE_WAIT_S = 150
+"""How long the collectors' DescribeQuorum may take to show the change: a librdkafka request in flight to the paused
+broker holds its connection up until socket.timeout.ms (60 s), and metadata requests sent to it meanwhile time out."""
 
 
 def raft_pending(registry: CollectorRegistry) -> dict[str, float]:
@@ -79,7 +86,8 @@ def quorum_command(cluster: DevCluster, leader: int, *args: str) -> subprocess.P
 def test_a_voter_change_pending_then_committed_shows_on_metrics_and_the_page(tmp_path: Path) -> None:
     cluster = DevCluster.plan(
         tmp_path, 3, KAFKA_VERSION, Security.PLAINTEXT, dynamic_quorum=True,
-        broker_overrides={"controller.quorum.fetch.timeout.ms": str(FETCH_TIMEOUT_MS)},
+        broker_overrides={"controller.quorum.request.timeout.ms": str(HELD_MS),
+                          "controller.quorum.fetch.timeout.ms": str(HELD_MS)},
     )  # fmt: skip
     for node in cluster.spec.nodes:
         register_log(f"kraft-voter-change node {node.node_id}", cluster.log_path(node.node_id))
@@ -114,18 +122,32 @@ def test_a_voter_change_pending_then_committed_shows_on_metrics_and_the_page(tmp
         )  # fmt: skip
         commands.append(remove)
         poll(lambda: raft_pending(registry), lambda p: p == {str(leader): 1.0}, 60, "the change pending", 1.0)
-        states.wait_for(lambda r: sets(r) == ({leader, held}, {removed}), 60)
+        states.wait_for(lambda r: sets(r) == ({leader, held}, {removed}), STATE_WAIT_S)
         assert gauge(registry, "kafka_pulse_kraft_voters") == 2
         assert gauge(registry, "kafka_pulse_kraft_observers") == 1
-        page = page_controller(service, config)
-        assert [v["node"] for v in page.details["voters"]] == sorted((leader, held)), page
+        page = poll(
+            lambda: page_controller(service, config),
+            lambda s: [v["node"] for v in s.details.get("voters", ())] == sorted((leader, held)),
+            60,
+            "the page's controller section with the new voter set",
+            interval_s=1.0,
+        )
         assert page.details["observers"] == [removed], page
         assert raft_pending(registry) == {str(leader): 1.0}, "still pending: the held voter has not fetched it"
+        # Nothing commits while the new voter set lacks its majority: the high watermark stands still.
+        still = gauge(registry, "kafka_pulse_kraft_high_watermark")
+        assert still is not None
+        asked = time.time()
+        later = states.wait_for(lambda r: sets(r) is not None and r.finished_s - r.duration_s > asked, STATE_WAIT_S)
+        assert later.value is not None and later.value.quorum is not None
+        assert later.value.quorum.high_watermark == still, "a read begun later sees the same high watermark"
 
         cluster.resume(held)
         paused = None
         poll(lambda: raft_pending(registry), lambda p: set(p.values()) == {0.0}, 90, "the change committed", 1.0)
-        after = states.wait_for(lambda r: sets(r) == ({leader, held}, {removed}), 60)
+        poll(lambda: gauge(registry, "kafka_pulse_kraft_high_watermark"), lambda hw: (hw or 0) > still, STATE_WAIT_S,
+             "the high watermark moving again", 1.0)  # fmt: skip
+        after = states.wait_for(lambda r: sets(r) == ({leader, held}, {removed}), STATE_WAIT_S)
         assert after.value is not None and after.value.quorum is not None
         out, _ = remove.communicate(timeout=120)
         print(f"remove-controller {removed}: status {remove.returncode}\n{out[-2000:]}")  # may time out: no matter

@@ -158,6 +158,7 @@ def test_the_kraft_families_count_the_observers_a_voter_change_moves_a_node_to()
     exposed = exposition(assess(ClusterSnapshot(RACKS, 1, (), quorum, True)))
     assert 'kafka_pulse_kraft_voters{cluster="dev"} 2.0' in exposed
     assert 'kafka_pulse_kraft_observers{cluster="dev"} 1.0' in exposed
+    assert 'kafka_pulse_kraft_high_watermark{cluster="dev"} 800.0' in exposed
 
 
 def test_a_failed_quorum_read_is_down_and_zookeeper_has_no_kraft_families() -> None:
