@@ -278,7 +278,8 @@ def _add_tiered(out: _Families, c: dict[str, str], health: ClusterHealth) -> Non
 
 def _add_quorum(out: _Families, c: dict[str, str], health: ClusterHealth) -> None:
     """The KRaft metadata quorum from DescribeQuorum: the leader, its epoch (an election raises it: its changes are
-    the leader churn) and each voter's lag. Nothing under ZooKeeper."""
+    the leader churn), each voter's lag and the observers (a KIP-853 voter change moves a node between the two
+    sets). Nothing under ZooKeeper."""
     if health.quorum_up is None:
         return
     out.add(
@@ -306,7 +307,23 @@ def _add_quorum(out: _Families, c: dict[str, str], health: ClusterHealth) -> Non
         c,
         quorum.epoch,
     )
+    if quorum.high_watermark >= 0:
+        out.add(
+            "kafka_pulse_kraft_high_watermark",
+            "gauge",
+            "The quorum's high watermark: the last committed metadata offset; the leader's no-op records move it "
+            "every 500 ms, so a still one means the quorum commits nothing.",
+            c,
+            quorum.high_watermark,
+        )
     out.add("kafka_pulse_kraft_voters", "gauge", "Voters of the KRaft metadata quorum.", c, len(quorum.voters))
+    out.add(
+        "kafka_pulse_kraft_observers",
+        "gauge",
+        "Nodes replicating the metadata log without a vote (brokers, controllers not in the voter set).",
+        c,
+        len(quorum.observers),
+    )
     for voter in quorum.voters:
         v = {**c, "node": str(voter.node)}
         out.add(

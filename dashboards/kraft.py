@@ -46,8 +46,10 @@ def kraft_quorum() -> Row:
             stat(
                 "Pending voter change",
                 [Query(f"max(kafka_server_raftmetrics_uncommitted_voter_change{{{C}}})")],
-                description="KIP-853: 1 on the quorum leader while an added or removed voter is not committed "
-                "(KafkaControllerVoterChangePending after 5 m).",
+                description="KIP-853: 1 on the quorum leader while it holds an add or remove voter request open: "
+                "until the change commits, or controller.quorum.request.timeout.ms (2 s by default) passes "
+                "(KafkaControllerVoterChangePending after 5 m). A change stuck longer stops all commits "
+                "(KafkaControllerQuorumNotCommitting).",
                 mappings=value_mappings({"0": ("none", "green"), "1": ("pending", "orange")}),
             ),
             stat(

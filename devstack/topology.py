@@ -1,7 +1,8 @@
 """The dev cluster's shape, and the broker config files it implies (pure: no processes, no files).
 
-Every node runs KRaft combined mode (broker + controller) on 127.0.0.1 with a static voter set, one rack per
-node (az-a, az-b, az-c), and thread pools sized for a 2-core machine.
+Every node runs KRaft combined mode (broker + controller) on 127.0.0.1 with a static voter set (or a KIP-853
+dynamic one, whose voters can be added and removed), one rack per node (az-a, az-b, az-c), and thread pools sized
+for a 2-core machine.
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ class NodeSpec:
     slow_disk_ms: int | None = None
     """The node's log directory is a slow FUSE pass-through (devstack/slow_disk.py) that starts with this delay
     before every write and fsync; None: an ordinary directory."""
+    directory_id: str | None = None
+    """The metadata log directory's id (a Kafka Uuid) with a dynamic quorum: `--initial-controllers` names each
+    voter by id and directory, and `kafka-metadata-quorum remove-controller` needs it; None with static voters."""
 
 
 class JmxSecurity(StrEnum):
@@ -102,6 +106,10 @@ class ClusterSpec:
     extra_jars: tuple[str, ...] = ()
     """Jars appended to every node's classpath (a metrics reporter plugin, say); kept in the state file, since a
     restart from another process needs them for the classes its server.properties names."""
+    dynamic_quorum: bool = False
+    """KIP-853: the voters are formatted with `--initial-controllers` and found through
+    `controller.quorum.bootstrap.servers` (kraft.version 1), so `kafka-metadata-quorum add-controller` and
+    `remove-controller` work; False: the static `controller.quorum.voters` (kraft.version 0)."""
 
     @property
     def bootstrap_servers(self) -> str:
@@ -116,16 +124,31 @@ class ClusterSpec:
     def replication_factor(self) -> int:
         return min(3, len(self.nodes))
 
+    @property
+    def controller_servers(self) -> str:
+        """Every node's controller listener (`--bootstrap-controller` of Kafka's tools)."""
+        return ",".join(f"127.0.0.1:{n.controller_port}" for n in self.nodes)
+
+    @property
+    def initial_controllers(self) -> str:
+        """The `--initial-controllers` argument of a dynamic quorum, the same for every node: id@host:port:directory."""
+        return ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}:{n.directory_id}" for n in self.nodes)
+
 
 def render_server_properties(spec: ClusterSpec, node: NodeSpec, data_dir: Path, tls: TlsFiles | None) -> str:
     """server.properties for one node; `tls` is required when the cluster is SASL_SSL."""
     rf = spec.replication_factor
     min_isr = 2 if rf >= 3 else 1
     voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in spec.nodes)
+    quorum = (
+        {"controller.quorum.bootstrap.servers": spec.controller_servers}
+        if spec.dynamic_quorum
+        else {"controller.quorum.voters": voters}
+    )
     lines = {
         "process.roles": "broker,controller",
         "node.id": str(node.node_id),
-        "controller.quorum.voters": voters,
+        **quorum,
         "controller.listener.names": "CONTROLLER",
         "broker.rack": node.rack,
         "log.dirs": str(data_dir),

@@ -64,6 +64,7 @@ class DevCluster:
         enforce_acls: bool = False,
         extra_jars: Sequence[Path] = (),
         broker_overrides: Mapping[str, str] | None = None,
+        dynamic_quorum: bool = False,
     ) -> DevCluster:
         """Choose ports and ids for a new cluster; nothing is started or written yet.
 
@@ -72,7 +73,8 @@ class DevCluster:
         `enforce_acls` (SASL_SSL only) runs the StandardAuthorizer: a login needs ACLs for everything it does,
         the dev login `pulse` excepted (`topology.enforcing_authorizer`); the least-privilege tests use it.
         `extra_jars` go on every node's classpath and `broker_overrides` into every server.properties (Cruise
-        Control's metrics reporter and its `metric.reporters`, say).
+        Control's metrics reporter and its `metric.reporters`, say). `dynamic_quorum` formats a KIP-853 quorum
+        whose voters can be removed and added again (`ClusterSpec.dynamic_quorum`).
         """
         spec = plan_spec(
             brokers,
@@ -84,6 +86,7 @@ class DevCluster:
             enforce_acls,
             extra_jars,
             broker_overrides,
+            dynamic_quorum,
         )
         return cls(home, spec)
 

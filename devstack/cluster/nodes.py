@@ -51,6 +51,7 @@ class NodeProcesses:
                 "-c",
                 str(node_dir / "server.properties"),
                 "--ignore-formatted",
+                *(("--initial-controllers", self.spec.initial_controllers) if self.spec.dynamic_quorum else ()),
             ]
             procs.append((node, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)))
         for node, proc in procs:

@@ -35,6 +35,7 @@ def plan_spec(
     enforce_acls: bool = False,
     extra_jars: Sequence[Path] = (),
     broker_overrides: Mapping[str, str] | None = None,
+    dynamic_quorum: bool = False,
 ) -> ClusterSpec:
     """The spec of a new cluster (see `DevCluster.plan` for the arguments); ClusterError names a bad one."""
     missing_jars = [str(jar) for jar in extra_jars if not jar.is_file()]
@@ -66,8 +67,11 @@ def plan_spec(
                 internal_port=p[3] if security is Security.SASL_SSL else None,
                 extra_jvm_flags=tuple(extra.get(i + 1, ())),
                 slow_disk_ms=slow.get(i + 1),
+                directory_id=new_cluster_id() if dynamic_quorum else None,  # a directory id is a Uuid too
             )
         )
     overrides = (*(enforcing_authorizer(SCRAM_USER) if enforce_acls else ()), *(broker_overrides or {}).items())
     jars = tuple(str(jar.resolve()) for jar in extra_jars)
-    return ClusterSpec(new_cluster_id(), kafka_version, security, tuple(nodes), jmx_security, overrides, jars)
+    return ClusterSpec(
+        new_cluster_id(), kafka_version, security, tuple(nodes), jmx_security, overrides, jars, dynamic_quorum
+    )

@@ -29,7 +29,13 @@ def load_state(home: Path) -> tuple[ClusterSpec, dict[int, int]]:
         jmx_security = JmxSecurity(raw.get("jmx_security", JmxSecurity.NONE.value))
         jars = tuple(str(jar) for jar in raw.get("extra_jars", ()))
         spec = ClusterSpec(
-            raw["cluster_id"], raw["kafka_version"], Security(raw["security"]), nodes, jmx_security, extra_jars=jars
+            raw["cluster_id"],
+            raw["kafka_version"],
+            Security(raw["security"]),
+            nodes,
+            jmx_security,
+            extra_jars=jars,
+            dynamic_quorum=bool(raw.get("dynamic_quorum", False)),
         )
         pids = {int(k): int(v) for k, v in raw.get("pids", {}).items()}
     except (KeyError, TypeError, ValueError) as exc:
@@ -48,6 +54,7 @@ def save_state(home: Path, spec: ClusterSpec, pids: dict[int, int]) -> None:
         "nodes": [asdict(n) for n in spec.nodes],
         "pids": {str(k): v for k, v in pids.items()},
         "extra_jars": list(spec.extra_jars),
+        "dynamic_quorum": spec.dynamic_quorum,
     }
     home.mkdir(parents=True, exist_ok=True)
     tmp = home / (STATE_FILE + ".tmp")

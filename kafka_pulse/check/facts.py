@@ -96,6 +96,8 @@ class QuorumFacts:
     """The active controller; None when there is none."""
     epoch: int | None = None
     voters: tuple[VoterState, ...] = ()
+    observers: tuple[int, ...] = ()
+    """Node ids replicating the metadata log without a vote (pulse.kafka.quorum.QuorumState.observers)."""
 
 
 @dataclass(frozen=True)

@@ -311,7 +311,7 @@ def quorum_facts(answer: Mapping[str, Any], now_s: float) -> QuorumFacts | Probe
         state = parse_quorum(answer, now_s)
     except QuorumUnread as exc:
         return ProbeFailed(FailureKind.ERROR, f"controller quorum: {exc}")
-    return QuorumFacts("kraft", state.leader, state.epoch, state.voters)
+    return QuorumFacts("kraft", state.leader, state.epoch, state.voters, state.observers)
 
 
 # --- lag ----------------------------------------------------------------------------------------------------------

@@ -193,6 +193,7 @@ def judge_controller(quorum: QuorumFacts | ProbeFailed | NotAvailable) -> Sectio
         "voters": [
             {"node": v.node, "lag_records": v.lag_records, "caught_up_age_s": v.caught_up_age_s} for v in quorum.voters
         ],
+        "observers": list(quorum.observers),
     }
     if quorum.leader is None:
         what = "the KRaft metadata quorum has no leader" if quorum.mode == "kraft" else "no broker is the controller"

@@ -100,6 +100,12 @@ def dev() -> None:
     help="Remote storage on: Kafka's LocalTieredStorage (kafka-storage test jar) in the cluster's home; topics "
     "created with remote.storage.enable=true are tiered.",
 )
+@click.option(
+    "--dynamic-quorum",
+    is_flag=True,
+    help="A KIP-853 dynamic controller quorum (kraft.version 1): voters can be removed and added with "
+    "kafka-metadata-quorum remove-controller / add-controller.",
+)
 def up(
     config_path: Path | None,
     brokers: str,
@@ -113,6 +119,7 @@ def up(
     groups: int | None,
     slow_disks: tuple[str, ...],
     tiered_storage: bool,
+    dynamic_quorum: bool,
 ) -> None:
     """Gather jars (once per version), format storage, start the nodes and wait until every broker is RUNNING; then
     create the data shape asked for (topics, records, committing groups), with broker heaps sized for it."""
@@ -148,6 +155,7 @@ def up(
         slow_disks=slow,
         extra_jars=tiered_jars,
         broker_overrides=tiered_storage_overrides(home, Security(security), int(brokers)) if tiered_storage else None,
+        dynamic_quorum=dynamic_quorum,
     )
     with console.status(f"starting {brokers} Kafka {kafka_version} node(s)..."):
         cluster.up(cache_dir(), timeout_s)

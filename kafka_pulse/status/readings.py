@@ -100,7 +100,7 @@ def quorum_from_collectors(snapshot: ClusterSnapshot) -> QuorumFacts | ProbeFail
     if snapshot.quorum is None:
         return ProbeFailed(FailureKind.ERROR, QUORUM_UNREAD)
     q = snapshot.quorum
-    return QuorumFacts("kraft", q.leader, q.epoch, q.voters)
+    return QuorumFacts("kraft", q.leader, q.epoch, q.voters, q.observers)
 
 
 def answers_from_lag(reading: MetadataReading) -> dict[int, BrokerProbe]:

@@ -42,6 +42,9 @@ class QuorumState:
     epoch: int
     high_watermark: int
     voters: tuple[VoterState, ...]
+    observers: tuple[int, ...] = ()
+    """Node ids replicating the metadata log without a vote: brokers of a cluster with dedicated controllers, and a
+    controller not (or no longer) in the voter set: one started to be added, or a removed voter (KIP-853)."""
 
 
 def parse_quorum(answer: Mapping[str, Any], now_s: float) -> QuorumState:
@@ -65,8 +68,10 @@ def parse_quorum(answer: Mapping[str, Any], now_s: float) -> QuorumState:
                 caught_up_age_s=max(0.0, now_s - caught_up_ms / 1000) if caught_up_ms > 0 else None,
             )
         )
+    observers = tuple(sorted(int(o["replica_id"]) for o in partition.get("observers") or []))
     leader = int(partition.get("leader_id", -1))
-    return QuorumState(leader if leader >= 0 else None, int(partition.get("leader_epoch", -1)), hwm, tuple(voters))
+    epoch = int(partition.get("leader_epoch", -1))
+    return QuorumState(leader if leader >= 0 else None, epoch, hwm, tuple(voters), observers)
 
 
 def describe_quorum(settings: Mapping[str, Any], close: Callable[[Callable[[], None]], None] | None = None) -> Any:

@@ -108,10 +108,12 @@ function renderChecks(doc) {
   document.getElementById("checks").replaceChildren(...blocks);
 }
 
-// Each KRaft voter's lag behind the leader, from the check's DescribeQuorum (docs/check.md, "controller").
+// Each KRaft voter's lag behind the leader, and the observers (a KIP-853 voter change moves a node between the
+// two), from the check's DescribeQuorum (docs/check.md, "controller").
 function voters(details) {
   const list = (details && details.voters) || [];
   if (!list.length) return null;
+  const observers = details.observers || [];
   return el(
     "ul",
     { class: "voters dim" },
@@ -123,7 +125,8 @@ function voters(details) {
           `${v.lag_records} records behind, caught up ` +
           (v.caught_up_age_s === null ? "never seen by this leader" : `${v.caught_up_age_s.toFixed(1)} s ago`)
       )
-    )
+    ),
+    ...(observers.length ? [el("li", { "data-observers": observers.join(",") }, `observers: ${observers.join(", ")}`)] : [])
   );
 }
 

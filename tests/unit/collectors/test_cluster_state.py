@@ -152,6 +152,15 @@ def test_the_kraft_families_carry_the_leader_its_epoch_and_each_voters_lag() -> 
     assert 'kafka_pulse_kraft_voter_caught_up_age_seconds{cluster="dev",node="3"}' not in exposed  # never seen
 
 
+def test_the_kraft_families_count_the_observers_a_voter_change_moves_a_node_to() -> None:
+    """A removed voter keeps replicating as an observer: the voter count drops and the observer count rises."""
+    quorum = QuorumState(1, 9, 800, (VoterState(1, 0, 0.0), VoterState(2, 0, 0.1)), observers=(3,))
+    exposed = exposition(assess(ClusterSnapshot(RACKS, 1, (), quorum, True)))
+    assert 'kafka_pulse_kraft_voters{cluster="dev"} 2.0' in exposed
+    assert 'kafka_pulse_kraft_observers{cluster="dev"} 1.0' in exposed
+    assert 'kafka_pulse_kraft_high_watermark{cluster="dev"} 800.0' in exposed
+
+
 def test_a_failed_quorum_read_is_down_and_zookeeper_has_no_kraft_families() -> None:
     failed = exposition(assess(ClusterSnapshot(RACKS, 1, (), None, False)))
     assert 'kafka_pulse_kraft_quorum_up{cluster="dev"} 0.0' in failed and "kafka_pulse_kraft_leader" not in failed

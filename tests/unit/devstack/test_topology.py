@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,19 @@ def test_three_nodes_share_one_static_voter_set_and_replicate_three_ways() -> No
     assert rendered[0]["min.insync.replicas"] == "2"
     assert rendered[1]["listeners"] == "PLAINTEXT://127.0.0.1:9001,CONTROLLER://127.0.0.1:9101"
     assert "sasl.enabled.mechanisms" not in rendered[0]
+
+
+def test_a_dynamic_quorum_finds_its_voters_through_bootstrap_servers_and_formats_them_by_directory() -> None:
+    """KIP-853: `controller.quorum.voters` would pin a static set (kraft.version 0); a dynamic one is found through
+    `controller.quorum.bootstrap.servers` and formatted with each voter's id, endpoint and directory id."""
+    s = spec(3)
+    s = replace(s, dynamic_quorum=True, nodes=tuple(replace(n, directory_id=f"dir{n.node_id}") for n in s.nodes))
+    rendered = [props(render_server_properties(s, n, Path("/d"), None)) for n in s.nodes]
+    assert all("controller.quorum.voters" not in r for r in rendered)
+    assert {r["controller.quorum.bootstrap.servers"] for r in rendered} == {
+        "127.0.0.1:9100,127.0.0.1:9101,127.0.0.1:9102"
+    }
+    assert s.initial_controllers == "1@127.0.0.1:9100:dir1,2@127.0.0.1:9101:dir2,3@127.0.0.1:9102:dir3"
 
 
 def test_one_node_cannot_ask_for_more_replicas_than_it_has() -> None:

@@ -169,6 +169,13 @@ def test_controller(quorum: QuorumFacts | ProbeFailed, want: Status, says: str) 
     assert says in got.summary + " ".join(got.reasons)
 
 
+def test_the_controller_details_list_the_observers_a_removed_voter_joins() -> None:
+    """A KIP-853 removal moves the node from `voters` to `observers`; both sets are in the details the page shows."""
+    got = judge_controller(QuorumFacts("kraft", 1, 9, voters(0.0, 0.2), observers=(3,)))
+    assert [v["node"] for v in got.details["voters"]] == [1, 2]
+    assert got.details["observers"] == [3]
+
+
 # --- partitions -----------------------------------------------------------------------------------------------------
 
 
