@@ -65,6 +65,7 @@ beside=(
     tests/integration/slo/test_slo_scenarios.py
     tests/integration/slo/test_slo_cli.py
     tests/integration/slo/test_slo_stream.py
+    tests/integration/collectors/test_kraft_voter_change.py
 )
 # A native crash in the integration processes (or a program they start) leaves a core file: native_stack prints its
 # stack at the end.
