@@ -56,25 +56,39 @@ def test_every_committed_key_is_written_by_its_bench() -> None:
         assert '"--figures-out"' in source and f'FigureLog("{row.bench}")' in source, row.bench
 
 
-def test_a_figure_16_percent_worse_flags_and_14_percent_does_not() -> None:
-    assert verdict(committed(value=10), Figure("k", "1x", 11.6, "s")).state == "REGRESSED"
-    assert verdict(committed(value=10), Figure("k", "1x", 11.4, "s")).state == "ok"
-    assert verdict(committed(value=10), Figure("k", "1x", 5.0, "s")).state == "ok"
+# (committed: ours, peer, better; now: ours, peer; state): 15 % is the line, in the figure's direction, and against
+# the peer of the same run where the figure has one
+VERDICTS = [
+    pytest.param(10, None, "lower", 11.6, None, "REGRESSED", id="16 % slower"),
+    pytest.param(10, None, "lower", 11.4, None, "ok", id="14 % slower"),
+    pytest.param(10, None, "lower", 5.0, None, "ok", id="twice as fast"),
+    pytest.param(100, None, "higher", 84, None, "REGRESSED", id="throughput 16 % down"),
+    pytest.param(100, None, "higher", 86, None, "ok", id="throughput 14 % down"),
+    pytest.param(100, None, "higher", 200, None, "ok", id="throughput doubled"),
+    pytest.param(8, 20, "lower", 12, 30, "ok", id="a slower host: both 50 % up"),
+    pytest.param(8, 20, "lower", 8, 20 / 1.16, "REGRESSED", id="the peer got cheaper"),
+    pytest.param(8, 20, "lower", 8 * 1.14, 20, "ok", id="ours 14 % up, the peer not"),
+    pytest.param(8, 20, "lower", 8 * 1.16, 20, "REGRESSED", id="ours 16 % up, the peer not"),
+    pytest.param(8, 20, "lower", 20, None, "missing", id="committed with a peer, measured without"),
+]
 
 
-def test_higher_is_better_flags_a_fall_not_a_rise() -> None:
-    was = committed(value=100, better="higher")
-    assert verdict(was, Figure("k", "1x", 84, "/s", "higher")).state == "REGRESSED"
-    assert verdict(was, Figure("k", "1x", 86, "/s", "higher")).state == "ok"
-    assert verdict(was, Figure("k", "1x", 200, "/s", "higher")).state == "ok"
-    assert worse_by(100, 84, "higher") == pytest.approx(0.16)
+@pytest.mark.parametrize(("was", "was_peer", "better", "now", "now_peer", "state"), VERDICTS)
+def test_a_figure_flags_beyond_15_percent_worse_in_its_direction(
+    was: float, was_peer: float | None, better: str, now: float, now_peer: float | None, state: str
+) -> None:
+    figure = Figure("k", "1x", now, "s", better, now_peer)  # type: ignore[arg-type]
+    assert verdict(committed(value=was, peer=was_peer, better=better), figure).state == state
 
 
-def test_with_a_peer_the_ratio_is_compared_not_the_figure() -> None:
-    was = committed(value=8, peer=20)  # 0.4x
-    assert verdict(was, Figure("k", "1x", 12, "µs", peer=30)).state == "ok"  # a slower host: both 50 % up
-    assert verdict(was, Figure("k", "1x", 8, "µs", peer=20 / 1.16)).state == "REGRESSED"  # the peer got cheaper
-    assert verdict(was, Figure("k", "1x", 8 * 1.14, "µs", peer=20)).state == "ok"
+@pytest.mark.parametrize(
+    ("committed_value", "now", "better", "worse"),
+    [(100, 116, "lower", 0.16), (100, 50, "lower", -0.5), (100, 84, "higher", 0.16), (100, 200, "higher", -1.0)],
+)
+def test_worse_by_is_the_fraction_worse_in_the_figures_direction(
+    committed_value: float, now: float, better: str, worse: float
+) -> None:
+    assert worse_by(committed_value, now, better) == pytest.approx(worse)  # type: ignore[arg-type]
 
 
 def test_a_figure_not_measured_is_reported_missing_and_one_at_another_scale_new() -> None:
@@ -100,7 +114,7 @@ def test_a_saved_run_exits_1_when_a_figure_regressed_and_0_within_the_threshold(
     table = tmp_path / "benchmarks.md"
     table.write_text(
         f"# x\n\n{compare.MARKER}\n| {header} |\n|{'---|' * len(compare.COLUMNS)}\n"
-        "| `lag_cpu.cpu_per_commit` | 2000/s | 8.8 | µs | Burrow 1.2.1 | 36.4 | 0.24 | lower | lag_cpu_bench |\n"
+        "| `lag_cpu.cpu_per_commit` | 2000/s | 8.8 | µs | Burrow 1.2.1 | 36.4 | 0.24 | lower | lag_cpu_bench | - |\n"
     )
     log = FigureLog("lag_cpu_bench")
     log.add("lag_cpu.cpu_per_commit", "2000/s", 11.2, "µs", peer=36.4)  # 0.31x: 27 % worse
@@ -111,3 +125,26 @@ def test_a_saved_run_exits_1_when_a_figure_regressed_and_0_within_the_threshold(
     assert compare.main([str(saved), "--table", str(table)]) == 1
     assert "REGRESSED" in capsys.readouterr().out
     assert compare.main([str(saved), "--table", str(table), "--threshold", "30"]) == 0
+
+
+def test_several_saved_runs_compare_in_one_call_and_any_regression_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    header = " | ".join(compare.COLUMNS)
+    table = tmp_path / "benchmarks.md"
+    table.write_text(
+        f"{compare.MARKER}\n| {header} |\n|{'---|' * len(compare.COLUMNS)}\n"
+        "| `a.wall` | 1x | 1.0 | s | - | - | - | lower | bench_a | - |\n"
+        "| `b.rate` | 1x | 100 | /s | - | - | - | higher | bench_b | - |\n"
+    )
+    runs = {"bench_a": ("a.wall", 1.05, "lower"), "bench_b": ("b.rate", 80.0, "higher")}  # b: 20 % down
+    paths = []
+    for bench, (key, value, better) in runs.items():
+        log = FigureLog(bench)
+        log.add(key, "1x", value, "s", better)  # type: ignore[arg-type]
+        log.write(tmp_path / f"{bench}.json")
+        paths.append(str(tmp_path / f"{bench}.json"))
+    assert compare.main([*paths, "--table", str(table)]) == 1
+    out = capsys.readouterr().out
+    assert "bench_a against" in out and "bench_b against" in out and "1 regressed beyond 15 %: b.rate at 1x" in out
+    assert compare.main([paths[0], "--table", str(table)]) == 0
