@@ -10,8 +10,9 @@ Run: python bench/compare.py [--threshold 15] [--table docs/benchmarks.md] FIGUR
 `--save`) and compares what it wrote; FIGURES.json are such files saved earlier, one block per bench run. The
 committed figures are the table under the marker `<!-- compare.py: committed figures -->` in docs/benchmarks.md
 (section "Where we stand"; bench/standing.py keeps it in agreement with the tables above it). A figure is compared
-only at the scale it was committed at (its `at`); figures of the run's bench that the run did not measure are listed
-as missing. Exit 1 when a figure regressed beyond the threshold, 2 when the bench failed, else 0.
+only at the scale it was committed at (its `at`); committed figures at a scale the run measured but missing from it
+are listed as missing, other scales only named. Exit 1 when a figure regressed beyond the threshold, 2 when the
+bench failed, else 0.
 """
 
 from __future__ import annotations
@@ -125,11 +126,18 @@ def compare(committed: list[Committed], bench: str, run: list[Figure], threshold
             continue
         worse = worse_by(then, now, was.better)
         verdicts.append(Verdict(figure.key, figure.at, was, figure, worse, "REGRESSED" if worse > threshold else "ok"))
-    measured = {(f.key, f.at) for f in run}
+    measured, scales = {(f.key, f.at) for f in run}, {f.at for f in run}
     for was in committed:
-        if was.bench == bench and (was.key, was.at) not in measured:
+        if was.bench == bench and was.at in scales and (was.key, was.at) not in measured:
             verdicts.append(Verdict(was.key, was.at, was, None, None, "missing"))
     return verdicts
+
+
+def other_scales(committed: list[Committed], bench: str, run: list[Figure]) -> list[str]:
+    """The scales the bench has committed figures at that the run did not touch (`--groups 200` beside 500): not
+    compared and not missing either, only named, so a run at one scale does not list every other one's rows."""
+    scales = {f.at for f in run}
+    return sorted({c.at for c in committed if c.bench == bench and c.at not in scales})
 
 
 def _fmt(value: float | None) -> str:
@@ -226,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
         verdicts = compare(committed, bench, run, threshold)
         print(f"\n{bench} against {table}:")
         print(report(verdicts, threshold))
+        if others := other_scales(committed, bench, run):
+            print(f"not run at: {'; '.join(others)} (committed there, another scale than this run's)")
         regressed += [v for v in verdicts if v.state == "REGRESSED"]
     print(f"{len(regressed)} regressed beyond {args.threshold:g} %" + (": " if regressed else ""), end="")
     print(", ".join(f"{v.key} at {v.at}" for v in regressed))

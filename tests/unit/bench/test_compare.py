@@ -100,6 +100,14 @@ def test_a_figure_not_measured_is_reported_missing_and_one_at_another_scale_new(
     assert "missing: committed, not measured in this run" in text and "new: no committed figure" in text
 
 
+def test_committed_figures_at_a_scale_the_run_did_not_touch_are_named_not_missing() -> None:
+    table = [committed("a", bench="b"), Committed("a", "2x", 1, "s", "-", None, None, "lower", "b")]
+    run = [Figure("a", "1x", 10, "s")]
+    assert [(v.key, v.at, v.state) for v in compare.compare(table, "b", run, 0.15)] == [("a", "1x", "ok")]
+    assert compare.other_scales(table, "b", run) == ["2x"]
+    assert compare.other_scales(table, "b", [*run, Figure("a", "2x", 1, "s")]) == []
+
+
 def test_a_table_without_the_marker_or_with_other_columns_is_refused() -> None:
     with pytest.raises(ValueError, match="no <!--"):
         parse_table("| key | at |\n|---|---|\n")
