@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from figures import Better, Figure, read_run
+from figures import Better, Figure, Run, read_run
 
 REPO = Path(__file__).resolve().parents[1]
 TABLE = REPO / "docs" / "benchmarks.md"
@@ -190,6 +190,17 @@ def report(verdicts: list[Verdict], threshold: float) -> str:
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows)
 
 
+def load_note(run: Run) -> str:
+    """The host's load as the run ended: above one a core, figures without a peer in the same run are doubtful (the
+    check's import wall went 0.50 -> 0.75 s at load 7 with the code unchanged)."""
+    if run.load is None or run.cores is None:
+        return "host load: not recorded"
+    note = f"host load at the end: {run.load:.1f} on {run.cores} cores"
+    if run.load > run.cores:
+        note += " (loaded: a figure without a peer moves with the load; run again before believing a flag on one)"
+    return note
+
+
 def run_bench(bench: str, args: list[str], out: Path) -> int:
     """Runs bench/BENCH.py with `--figures-out OUT`, its output passed through."""
     script = REPO / "bench" / f"{Path(bench).stem}.py"
@@ -221,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         if bench_argv is not None:
             if not bench_argv:
                 parser.error("--run needs a bench name")
-            paths = [args.save or Path(tmp) / "figures.json"]
+            paths = [(args.save or Path(tmp) / "figures.json").resolve()]  # the bench runs in the repo
             code = run_bench(bench_argv[0], bench_argv[1:], paths[0])
             if code != 0 or not paths[0].is_file():
                 print(f"compare: the bench exited {code} without figures", file=sys.stderr)
@@ -230,11 +241,11 @@ def main(argv: list[str] | None = None) -> int:
     threshold = args.threshold / 100
     table = args.table.relative_to(REPO) if args.table.is_relative_to(REPO) else args.table
     regressed: list[Verdict] = []
-    for bench, run in runs:
-        verdicts = compare(committed, bench, run, threshold)
-        print(f"\n{bench} against {table}:")
+    for run in runs:
+        verdicts = compare(committed, run.bench, run.figures, threshold)
+        print(f"\n{run.bench} against {table}, {load_note(run)}:")
         print(report(verdicts, threshold))
-        if others := other_scales(committed, bench, run):
+        if others := other_scales(committed, run.bench, run.figures):
             print(f"not run at: {'; '.join(others)} (committed there, another scale than this run's)")
         regressed += [v for v in verdicts if v.state == "REGRESSED"]
     print(f"{len(regressed)} regressed beyond {args.threshold:g} %" + (": " if regressed else ""), end="")

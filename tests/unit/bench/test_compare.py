@@ -11,7 +11,7 @@ from pathlib import Path
 import compare
 import pytest
 from compare import Committed, parse_table, worse_by
-from figures import Figure, FigureLog, read_run
+from figures import Figure, FigureLog, Run, read_run
 
 REPO = Path(__file__).resolve().parents[3]
 DOC = REPO / "docs" / "benchmarks.md"
@@ -128,7 +128,8 @@ def test_a_saved_run_exits_1_when_a_figure_regressed_and_0_within_the_threshold(
     log.add("lag_cpu.cpu_per_commit", "2000/s", 11.2, "µs", peer=36.4)  # 0.31x: 27 % worse
     saved = tmp_path / "run.json"
     log.write(saved)
-    assert read_run(saved) == ("lag_cpu_bench", log.figures)
+    again = read_run(saved)
+    assert (again.bench, again.figures) == ("lag_cpu_bench", log.figures) and again.load is not None
     assert json.loads(saved.read_text())["bench"] == "lag_cpu_bench"
     assert compare.main([str(saved), "--table", str(table)]) == 1
     assert "REGRESSED" in capsys.readouterr().out
@@ -156,3 +157,24 @@ def test_several_saved_runs_compare_in_one_call_and_any_regression_exits_1(
     out = capsys.readouterr().out
     assert "bench_a against" in out and "bench_b against" in out and "1 regressed beyond 15 %: b.rate at 1x" in out
     assert compare.main([paths[0], "--table", str(table)]) == 0
+
+
+@pytest.mark.parametrize(
+    ("load", "cores", "note"),
+    [
+        (None, None, "host load: not recorded"),  # a run saved before the load was
+        (1.5, 2, "host load at the end: 1.5 on 2 cores"),
+        (8.9, 2, "host load at the end: 8.9 on 2 cores (loaded: "),
+    ],
+)
+def test_the_hosts_load_is_named_and_a_loaded_run_called_doubtful(
+    load: float | None, cores: int | None, note: str
+) -> None:
+    text = compare.load_note(Run("b", [], load, cores))
+    assert text.startswith(note) and (("loaded" in text) == ("loaded" in note))
+
+
+def test_a_run_saved_without_the_load_still_reads(tmp_path: Path) -> None:
+    saved = tmp_path / "old.json"
+    saved.write_text(json.dumps({"bench": "b", "figures": [{"key": "k", "at": "1x", "value": 1, "unit": "s"}]}))
+    assert read_run(saved) == Run("b", [Figure("k", "1x", 1.0, "s")])
