@@ -191,12 +191,12 @@ def report(verdicts: list[Verdict], threshold: float) -> str:
 
 
 def load_note(run: Run) -> str:
-    """The host's load as the run ended: above one a core, figures without a peer in the same run are doubtful (the
-    check's import wall went 0.50 -> 0.75 s at load 7 with the code unchanged)."""
+    """The host's load as the run ended: above one a core, the run's figures without a peer are doubtful (the check's
+    import wall went 0.50 -> 0.75 s at load 7 with the code unchanged); ratios against a same-run peer hold better."""
     if run.load is None or run.cores is None:
         return "host load: not recorded"
     note = f"host load at the end: {run.load:.1f} on {run.cores} cores"
-    if run.load > run.cores:
+    if run.load > run.cores and any(f.peer is None for f in run.figures):
         note += " (loaded: a figure without a peer moves with the load; run again before believing a flag on one)"
     return note
 

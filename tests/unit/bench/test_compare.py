@@ -159,18 +159,22 @@ def test_several_saved_runs_compare_in_one_call_and_any_regression_exits_1(
     assert compare.main([paths[0], "--table", str(table)]) == 0
 
 
+ALONE, BESIDE = Figure("k", "1x", 1, "s"), Figure("k", "1x", 1, "s", peer=2)
+
+
 @pytest.mark.parametrize(
-    ("load", "cores", "note"),
+    ("load", "cores", "figure", "note"),
     [
-        (None, None, "host load: not recorded"),  # a run saved before the load was
-        (1.5, 2, "host load at the end: 1.5 on 2 cores"),
-        (8.9, 2, "host load at the end: 8.9 on 2 cores (loaded: "),
+        (None, None, ALONE, "host load: not recorded"),  # a run saved before the load was
+        (1.5, 2, ALONE, "host load at the end: 1.5 on 2 cores"),
+        (8.9, 2, ALONE, "host load at the end: 8.9 on 2 cores (loaded: "),
+        (8.9, 2, BESIDE, "host load at the end: 8.9 on 2 cores"),  # every figure a ratio to a same-run peer
     ],
 )
-def test_the_hosts_load_is_named_and_a_loaded_run_called_doubtful(
-    load: float | None, cores: int | None, note: str
+def test_the_hosts_load_is_named_and_a_loaded_run_without_peers_called_doubtful(
+    load: float | None, cores: int | None, figure: Figure, note: str
 ) -> None:
-    text = compare.load_note(Run("b", [], load, cores))
+    text = compare.load_note(Run("b", [figure], load, cores))
     assert text.startswith(note) and (("loaded" in text) == ("loaded" in note))
 
 
