@@ -115,6 +115,35 @@ def test_a_table_without_the_marker_or_with_other_columns_is_refused() -> None:
         parse_table(f"{compare.MARKER}\n| key | at |\n|---|---|\n| a | 1x |\n")
 
 
+def table_of(*rows: str) -> str:
+    return f"{compare.MARKER}\n| {' | '.join(compare.COLUMNS)} |\n|{'---|' * len(compare.COLUMNS)}\n" + "".join(
+        f"{row}\n" for row in rows
+    )
+
+
+GOOD = "| `a.rss` | 1x | 3,245 | MiB | pandas | 6,503 | 0.50x | lower | slo_bench | slo: the same, peak RSS |"
+
+
+@pytest.mark.parametrize(
+    ("rows", "error"),
+    [
+        ((GOOD.replace("lower", "smaller"),), "better is 'smaller'"),
+        ((GOOD.replace("3,245", "-"),), "no figure"),
+        ((GOOD.replace(" slo_bench |", ""),), "a row of 9 cells"),
+        ((GOOD, GOOD.replace("6,503", "6,000")), "twice at the same scale"),
+    ],
+)
+def test_a_malformed_committed_row_is_refused_with_its_reason(rows: tuple[str, ...], error: str) -> None:
+    with pytest.raises(ValueError, match=error):
+        parse_table(table_of(*rows))
+
+
+def test_a_committed_row_reads_its_numbers_with_commas_and_an_x() -> None:
+    (row,) = parse_table(table_of(GOOD))
+    assert (row.key, row.value, row.peer, row.ratio, row.better) == ("a.rss", 3245, 6503, 0.5, "lower")
+    assert row.shown_in == "slo: the same, peak RSS" and row.computed_ratio == pytest.approx(3245 / 6503)
+
+
 def test_a_saved_run_exits_1_when_a_figure_regressed_and_0_within_the_threshold(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
