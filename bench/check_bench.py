@@ -5,9 +5,10 @@ runs the real command as a fresh process each time (`python -m kafka_pulse.cli.m
 and imports are counted, as a cron job or Nagios would see them. Prints, per case, the median and range of the wall
 time seen from outside and of the command's own `elapsed_s` (from its process's start), the exit codes, and the
 peer figure: Kafka's own `kafka-topics --describe --under-replicated-partitions` (one JVM start and one metadata
-read, a fraction of what `check` asks) on the same cluster, and the ratio. Also the floor: starting Python and
-importing what `check` needs. Each hung run follows a fresh SIGSTOP of broker 2 on a healed cluster, so the broker
-is hung but still registered (the controller fences it after 9 s, and a fenced broker is quick to judge).
+read, a fraction of what `check` asks) on the same cluster, each run beside one of ours, and the ratio. Also the
+floor: starting Python and importing what `check` needs, its wall and CPU. Each hung run follows a fresh SIGSTOP
+of broker 2 on a healed cluster, so the broker is hung but still registered (the controller fences it after 9 s,
+and a fenced broker is quick to judge).
 `--base-tree DIR` (another checkout, e.g. `git archive main | tar -x -C DIR`) runs that tree's `check` too, each
 of its runs beside one of ours on the same cluster, for a before/after in one run.
 Jars must already be cached (`kafka-pulse dev fetch`).
@@ -42,6 +43,15 @@ def timed(argv: list[str], env: dict[str, str], cwd: Path = REPO) -> tuple[float
     started = time.monotonic()
     done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
     return time.monotonic() - started, done
+
+
+def timed_cpu(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """Wall and CPU (user + system) seconds of one child: the CPU moves far less with the host's load than the wall,
+    so the regression guard compares the import floor by it (bench/compare.py)."""
+    before = os.times()
+    wall_s, _ = timed(argv, env, cwd)
+    after = os.times()
+    return wall_s, after.children_user + after.children_system - before.children_user - before.children_system
 
 
 Runs = tuple[list[float], list[float], list[int]]
@@ -115,12 +125,6 @@ def main() -> None:
                 "import kafka_pulse.cli.main, kafka_pulse.cli.check, kafka_pulse.check.health_check, "
                 "kafka_pulse.clusters"
             )
-            imports: dict[str, list[float]] = {t.name: [] for t in trees}
-            healthy: dict[str, Runs] = {t.name: ([], [], []) for t in trees}
-            for _ in range(args.runs):
-                for t in trees:
-                    imports[t.name].append(timed([sys.executable, "-c", floor], t.env, t.path)[0])
-                    check_runs(t, 1, into=healthy[t.name])
             tools = ensure_tools(DEFAULT_VERSION, cache_dir())
             topics = [
                 "java",
@@ -132,7 +136,17 @@ def main() -> None:
                 "--describe",
                 "--under-replicated-partitions",
             ]
-            peer = [timed(topics, env)[0] for _ in range(args.runs)]
+            imports: dict[str, list[float]] = {t.name: [] for t in trees}
+            imports_cpu: dict[str, list[float]] = {t.name: [] for t in trees}
+            healthy: dict[str, Runs] = {t.name: ([], [], []) for t in trees}
+            peer: list[float] = []
+            for _ in range(args.runs):  # the peer run for run beside ours: a burst of load hits both
+                for t in trees:
+                    wall_s, cpu_s = timed_cpu([sys.executable, "-c", floor], t.env, t.path)
+                    imports[t.name].append(wall_s)
+                    imports_cpu[t.name].append(cpu_s)
+                    check_runs(t, 1, into=healthy[t.name])
+                peer.append(timed(topics, env)[0])
             hung: dict[str, Runs] = {t.name: ([], [], []) for t in trees}
             for _ in range(args.runs):
                 for t in trees:
@@ -156,6 +170,10 @@ def main() -> None:
             f"| start-up and imports of check only (floor){suffix} | {statistics.median(imports[t.name]):.2f} | "
             f"{min(imports[t.name]):.2f}-{max(imports[t.name]):.2f} | - | - | - |"
         )
+        print(
+            f"| the floor's CPU (user + system){suffix} | {statistics.median(imports_cpu[t.name]):.2f} | "
+            f"{min(imports_cpu[t.name]):.2f}-{max(imports_cpu[t.name]):.2f} | - | - | - |"
+        )
     print(
         f"| peer: kafka-topics --describe --under-replicated-partitions | {statistics.median(peer):.2f} | "
         f"{min(peer):.2f}-{max(peer):.2f} | - | - | - |"
@@ -167,7 +185,7 @@ def main() -> None:
     log.add("check.healthy_wall", at, statistics.median(healthy[ours.name][0]), "s", peer=statistics.median(peer))
     log.add("check.stopped_broker_wall", at, statistics.median(hung[ours.name][0]), "s")
     log.add("check.stopped_broker_wall_max", at, max(hung[ours.name][0]), "s")
-    log.add("check.imports_wall", at, statistics.median(imports[ours.name]), "s")
+    log.add("check.imports_cpu", at, statistics.median(imports_cpu[ours.name]), "s")
     log.write(args.figures_out)
 
 

@@ -3,14 +3,16 @@
 Flags any figure more than 15 % worse than its committed one: its ratio against the peer of the same run where the
 figure has a peer, else the figure itself in its direction (lower or higher is better).
 
-Run: python bench/compare.py [--threshold 15] [--table docs/benchmarks.md] FIGURES.json
-     python bench/compare.py [--threshold 15] [--table docs/benchmarks.md] --run BENCH [bench args...]
+Run: python bench/compare.py [--threshold 15] [--table docs/benchmarks.md] FIGURES.json [FIGURES.json ...]
+     python bench/compare.py [--threshold 15] [--table docs/benchmarks.md] [--save FILE] --run BENCH [bench args...]
 
-`--run lag_cpu_bench --seconds 15` runs `python bench/lag_cpu_bench.py --seconds 15 --figures-out TMP` and compares
-what it wrote; FIGURES.json is such a file saved earlier. The committed figures are the table under the marker
-`<!-- compare.py: committed figures -->` in docs/benchmarks.md (section "Where we stand"). A figure is compared
-only at the scale it was committed at (its `at`); figures of the run's bench that the run did not measure are listed
-as missing. Exit 1 when a figure regressed beyond the threshold, 2 when the bench failed, else 0.
+`--run lag_cpu_bench --seconds 15` runs `python bench/lag_cpu_bench.py --seconds 15 --figures-out TMP` (FILE with
+`--save`) and compares what it wrote; FIGURES.json are such files saved earlier, one block per bench run. The
+committed figures are the table under the marker `<!-- compare.py: committed figures -->` in docs/benchmarks.md
+(section "Where we stand"; bench/standing.py keeps it in agreement with the tables above it). A figure is compared
+only at the scale it was committed at (its `at`); committed figures at a scale the run measured but missing from it
+are listed as missing, other scales only named. Exit 1 when a figure regressed beyond the threshold, 2 when the
+bench failed, else 0.
 """
 
 from __future__ import annotations
@@ -23,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from figures import Better, Figure, read_run
+from figures import Better, Figure, Run, read_run
 
 REPO = Path(__file__).resolve().parents[1]
 TABLE = REPO / "docs" / "benchmarks.md"
 MARKER = "<!-- compare.py: committed figures -->"
-COLUMNS = ("key", "at", "ours", "unit", "peer", "peer's figure", "ratio", "better", "bench")
+COLUMNS = ("key", "at", "ours", "unit", "peer", "peer's figure", "ratio", "better", "bench", "shown in")
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class Committed:
     ratio: float | None
     better: Better
     bench: str
+    shown_in: str = "-"  # the "Where we stand" row showing the figure too (bench/standing.py checks they agree)
 
     @property
     def computed_ratio(self) -> float | None:
@@ -86,14 +89,16 @@ def parse_table(markdown: str) -> list[Committed]:
     for cells in table[2:]:
         if len(cells) != len(COLUMNS):
             raise ValueError(f"a row of {len(cells)} cells, want {len(COLUMNS)}: {cells}")
-        key, at, ours, unit, peer_name, peer, ratio, better, bench = cells
+        key, at, ours, unit, peer_name, peer, ratio, better, bench, shown_in = cells
         if better not in ("lower", "higher"):
             raise ValueError(f"{key} at {at}: better is {better!r}, want lower or higher")
         value = _number(ours)
         if value is None:
             raise ValueError(f"{key} at {at}: no figure")
         rows.append(
-            Committed(key, at, value, unit, peer_name, _number(peer), _number(ratio), cast(Better, better), bench)
+            Committed(
+                key, at, value, unit, peer_name, _number(peer), _number(ratio), cast(Better, better), bench, shown_in
+            )
         )
     seen = [(r.key, r.at) for r in rows]
     if len(seen) != len(set(seen)):
@@ -121,11 +126,18 @@ def compare(committed: list[Committed], bench: str, run: list[Figure], threshold
             continue
         worse = worse_by(then, now, was.better)
         verdicts.append(Verdict(figure.key, figure.at, was, figure, worse, "REGRESSED" if worse > threshold else "ok"))
-    measured = {(f.key, f.at) for f in run}
+    measured, scales = {(f.key, f.at) for f in run}, {f.at for f in run}
     for was in committed:
-        if was.bench == bench and (was.key, was.at) not in measured:
+        if was.bench == bench and was.at in scales and (was.key, was.at) not in measured:
             verdicts.append(Verdict(was.key, was.at, was, None, None, "missing"))
     return verdicts
+
+
+def other_scales(committed: list[Committed], bench: str, run: list[Figure]) -> list[str]:
+    """The scales the bench has committed figures at that the run did not touch (`--groups 200` beside 500): not
+    compared and not missing either, only named, so a run at one scale does not list every other one's rows."""
+    scales = {f.at for f in run}
+    return sorted({c.at for c in committed if c.bench == bench and c.at not in scales})
 
 
 def _fmt(value: float | None) -> str:
@@ -178,6 +190,17 @@ def report(verdicts: list[Verdict], threshold: float) -> str:
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows)
 
 
+def load_note(run: Run) -> str:
+    """The host's load as the run ended: above one a core, the run's figures without a peer are doubtful (the check's
+    import wall went 0.50 -> 0.75 s at load 7 with the code unchanged); ratios against a same-run peer hold better."""
+    if run.load is None or run.cores is None:
+        return "host load: not recorded"
+    note = f"host load at the end: {run.load:.1f} on {run.cores} cores"
+    if run.load > run.cores and any(f.peer is None for f in run.figures):
+        note += " (loaded: a figure without a peer moves with the load; run again before believing a flag on one)"
+    return note
+
+
 def run_bench(bench: str, args: list[str], out: Path) -> int:
     """Runs bench/BENCH.py with `--figures-out OUT`, its output passed through."""
     script = REPO / "bench" / f"{Path(bench).stem}.py"
@@ -194,31 +217,37 @@ def main(argv: list[str] | None = None) -> int:
         argv, bench_argv = argv[:at], argv[at + 1 :]
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
-        usage="%(prog)s [--threshold PCT] [--table FILE] (FIGURES.json | --run BENCH [bench args ...])",
+        usage="%(prog)s [--threshold PCT] [--table FILE] (FIGURES.json ... | [--save FILE] --run BENCH [bench args])",
     )
-    parser.add_argument("figures", nargs="?", type=Path, help="a saved run (a bench's --figures-out file)")
+    parser.add_argument("figures", nargs="*", type=Path, help="saved runs (benches' --figures-out files)")
     parser.add_argument("--threshold", type=float, default=15.0, help="percent worse that flags (default 15)")
     parser.add_argument("--table", type=Path, default=TABLE, help="the file holding the committed figures")
+    parser.add_argument("--save", type=Path, help="with --run: keep the run's figures in FILE, to compare again")
     args = parser.parse_args(argv)
-    if (bench_argv is None) == (args.figures is None):
-        parser.error("give either FIGURES.json or --run BENCH [bench args]")
+    if (bench_argv is None) == (not args.figures):
+        parser.error("give either FIGURES.json ... or --run BENCH [bench args]")
     committed = parse_table(args.table.read_text())
+    paths: list[Path] = args.figures
     with tempfile.TemporaryDirectory(prefix="bench-compare-") as tmp:
-        path = args.figures
         if bench_argv is not None:
             if not bench_argv:
                 parser.error("--run needs a bench name")
-            path = Path(tmp) / "figures.json"
-            code = run_bench(bench_argv[0], bench_argv[1:], path)
-            if code != 0 or not path.is_file():
+            paths = [(args.save or Path(tmp) / "figures.json").resolve()]  # the bench runs in the repo
+            code = run_bench(bench_argv[0], bench_argv[1:], paths[0])
+            if code != 0 or not paths[0].is_file():
                 print(f"compare: the bench exited {code} without figures", file=sys.stderr)
                 return 2
-        bench, run = read_run(path)
+        runs = [read_run(path) for path in paths]
     threshold = args.threshold / 100
-    verdicts = compare(committed, bench, run, threshold)
-    print(f"\n{bench} against {args.table.relative_to(REPO) if args.table.is_relative_to(REPO) else args.table}:")
-    print(report(verdicts, threshold))
-    regressed = [v for v in verdicts if v.state == "REGRESSED"]
+    table = args.table.relative_to(REPO) if args.table.is_relative_to(REPO) else args.table
+    regressed: list[Verdict] = []
+    for run in runs:
+        verdicts = compare(committed, run.bench, run.figures, threshold)
+        print(f"\n{run.bench} against {table}, {load_note(run)}:")
+        print(report(verdicts, threshold))
+        if others := other_scales(committed, run.bench, run.figures):
+            print(f"not run at: {'; '.join(others)} (committed there, another scale than this run's)")
+        regressed += [v for v in verdicts if v.state == "REGRESSED"]
     print(f"{len(regressed)} regressed beyond {args.threshold:g} %" + (": " if regressed else ""), end="")
     print(", ".join(f"{v.key} at {v.at}" for v in regressed))
     return 1 if regressed else 0

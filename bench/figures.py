@@ -5,9 +5,10 @@ table and written as JSON by the bench's `--figures-out FILE`, so a run is compa
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal, cast
+from typing import Literal, NamedTuple, cast
 
 Better = Literal["lower", "higher"]
 
@@ -41,13 +42,28 @@ class FigureLog:
         self.figures.append(Figure(key, at, value, unit, better, peer))
 
     def write(self, path: Path | None) -> None:
+        """Also records the host's load at the end, so compare.py can say when a run's figures are doubtful."""
         if path is not None:
-            body = {"bench": self.bench, "figures": [asdict(f) for f in self.figures]}
+            body = {
+                "bench": self.bench,
+                "figures": [asdict(f) for f in self.figures],
+                "load": os.getloadavg()[0],
+                "cores": os.cpu_count(),
+            }
             path.write_text(json.dumps(body, indent=2) + "\n")
 
 
-def read_run(path: Path) -> tuple[str, list[Figure]]:
-    """A saved run: its bench's name and its figures."""
+class Run(NamedTuple):
+    """A saved run: its bench, its figures, and the host's 1-minute load and cores when it ended (None if older)."""
+
+    bench: str
+    figures: list[Figure]
+    load: float | None = None
+    cores: int | None = None
+
+
+def read_run(path: Path) -> Run:
+    """A saved run, as FigureLog.write left it."""
     body = json.loads(path.read_text())
     figures = [
         Figure(
@@ -60,4 +76,7 @@ def read_run(path: Path) -> tuple[str, list[Figure]]:
         )
         for f in body["figures"]
     ]
-    return str(body["bench"]), figures
+    load, cores = body.get("load"), body.get("cores")
+    return Run(
+        str(body["bench"]), figures, None if load is None else float(load), None if cores is None else int(cores)
+    )
