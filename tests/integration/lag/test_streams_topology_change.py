@@ -14,7 +14,8 @@ So the refused instance is not in the group's description at all: the group goes
 topology, OK. What an operator sees is the broker's count of refused heartbeats,
 `kafka_network_requestmetrics_errors_total{request="StreamsGroupHeartbeat",error="INVALID_REQUEST"}` (scraped by the
 collectors, alerted on by examples/prometheus-health/streams-groups.rules.yml), and a group that stays Empty while
-its new instances are deployed.
+its new instances are deployed. The first test shows that with real Streams processes; the second shows the
+coordinator keeping a member on an older epoch, and kafka-pulse flagging it, with members that send their own epoch.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ from pulse.polling import poll
 from tests.fixtures.kafka import KafkaHandle
 from tests.integration.collectors.test_collectors import scrape_all
 from tests.integration.devstack.test_dev_cluster import produce
+from tests.integration.lag.test_streams_groups import slow_heartbeats
+from tests.support.streams_heartbeat import STALE_TOPOLOGY, RawStreamsMember
 
 pytestmark = pytest.mark.integration
 
@@ -119,28 +122,56 @@ def streams_app(kafka: KafkaHandle, tmp_path: Path) -> Iterator[StreamsApp]:
         app.stop_all()
 
 
+class LagView:
+    """`lag` with streams groups read every second, its API on an ephemeral port and its registry for /metrics."""
+
+    def __init__(self, kafka: KafkaHandle, tmp_path: Path) -> None:
+        settings = {
+            "clusters": [{"name": CLUSTER, "bootstrap_servers": kafka.bootstrap_servers.split(",")}],
+            "lag": {"evaluation_log": {"enabled": False}, "streams_groups": {"enabled": True, "refresh_s": 1}},
+        }
+        config = parse_config(yaml.safe_dump(settings), "pulse.yaml", {})
+        self.registry = CollectorRegistry()
+        self.runner = LagRunner(config, config.clusters, state=tmp_path / "state", registry=self.registry)
+        self.server = HttpServer(HttpApp(Router(self.runner.api.routes(), invalid_request)), "127.0.0.1", 0).start()
+        self.runner.start()
+
+    def status(self, group: str) -> dict[str, Any]:
+        """The streams group route's `status` ({} while the group is not listed)."""
+        answer = httpx.get(f"{self.server.url}/v3/kafka/{CLUSTER}/streamsgroup/{group}", timeout=10)
+        return answer.json()["status"] if answer.status_code == 200 else {}
+
+    def gauges(self, group: str) -> tuple[str, str]:
+        """The `status` and `stale_topology_members` samples of `group` on /metrics (value included)."""
+        text = generate_latest(self.registry).decode()
+        labels = f'{{cluster="{CLUSTER}",streams_group="{group}"}} '
+        found = [
+            next(line for line in text.splitlines() if line.startswith(f"kafka_pulse_streams_group_{name}{labels}"))
+            for name in ("status", "stale_topology_members")
+        ]
+        return found[0].rsplit(" ", 1)[1], found[1].rsplit(" ", 1)[1]
+
+    def stop(self) -> None:
+        self.runner.stop()
+        self.server.stop()
+
+
+@pytest.fixture
+def lag_view(kafka: KafkaHandle, tmp_path: Path) -> Iterator[LagView]:
+    view = LagView(kafka, tmp_path)
+    try:
+        yield view
+    finally:
+        view.stop()
+
+
 def test_a_changed_topology_is_refused_not_stale_and_the_refusal_is_counted(
-    kafka: KafkaHandle, streams_app: StreamsApp, tmp_path: Path
+    kafka: KafkaHandle, streams_app: StreamsApp, lag_view: LagView
 ) -> None:
     app = streams_app.app
-    settings = {
-        "clusters": [{"name": CLUSTER, "bootstrap_servers": kafka.bootstrap_servers.split(",")}],
-        "lag": {"evaluation_log": {"enabled": False}, "streams_groups": {"enabled": True, "refresh_s": 1}},
-    }
-    config = parse_config(yaml.safe_dump(settings), "pulse.yaml", {})
-    registry = CollectorRegistry()
-    runner = LagRunner(config, config.clusters, state=tmp_path / "state", registry=registry)
-    server = HttpServer(HttpApp(Router(runner.api.routes(), invalid_request)), "127.0.0.1", 0).start()
-    runner.start()
-    url = f"{server.url}/v3/kafka/{CLUSTER}/streamsgroup/{app}"
-    labels = f'{{cluster="{CLUSTER}",streams_group="{app}"}}'
-    status_line, stale_line = (
-        f"kafka_pulse_streams_group_{name}{labels}" for name in ("status", "stale_topology_members")
-    )
 
     def status() -> dict[str, Any]:
-        answer = httpx.get(url, timeout=10)
-        return answer.json()["status"] if answer.status_code == 200 else {}
+        return lag_view.status(app)
 
     def running(s: dict[str, Any]) -> bool:
         return s.get("state") == "Stable" and len(s["members"]) == 1 and s["members"][0]["active_tasks"] == 2
@@ -152,45 +183,95 @@ def test_a_changed_topology_is_refused_not_stale_and_the_refusal_is_counted(
         assert process.returncode == 1, text[-3000:]
         return text
 
+    produce(kafka, streams_app.topic, 20, "v1")
+    # 1. The first instance (stateless) sets the group's topology: epoch 0 for the group and its member.
+    first, first_log = streams_app.start("stateless")
+    body = poll(status, running, 120, f"{app} Stable with its first instance")
+    assert body["status"] == "OK" and body["topology_epoch"] == 0, body
+    (member,) = body["members"]
+    assert member["topology_epoch"] == 0 and not member["stale_topology"]
+    before = refused_heartbeats(kafka)
+
+    # 2. A second instance of the same application with a changed topology (a state store and its changelog):
+    # refused at its first heartbeat, it never joins and ends in ERROR; the group keeps its member and topology,
+    # and nobody is on an older topology epoch, so the group stays OK (never STALE_TOPOLOGY).
+    second, second_log = streams_app.start("counting")
+    text = refused(second, second_log)
+    assert "INVALID_REQUEST" in text and REFUSED in text and "-> ERROR" in text, text[-3000:]
+    after = status()
+    assert after["status"] == "OK" and after["topology_epoch"] == 0, after
+    assert [m["member_id"] for m in after["members"]] == [member["member_id"]], after
+    assert lag_view.gauges(app) == ("0.0", "0.0")  # status OK, no stale member
+    # The broker counts the refusal (the collectors' StreamsGroupHeartbeat error meter).
+    poll(lambda: refused_heartbeats(kafka), lambda n: n >= before + 1, 60, "the refused heartbeat counted")
+
+    # 3. A full redeploy: the first instance stopped (the group is Empty, its topology kept), the changed one
+    # started alone: refused again, so the group stays Empty while the new topology is "deployed".
+    streams_app.stop(first)
+    poll(status, lambda s: s.get("state") == "Empty" and not s["members"], 60, f"{app} Empty")
+    third, third_log = streams_app.start("counting")
+    assert REFUSED in refused(third, third_log)
+    assert status()["state"] == "Empty"
+
+    # 4. Once the group is deleted, the changed topology joins and runs (a fresh group, topology epoch 0 again).
+    admin = kafka.admin()
+    admin.delete_consumer_groups([app])[app].result(timeout=30)
+    streams_app.start("counting")
+    body = poll(status, running, 120, f"{app} Stable with its changed topology")
+    assert body["status"] == "OK" and body["topology_epoch"] == 0, body
+    assert first_log.read_text(errors="replace").count("-> ERROR") == 0
+
+
+def test_a_member_on_an_older_topology_epoch_is_kept_flagged_stale_and_clears_once_it_rejoins(
+    kafka: KafkaHandle, lag_view: LagView
+) -> None:
+    """STALE_TOPOLOGY on the real coordinator, with members that send their own topology epoch (no Java Streams
+    client does: tests/support/streams_heartbeat.py): the group's topology set at epoch 1, a member joining at
+    epoch 0 is kept, told STALE_TOPOLOGY in its heartbeat response and described with its own epoch, so kafka-pulse
+    flags the group and names it; restarted at epoch 1 (leave, join), the flag clears."""
+    topic = kafka.create_topic("stale-epoch", partitions=2)
+    group = f"stale-epoch-{uuid.uuid4().hex[:8]}"
+    slow_heartbeats(kafka, group)  # 60 s sessions: the members stay without further heartbeats
+    members: list[RawStreamsMember] = []
+
+    def member(epoch: int) -> RawStreamsMember:
+        members.append(RawStreamsMember(kafka.bootstrap_servers, group, topic, epoch))
+        return members[-1]
+
+    def stale_codes(answer: dict[str, Any]) -> list[str]:
+        return [s["status_detail"] for s in answer["status"] or () if s["status_code"] == STALE_TOPOLOGY]
+
     try:
-        produce(kafka, streams_app.topic, 20, "v1")
-        # 1. The first instance (stateless) sets the group's topology: epoch 0 for the group and its member.
-        first, first_log = streams_app.start("stateless")
-        body = poll(status, running, 120, f"{app} Stable with its first instance")
-        assert body["status"] == "OK" and body["topology_epoch"] == 0, body
-        (member,) = body["members"]
-        assert member["topology_epoch"] == 0 and not member["stale_topology"]
-        before = refused_heartbeats(kafka)
+        current = member(1)
+        joined = current.join()
+        assert joined["error_code"] == 0 and stale_codes(joined) == [], joined
+        old = member(0)
+        joined = old.join()
+        assert joined["error_code"] == 0 and joined["member_epoch"] > 0, joined  # kept, not fenced
+        assert stale_codes(joined) == ["The member's topology epoch 0 is behind the group's topology epoch 1."]
 
-        # 2. A second instance of the same application with a changed topology (a state store and its changelog):
-        # refused at its first heartbeat, it never joins and ends in ERROR; the group keeps its member and topology,
-        # and nobody is on an older topology epoch, so the group stays OK (never STALE_TOPOLOGY).
-        second, second_log = streams_app.start("counting")
-        text = refused(second, second_log)
-        assert "INVALID_REQUEST" in text and REFUSED in text and "-> ERROR" in text, text[-3000:]
-        after = status()
-        assert after["status"] == "OK" and after["topology_epoch"] == 0, after
-        assert [m["member_id"] for m in after["members"]] == [member["member_id"]], after
-        text = generate_latest(registry).decode()
-        assert f"{status_line} 0.0" in text and f"{stale_line} 0.0" in text
-        # The broker counts the refusal (the collectors' StreamsGroupHeartbeat error meter).
-        poll(lambda: refused_heartbeats(kafka), lambda n: n >= before + 1, 60, "the refused heartbeat counted")
+        body = poll(
+            lambda: lag_view.status(group), lambda s: s.get("status") == "STALE_TOPOLOGY", 60, f"{group} flagged"
+        )
+        assert (
+            body["topology_epoch"] == 1 and old.member_id in body["reason"] and current.member_id not in body["reason"]
+        )
+        epochs = {m["member_id"]: (m["topology_epoch"], m["stale_topology"]) for m in body["members"]}
+        assert epochs == {current.member_id: (1, False), old.member_id: (0, True)}, body
+        assert lag_view.gauges(group) == ("1.0", "1.0")
 
-        # 3. A full redeploy: the first instance stopped (the group is Empty, its topology kept), the changed one
-        # started alone: refused again, so the group stays Empty while the new topology is "deployed".
-        streams_app.stop(first)
-        poll(status, lambda s: s.get("state") == "Empty" and not s["members"], 60, f"{app} Empty")
-        third, third_log = streams_app.start("counting")
-        assert REFUSED in refused(third, third_log)
-        assert status()["state"] == "Empty"
-
-        # 4. Once the group is deleted, the changed topology joins and runs (a fresh group, topology epoch 0 again).
-        admin = kafka.admin()
-        admin.delete_consumer_groups([app])[app].result(timeout=30)
-        streams_app.start("counting")
-        body = poll(status, running, 120, f"{app} Stable with its changed topology")
-        assert body["status"] == "OK" and body["topology_epoch"] == 0, body
-        assert first_log.read_text(errors="replace").count("-> ERROR") == 0
+        # The stale member restarted with the group's topology: it leaves and joins again at epoch 1.
+        assert old.leave()["error_code"] == 0
+        assert stale_codes(member(1).join()) == []
+        body = poll(
+            lambda: lag_view.status(group),
+            lambda s: s.get("status") == "OK" and len(s["members"]) == 2,
+            60,
+            f"{group} OK again with two members",
+        )
+        assert all(m["topology_epoch"] == 1 and not m["stale_topology"] for m in body["members"]), body
+        assert lag_view.gauges(group) == ("0.0", "0.0")
     finally:
-        runner.stop()
-        server.stop()
+        for m in members:
+            m.leave()  # an error code for the one that left already
+            m.close()
