@@ -124,6 +124,9 @@ BROKER_BEANS: tuple[BeanQuery, ...] = (
     BeanQuery("kafka.server:type=SnapshotEmitter,name=*", ("Value",)),
     # KIP-1103: records acknowledged by share consumers, one meter per ackType (Accept, Release, Reject, Renew).
     BeanQuery("kafka.server:type=ShareGroupMetrics,name=RecordAcknowledgementsPerSec,ackType=*", ("Count",)),
+    # KIP-1071: the only trace of a Streams client the coordinator refuses (a restarted instance whose topology
+    # changed gets INVALID_REQUEST and never joins); the errors alone, not the ~40 series of a full request type.
+    BeanQuery("kafka.network:type=RequestMetrics,name=ErrorsPerSec,request=StreamsGroupHeartbeat,error=*", ("Count",)),
     *TIERED_STORAGE_BEANS,
 )
 """Broker-wide beans (no topic label), for KRaft clusters and ZooKeeper clusters alike."""

@@ -270,6 +270,21 @@ def test_share_acknowledgements_are_one_counter_per_ack_type() -> None:
     assert any(q.pattern == bean + "*" and q.attributes == ("Count",) for q in scrape_plan())
 
 
+def test_streams_heartbeat_errors_are_read_on_every_broker_without_the_request_type_in_full() -> None:
+    """KIP-1071: a Streams client the coordinator refuses shows only in this meter (docs/lag.md, "Streams groups"),
+    read with no histogram of the request type, into the errors family every request type shares."""
+    bean = "kafka.network:type=RequestMetrics,name=ErrorsPerSec,request=StreamsGroupHeartbeat,error="
+    assert any(q.pattern == bean + "*" and q.attributes == ("Count",) for q in scrape_plan())
+    assert not any("name=*,request=StreamsGroupHeartbeat" in q.pattern for q in scrape_plan())
+    readings = [Reading(bean + error, "Count", n) for error, n in (("NONE", 40), ("INVALID_REQUEST", 1))]
+    family = map_readings(readings, BrokerIdentity("c", 1, None))["kafka_network_requestmetrics_errors"]
+    assert family.kind == "counter"
+    assert {(dict(s.labels)["request"], dict(s.labels)["error"]): s.value for s in family.samples} == {
+        ("StreamsGroupHeartbeat", "NONE"): 40,
+        ("StreamsGroupHeartbeat", "INVALID_REQUEST"): 1,
+    }
+
+
 def test_tiered_storage_gauges_are_read_broker_wide_and_per_topic_only_when_opted_in() -> None:
     """KIP-963's gauges under jmx_exporter's names: broker-wide on every scrape, per tiered topic with `per_topic`
     (copy lag against each topic's allowance); the error meters are counters named after their beans."""
