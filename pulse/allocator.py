@@ -1,7 +1,8 @@
 """glibc's malloc arenas bounded for a long-running command. glibc gives a thread that allocates its own arena, up
 to eight per core, and each arena keeps the memory freed into it; `kafka-pulse lag` runs a dozen threads (librdkafka's
 per broker and client, ours per loop), so RSS grew with the threads rather than with the data (docs/benchmarks.md).
-Applied at the command's start, before its threads exist; an operator's `MALLOC_ARENA_MAX` wins.
+Applied at the command's start, before its threads exist; an operator's `MALLOC_ARENA_MAX` wins. The same command
+points Arrow's memory pool at this bounded malloc (its default, mimalloc, reserves arenas of its own).
 """
 
 from __future__ import annotations
@@ -11,6 +12,11 @@ from collections.abc import Mapping
 
 M_ARENA_MAX = -8
 """`mallopt`'s parameter for the arena bound (glibc's malloc.h)."""
+ARROW_POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
+"""The variable pyarrow reads, at its pool's first use, to choose its default memory pool."""
+ARROW_POOL_FOR_LONG_RUNNING = "system"
+"""Arrow's pool for a long-running command: malloc's, under the arena bound. mimalloc's (Arrow's default) kept about
+8 MB resident in `kafka-pulse lag` for an evaluation log of 500 groups' rows (docs/benchmarks.md)."""
 LONG_RUNNING_ARENAS = 2
 """Arenas for a long-running command: the main one and one its threads share (allocation is a small part of their
 work, so the lock they then share costs little)."""
@@ -34,3 +40,9 @@ def bound_malloc_arenas(environ: Mapping[str, str], arenas: int = LONG_RUNNING_A
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
     return bool(mallopt(M_ARENA_MAX, wanted))
+
+
+def arrow_pool_settings(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment to add so that pyarrow, once imported, allocates through malloc; nothing when the operator
+    chose a pool (pure)."""
+    return {} if ARROW_POOL_VARIABLE in environ else {ARROW_POOL_VARIABLE: ARROW_POOL_FOR_LONG_RUNNING}

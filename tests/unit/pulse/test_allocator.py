@@ -1,5 +1,6 @@
 """glibc's malloc arenas bounded (pulse/allocator.py, #27): threads started after the bound share its arenas, and an
-operator's `MALLOC_ARENA_MAX` is left to glibc. Each case runs in a fresh interpreter, whose arenas are its own."""
+operator's `MALLOC_ARENA_MAX` is left to glibc; Arrow's pool is pointed at that malloc unless the operator chose one.
+Each case runs in a fresh interpreter, whose arenas (and pyarrow's pool) are its own."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sys
 
 import pytest
 
-from pulse.allocator import LONG_RUNNING_ARENAS, arenas_wanted
+from pulse.allocator import ARROW_POOL_VARIABLE, LONG_RUNNING_ARENAS, arenas_wanted, arrow_pool_settings
 
 ARENAS_AFTER_THREADS = """
 import ctypes, os, sys, threading
@@ -68,3 +69,38 @@ def test_threads_started_after_the_bound_share_its_arenas(env: dict[str, str]) -
 def test_an_operators_bound_is_left_as_glibc_read_it(env: dict[str, str]) -> None:
     applied, arenas = arenas_used("bound", {**env, "MALLOC_ARENA_MAX": "3"})
     assert (applied, arenas) == ("False", 3)
+
+
+@pytest.mark.parametrize(
+    ("environ", "want"),
+    [
+        pytest.param({}, {ARROW_POOL_VARIABLE: "system"}, id="default-malloc"),
+        pytest.param({ARROW_POOL_VARIABLE: "jemalloc"}, {}, id="operator-choice-wins"),
+    ],
+)
+def test_arrows_pool_is_malloc_unless_the_environment_names_one(environ: dict[str, str], want: dict[str, str]) -> None:
+    assert arrow_pool_settings(environ) == want
+
+
+ARROW_POOL_AFTER_SETTINGS = """
+import os, sys
+from pulse.allocator import arrow_pool_settings
+if sys.argv[1] == "set":
+    os.environ.update(arrow_pool_settings(os.environ))
+import pyarrow
+print(pyarrow.default_memory_pool().backend_name)
+"""
+
+
+def arrow_pool(mode: str, env: dict[str, str]) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", ARROW_POOL_AFTER_SETTINGS, mode], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_pyarrow_imported_after_the_settings_allocates_through_malloc() -> None:
+    env = {k: v for k, v in os.environ.items() if k != ARROW_POOL_VARIABLE}
+    assert arrow_pool("unset", env) != "system"  # the case can fail: pyarrow's own default is another allocator
+    assert arrow_pool("set", env) == "system"
