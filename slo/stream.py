@@ -221,21 +221,13 @@ def dropped_as_late(progress: Sequence[Mapping[str, Any]], after_batch: int) -> 
     return dropped, newest
 
 
-STREAM_SETTINGS = {
-    # Without it, a micro-batch in which the watermark moved is followed by one with no data, only to evict
-    # state: Spark's whole fixed cost again, while the cycle evaluates. The next batch with data evicts instead;
-    # lateness is judged by the same watermark, so the counts do not change.
-    "spark.sql.streaming.noDataMicroBatches.enabled": "false",
-}
-"""SQL settings the stream's query starts with (Spark copies the session's settings when a query starts); the
-session keeps its own for batch jobs."""
-
-
 def stream_settings(cores: int) -> dict[str, str]:
-    """`STREAM_SETTINGS` with shuffle partitions sized to the executors' `cores` (pure): each stateful operator runs
-    a task and commits a state file per partition every micro-batch, and the stream's state is small (minutes
-    within the watermark). A checkpoint keeps the count it started with."""
-    return STREAM_SETTINGS | {"spark.sql.shuffle.partitions": str(max(1, cores))}
+    """SQL settings the stream's query starts with (pure): shuffle partitions sized to the executors' `cores`, not
+    the session's 8, as each stateful operator runs a task and commits a state file per partition every
+    micro-batch, and the stream's state is small (minutes within the watermark). A checkpoint keeps its first count.
+    Batches without data stay on: Spark judges a batch's late rows by the previous batch's watermark, so without
+    the empty batch that follows a watermark move, rows arriving next would be judged one batch too leniently."""
+    return {"spark.sql.shuffle.partitions": str(max(1, cores))}
 
 
 SKEW_MIN = 1440

@@ -76,10 +76,6 @@ def test_late_rows_are_summed_over_every_operator_of_each_new_batch_once() -> No
     assert dropped_as_late([], 6) == (0, 6)
 
 
-def test_the_query_starts_without_empty_batches_and_a_partition_per_core() -> None:
-    # A batch run only because the watermark moved would pay Spark's whole per-trigger cost again.
-    assert stream_settings(2) == {
-        "spark.sql.streaming.noDataMicroBatches.enabled": "false",
-        "spark.sql.shuffle.partitions": "2",
-    }
-    assert stream_settings(0)["spark.sql.shuffle.partitions"] == "1"
+def test_the_query_starts_with_a_partition_per_core() -> None:
+    assert stream_settings(2) == {"spark.sql.shuffle.partitions": "2"}
+    assert stream_settings(0) == {"spark.sql.shuffle.partitions": "1"}
