@@ -284,6 +284,12 @@ def report_stream(run: tuple[dict[str, Any], float, float, float], pandas_s: flo
     timed = zip(result["cycle_batch_s"], result["cycle_eval_s"], result["cycle_eval_cpu_s"], strict=True)
     for i, (b, e, cpu_e) in enumerate(timed):
         print(f"| {i + 1} | {b:.2f} | {e:.2f} | {cpu_e:.2f} | {b + e:.2f} |")
+    phases = ("addBatch", "queryPlanning", "walCommit", "commitOffsets", "latestOffset", "getBatch")
+    print(f"| warm cycle | micro-batches | {' | '.join(phases)} (s) |")
+    print("|---|---|" + "---|" * len(phases))
+    for i, split in enumerate(result["cycle_phases_s"]):
+        spent = " | ".join(f"{split.get(name, 0.0):.2f}" for name in phases)
+        print(f"| {i + 1} | {int(split['batches'])} | {spent} |")
     median = statistics.median(cycles)
     print(
         f"median warm cycle {median:.2f} s; batch job's warm re-run {warm_batch_s:.1f} s "
