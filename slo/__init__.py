@@ -14,6 +14,7 @@ from pulse.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from slo.alerting import SloAlertDelivery
+    from slo.bucket_table import BucketTable
     from slo.buckets import backtest_table, evaluate_table, read_table
     from slo.evaluation import floor_minute
     from slo.job import backtest, evaluate, minute_series
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PERIOD_UNITS",
     "BucketStream",
+    "BucketTable",
     "NoPrometheusSli",
     "PushFailed",
     "RuleOptions",
@@ -93,6 +95,7 @@ __all__ = [
 _HOMES = {
     "PERIOD_UNITS": "slo.report",
     "BucketStream": "slo.stream",
+    "BucketTable": "slo.bucket_table",
     "NoPrometheusSli": "slo.rules_files",
     "PushFailed": "slo.output",
     "RuleOptions": "slo.rules",
