@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -13,6 +14,7 @@ from pyspark.sql import SparkSession
 
 from kafka_pulse.cli.main import cli
 from slo.bucket_table import BucketTable
+from slo.buckets import BUCKET_SCHEMA
 from tests.unit.slo.test_bucket_table_cli import AT, buckets, config
 
 pytestmark = pytest.mark.integration
@@ -30,8 +32,10 @@ def test_a_table_at_a_file_url_answers_as_the_same_table_on_disk(spark: SparkSes
     body = yaml.safe_load(path.read_text()) | {"slo": {"spark_master": "local[2]"}}  # the fixture's session
     path.write_text(yaml.safe_dump(body))
     first, later = buckets(120), buckets(30)
-    later = later.set_column(4, "good", later["good"].to_numpy() - 50)  # a re-emission of the last 30 minutes
-    later = later.set_column(8, "batch", later["batch"].to_numpy() + 1)
+    later = later.set_column(
+        4, BUCKET_SCHEMA.field("good"), pa.array(later["good"].to_numpy() - 50)
+    )  # the last 30 minutes again
+    later = later.set_column(8, BUCKET_SCHEMA.field("batch"), pa.array(later["batch"].to_numpy() + 1))
     local, url = BucketTable(str(tmp_path / "on-disk")), BucketTable(f"file://{tmp_path / 'at-url'}")
     for table in (local, url):
         table.prepare(spark)
