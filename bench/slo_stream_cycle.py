@@ -136,6 +136,16 @@ def _await_rows(query: Any, seen: int, rows: int, timeout_s: float = 600) -> tup
         time.sleep(0.05)
 
 
+def _phases(batches: list[dict[str, Any]]) -> dict[str, float]:
+    """Spark's own split of the micro-batches' time (`durationMs`: addBatch, queryPlanning, walCommit, ...), in
+    seconds summed over `batches`; `batches` counts them."""
+    found: dict[str, float] = {"batches": float(len(batches))}
+    for batch in batches:
+        for name, ms in batch["durationMs"].items():
+            found[name] = found.get(name, 0.0) + float(ms) / 1000
+    return found
+
+
 def run_stream(
     data: Path, bootstrap: str, master: str, slos: int, at: datetime, cycles: int, backlog: int
 ) -> dict[str, Any]:
@@ -194,6 +204,7 @@ def run_stream(
 
     # Warm cycles: one minute of events (one per instance), its micro-batch, then every instance evaluated.
     batch_s: list[float] = []
+    phases: list[dict[str, float]] = []
     eval_s: list[float] = []
     eval_cpu_s: list[float] = []
     for cycle in range(cycles):
@@ -201,6 +212,7 @@ def run_stream(
         seq += slos
         batches, seen = _await_rows(query, seen, slos)
         batch_s.append(sum(float(b["durationMs"]["triggerExecution"]) for b in batches) / 1000)
+        phases.append(_phases(batches))
         minute += timedelta(minutes=1)
         t2, c2 = time.perf_counter(), time.thread_time()
         results = stream.evaluate(minute)
@@ -218,6 +230,7 @@ def run_stream(
         "cycle_batch_s": batch_s,
         "cycle_eval_s": eval_s,
         "cycle_eval_cpu_s": eval_cpu_s,
+        "cycle_phases_s": phases,
         "cycle_median_s": statistics.median(b + e for b, e in zip(batch_s, eval_s, strict=True)),
         "python_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "instances": len(agreed),
@@ -271,6 +284,12 @@ def report_stream(run: tuple[dict[str, Any], float, float, float], pandas_s: flo
     timed = zip(result["cycle_batch_s"], result["cycle_eval_s"], result["cycle_eval_cpu_s"], strict=True)
     for i, (b, e, cpu_e) in enumerate(timed):
         print(f"| {i + 1} | {b:.2f} | {e:.2f} | {cpu_e:.2f} | {b + e:.2f} |")
+    phases = ("addBatch", "queryPlanning", "walCommit", "commitOffsets", "latestOffset", "getBatch")
+    print(f"| warm cycle | micro-batches | {' | '.join(phases)} (s) |")
+    print("|---|---|" + "---|" * len(phases))
+    for i, split in enumerate(result["cycle_phases_s"]):
+        spent = " | ".join(f"{split.get(name, 0.0):.2f}" for name in phases)
+        print(f"| {i + 1} | {int(split['batches'])} | {spent} |")
     median = statistics.median(cycles)
     print(
         f"median warm cycle {median:.2f} s; batch job's warm re-run {warm_batch_s:.1f} s "

@@ -14,7 +14,8 @@ from pulse.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from slo.alerting import SloAlertDelivery
-    from slo.buckets import backtest_table, evaluate_table, read_table
+    from slo.bucket_table import BucketTable
+    from slo.buckets import backtest_table, evaluate_table
     from slo.evaluation import floor_minute
     from slo.job import backtest, evaluate, minute_series
     from slo.model import Slo
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PERIOD_UNITS",
     "BucketStream",
+    "BucketTable",
     "NoPrometheusSli",
     "PushFailed",
     "RuleOptions",
@@ -76,7 +78,6 @@ __all__ = [
     "package_settings",
     "parse_duration_s",
     "push_gauges",
-    "read_table",
     "report_json",
     "rules_text",
     "select",
@@ -93,6 +94,7 @@ __all__ = [
 _HOMES = {
     "PERIOD_UNITS": "slo.report",
     "BucketStream": "slo.stream",
+    "BucketTable": "slo.bucket_table",
     "NoPrometheusSli": "slo.rules_files",
     "PushFailed": "slo.output",
     "RuleOptions": "slo.rules",
@@ -120,7 +122,6 @@ _HOMES = {
     "package_settings": "slo.stream",
     "parse_duration_s": "slo.policy",
     "push_gauges": "slo.output",
-    "read_table": "slo.buckets",
     "report_json": "slo.report",
     "rules_text": "slo.rules_files",
     "select": "slo.rules_files",

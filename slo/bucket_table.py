@@ -15,7 +15,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from pulse.locations import join, local_path
+from pulse.locations import join, local_path, shown
 from slo.buckets import BUCKET_SCHEMA, read_table
 
 SPARK_SETTINGS = {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
@@ -55,10 +55,13 @@ class BucketTable:
         frame = spark.createDataFrame(table)
         frame.coalesce(1).write.mode("overwrite").parquet(join(self.location, entry_name(batch_id)))
 
-    def read(self, spark: SparkSession | None) -> pa.Table:
-        """Every bucket written so far (empty when nothing was); a URL table needs `spark`."""
+    def read(self, spark: SparkSession | None, missing_ok: bool = True) -> pa.Table:
+        """Every bucket written so far (empty when nothing was; FileNotFoundError instead when not `missing_ok` and
+        there is no table); a URL table needs `spark`."""
         if self._local is not None:
-            return read_table(self._local) if self._local.is_dir() else BUCKET_SCHEMA.empty_table()
+            if not missing_ok or self._local.is_dir():
+                return read_table(self._local)
+            return BUCKET_SCHEMA.empty_table()
         if spark is None:
             raise ValueError("a bucket table at a URL is read through Spark")
         reader = spark.read.schema(from_arrow_schema(BUCKET_SCHEMA)).option("recursiveFileLookup", "true")
@@ -66,6 +69,8 @@ class BucketTable:
             found = reader.parquet(self.location).toArrow()
         except AnalysisException as exc:
             if "PATH_NOT_FOUND" in str(exc.getCondition() or "") or "Path does not exist" in str(exc):
+                if not missing_ok:
+                    raise FileNotFoundError(f"no bucket table at {shown(self.location)}") from None
                 return BUCKET_SCHEMA.empty_table()
             raise
         return pa.Table.from_batches(found.to_batches(), schema=found.schema).cast(BUCKET_SCHEMA)

@@ -101,13 +101,14 @@ def evaluate_instance(slo: Slo, labels: Mapping[str, str], at: datetime, rollup:
         pairs: list[PairResult] = []
         for pair in (p for p in slo.pairs if p.severity == severity):
             long, short = window_sums(rollup, pair.long_s), window_sums(rollup, pair.short_s)
-            state = pair_state(long, short, slo.threshold(pair), slo.min_events)
+            limit = slo.threshold(pair)
+            state = pair_state(long, short, limit, slo.min_events)
             pairs.append(
                 PairResult(
                     long=format_duration(pair.long_s),
                     short=format_duration(pair.short_s),
                     factor=float(pair.factor),
-                    threshold=float(slo.threshold(pair)),
+                    threshold=float(limit),
                     burn_rate_long=burn_rate(long.bad, long.total, budget),
                     burn_rate_short=burn_rate(short.bad, short.total, budget),
                     state=state.value,

@@ -95,7 +95,12 @@ def burn_rate(bad: float, total: float, budget: Fraction) -> float | None:
 
 def exceeds(bad: float, total: float, limit: Fraction) -> bool:
     """Strict `bad / total > limit`, decided on the exact values of the float sums (never via a rounded ratio)."""
-    return total > 0 and Fraction(bad) > limit * Fraction(total)
+    if not total > 0:
+        return False
+    # Exact on the floats' own ratios (a float is a / 2^k): integer cross-multiplication, no Fraction objects.
+    bad_n, bad_d = float(bad).as_integer_ratio()
+    total_n, total_d = float(total).as_integer_ratio()
+    return bad_n * limit.denominator * total_d > limit.numerator * total_n * bad_d
 
 
 def budget_consumed(bad: float, total: float, budget: Fraction) -> float | None:

@@ -221,6 +221,15 @@ def dropped_as_late(progress: Sequence[Mapping[str, Any]], after_batch: int) -> 
     return dropped, newest
 
 
+def stream_settings(cores: int) -> dict[str, str]:
+    """SQL settings the stream's query starts with (pure): shuffle partitions sized to the executors' `cores`, not
+    the session's 8, as each stateful operator runs a task and commits a state file per partition every
+    micro-batch, and the stream's state is small (minutes within the watermark). A checkpoint keeps its first count.
+    Batches without data stay on: Spark judges a batch's late rows by the previous batch's watermark, so without
+    the empty batch that follows a watermark move, rows arriving next would be judged one batch too leniently."""
+    return {"spark.sql.shuffle.partitions": str(max(1, cores))}
+
+
 SKEW_MIN = 1440
 """Minutes the running sums keep beyond the longest window: events up to a day ahead of the evaluation time (clock
 skew, or `--at` before the newest events) leave the window still in the ring."""
@@ -257,7 +266,19 @@ class BucketStream:
             writer = writer.trigger(availableNow=True)
         else:
             writer = writer.trigger(processingTime=f"{self.settings.trigger_s} seconds")
-        return writer.start()
+        # The query copies the session's settings as it starts; the session gets its own back for batch jobs.
+        wanted = stream_settings(spark.sparkContext.defaultParallelism)
+        kept = {key: spark.conf.get(key, None) for key in wanted}
+        for key, value in wanted.items():
+            spark.conf.set(key, value)
+        try:
+            return writer.start()
+        finally:
+            for key, old in kept.items():
+                if old is None:
+                    spark.conf.unset(key)
+                else:
+                    spark.conf.set(key, old)
 
     def _batch(self, frame: DataFrame, batch_id: int) -> None:
         """foreachBatch: the batch's buckets as the table's entry `part-<batch id>`, then the sums."""

@@ -55,12 +55,22 @@ def _load(config_path: Path | None, streamed: bool = False) -> tuple[list[Slo], 
 T = TypeVar("T")
 
 
-def _bucket_table(directory: Path, use: Callable[[pa.Table], T]) -> T:
-    """`use` applied to the stream's bucket table under `directory` (a missing table is a usage error)."""
-    from slo import read_table
+def _bucket_table(location: str, settings: SloConfig, use: Callable[[pa.Table], T]) -> T:
+    """`use` applied to the stream's bucket table at `location`: a local directory, read without Spark, or a URL
+    as `slo stream --state-dir` takes (`file://`, `hdfs://`, `s3a://`...), read through Spark (`slo.spark_master`).
+    A missing table or a refused URL is a usage error."""
+    from pulse.locations import check_location, local_path
+    from slo import BucketTable, spark_session
 
     try:
-        table = read_table(directory)
+        where = check_location(location)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--buckets") from None
+    spark = None
+    if local_path(where) is None:
+        spark = spark_session(settings.spark_master, driver_memory=settings.driver_memory)
+    try:
+        table = BucketTable(where).read(spark, missing_ok=False)
     except FileNotFoundError as exc:
         raise click.BadParameter(str(exc), param_hint="--buckets") from None
     return use(table)
@@ -93,8 +103,8 @@ slo.add_command(stream)
 @click.option(
     "--buckets",
     "buckets_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Evaluate the bucket table `slo stream` writes instead of the SLOs' sources (no Spark).",
+    help="Evaluate the bucket table `slo stream` writes instead of the SLOs' sources: a directory (no Spark) or a "
+    "Hadoop filesystem URL as --state-dir takes (file://, hdfs://, s3a://...; read through Spark).",
 )
 def evaluate(
     config_path: Path | None,
@@ -102,7 +112,7 @@ def evaluate(
     as_json: bool,
     results_dir: Path | None,
     pushgateway_url: str | None,
-    buckets_dir: Path | None,
+    buckets_dir: str | None,
 ) -> None:
     """SLI, budget remaining, burn rates, firing alerts and time to exhaustion per SLO."""
     at = parse_time(at_time, "--at")
@@ -110,7 +120,7 @@ def evaluate(
     from slo import evaluate, push_gauges, spark_session, write_results
 
     if buckets_dir is not None:
-        results = _bucket_table(buckets_dir, lambda table: _evaluate_table(slos, at, table))
+        results = _bucket_table(buckets_dir, settings, lambda table: _evaluate_table(slos, at, table))
     else:
         results = evaluate(spark_session(settings.spark_master, driver_memory=settings.driver_memory), slos, at)
     results_dir = results_dir or settings.results_dir
@@ -148,11 +158,11 @@ def _print_results(results: Sequence[SloResult], as_json: bool) -> None:
 @click.option(
     "--buckets",
     "buckets_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Backtest the bucket table `slo stream` writes instead of the SLOs' sources (no Spark).",
+    help="Backtest the bucket table `slo stream` writes instead of the SLOs' sources: a directory (no Spark) or a "
+    "Hadoop filesystem URL as --state-dir takes (file://, hdfs://, s3a://...; read through Spark).",
 )
 def backtest(
-    config_path: Path | None, from_time: str, to_time: str, step: str, as_json: bool, buckets_dir: Path | None
+    config_path: Path | None, from_time: str, to_time: str, step: str, as_json: bool, buckets_dir: str | None
 ) -> None:
     """Every interval in which each SLO's alerts would have fired."""
     from slo import parse_duration_s
@@ -173,7 +183,7 @@ def backtest(
         from slo import backtest_table
 
         results = _bucket_table(
-            buckets_dir, lambda table: backtest_table(slos, start, end, timedelta(seconds=step_s), table)
+            buckets_dir, settings, lambda table: backtest_table(slos, start, end, timedelta(seconds=step_s), table)
         )
     else:
         results = backtest(

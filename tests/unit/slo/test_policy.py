@@ -90,6 +90,17 @@ def test_strict_rule_at_exactly_the_threshold() -> None:
     assert exceeds_many(bad, total, B999).tolist() == [False, True, False, True]
 
 
+def test_exceeds_decides_as_exact_fractions_do() -> None:
+    # Cross-multiplied integers must give the verdict of the float sums' exact values, fractional or huge.
+    rng = np.random.default_rng(3)
+    limits = [B999, Fraction(1, 3), Fraction(144, 1000) * Fraction(1, 7), Fraction(7, 2)]
+    values = [*rng.uniform(0, 1e6, 300), *rng.integers(0, 2**60, 100).astype(float), 1 / 3, 2.0**-40, 2.0**70]
+    for limit in limits:
+        for bad, total in zip(values, reversed(values), strict=True):
+            for b, t in ((bad, total), (total * float(limit), total), (bad, 0.0)):
+                assert exceeds(b, t, limit) is (t > 0 and Fraction(b) > limit * Fraction(t)), (b, t, limit)
+
+
 def test_ratio_of_sums_and_no_data() -> None:
     assert burn_rate(144.0, 10_000.0, B999) == pytest.approx(14.4)
     assert burn_rate(0.0, 0.0, B999) is None

@@ -9,7 +9,7 @@ from pulse.errors import ConfigError
 from slo.buckets import ring_minutes
 from slo.model import Slo
 from slo.spec import parse_slos
-from slo.stream import KAFKA_PACKAGE, dropped_as_late, package_settings, spark_kafka_options
+from slo.stream import KAFKA_PACKAGE, dropped_as_late, package_settings, spark_kafka_options, stream_settings
 
 
 def test_a_plaintext_profile_is_servers_and_protocol() -> None:
@@ -74,3 +74,8 @@ def test_late_rows_are_summed_over_every_operator_of_each_new_batch_once() -> No
     assert dropped_as_late(progress, 3) == (3, 6)  # batch 3 was counted by the call before
     assert dropped_as_late(progress, 6) == (0, 6)
     assert dropped_as_late([], 6) == (0, 6)
+
+
+def test_the_query_starts_with_a_partition_per_core() -> None:
+    assert stream_settings(2) == {"spark.sql.shuffle.partitions": "2"}
+    assert stream_settings(0) == {"spark.sql.shuffle.partitions": "1"}
