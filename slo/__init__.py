@@ -15,15 +15,15 @@ from pulse.lazy_exports import lazy_exports
 if TYPE_CHECKING:
     from slo.alerting import SloAlertDelivery
     from slo.bucket_table import BucketTable
-    from slo.buckets import backtest_table, evaluate_table
+    from slo.buckets import backtest_table, evaluate_table, minute_series_table
     from slo.evaluation import floor_minute
     from slo.job import backtest, evaluate, minute_series
     from slo.model import Slo
     from slo.output import PushFailed, gauges, push_gauges, write_results
     from slo.policy import parse_duration_s
-    from slo.report import PERIOD_UNITS, report_json, slo_report
+    from slo.report import PERIOD_UNITS, InstanceMinutes, report_json, slo_report
     from slo.report_render import to_html, to_markdown
-    from slo.results import SloResult, alert_states, iso
+    from slo.results import BacktestResult, SloResult, alert_states, iso
     from slo.rules import RuleOptions
     from slo.rules_files import (
         NoPrometheusSli,
@@ -49,8 +49,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PERIOD_UNITS",
+    "BacktestResult",
     "BucketStream",
     "BucketTable",
+    "InstanceMinutes",
     "NoPrometheusSli",
     "PushFailed",
     "RuleOptions",
@@ -74,6 +76,7 @@ __all__ = [
     "load_rule_slos",
     "load_slos",
     "minute_series",
+    "minute_series_table",
     "output_files",
     "package_settings",
     "parse_duration_s",
@@ -94,6 +97,8 @@ __all__ = [
 _HOMES = {
     "PERIOD_UNITS": "slo.report",
     "BucketStream": "slo.stream",
+    "BacktestResult": "slo.results",
+    "InstanceMinutes": "slo.report",
     "BucketTable": "slo.bucket_table",
     "NoPrometheusSli": "slo.rules_files",
     "PushFailed": "slo.output",
@@ -118,6 +123,7 @@ _HOMES = {
     "load_rule_slos": "slo.rules_files",
     "load_slos": "slo.spec",
     "minute_series": "slo.job",
+    "minute_series_table": "slo.buckets",
     "output_files": "slo.rules_files",
     "package_settings": "slo.stream",
     "parse_duration_s": "slo.policy",

@@ -36,6 +36,7 @@ from slo.evaluation import (
 from slo.identity import without_repeats
 from slo.model import RollingWindow, Slo
 from slo.policy import DAY_S, MINUTE_S, FloatArray, WindowSums
+from slo.report import InstanceMinutes
 from slo.results import BacktestResult, SloResult
 from slo.sources import REASONS, instance_labels
 
@@ -316,3 +317,34 @@ def backtest_table(
             results.append(BacktestResult(slo.name, dict(slo.labels), ()))
     order = {slo.name: i for i, slo in enumerate(slos)}
     return without_repeats(sorted(results, key=lambda r: (order[r.name], sorted(r.labels.items()))))[0]
+
+
+# --- report ---------------------------------------------------------------------------------------------------
+
+
+def minute_series_table(slos: Sequence[Slo], start: datetime, end: datetime, table: pa.Table) -> list[InstanceMinutes]:
+    """Every SLO instance's events per minute over [start, end) from a bucket table (`slo report --buckets`), as
+    `slo.job.minute_series` gives them from the sources: dense, in budget units, one empty series for an SLO
+    without any bucket."""
+    start, end = floor_minute(start), floor_minute(end)
+    first, end_s = int(start.timestamp()), int(end.timestamp())
+    size = max(0, (end_s - first) // MINUTE_S)
+    ring = BucketRing(size)
+    ring.update(table)
+    index = {slo.name: i for i, slo in enumerate(slos)}
+    found: list[InstanceMinutes] = []
+    seen: set[int] = set()
+    for (name, instance), series in sorted(ring.series(first, end_s).items()):
+        i = index.get(name)
+        if i is None:
+            continue
+        seen.add(i)
+        slo = slos[i]
+        good, total = _budget_units(slo, series)
+        labels = {**slo.labels, **instance_labels(slo, instance)}
+        found.append(InstanceMinutes(slo.name, labels, first, good[:size].copy(), total[:size].copy()))
+    for i, slo in enumerate(slos):
+        if i not in seen:
+            found.append(InstanceMinutes(slo.name, dict(slo.labels), first, np.zeros(size), np.zeros(size)))
+    order = {slo.name: i for i, slo in enumerate(slos)}
+    return without_repeats(sorted(found, key=lambda s: (order[s.name], sorted(s.labels.items()))))[0]

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from pulse.config import SloConfig
-    from slo import Slo, SloResult
+    from slo import BacktestResult, InstanceMinutes, Slo, SloResult
 
 
 def parse_time(text: str | None, option: str) -> datetime:
@@ -219,7 +219,22 @@ def backtest(
     type=click.Path(file_okay=False, path_type=Path),
     help="Write slo-report.html|md|json here (default: print it).",
 )
-def report(config_path: Path | None, from_time: str, to_time: str, period: str, fmt: str, out_dir: Path | None) -> None:
+@click.option(
+    "--buckets",
+    "buckets_dir",
+    default=None,
+    metavar="LOCATION",
+    help="Report from the bucket table `slo stream` keeps (a directory, or a URL as --state-dir takes).",
+)
+def report(
+    config_path: Path | None,
+    from_time: str,
+    to_time: str,
+    period: str,
+    fmt: str,
+    out_dir: Path | None,
+    buckets_dir: str | None,
+) -> None:
     """Compliance, budget consumed, incidents, worst hours and a burn-down per SLO and calendar period."""
     from slo import floor_minute
 
@@ -227,15 +242,15 @@ def report(config_path: Path | None, from_time: str, to_time: str, period: str, 
     if end <= start:
         raise click.BadParameter("is not after --from (whole minutes)", param_hint="--to")
     slos, settings = _load(config_path)
-    from slo import PERIOD_UNITS, backtest, minute_series, report_json, slo_report, spark_session, to_html, to_markdown
+    from slo import PERIOD_UNITS, report_json, slo_report, to_html, to_markdown
 
-    spark = spark_session(settings.spark_master, driver_memory=settings.driver_memory)
-    series = minute_series(spark, slos, start, end)
+    series, alerts = (
+        _bucket_table(buckets_dir, settings, lambda table: _report_inputs_table(slos, start, end, table))
+        if buckets_dir is not None
+        else _report_inputs(slos, settings, start, end)
+    )
     # Alerts as the burn-rate job would have raised them at every minute of the report.
-    fired = {
-        (r.name, tuple(sorted(r.labels.items()))): r.alerts
-        for r in backtest(spark, slos, start, end, timedelta(minutes=1))
-    }
+    fired = {(r.name, tuple(sorted(r.labels.items()))): r.alerts for r in alerts}
     by_name = {s.name: s for s in slos}
     reports = [
         slo_report(
@@ -261,6 +276,25 @@ def report(config_path: Path | None, from_time: str, to_time: str, period: str, 
     path = out_dir / f"slo-report.{suffix}"
     path.write_text(text, encoding="utf-8")
     click.echo(str(path))
+
+
+def _report_inputs(
+    slos: Sequence[Slo], settings: SloConfig, start: datetime, end: datetime
+) -> tuple[list[InstanceMinutes], list[BacktestResult]]:
+    """The report's minutes and its minute-by-minute alerts from the SLOs' sources, through Spark."""
+    from slo import backtest, minute_series, spark_session
+
+    spark = spark_session(settings.spark_master, driver_memory=settings.driver_memory)
+    return minute_series(spark, slos, start, end), backtest(spark, slos, start, end, timedelta(minutes=1))
+
+
+def _report_inputs_table(
+    slos: Sequence[Slo], start: datetime, end: datetime, table: pa.Table
+) -> tuple[list[InstanceMinutes], list[BacktestResult]]:
+    """The same from the stream's bucket table."""
+    from slo import backtest_table, minute_series_table
+
+    return minute_series_table(slos, start, end, table), backtest_table(slos, start, end, timedelta(minutes=1), table)
 
 
 # --- slo rules ---

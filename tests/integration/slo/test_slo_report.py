@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -18,6 +19,8 @@ from pyspark.sql import SparkSession
 from selenium.webdriver.common.by import By
 
 from kafka_pulse.cli.main import cli
+from slo.bucket_table import BucketTable
+from slo.buckets import BUCKET_SCHEMA
 from tests.fixtures.browser import chromium, console_problems
 from tests.fixtures.spark import minutes, write_rows
 
@@ -33,11 +36,16 @@ TOTAL = 27 * 1440 * 10
 """February 2023 (28 days) less the gap day, 10 events a minute: 388,800 events, a 99.9 % budget of 388.8."""
 
 
+def february() -> tuple[list[datetime], np.ndarray]:
+    """The report's minutes and each one's good events (10 events a minute)."""
+    times = [t for t in minutes(FEB, 28 * 1440) if not GAP[0] <= t < GAP[1]]
+    return times, np.array([0 if BAD <= t < BAD + timedelta(minutes=20) else 10 for t in times])
+
+
 @pytest.fixture(scope="module")
 def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("slo-report")
-    times = [t for t in minutes(FEB, 28 * 1440) if not GAP[0] <= t < GAP[1]]
-    ok = np.array([0 if BAD <= t < BAD + timedelta(minutes=20) else 10 for t in times])
+    times, ok = february()
     write_rows(root / "events", times, ok=ok, n=np.full(len(times), 10))
     spec: dict[str, Any] = {"name": "produce", "description": "Canary produce availability", "good": "ok"}
     spec |= {"total": "n", "source": {"type": "events", "path": "events"}, "objective": 99.9, "window": "30d"}
@@ -77,6 +85,24 @@ def test_a_month_matches_the_hand_computed_figures(config: Path, spark: SparkSes
     assert (worst["start"], worst["bad"], worst["total"]) == ("2023-02-10T03:00:00Z", 200, 600)
     assert month["burndown"][0] == ["2023-02-01T00:00:00Z", 1.0]
     assert month["burndown"][-1] == ["2023-03-01T00:00:00Z", pytest.approx(1 - 200 / 388.8)]
+
+
+def test_the_stream_s_bucket_table_gives_the_same_report(config: Path, spark: SparkSession, tmp_path: Path) -> None:
+    """`slo report --buckets`: the same minutes as buckets (as `slo stream` writes them, one per minute) give the
+    report the sources give, figures, incidents and burn-down alike."""
+    times, ok = february()
+    rows = [
+        {"slo": "produce", "instance": "", "minute": t, "rows": 1, "good": float(g), "total": 10.0}
+        | {"n_bad_value": 0, "n_good_exceeds_total": 0, "batch": 0}
+        for t, g in zip(times, ok, strict=True)
+    ]
+    table = BucketTable(str(tmp_path / "buckets"))
+    table.prepare(None)  # type: ignore[arg-type]  # a local table needs no session
+    table.write(None, pa.Table.from_pylist(rows, schema=BUCKET_SCHEMA), 0)  # type: ignore[arg-type]
+    from_sources = report(config, "--format", "json")
+    assert report(config, "--format", "json", "--buckets", table.location) == from_sources
+    (slo,) = from_sources["slos"]
+    assert slo["periods"][0]["incidents"], "the comparison covers an incident"
 
 
 def test_weeks_each_spend_their_own_budget(config: Path, spark: SparkSession) -> None:

@@ -73,3 +73,17 @@ def test_a_local_table_is_read_without_spark(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     found = json.loads(result.output)["slos"]
     assert [(s["name"], s["total"], s["good"]) for s in found] == [("probe", 3000.0, 2970.0)]
+
+
+def test_a_report_from_a_local_table_needs_no_spark(tmp_path: Path) -> None:
+    """`slo report --buckets` reads the table and backtests it in-process: the unreachable master is never asked."""
+    table = tmp_path / "buckets"
+    local = BucketTable(str(table))
+    local.prepare(None)  # type: ignore[arg-type]  # a local table needs no session
+    local.write(None, buckets(120), 0)  # type: ignore[arg-type]
+    argv = ["slo", "report", "--config", str(config(tmp_path)), "--format", "json", "--buckets", str(table)]
+    result = CliRunner().invoke(cli, [*argv, "--from", "2024-03-31T22:00:00Z", "--to", AT.isoformat()])
+    assert result.exit_code == 0, result.output
+    (found,) = json.loads(result.output)["slos"]
+    (period,) = found["periods"]
+    assert (period["good"], period["total"]) == (120 * 99.0, 120 * 100.0), period
