@@ -26,6 +26,8 @@ failed_lines() {
         sed -n '/Fatal Python error/,/^Current thread/p' "$1" | grep -Ev "$frames|^Current thread" | head -60
     elif grep -q "short test summary info" "$1"; then
         sed -n '/short test summary info/,$p' "$1" | head -40
+        # The summary cuts each failure's message to the terminal's width; the assertions themselves:
+        grep -E "^E  |^[^ ]+\.py:[0-9]+: [A-Za-z]*(Error|Exception)" "$1" | cut -c1-300 | head -30
     else
         tail -n 30 "$1"
     fi
