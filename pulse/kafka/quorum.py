@@ -82,6 +82,9 @@ def describe_quorum(settings: Mapping[str, Any], close: Callable[[Callable[[], N
     with warnings.catch_warnings():
         # kafka-python loads its protocol schemas with importlib.resources.read_text and open_text, deprecated in 3.11.
         warnings.filterwarnings("ignore", r"\w+ is deprecated\. Use files\(\) instead", DeprecationWarning)
+        # kafka-python 3.0.12 drops the socket of a connection whose ApiVersions timed out (a SIGSTOPped node) when
+        # `close` cancels the connecting task, leaving it to the socket's finalizer, which closes it and warns.
+        warnings.filterwarnings("ignore", r"unclosed <socket\.socket", ResourceWarning)
         from kafka import KafkaAdminClient
         from kafka.errors import IncompatibleBrokerVersion, UnsupportedVersionError
         from kafka.errors import KafkaError as KafkaPythonError
