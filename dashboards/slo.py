@@ -11,13 +11,13 @@ from dashboards.grafana import (
     Row,
     bad_above,
     bargauge,
-    dashboard,
     query_variable,
     stat,
     table,
     timeseries,
     value_mappings,
 )
+from dashboards.layout import dashboard
 
 UID = "kafka-pulse-slo"
 S = 'slo=~"$slo"'

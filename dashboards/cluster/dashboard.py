@@ -11,7 +11,8 @@ from dashboards.cluster.kraft import kraft_quorum
 from dashboards.cluster.replicas import balance, replication
 from dashboards.cluster.resources import collector, resources
 from dashboards.cluster.traffic import conversions, requests, throughput
-from dashboards.grafana import Json, custom_variable, dashboard, query_variable
+from dashboards.grafana import Json, custom_variable, query_variable
+from dashboards.layout import dashboard
 
 UID = "kafka-pulse-cluster"
 QUANTILES = ("0.50", "0.75", "0.95", "0.98", "0.99", "0.999")
