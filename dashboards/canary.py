@@ -12,13 +12,13 @@ from dashboards.grafana import (
     bad_above,
     bargauge,
     custom_variable,
-    dashboard,
     good_above,
     heatmap,
     query_variable,
     stat,
     timeseries,
 )
+from dashboards.layout import dashboard
 
 UID = "kafka-pulse-canary"
 M = "kafka_pulse_canary"

@@ -1,5 +1,5 @@
-"""The small part of Grafana's classic dashboard JSON model kafka-pulse uses, as plain dicts: panel
-builders, template variables and the layout pass that gives every panel its id and grid position.
+"""The small part of Grafana's classic dashboard JSON model kafka-pulse uses, as plain dicts: panel builders and
+template variables (the layout pass that gives every panel its id and grid position is dashboards/layout.py).
 
 Plain dicts rather than grafana-foundation-sdk: the SDK is alpha, versioned by Grafana flavour (a bare install picks
 the Grafana 10.1 one), and would change the generated JSON on upgrade; the surface used here is a few dozen keys.
@@ -8,18 +8,14 @@ the Grafana 10.1 one), and would change the generated JSON on upgrade; the surfa
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-SCHEMA_VERSION = 39
-"""Grafana 10.4 / 11.x (Strimzi's dashboards use 39); newer Grafana migrates it on load, older ones do not know
-a higher one."""
 DATASOURCE_UID = "kafka-pulse-prometheus"
 """The uid provisioning/datasources.yaml gives the Prometheus datasource; the `datasource` variable defaults to it."""
 DATASOURCE_VARIABLE = "datasource"
 DATASOURCE = {"type": "prometheus", "uid": "${" + DATASOURCE_VARIABLE + "}"}
 """What every panel, target and query variable points at: the dashboard's datasource variable."""
-GRID_WIDTH = 24
 
 Format = Literal["time_series", "table", "heatmap"]
 Json = dict[str, Any]
@@ -86,6 +82,40 @@ def _field_config(
     return {"defaults": defaults, "overrides": []}
 
 
+def _panel(
+    kind: str,
+    title: str,
+    description: str,
+    field_config: Json,
+    options: Json,
+    targets: list[Json],
+    size: tuple[int, int],
+    *,
+    transformations: list[Json] | None = None,
+) -> Panel:
+    """Every kind's body, keys in one order, so all panels' JSON reads alike; `size` is (width, height)."""
+    body: Json = {"type": kind, "title": title, "description": description, "fieldConfig": field_config}
+    body["options"] = options
+    if transformations is not None:
+        body["transformations"] = transformations
+    body["targets"] = targets
+    return Panel(body, *size)
+
+
+def _bound(field_config: Json, minimum: float | None, maximum: float | None) -> Json:
+    """The axis or gauge range, where one is given: Grafana derives it from the data otherwise."""
+    if minimum is not None:
+        field_config["defaults"]["min"] = minimum
+    if maximum is not None:
+        field_config["defaults"]["max"] = maximum
+    return field_config
+
+
+def _last_value() -> Json:
+    """The reduction of stats and gauges: the latest non-null value of each series."""
+    return {"calcs": ["lastNotNull"], "fields": "", "values": False}
+
+
 GREEN = ((None, "green"),)
 """Thresholds for figures with no bad value."""
 
@@ -132,22 +162,12 @@ def timeseries(
         "stacking": {"mode": "normal" if stack else "none", "group": "A"},
         "thresholdsStyle": {"mode": "off"},
     }
-    if minimum is not None:
-        config["defaults"]["min"] = minimum
-    if maximum is not None:
-        config["defaults"]["max"] = maximum
-    body: Json = {
-        "type": "timeseries",
-        "title": title,
-        "description": description,
-        "fieldConfig": config,
-        "options": {
-            "legend": {"displayMode": "list", "placement": "bottom", "showLegend": True, "calcs": []},
-            "tooltip": {"mode": "multi", "sort": "desc"},
-        },
-        "targets": _targets(queries),
+    config = _bound(config, minimum, maximum)
+    options: Json = {
+        "legend": {"displayMode": "list", "placement": "bottom", "showLegend": True, "calcs": []},
+        "tooltip": {"mode": "multi", "sort": "desc"},
     }
-    return Panel(body, width, height)
+    return _panel("timeseries", title, description, config, options, _targets(queries), (width, height))
 
 
 def stat(
@@ -163,22 +183,16 @@ def stat(
     mappings: Sequence[Json] = (),
     text_mode: Literal["auto", "value", "name", "value_and_name"] = "auto",
 ) -> Panel:
-    body: Json = {
-        "type": "stat",
-        "title": title,
-        "description": description,
-        "fieldConfig": _field_config(unit, decimals, thresholds, mappings),
-        "options": {
-            "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
-            "colorMode": "background",
-            "graphMode": "none",
-            "justifyMode": "auto",
-            "orientation": "auto",
-            "textMode": text_mode,
-        },
-        "targets": _targets([_instant(q) for q in queries]),
+    config = _field_config(unit, decimals, thresholds, mappings)
+    options: Json = {
+        "reduceOptions": _last_value(),
+        "colorMode": "background",
+        "graphMode": "none",
+        "justifyMode": "auto",
+        "orientation": "auto",
+        "textMode": text_mode,
     }
-    return Panel(body, width, height)
+    return _panel("stat", title, description, config, options, _instant_targets(queries), (width, height))
 
 
 def bargauge(
@@ -193,25 +207,14 @@ def bargauge(
     minimum: float | None = None,
     maximum: float | None = None,
 ) -> Panel:
-    config = _field_config(unit, None, thresholds, ())
-    if minimum is not None:
-        config["defaults"]["min"] = minimum
-    if maximum is not None:
-        config["defaults"]["max"] = maximum
-    body: Json = {
-        "type": "bargauge",
-        "title": title,
-        "description": description,
-        "fieldConfig": config,
-        "options": {
-            "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
-            "displayMode": "gradient",
-            "orientation": "horizontal",
-            "showUnfilled": True,
-        },
-        "targets": _targets([_instant(q) for q in queries]),
+    config = _bound(_field_config(unit, None, thresholds, ()), minimum, maximum)
+    options: Json = {
+        "reduceOptions": _last_value(),
+        "displayMode": "gradient",
+        "orientation": "horizontal",
+        "showUnfilled": True,
     }
-    return Panel(body, width, height)
+    return _panel("bargauge", title, description, config, options, _instant_targets(queries), (width, height))
 
 
 def table(
@@ -243,30 +246,30 @@ def table(
             }
         )
     order = {field_name: i for i, field_name in enumerate(columns)}
-    body: Json = {
-        "type": "table",
-        "title": title,
-        "description": description,
-        "fieldConfig": {"defaults": {"custom": {"align": "auto"}, "mappings": []}, "overrides": overrides},
-        "options": {
-            "showHeader": True,
-            "sortBy": [{"displayName": sort_by, "desc": descending}] if sort_by else [],
-            "footer": {"show": False, "reducer": ["sum"], "fields": ""},
-        },
-        "transformations": [
-            {"id": "merge", "options": {}},
-            {
-                "id": "organize",
-                "options": {
-                    "excludeByName": {"Time": True},
-                    "indexByName": order,
-                    "renameByName": dict(columns),
-                },
-            },
-        ],
-        "targets": _targets([Query(q.expr, q.legend, instant=True, format="table") for q in queries]),
+    config: Json = {"defaults": {"custom": {"align": "auto"}, "mappings": []}, "overrides": overrides}
+    options: Json = {
+        "showHeader": True,
+        "sortBy": [{"displayName": sort_by, "desc": descending}] if sort_by else [],
+        "footer": {"show": False, "reducer": ["sum"], "fields": ""},
     }
-    return Panel(body, width, height)
+    transformations: list[Json] = [
+        {"id": "merge", "options": {}},
+        {
+            "id": "organize",
+            "options": {"excludeByName": {"Time": True}, "indexByName": order, "renameByName": dict(columns)},
+        },
+    ]
+    targets = _instant_targets(queries, as_table=True)
+    return _panel(
+        "table",
+        title,
+        description,
+        config,
+        options,
+        targets,
+        (width, height),
+        transformations=transformations,
+    )
 
 
 def heatmap(
@@ -279,36 +282,32 @@ def heatmap(
     height: int = 8,
 ) -> Panel:
     """A histogram's buckets over time; `query` gives one series per `le`: `sum by (le) (increase(x_bucket[...]))`."""
-    body: Json = {
-        "type": "heatmap",
-        "title": title,
-        "description": description,
-        "fieldConfig": {"defaults": {"custom": {"scaleDistribution": {"type": "linear"}}}, "overrides": []},
-        "options": {
-            "calculate": False,
-            "cellGap": 1,
-            "color": {
-                "mode": "scheme",
-                "scheme": "Oranges",
-                "fill": "dark",
-                "scale": "exponential",
-                "exponent": 0.5,
-                "steps": 64,
-                "reverse": False,
-            },
-            "filterValues": {"le": 1e-9},
-            "rowsFrame": {"layout": "auto"},
-            "yAxis": {"axisPlacement": "left", "unit": unit, "reverse": False},
-            "tooltip": {"mode": "single", "yHistogram": True, "showColorScale": False},
-            "legend": {"show": True},
+    config: Json = {"defaults": {"custom": {"scaleDistribution": {"type": "linear"}}}, "overrides": []}
+    options: Json = {
+        "calculate": False,
+        "cellGap": 1,
+        "color": {
+            "mode": "scheme",
+            "scheme": "Oranges",
+            "fill": "dark",
+            "scale": "exponential",
+            "exponent": 0.5,
+            "steps": 64,
+            "reverse": False,
         },
-        "targets": _targets([Query(query, "{{le}}", format="heatmap")]),
+        "filterValues": {"le": 1e-9},
+        "rowsFrame": {"layout": "auto"},
+        "yAxis": {"axisPlacement": "left", "unit": unit, "reverse": False},
+        "tooltip": {"mode": "single", "yHistogram": True, "showColorScale": False},
+        "legend": {"show": True},
     }
-    return Panel(body, width, height)
+    targets = _targets([Query(query, "{{le}}", format="heatmap")])
+    return _panel("heatmap", title, description, config, options, targets, (width, height))
 
 
-def _instant(query: Query) -> Query:
-    return Query(query.expr, query.legend, instant=True, format=query.format)
+def _instant_targets(queries: Sequence[Query], *, as_table: bool = False) -> list[Json]:
+    """Targets evaluated at the range's end only: stats, gauges and tables show current state."""
+    return _targets([replace(q, instant=True, format="table" if as_table else q.format) for q in queries])
 
 
 # --- template variables ------------------------------------------------------------------------------------------
@@ -370,81 +369,4 @@ def custom_variable(name: str, label: str, values: Sequence[str], default: str, 
         "includeAll": False,
         "hide": 0,
         "skipUrlSync": False,
-    }
-
-
-# --- the dashboard -----------------------------------------------------------------------------------------------
-
-
-def dashboard(
-    uid: str,
-    title: str,
-    description: str,
-    variables: Sequence[Json],
-    rows: Sequence[Row],
-    *,
-    tags: Sequence[str] = ("kafka", "kafka-pulse"),
-    refresh: str = "30s",
-    time_from: str = "now-1h",
-) -> Json:
-    """The whole dashboard: rows and panels laid out top to bottom, ids from 1, every panel on `$datasource`."""
-    panels: list[Json] = []
-    y = 0
-    next_id = 1
-    for row in rows:
-        panels.append(
-            {
-                "type": "row",
-                "id": next_id,
-                "title": row.title,
-                "collapsed": False,
-                "gridPos": {"h": 1, "w": GRID_WIDTH, "x": 0, "y": y},
-                "panels": [],
-            }
-        )
-        next_id += 1
-        y += 1
-        x, line_height = 0, 0
-        for panel in row.panels:
-            if x + panel.width > GRID_WIDTH:
-                x, y, line_height = 0, y + line_height, 0
-            body = {
-                "id": next_id,
-                **panel.body,
-                "datasource": dict(DATASOURCE),
-                "gridPos": {"h": panel.height, "w": panel.width, "x": x, "y": y},
-            }
-            panels.append(body)
-            next_id += 1
-            x += panel.width
-            line_height = max(line_height, panel.height)
-        y += line_height
-    return {
-        "uid": uid,
-        "title": title,
-        "description": description,
-        "tags": list(tags),
-        "timezone": "browser",
-        "editable": True,
-        "graphTooltip": 1,
-        "schemaVersion": SCHEMA_VERSION,
-        "version": 1,
-        "refresh": refresh,
-        "time": {"from": time_from, "to": "now"},
-        "timepicker": {},
-        "fiscalYearStartMonth": 0,
-        "liveNow": False,
-        "links": [
-            {
-                "title": "kafka-pulse dashboards",
-                "type": "dashboards",
-                "tags": ["kafka-pulse"],
-                "asDropdown": True,
-                "includeVars": True,
-                "keepTime": True,
-            }
-        ],
-        "annotations": {"list": []},
-        "templating": {"list": [datasource_variable(), *variables]},
-        "panels": panels,
     }

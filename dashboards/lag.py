@@ -10,7 +10,6 @@ from dashboards.grafana import (
     Query,
     Row,
     bad_above,
-    dashboard,
     good_above,
     query_variable,
     stat,
@@ -18,6 +17,7 @@ from dashboards.grafana import (
     timeseries,
     value_mappings,
 )
+from dashboards.layout import dashboard
 
 UID = "kafka-pulse-lag"
 G = 'cluster="$cluster", consumer_group=~"$group"'

@@ -9,7 +9,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dashboards.grafana import DATASOURCE_UID, GRID_WIDTH
+from dashboards.grafana import DATASOURCE_UID
+from dashboards.layout import GRID_WIDTH
 
 GRAFANA_MACROS = frozenset({"__rate_interval", "__interval", "__range"})
 """The global variables Grafana fills in for Prometheus queries that these dashboards may use; tests substitute

@@ -11,13 +11,13 @@ from dashboards.grafana import (
     Row,
     bad_above,
     bargauge,
-    dashboard,
     query_variable,
     stat,
     table,
     timeseries,
     value_mappings,
 )
+from dashboards.layout import dashboard
 
 UID = "kafka-pulse-slo"
 S = 'slo=~"$slo"'
@@ -25,6 +25,9 @@ WINDOWS = ("5m", "30m", "1h", "2h", "6h", "1d", "3d")
 """The windows the job reports and the rules record (slo/policy.py REPORTED_WINDOWS_S)."""
 FIRING = value_mappings({"0": ("ok", "green"), "1": ("firing", "red")})
 BUDGET = ((None, "red"), (0.25, "orange"), (0.5, "green"))
+BURN_RATE = ((None, "green"), (1, "orange"), (6, "red"))
+"""Orange from 1 (the budget spent exactly in the SLO window), red from 6 (the default page's slower pair, 6h and 30m);
+one declaration for the job's and the rules' burn-rate gauges."""
 
 
 def _job(metric: str, selector: str = S) -> str:
@@ -89,7 +92,7 @@ def budgets() -> Row:
                 [Query(f"max by (slo, window) (kafka_pulse_slo_burn_rate{{{S}}})", "{{slo}} {{window}}")],
                 description="Error ratio over the window divided by the error budget: 1 spends the budget exactly "
                 "in the SLO window; the default page fires above 14.4 (1h and 5m) or 6 (6h and 30m).",
-                thresholds=((None, "green"), (1, "orange"), (6, "red")),
+                thresholds=BURN_RATE,
                 minimum=0,
                 width=8,
             ),
@@ -171,7 +174,7 @@ def rules() -> Row:
             bargauge(
                 "Burn rate per window (rules)",
                 [Query(_rule_burn_rates(), "{{slo}} {{window}}")],
-                thresholds=((None, "green"), (1, "orange"), (6, "red")),
+                thresholds=BURN_RATE,
                 minimum=0,
                 width=8,
             ),

@@ -5,7 +5,8 @@ variable lists only clusters with a tiered topic. The thresholds are the rules'
 
 from __future__ import annotations
 
-from dashboards.grafana import Json, Query, Row, bad_above, dashboard, query_variable, stat, table, timeseries
+from dashboards.grafana import Json, Query, Row, bad_above, query_variable, stat, table, timeseries
+from dashboards.layout import dashboard
 
 UID = "kafka-pulse-tiered"
 C = 'cluster="$cluster"'

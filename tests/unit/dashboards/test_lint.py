@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from dashboards.files import all_dashboards
-from dashboards.grafana import DATASOURCE, Query, Row, dashboard, query_variable, stat, timeseries
+from dashboards.grafana import DATASOURCE, Query, Row, query_variable, stat, timeseries
+from dashboards.layout import dashboard
 from dashboards.lint import bracket_problem, problems, variable_references
 
 

@@ -4,10 +4,9 @@ from JMX. The thresholds are the health rules' (examples/prometheus-health/kafka
 
 from __future__ import annotations
 
+from dashboards.cluster.queries import CB, C
 from dashboards.grafana import Query, Row, bad_above, stat, timeseries, value_mappings
 
-C = 'cluster="$cluster"'
-CB = 'cluster="$cluster", broker=~"$broker"'
 VOTER_LAGGING_S = 60
 """KafkaControllerVoterLagging's threshold."""
 CHURN_PER_HOUR = 3
