@@ -19,6 +19,10 @@ from pulse.ports import free_ports
 OWN = ("127.0.0.1:9308", "10.0.0.5:9308")
 """The bound address and the one the connection came in on (a listener on 0.0.0.0 reached at 10.0.0.5)."""
 JSON = "application/json"
+TO_OWN = {"host": "127.0.0.1:9308"}
+"""A request addressed to the bound address, as curl sends it."""
+JSON_TO_OWN = TO_OWN | {"content-type": JSON}
+"""A write with a JSON body addressed to the bound address (`curl --json`), to which a row adds the header it tests."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +40,7 @@ def changed(request: Request) -> Response:
 
 CASES = [
     # Host: the listener's own address, loopback names with any port, http.allowed_hosts; else 421.
-    pytest.param(Case("GET", {"host": "127.0.0.1:9308"}, 200), id="host-bound-address"),
+    pytest.param(Case("GET", TO_OWN, 200), id="host-bound-address"),
     pytest.param(Case("GET", {"host": "10.0.0.5:9308"}, 200), id="host-connection-address"),
     pytest.param(Case("GET", {}, 200), id="host-absent-http10"),
     pytest.param(Case("GET", {"host": "localhost"}, 200), id="host-localhost"),
@@ -59,63 +63,30 @@ CASES = [
     ),
     pytest.param(Case("POST", {"host": "evil.example", "content-type": JSON}, 421), id="host-checked-on-writes"),
     # Writes: JSON bodies only (415), not from another site's page (403).
-    pytest.param(Case("POST", {"host": "127.0.0.1:9308", "content-type": JSON}, 200), id="write-curl-json"),
+    pytest.param(Case("POST", JSON_TO_OWN, 200), id="write-curl-json"),
     pytest.param(
-        Case("POST", {"host": "127.0.0.1:9308", "content-type": "Application/JSON; charset=utf-8"}, 200),
-        id="write-json-with-charset",
+        Case("POST", TO_OWN | {"content-type": "Application/JSON; charset=utf-8"}, 200), id="write-json-with-charset"
     ),
-    pytest.param(Case("POST", {"host": "127.0.0.1:9308", "content-type": "text/plain"}, 415), id="write-text-plain"),
-    pytest.param(
-        Case("POST", {"host": "127.0.0.1:9308", "content-type": "application/x-www-form-urlencoded"}, 415),
-        id="write-form",
-    ),
-    pytest.param(Case("POST", {"host": "127.0.0.1:9308"}, 415), id="write-no-content-type"),
-    pytest.param(Case("DELETE", {"host": "127.0.0.1:9308"}, 200, body=b""), id="delete-without-body"),
-    pytest.param(
-        Case("POST", {"host": "127.0.0.1:9308", "content-type": JSON, "origin": "http://127.0.0.1:9308"}, 200),
-        id="origin-same",
-    ),
+    pytest.param(Case("POST", TO_OWN | {"content-type": "text/plain"}, 415), id="write-text-plain"),
+    pytest.param(Case("POST", TO_OWN | {"content-type": "application/x-www-form-urlencoded"}, 415), id="write-form"),
+    pytest.param(Case("POST", TO_OWN, 415), id="write-no-content-type"),
+    pytest.param(Case("DELETE", TO_OWN, 200, body=b""), id="delete-without-body"),
+    pytest.param(Case("POST", JSON_TO_OWN | {"origin": "http://127.0.0.1:9308"}, 200), id="origin-same"),
     pytest.param(
         Case("POST", {"host": "localhost:9308", "content-type": JSON, "origin": "http://localhost:9308"}, 200),
         id="origin-same-localhost",
     ),
+    pytest.param(Case("POST", JSON_TO_OWN | {"origin": "https://evil.example"}, 403), id="origin-other-site"),
+    pytest.param(Case("POST", JSON_TO_OWN | {"origin": "http://127.0.0.1:3000"}, 403), id="origin-other-port"),
+    pytest.param(Case("POST", JSON_TO_OWN | {"origin": "https://127.0.0.1:9308"}, 403), id="origin-other-scheme"),
+    pytest.param(Case("POST", JSON_TO_OWN | {"origin": "null"}, 403), id="origin-null"),
+    pytest.param(Case("DELETE", TO_OWN | {"origin": "https://evil.example"}, 403, body=b""), id="origin-delete"),
+    pytest.param(Case("POST", JSON_TO_OWN | {"sec-fetch-site": "cross-site"}, 403), id="fetch-site-cross-site"),
+    pytest.param(Case("POST", JSON_TO_OWN | {"sec-fetch-site": "same-site"}, 403), id="fetch-site-same-site"),
+    pytest.param(Case("POST", JSON_TO_OWN | {"sec-fetch-site": "same-origin"}, 200), id="fetch-site-same-origin"),
+    pytest.param(Case("POST", JSON_TO_OWN | {"sec-fetch-site": "none"}, 200), id="fetch-site-none"),
     pytest.param(
-        Case("POST", {"host": "127.0.0.1:9308", "content-type": JSON, "origin": "https://evil.example"}, 403),
-        id="origin-other-site",
-    ),
-    pytest.param(
-        Case("POST", {"host": "127.0.0.1:9308", "content-type": JSON, "origin": "http://127.0.0.1:3000"}, 403),
-        id="origin-other-port",
-    ),
-    pytest.param(
-        Case("POST", {"host": "127.0.0.1:9308", "content-type": JSON, "origin": "https://127.0.0.1:9308"}, 403),
-        id="origin-other-scheme",
-    ),
-    pytest.param(
-        Case("POST", {"host": "127.0.0.1:9308", "content-type": JSON, "origin": "null"}, 403), id="origin-null"
-    ),
-    pytest.param(
-        Case("DELETE", {"host": "127.0.0.1:9308", "origin": "https://evil.example"}, 403, body=b""),
-        id="origin-delete",
-    ),
-    pytest.param(
-        Case("POST", {"host": "127.0.0.1:9308", "content-type": JSON, "sec-fetch-site": "cross-site"}, 403),
-        id="fetch-site-cross-site",
-    ),
-    pytest.param(
-        Case("POST", {"host": "127.0.0.1:9308", "content-type": JSON, "sec-fetch-site": "same-site"}, 403),
-        id="fetch-site-same-site",
-    ),
-    pytest.param(
-        Case("POST", {"host": "127.0.0.1:9308", "content-type": JSON, "sec-fetch-site": "same-origin"}, 200),
-        id="fetch-site-same-origin",
-    ),
-    pytest.param(
-        Case("POST", {"host": "127.0.0.1:9308", "content-type": JSON, "sec-fetch-site": "none"}, 200),
-        id="fetch-site-none",
-    ),
-    pytest.param(
-        Case("GET", {"host": "127.0.0.1:9308", "origin": "https://evil.example", "sec-fetch-site": "cross-site"}, 200),
+        Case("GET", TO_OWN | {"origin": "https://evil.example", "sec-fetch-site": "cross-site"}, 200),
         id="reads-keep-no-origin-rule",
     ),
 ]

@@ -3,21 +3,14 @@
 from typing import Any
 
 import pytest
+import yaml
 
 from pulse.config import CanaryConfig, parse_config
-from pulse.errors import ConfigError
+from tests.support.config_edits import refusal_lines
 
 
 def canary(**section: Any) -> CanaryConfig:
-    import yaml
-
     return parse_config(yaml.safe_dump({"canary": section}), "pulse.yaml", {}).canary
-
-
-def refusal(**section: Any) -> list[str]:
-    with pytest.raises(ConfigError) as excinfo:
-        canary(**section)
-    return str(excinfo.value).splitlines()
 
 
 def test_defaults() -> None:
@@ -104,12 +97,8 @@ def test_a_full_section_parses() -> None:
             "pulse.yaml: canary.connection_check_timeout_s: Input should be greater than 0 (got -1)",
             id="check-timeout-negative",
         ),
-        pytest.param(
-            {"manage_topics": False},
-            "pulse.yaml: canary: unknown key 'manage_topics'",
-            id="misspelt-key",
-        ),
+        pytest.param({"manage_topics": False}, "pulse.yaml: canary: unknown key 'manage_topics'", id="misspelt-key"),
     ],
 )
 def test_bad_canary_settings_are_refused_naming_the_key(section: dict[str, Any], want: str) -> None:
-    assert refusal(**section)[0].startswith(want)
+    assert refusal_lines({"canary": section})[0].startswith(want)

@@ -67,28 +67,32 @@ class Case:
     want: list[str]
 
 
+# Histories the rows start from (partition 0; probe N is sequence N).
+ACKED_0: list[Step] = [("send", 0, 0.0), ("ack", 0, 100, 0.01)]
+"""Probe 0 sent and acknowledged at offset 100, not read yet."""
+READ_0: list[Step] = [("send", 0, 0.0), ("ack", 0, 100, 0.0), ("read", 0, 100, 0.1)]
+"""Probe 0 acknowledged at offset 100 and read back."""
+READ_0_ACKED_1: list[Step] = [*READ_0, ("send", 1, 1.0), ("ack", 1, 101, 1.0)]
+"""Then probe 1 acknowledged at offset 101, not read yet."""
+BOTH_ACKED: list[Step] = [("send", 0, 0.0), ("send", 1, 1.0), ("ack", 0, 100, 1.0), ("ack", 1, 101, 1.0)]
+"""Probes 0 and 1 acknowledged at offsets 100 and 101, neither read yet."""
+
 CASES = [
-    pytest.param(
-        Case([("send", 0, 0.0), ("ack", 0, 100, 0.01), ("read", 0, 100, 0.02)], ["0:ok:read"]),
-        id="rule1-acked-then-read",
-    ),
+    pytest.param(Case([*ACKED_0, ("read", 0, 100, 0.02)], ["0:ok:read"]), id="rule1-acked-then-read"),
     pytest.param(
         Case([("send", 0, 0.0), ("read", 0, 100, 0.01), ("ack", 0, 100, 0.02)], ["0:ok:read"]),
         id="rule1-read-before-its-delivery-report",
     ),
     pytest.param(Case([("send", 0, 0.0), ("fail", 0, 2.0)], ["0:fail:-"]), id="rule1-produce-failed"),
-    pytest.param(Case([("send", 0, 0.0), ("ack", 0, 100, 0.01), ("expire", 9.9)], []), id="rule2-not-yet-lost"),
-    pytest.param(
-        Case([("send", 0, 0.0), ("ack", 0, 100, 0.01), ("expire", 10.1)], ["0:ok:unread:lost"]),
-        id="rule2-lost-after-deadline",
-    ),
+    pytest.param(Case([*ACKED_0, ("expire", 9.9)], []), id="rule2-not-yet-lost"),
+    pytest.param(Case([*ACKED_0, ("expire", 10.1)], ["0:ok:unread:lost"]), id="rule2-lost-after-deadline"),
     pytest.param(Case([("send", 0, 0.0), ("expire", 30.0)], []), id="rule2-unacknowledged-is-never-lost-only-failed"),
     pytest.param(
         Case([("send", 0, 0.0), ("fail", 0, 2.0), ("expire", 30.0)], ["0:fail:-"]),
         id="rule2-failed-produce-is-not-lost",
     ),
     pytest.param(
-        Case([("send", 0, 0.0), ("ack", 0, 100, 0.01), ("expire", 10.1), ("read", 0, 100, 11.0)], ["0:ok:unread:lost"]),
+        Case([*ACKED_0, ("expire", 10.1), ("read", 0, 100, 11.0)], ["0:ok:unread:lost"]),
         id="rule2-late-arrival-stays-lost",
     ),
     pytest.param(
@@ -110,21 +114,12 @@ CASES = [
         id="rule2-deleted-before-read",
     ),
     pytest.param(
-        Case(
-            [("send", 0, 0.0), ("ack", 0, 100, 0.01), ("read", 0, 100, 0.02), ("read", 0, 100, 0.03)],
-            ["0:ok:read", "0:ok:read:dup"],
-        ),
+        Case([*ACKED_0, ("read", 0, 100, 0.02), ("read", 0, 100, 0.03)], ["0:ok:read", "0:ok:read:dup"]),
         id="rule3-same-record-read-twice",
     ),
     pytest.param(
         Case(
-            [
-                ("send", 0, 0.0),
-                ("ack", 0, 100, 0.01),
-                ("read", 0, 100, 0.02),
-                ("read", 0, 105, 0.5),
-                ("read", 0, 106, 0.6),
-            ],
+            [*ACKED_0, ("read", 0, 100, 0.02), ("read", 0, 105, 0.5), ("read", 0, 106, 0.6)],
             ["0:ok:read", "0:ok:read:dup", "0:ok:read:dup"],
         ),
         id="rule3-resent-copies-at-new-offsets",
@@ -137,59 +132,20 @@ CASES = [
         id="rule3-duplicate-before-delivery-report",
     ),
     pytest.param(
-        Case(
-            [
-                ("send", 0, 0.0),
-                ("send", 1, 1.0),
-                ("ack", 0, 100, 1.0),
-                ("ack", 1, 101, 1.0),
-                ("read", 1, 101, 1.1),
-                ("read", 0, 102, 1.2),
-            ],
-            ["1:ok:read", "0:ok:read:ooo"],
-        ),
+        Case([*BOTH_ACKED, ("read", 1, 101, 1.1), ("read", 0, 102, 1.2)], ["1:ok:read", "0:ok:read:ooo"]),
         id="rule4-lower-sequence-after-higher",
     ),
     pytest.param(
-        Case(
-            [
-                ("send", 0, 0.0),
-                ("send", 1, 1.0),
-                ("ack", 0, 100, 1.0),
-                ("ack", 1, 101, 1.0),
-                ("read", 0, 100, 1.1),
-                ("read", 1, 101, 1.2),
-            ],
-            ["0:ok:read", "1:ok:read"],
-        ),
+        Case([*BOTH_ACKED, ("read", 0, 100, 1.1), ("read", 1, 101, 1.2)], ["0:ok:read", "1:ok:read"]),
         id="rule4-in-order-is-not-flagged",
     ),
     pytest.param(
-        Case(
-            [
-                ("send", 0, 0.0),
-                ("ack", 0, 100, 0.0),
-                ("read", 0, 100, 0.1),
-                ("send", 1, 1.0),
-                ("ack", 1, 101, 1.0),
-                ("truncated", 100, 1.5),
-            ],
-            ["0:ok:read", "1:ok:unread:lost"],
-        ),
+        Case([*READ_0_ACKED_1, ("truncated", 100, 1.5)], ["0:ok:read", "1:ok:unread:lost"]),
         id="rule5-truncation-loses-the-unread",
     ),
     pytest.param(
         Case(
-            [
-                ("send", 0, 0.0),
-                ("ack", 0, 100, 0.0),
-                ("read", 0, 100, 0.1),
-                ("send", 1, 1.0),
-                ("ack", 1, 101, 1.0),
-                ("send", 2, 2.0),
-                ("ack", 2, 100, 2.0),
-                ("read", 2, 100, 2.1),
-            ],
+            [*READ_0_ACKED_1, ("send", 2, 2.0), ("ack", 2, 100, 2.0), ("read", 2, 100, 2.1)],
             ["0:ok:read", "1:ok:unread:lost", "2:ok:read"],
         ),
         id="rule5-offset-acknowledged-again",
@@ -197,11 +153,7 @@ CASES = [
     pytest.param(
         Case(
             [
-                ("send", 0, 0.0),
-                ("ack", 0, 100, 0.0),
-                ("read", 0, 100, 0.1),
-                ("send", 1, 1.0),
-                ("ack", 1, 101, 1.0),
+                *READ_0_ACKED_1,
                 ("truncated", 100, 1.5),
                 ("truncated", 100, 2.5),
                 ("send", 2, 3.0),
@@ -214,16 +166,7 @@ CASES = [
     ),
     pytest.param(
         Case(
-            [
-                ("send", 0, 0.0),
-                ("ack", 0, 100, 0.0),
-                ("read", 0, 100, 0.1),
-                ("send", 1, 1.0),
-                ("ack", 1, 101, 1.0),
-                ("send", 2, 2.0),
-                ("read", 2, 100, 2.1),
-                ("ack", 2, 100, 2.2),
-            ],
+            [*READ_0_ACKED_1, ("send", 2, 2.0), ("read", 2, 100, 2.1), ("ack", 2, 100, 2.2)],
             ["0:ok:read", "1:ok:unread:lost", "2:ok:read"],
         ),
         id="rule5-offset-read-again-before-its-delivery-report",
@@ -238,13 +181,13 @@ def test_rules(case: Case) -> None:
 
 
 def test_truncation_counts_records_already_read() -> None:
-    t, _ = run([("send", 0, 0.0), ("ack", 0, 100, 0.0), ("read", 0, 100, 0.1), ("truncated", 50, 1.0)])
+    t, _ = run([*READ_0, ("truncated", 50, 1.0)])
     counts = t.counts()[0]
     assert (counts.truncations, counts.truncated) == (1, 1)
 
 
 def test_truncation_seen_again_is_not_counted_again() -> None:
-    t, _ = run([("send", 0, 0.0), ("ack", 0, 100, 0.0), ("read", 0, 100, 0.1), ("truncated", 50, 1.0)])
+    t, _ = run([*READ_0, ("truncated", 50, 1.0)])
     run([("truncated", 50, 2.0)], t)
     assert (t.counts()[0].truncations, t.counts()[0].truncated) == (1, 1)
 
@@ -278,7 +221,7 @@ def test_unknown_sequences_are_counted_not_settled() -> None:
 
 
 def test_settled_probes_are_forgotten_after_the_retention() -> None:
-    t, _ = run([("send", 0, 0.0), ("ack", 0, 100, 0.0), ("read", 0, 100, 0.1), ("expire", 25.0)])
+    t, _ = run([*READ_0, ("expire", 25.0)])
     assert t.pending() == 0
     _, again = run([("read", 0, 100, 26.0)], t)
     assert again == [] and t.counts()[0].unknown == 1
@@ -329,7 +272,7 @@ def test_truncation_counts_only_offsets_acknowledged_before_the_log_was_read() -
 
 
 def test_first_unread_offset_is_where_a_reader_off_a_truncated_log_goes_on() -> None:
-    t, _ = run([("send", 0, 0.0), ("ack", 0, 100, 0.0), ("read", 0, 100, 0.1), ("send", 1, 1.0), ("ack", 1, 101, 1.0)])
+    t, _ = run(READ_0_ACKED_1)
     assert t.first_unread_offset(0) == 101
     run([("send", 2, 2.0), ("ack", 2, 102, 2.0), ("read", 1, 101, 2.1)], t)
     assert t.first_unread_offset(0) == 102

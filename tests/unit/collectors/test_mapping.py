@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
 from collectors.catalogue import REQUEST_TYPES, Reading, TopicSelection, scrape_plan
@@ -10,199 +12,140 @@ from collectors.mapping import BrokerIdentity, map_readings, merge_families, par
 ID = BrokerIdentity("prod", 2, "az-b")
 IDENTITY = (("cluster", "prod"), ("broker", "2"), ("rack", "az-b"))
 
+SUFFIX = {"gauge": "", "counter": "_total", "summary": "_sum"}
+"""The suffix jmx_exporter gives the samples of each kind of family it writes here."""
 
-@pytest.mark.parametrize(
-    ("reading", "name", "kind", "suffix", "labels", "value"),
-    [
-        pytest.param(
-            Reading("kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions", "Value", 3),
-            "kafka_server_replicamanager_underreplicatedpartitions",
-            "gauge",
-            "",
-            (),
-            3.0,
-            id="yammer-gauge",
-        ),
-        pytest.param(
-            Reading("kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec", "Count", 1024),
-            "kafka_server_brokertopicmetrics_bytesin",
-            "counter",
-            "_total",
-            (),
-            1024.0,
-            id="all-topics-meter-has-no-topic-label",
-        ),
-        pytest.param(
-            Reading("kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec,topic=orders", "Count", 7),
-            "kafka_server_brokertopicmetrics_bytesin",
-            "counter",
-            "_total",
-            (("topic", "orders"),),
-            7.0,
-            id="per-topic-meter",
-        ),
-        pytest.param(
-            Reading("kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Produce", "99thPercentile", 4.5),
-            "kafka_network_requestmetrics_totaltimems",
-            "gauge",
-            "",
-            (("request", "Produce"), ("quantile", "0.99")),
-            4.5,
-            id="percentile-as-quantile-gauge",
-        ),
-        pytest.param(
-            Reading("kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Produce", "999thPercentile", 9),
-            "kafka_network_requestmetrics_totaltimems",
-            "gauge",
-            "",
-            (("request", "Produce"), ("quantile", "0.999")),
-            9.0,
-            id="999th-percentile",
-        ),
-        pytest.param(
-            Reading("kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Produce", "Count", 12),
-            "kafka_network_requestmetrics_totaltimems_count",
-            "counter",
-            "_total",
-            (("request", "Produce"),),
-            12.0,
-            id="histogram-count-is-count-total-as-in-jmx-exporter-1",
-        ),
-        pytest.param(
-            Reading("kafka.network:type=RequestMetrics,name=ErrorsPerSec,request=Produce,error=NONE", "Count", 5),
-            "kafka_network_requestmetrics_errors",
-            "counter",
-            "_total",
-            (("request", "Produce"), ("error", "NONE")),
-            5.0,
-            id="meter-with-two-labels",
-        ),
-        pytest.param(
-            Reading("kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent", "MeanRate", 0.9),
-            "kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent",
-            "gauge",
-            "",
-            (),
-            0.9,
-            id="percent-meter-meanrate",
-        ),
-        pytest.param(
-            Reading("kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent", "Value", 0.8),
-            "kafka_network_socketserver_networkprocessoravgidle_percent",
-            "gauge",
-            "",
-            (),
-            0.8,
-            id="percent-gauge",
-        ),
-        pytest.param(
-            Reading("kafka.server:type=ReplicaFetcherManager,name=MaxLag,clientId=Replica", "Value", 0),
-            "kafka_server_replicafetchermanager_maxlag",
-            "gauge",
-            "",
-            (("clientId", "Replica"),),
-            0.0,
-            id="label-names-keep-their-case",
-        ),
-        pytest.param(
-            Reading("kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs", "Count", 3),
-            "kafka_log_logflushstats_logflushrateandtimems_count",
-            "counter",
-            "_total",
-            (),
-            3.0,
-            id="timer-count",
-        ),
-        pytest.param(
-            Reading("kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs", "Mean", 2.5),
-            "kafka_log_logflushstats_logflushrateandtimems_mean",
-            "gauge",
-            "",
-            (),
-            2.5,
-            id="timer-mean",
-        ),
-        pytest.param(
-            Reading("kafka.server:type=raft-metrics", "current-leader", 3),
-            "kafka_server_raftmetrics_current_leader",
-            "gauge",
-            "",
-            (),
-            3.0,
-            id="kraft-metric-strimzi-spelling",
-        ),
-        pytest.param(
-            Reading("kafka.server:type=raft-metrics", "current-state", "leader"),
-            "kafka_server_raftmetrics_current_state",
-            "gauge",
-            "",
-            (("current_state", "leader"),),
-            1.0,
-            id="string-state-as-label",
-        ),
-        pytest.param(
-            Reading("kafka.server:type=broker-metadata-metrics", "last-applied-record-lag-ms", 12),
-            "kafka_server_brokermetadatametrics_last_applied_record_lag_ms",
-            "gauge",
-            "",
-            (),
-            12.0,
-            id="broker-metadata-metrics",
-        ),
-        pytest.param(
-            Reading("kafka.server:type=raft-metrics", "uncommitted-voter-change", 1),
-            "kafka_server_raftmetrics_uncommitted_voter_change",
-            "gauge",
-            "",
-            (),
-            1.0,
-            id="kip-853-pending-voter-change",
-        ),
-        pytest.param(
-            Reading("kafka.server:type=SnapshotEmitter,name=LatestSnapshotGeneratedAgeMs", "Value", 15823),
-            "kafka_server_snapshotemitter_latestsnapshotgeneratedagems",
-            "gauge",
-            "",
-            (),
-            15823.0,
-            id="snapshot-age",
-        ),
-        pytest.param(
-            Reading("java.lang:name=G1 Young Generation,type=GarbageCollector", "CollectionTime", 1500),
-            "jvm_gc_collection_seconds",
-            "summary",
-            "_sum",
-            (("gc", "G1 Young Generation"),),
-            1.5,
-            id="gc-time-in-seconds",
-        ),
-        pytest.param(
-            Reading("java.lang:type=Memory", "HeapMemoryUsage", 100, key="used"),
-            "jvm_memory_used_bytes",
-            "gauge",
-            "",
-            (("area", "heap"),),
-            100.0,
-            id="composite-key-picked-in-python",
-        ),
-        pytest.param(
-            Reading("java.lang:type=OperatingSystem", "MaxFileDescriptorCount", 4096),
-            "process_max_fds",
-            "gauge",
-            "",
-            (),
-            4096.0,
-            id="max-fds",
-        ),
-    ],
-)
-def test_naming_rules(
-    reading: Reading, name: str, kind: str, suffix: str, labels: tuple[tuple[str, str], ...], value: float
-) -> None:
+
+@dataclass(frozen=True)
+class Series:
+    """The series jmx_exporter with Strimzi's rules would expose for one reading."""
+
+    name: str
+    kind: str
+    value: float
+    labels: tuple[tuple[str, str], ...]
+    """In the order they are exposed."""
+
+    @property
+    def suffix(self) -> str:
+        return SUFFIX[self.kind]
+
+
+def series(name: str, kind: str, value: float, **labels: str) -> Series:
+    """A row's expected series, its labels given in exposition order."""
+    return Series(name, kind, value, tuple(labels.items()))
+
+
+NAMING = [
+    pytest.param(
+        Reading("kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions", "Value", 3),
+        series("kafka_server_replicamanager_underreplicatedpartitions", "gauge", 3.0),
+        id="yammer-gauge",
+    ),
+    pytest.param(
+        Reading("kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec", "Count", 1024),
+        series("kafka_server_brokertopicmetrics_bytesin", "counter", 1024.0),
+        id="all-topics-meter-has-no-topic-label",
+    ),
+    pytest.param(
+        Reading("kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec,topic=orders", "Count", 7),
+        series("kafka_server_brokertopicmetrics_bytesin", "counter", 7.0, topic="orders"),
+        id="per-topic-meter",
+    ),
+    pytest.param(
+        Reading("kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Produce", "99thPercentile", 4.5),
+        series("kafka_network_requestmetrics_totaltimems", "gauge", 4.5, request="Produce", quantile="0.99"),
+        id="percentile-as-quantile-gauge",
+    ),
+    pytest.param(
+        Reading("kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Produce", "999thPercentile", 9),
+        series("kafka_network_requestmetrics_totaltimems", "gauge", 9.0, request="Produce", quantile="0.999"),
+        id="999th-percentile",
+    ),
+    pytest.param(
+        Reading("kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Produce", "Count", 12),
+        series("kafka_network_requestmetrics_totaltimems_count", "counter", 12.0, request="Produce"),
+        id="histogram-count-is-count-total-as-in-jmx-exporter-1",
+    ),
+    pytest.param(
+        Reading("kafka.network:type=RequestMetrics,name=ErrorsPerSec,request=Produce,error=NONE", "Count", 5),
+        series("kafka_network_requestmetrics_errors", "counter", 5.0, request="Produce", error="NONE"),
+        id="meter-with-two-labels",
+    ),
+    pytest.param(
+        Reading("kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent", "MeanRate", 0.9),
+        series("kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent", "gauge", 0.9),
+        id="percent-meter-meanrate",
+    ),
+    pytest.param(
+        Reading("kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent", "Value", 0.8),
+        series("kafka_network_socketserver_networkprocessoravgidle_percent", "gauge", 0.8),
+        id="percent-gauge",
+    ),
+    pytest.param(
+        Reading("kafka.server:type=ReplicaFetcherManager,name=MaxLag,clientId=Replica", "Value", 0),
+        series("kafka_server_replicafetchermanager_maxlag", "gauge", 0.0, clientId="Replica"),
+        id="label-names-keep-their-case",
+    ),
+    pytest.param(
+        Reading("kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs", "Count", 3),
+        series("kafka_log_logflushstats_logflushrateandtimems_count", "counter", 3.0),
+        id="timer-count",
+    ),
+    pytest.param(
+        Reading("kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs", "Mean", 2.5),
+        series("kafka_log_logflushstats_logflushrateandtimems_mean", "gauge", 2.5),
+        id="timer-mean",
+    ),
+    pytest.param(
+        Reading("kafka.server:type=raft-metrics", "current-leader", 3),
+        series("kafka_server_raftmetrics_current_leader", "gauge", 3.0),
+        id="kraft-metric-strimzi-spelling",
+    ),
+    pytest.param(
+        Reading("kafka.server:type=raft-metrics", "current-state", "leader"),
+        series("kafka_server_raftmetrics_current_state", "gauge", 1.0, current_state="leader"),
+        id="string-state-as-label",
+    ),
+    pytest.param(
+        Reading("kafka.server:type=broker-metadata-metrics", "last-applied-record-lag-ms", 12),
+        series("kafka_server_brokermetadatametrics_last_applied_record_lag_ms", "gauge", 12.0),
+        id="broker-metadata-metrics",
+    ),
+    pytest.param(
+        Reading("kafka.server:type=raft-metrics", "uncommitted-voter-change", 1),
+        series("kafka_server_raftmetrics_uncommitted_voter_change", "gauge", 1.0),
+        id="kip-853-pending-voter-change",
+    ),
+    pytest.param(
+        Reading("kafka.server:type=SnapshotEmitter,name=LatestSnapshotGeneratedAgeMs", "Value", 15823),
+        series("kafka_server_snapshotemitter_latestsnapshotgeneratedagems", "gauge", 15823.0),
+        id="snapshot-age",
+    ),
+    pytest.param(
+        Reading("java.lang:name=G1 Young Generation,type=GarbageCollector", "CollectionTime", 1500),
+        series("jvm_gc_collection_seconds", "summary", 1.5, gc="G1 Young Generation"),
+        id="gc-time-in-seconds",
+    ),
+    pytest.param(
+        Reading("java.lang:type=Memory", "HeapMemoryUsage", 100, key="used"),
+        series("jvm_memory_used_bytes", "gauge", 100.0, area="heap"),
+        id="composite-key-picked-in-python",
+    ),
+    pytest.param(
+        Reading("java.lang:type=OperatingSystem", "MaxFileDescriptorCount", 4096),
+        series("process_max_fds", "gauge", 4096.0),
+        id="max-fds",
+    ),
+]
+
+
+@pytest.mark.parametrize(("reading", "want"), NAMING)
+def test_naming_rules(reading: Reading, want: Series) -> None:
     point = point_for(reading)
     assert point is not None
-    assert (point.name, point.kind, point.suffix, point.labels) == (name, kind, suffix, labels)
-    assert point.value == pytest.approx(value)
+    assert (point.name, point.kind, point.suffix, point.labels) == (want.name, want.kind, want.suffix, want.labels)
+    assert point.value == pytest.approx(want.value)
 
 
 @pytest.mark.parametrize(

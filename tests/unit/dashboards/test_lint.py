@@ -46,6 +46,14 @@ def _panel(d: dict[str, Any], i: int) -> dict[str, Any]:
 
 
 Break = Callable[[dict[str, Any]], None]
+"""Breaks the valid dashboard in place."""
+
+
+def _expr(i: int, expr: str) -> Break:
+    """Sets the query of the first target of panel `i` (0 is the row, 1 the stat, 2 the time series)."""
+    return lambda d: _panel(d, i)["targets"][0].update(expr=expr)
+
+
 CASES: list[Any] = [
     pytest.param(
         lambda d: d.pop("schemaVersion"),
@@ -64,12 +72,12 @@ CASES: list[Any] = [
         id="beyond-the-grid",
     ),
     pytest.param(
-        lambda d: _panel(d, 1)["targets"][0].update(expr='up{cluster="$clustr"}'),
+        _expr(1, 'up{cluster="$clustr"}'),
         ["d1: panel 2 's': target A: $clustr is not a template variable (defined: datasource, cluster)"],
         id="undefined-variable",
     ),
     pytest.param(
-        lambda d: _panel(d, 2)["targets"][0].update(expr="rate(x[$__rate])"),
+        _expr(2, "rate(x[$__rate])"),
         ["d1: panel 3 't': target A: $__rate is not one of the macros ['__interval', '__range', '__rate_interval']"],
         id="unknown-macro",
     ),
@@ -92,12 +100,12 @@ CASES: list[Any] = [
         id="legacy-string-datasource",
     ),
     pytest.param(
-        lambda d: _panel(d, 1)["targets"][0].update(expr='max(up{cluster="$cluster"}})'),
+        _expr(1, 'max(up{cluster="$cluster"}})'),
         ["d1: panel 2 's': target A: unbalanced '}' at column 27"],
         id="stray-brace",
     ),
     pytest.param(
-        lambda d: _panel(d, 2)["targets"][0].update(expr="sum(rate(x[$__rate_interval])"),
+        _expr(2, "sum(rate(x[$__rate_interval])"),
         ["d1: panel 3 't': target A: unclosed '(' at column 4"],
         id="unclosed-paren",
     ),

@@ -4,8 +4,6 @@ Each row names the exact message line the operator sees: `<file>: <key path>: <r
 """
 
 import copy
-from collections.abc import Callable
-from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -16,6 +14,7 @@ from pydantic import ValidationError
 
 from pulse.config import ClusterConfig, PulseConfig, SloSpec, load_config, parse_config, split_host_port
 from pulse.errors import ConfigError
+from tests.support.config_edits import Case, both, delete_key, refusal_lines, set_key
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 ENVIRON = {"KAFKA_PASSWORD": "hunter2-kafka"}
@@ -60,12 +59,6 @@ def parse(tree: dict[str, Any], base_dir: Path, environ: dict[str, str] = ENVIRO
     return parse_config(yaml.safe_dump(tree), "pulse.yaml", environ, base_dir=base_dir)
 
 
-def problems(tree: dict[str, Any], base_dir: Path) -> list[str]:
-    with pytest.raises(ConfigError) as excinfo:
-        parse(tree, base_dir)
-    return str(excinfo.value).splitlines()
-
-
 def test_valid_config_parses(files: Path) -> None:
     config = parse(valid_config(), files)
     cluster = config.cluster("prod")
@@ -79,67 +72,32 @@ def test_valid_config_parses(files: Path) -> None:
 # --- the validation table ---------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Case:
-    breaks: Callable[[dict[str, Any]], None]
-    """Mutates the valid config in place."""
-    want: str
-    """The one message line expected, after `pulse.yaml: `; `{dir}` is the config directory."""
-
-
 def _cluster(tree: dict[str, Any]) -> dict[str, Any]:
     cluster: dict[str, Any] = tree["clusters"][0]
     return cluster
 
 
-def _set(*path: str | int, value: Any) -> Callable[[dict[str, Any]], None]:
-    def apply(tree: dict[str, Any]) -> None:
-        node: Any = tree
-        for key in path[:-1]:
-            node = node.setdefault(key, {}) if isinstance(key, str) else node[key]
-        node[path[-1]] = value
-
-    return apply
-
-
-def _delete(*path: str | int) -> Callable[[dict[str, Any]], None]:
-    def apply(tree: dict[str, Any]) -> None:
-        node: Any = tree
-        for key in path[:-1]:
-            node = node[key]
-        del node[path[-1]]
-
-    return apply
-
-
-def _both(*steps: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
-    def apply(tree: dict[str, Any]) -> None:
-        for step in steps:
-            step(tree)
-
-    return apply
-
-
 SECURITY = ("clusters", 0, "security")
 BROKERS = ("clusters", 0, "jmx", "brokers")
+BOOTSTRAP = ("clusters", 0, "bootstrap_servers")
 
 CASES = [
     # Types.
     pytest.param(
         Case(
-            _set("collectors", "scrape_interval_s", value="fast"),
+            set_key("collectors", "scrape_interval_s", value="fast"),
             "collectors.scrape_interval_s: Input should be a valid number, unable to parse string as a number "
             "(got 'fast')",
         ),
         id="wrong-type-number",
     ),
     pytest.param(
-        Case(_set("clusters", value={"name": "prod"}), "clusters: Input should be a valid list"),
+        Case(set_key("clusters", value={"name": "prod"}), "clusters: Input should be a valid list"),
         id="wrong-type-clusters-not-a-list",
     ),
     pytest.param(
         Case(
-            _set("canary", "enabled", value="maybe"),
+            set_key("canary", "enabled", value="maybe"),
             "canary.enabled: Input should be a valid boolean, unable to interpret input (got 'maybe')",
         ),
         id="wrong-type-bool",
@@ -147,26 +105,26 @@ CASES = [
     # A secret of the wrong type is refused without echoing it.
     pytest.param(
         Case(
-            _set(*SECURITY, "sasl", "password", value=123456),
+            set_key(*SECURITY, "sasl", "password", value=123456),
             "clusters[0].security.sasl.password: Input should be a valid string",
         ),
         id="wrong-type-secret-not-echoed",
     ),
     # Unknown keys, with the likely fix.
     pytest.param(
-        Case(_set("colectors", value={}), "(top level): unknown key 'colectors'; did you mean 'collectors'?"),
+        Case(set_key("colectors", value={}), "(top level): unknown key 'colectors'; did you mean 'collectors'?"),
         id="unknown-key-top-level",
     ),
     pytest.param(
         Case(
-            _set("clusters", 0, "bootstrap_server", value="kafka3:9093"),
+            set_key("clusters", 0, "bootstrap_server", value="kafka3:9093"),
             "clusters[0]: unknown key 'bootstrap_server'; did you mean 'bootstrap_servers'?",
         ),
         id="unknown-key-nested",
     ),
     pytest.param(
         Case(
-            _set(*SECURITY, "tls", "insecure", value=True),
+            set_key(*SECURITY, "tls", "insecure", value=True),
             "clusters[0].security.tls: unknown key 'insecure'; "
             "known keys: ca_file, cert_file, key_file, key_password, verify_hostname",
         ),
@@ -174,40 +132,36 @@ CASES = [
     ),
     # Bootstrap servers.
     pytest.param(
-        Case(_delete("clusters", 0, "bootstrap_servers"), "clusters[0].bootstrap_servers: required key is missing"),
-        id="bootstrap-missing",
+        Case(delete_key(*BOOTSTRAP), "clusters[0].bootstrap_servers: required key is missing"), id="bootstrap-missing"
     ),
     pytest.param(
-        Case(
-            _set("clusters", 0, "bootstrap_servers", value=[]),
-            "clusters[0].bootstrap_servers: at least one host:port is required",
-        ),
+        Case(set_key(*BOOTSTRAP, value=[]), "clusters[0].bootstrap_servers: at least one host:port is required"),
         id="bootstrap-empty-list",
     ),
     pytest.param(
         Case(
-            _set("clusters", 0, "bootstrap_servers", value=["kafka1:9093", "kafka2"]),
+            set_key(*BOOTSTRAP, value=["kafka1:9093", "kafka2"]),
             "clusters[0].bootstrap_servers[1]: 'kafka2' is not host:port (e.g. kafka1:9092)",
         ),
         id="bootstrap-not-host-port",
     ),
     pytest.param(
         Case(
-            _set("clusters", 0, "bootstrap_servers", value="kafka1:9093, kafka2"),
+            set_key(*BOOTSTRAP, value="kafka1:9093, kafka2"),
             "clusters[0].bootstrap_servers[1]: 'kafka2' is not host:port (e.g. kafka1:9092)",
         ),
         id="bootstrap-comma-string-bad-item",
     ),
     pytest.param(
         Case(
-            _set("clusters", 0, "bootstrap_servers", value=["kafka1:9093", "kafka2:70000"]),
+            set_key(*BOOTSTRAP, value=["kafka1:9093", "kafka2:70000"]),
             "clusters[0].bootstrap_servers[1]: 'kafka2:70000': port 70000 is out of range 1-65535",
         ),
         id="bootstrap-port-out-of-range",
     ),
     pytest.param(
         Case(
-            _set("clusters", 0, "bootstrap_servers", value=["kafka1:ssl"]),
+            set_key(*BOOTSTRAP, value=["kafka1:ssl"]),
             "clusters[0].bootstrap_servers[0]: 'kafka1:ssl' is not host:port: port 'ssl' is not a number",
         ),
         id="bootstrap-port-not-a-number",
@@ -215,28 +169,28 @@ CASES = [
     # Security contradictions.
     pytest.param(
         Case(
-            _delete(*SECURITY, "sasl"),
+            delete_key(*SECURITY, "sasl"),
             "clusters[0].security.sasl: required when protocol is SASL_SSL: give mechanism, username and password",
         ),
         id="sasl-ssl-without-sasl",
     ),
     pytest.param(
         Case(
-            _both(_set(*SECURITY, "protocol", value="PLAINTEXT"), _delete(*SECURITY, "tls")),
+            both(set_key(*SECURITY, "protocol", value="PLAINTEXT"), delete_key(*SECURITY, "tls")),
             "clusters[0].security.sasl: protocol PLAINTEXT does not use SASL; set protocol to SASL_PLAINTEXT",
         ),
         id="sasl-with-plaintext",
     ),
     pytest.param(
         Case(
-            _set(*SECURITY, "protocol", value="SASL_PLAINTEXT"),
+            set_key(*SECURITY, "protocol", value="SASL_PLAINTEXT"),
             "clusters[0].security.tls: protocol SASL_PLAINTEXT does not use TLS; set protocol to SASL_SSL",
         ),
         id="tls-with-sasl-plaintext",
     ),
     pytest.param(
         Case(
-            _set(*SECURITY, "sasl", "mechanism", value="GSSAPI"),
+            set_key(*SECURITY, "sasl", "mechanism", value="GSSAPI"),
             "clusters[0].security.sasl.mechanism: Input should be 'PLAIN', 'SCRAM-SHA-256' or 'SCRAM-SHA-512' "
             "(got 'GSSAPI')",
         ),
@@ -244,7 +198,7 @@ CASES = [
     ),
     pytest.param(
         Case(
-            _set(*SECURITY, "protocol", value="TLS"),
+            set_key(*SECURITY, "protocol", value="TLS"),
             "clusters[0].security.protocol: Input should be 'PLAINTEXT', 'SSL', 'SASL_PLAINTEXT' or 'SASL_SSL' "
             "(got 'TLS')",
         ),
@@ -252,21 +206,21 @@ CASES = [
     ),
     pytest.param(
         Case(
-            _set(*SECURITY, "tls", "cert_file", value="client.crt"),
+            set_key(*SECURITY, "tls", "cert_file", value="client.crt"),
             "clusters[0].security.tls.key_file: required when cert_file is set (the client certificate's private key)",
         ),
         id="cert-without-key",
     ),
     pytest.param(
         Case(
-            _set(*SECURITY, "tls", "key_file", value="client.key"),
+            set_key(*SECURITY, "tls", "key_file", value="client.key"),
             "clusters[0].security.tls.cert_file: required when key_file is set (the client certificate)",
         ),
         id="key-without-cert",
     ),
     pytest.param(
         Case(
-            _set(*SECURITY, "tls", "ca_file", value="missing-ca.pem"),
+            set_key(*SECURITY, "tls", "ca_file", value="missing-ca.pem"),
             "clusters[0].security.tls.ca_file: file '{dir}/missing-ca.pem' does not exist",
         ),
         id="tls-file-missing",
@@ -274,14 +228,14 @@ CASES = [
     # Environment.
     pytest.param(
         Case(
-            _set(*SECURITY, "sasl", "password", value="${KAFKA_PASSWORD_PROD}"),
+            set_key(*SECURITY, "sasl", "password", value="${KAFKA_PASSWORD_PROD}"),
             "clusters[0].security.sasl.password: environment variable KAFKA_PASSWORD_PROD is not set",
         ),
         id="env-var-unset",
     ),
     pytest.param(
         Case(
-            _set(*BROKERS, 0, "port", value="${JMX_PORT}"),
+            set_key(*BROKERS, 0, "port", value="${JMX_PORT}"),
             "clusters[0].jmx.brokers[0].port: environment variable JMX_PORT is not set",
         ),
         id="env-var-unset-no-follow-up-type-error",
@@ -296,7 +250,7 @@ CASES = [
     ),
     pytest.param(
         Case(
-            _set(*BROKERS, 1, "broker_id", value=1),
+            set_key(*BROKERS, 1, "broker_id", value=1),
             "clusters[0].jmx.brokers[1].broker_id: duplicate broker_id 1 (also in brokers[0])",
         ),
         id="duplicate-jmx-broker-id",
@@ -304,28 +258,25 @@ CASES = [
     # Names, JMX and components.
     pytest.param(
         Case(
-            _set("clusters", 0, "name", value="prod eu"),
+            set_key("clusters", 0, "name", value="prod eu"),
             "clusters[0].name: 'prod eu' may only contain letters, digits, '_', '.' and '-'",
         ),
         id="cluster-name-with-space",
     ),
     pytest.param(
-        Case(
-            _delete(*BROKERS, 0, "username"),
-            "clusters[0].jmx.brokers[0].username: required when password is set",
-        ),
+        Case(delete_key(*BROKERS, 0, "username"), "clusters[0].jmx.brokers[0].username: required when password is set"),
         id="jmx-password-without-username",
     ),
     pytest.param(
         Case(
-            _set(*BROKERS, 0, "broker_id", value=-1),
+            set_key(*BROKERS, 0, "broker_id", value=-1),
             "clusters[0].jmx.brokers[0].broker_id: Input should be greater than or equal to 0 (got -1)",
         ),
         id="jmx-negative-broker-id",
     ),
     pytest.param(
         Case(
-            _set("lag", "group_deny", value="(console"),
+            set_key("lag", "group_deny", value="(console"),
             "lag.group_deny: '(console' is not a valid regular expression: "
             "missing ), unterminated subpattern at position 0",
         ),
@@ -333,42 +284,35 @@ CASES = [
     ),
     pytest.param(
         Case(
-            _set("lag", "mode", value="strict"),
+            set_key("lag", "mode", value="strict"),
             "lag.mode: Input should be 'burrow', 'burrow-1.2' or 'enhanced' (got 'strict')",
         ),
         id="lag-unknown-mode",
     ),
     pytest.param(
         Case(
-            _delete("alerting", "alertmanager_url"),
-            "alerting.alertmanager_url: required when alerting is enabled",
+            delete_key("alerting", "alertmanager_url"), "alerting.alertmanager_url: required when alerting is enabled"
         ),
         id="alerting-enabled-without-url",
     ),
     pytest.param(
         Case(
-            _set("alerting", "alertmanager_url", value="alertmanager:9093"),
+            set_key("alerting", "alertmanager_url", value="alertmanager:9093"),
             "alerting.alertmanager_url: 'alertmanager:9093' is not an http(s) URL, e.g. http://127.0.0.1:9093",
         ),
         id="alertmanager-url-not-http",
     ),
     pytest.param(
-        Case(
-            _set("http", "listen", value="9308"),
-            "http.listen: '9308' is not host:port (e.g. kafka1:9092)",
-        ),
+        Case(set_key("http", "listen", value="9308"), "http.listen: '9308' is not host:port (e.g. kafka1:9092)"),
         id="http-listen-not-host-port",
     ),
     pytest.param(
-        Case(
-            _set("canary", "interval_s", value=0),
-            "canary.interval_s: Input should be greater than 0 (got 0)",
-        ),
+        Case(set_key("canary", "interval_s", value=0), "canary.interval_s: Input should be greater than 0 (got 0)"),
         id="canary-interval-zero",
     ),
     pytest.param(
         Case(
-            _set("slo", "stream_dir", value="s3://bucket/kafka-pulse"),
+            set_key("slo", "stream_dir", value="s3://bucket/kafka-pulse"),
             "slo.stream_dir: 's3://bucket/kafka-pulse': s3:// is not a Hadoop filesystem Spark knows (one of "
             "file://, hdfs://, viewfs://, webhdfs://, swebhdfs://, s3a://, gs://, abfs://, abfss://, wasb://, "
             "wasbs://, oss://, cosn://, ofs://, o3fs://)",
@@ -377,7 +321,7 @@ CASES = [
     ),
     pytest.param(
         Case(
-            _set("slo", "stream_dir", value="hdfs://user:hunter2@/kafka-pulse"),
+            set_key("slo", "stream_dir", value="hdfs://user:hunter2@/kafka-pulse"),
             "slo.stream_dir: 'hdfs://***@/kafka-pulse': hdfs:// needs an authority (a host, bucket or container)",
         ),
         id="slo-stream-dir-no-host-and-the-password-not-shown",
@@ -387,9 +331,10 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES)
 def test_invalid_config_is_refused_naming_the_key(case: Case, files: Path) -> None:
+    """`{dir}` in a row's message stands for the config directory."""
     tree = valid_config()
     case.breaks(tree)
-    assert problems(tree, files) == ["pulse.yaml: " + case.want.replace("{dir}", str(files))]
+    assert refusal_lines(tree, ENVIRON, files) == ["pulse.yaml: " + case.want.replace("{dir}", str(files))]
 
 
 # --- the file as text -------------------------------------------------------------------------------------------
@@ -472,7 +417,7 @@ def test_all_problems_are_reported_in_one_pass(files: Path) -> None:
     tree["surprise"] = 1
     _cluster(tree)["security"]["sasl"]["password"] = "${UNSET_PASSWORD}"
     _cluster(tree)["security"]["protocol"] = "SASL_PLAINTEXT"
-    assert problems(tree, files) == [
+    assert refusal_lines(tree, ENVIRON, files) == [
         "pulse.yaml: clusters[0].security.sasl.password: environment variable UNSET_PASSWORD is not set",
         "pulse.yaml: clusters[0].bootstrap_servers[0]: 'kafka1' is not host:port (e.g. kafka1:9092)",
         "pulse.yaml: clusters[0].security.tls: protocol SASL_PLAINTEXT does not use TLS; set protocol to SASL_SSL",
