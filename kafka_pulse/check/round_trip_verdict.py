@@ -1,6 +1,6 @@
 """The round trip's judgement (pure): every registered broker leads a partition of the monitor topic and sees its
 records produced (acks=all) and read back within the canary's latency SLO; a failure is charged to the broker that
-stalled it (kafka_pulse/check/verdict.py holds the other sections and the overall status)."""
+stalled it (kafka_pulse/check/verdict.py holds the overall status)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ snapshot, SLO budgets that are not available or stale) are reported but never ch
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -24,7 +24,6 @@ from kafka_pulse.check.facts import (
     QuorumFacts,
     SloFacts,
 )
-from pulse.kafka.partitions import ElrVerdict, PartitionState
 
 VOTER_STALE_S = 10.0
 """A KRaft voter that has not caught up with the leader for this long is reported (WARN): five times the quorum's
@@ -98,7 +97,7 @@ def overall(sections: Iterable[Section]) -> Status:
     return max(judged, key=lambda s: s.rank) if judged else Status.UNKNOWN
 
 
-def _failed(kind: FailureKind) -> Status:
+def failure_status(kind: FailureKind) -> Status:
     """A cluster that does not answer (or refuses connections) is down from the client's side: CRIT. A request it
     refuses (credentials, an unsupported API) or a check error says nothing about its health: UNKNOWN."""
     return Status.CRIT if kind in (FailureKind.TIMEOUT, FailureKind.UNREACHABLE) else Status.UNKNOWN
@@ -109,12 +108,8 @@ def as_ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms"
 
 
-def _names(refs: Sequence[PartitionState]) -> str:
-    shown = ", ".join(r.label for r in refs[:EXAMPLES])
-    return shown + (f" and {len(refs) - EXAMPLES} more" if len(refs) > EXAMPLES else "")
-
-
-def _plural(count: int, word: str) -> str:
+def plural(count: int, word: str) -> str:
+    """`count` and `word`, with an s unless the count is one, as every section's lines count things."""
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
@@ -131,7 +126,7 @@ def judge_brokers(
     """Every expected broker registered and answering on its own connection (ApiVersions); a broker with no entry
     in `probes` is UNKNOWN, `unasked` saying why."""
     if isinstance(meta, ProbeFailed):
-        return Section("brokers", _failed(meta.kind), "cluster metadata not read", (meta.reason,))
+        return Section("brokers", failure_status(meta.kind), "cluster metadata not read", (meta.reason,))
     reasons: list[str] = []
     culprits: list[int] = []
     unknown = False
@@ -205,7 +200,7 @@ def judge_controller(quorum: QuorumFacts | ProbeFailed | NotAvailable) -> Sectio
     ]
     reasons = tuple(
         f"controller quorum voter {v.node} last caught up {v.caught_up_age_s:.0f} s ago "
-        f"({_plural(v.lag_records, 'record')} behind)"
+        f"({plural(v.lag_records, 'record')} behind)"
         for v in behind
     )
     if quorum.mode == "kraft":
@@ -218,141 +213,6 @@ def judge_controller(quorum: QuorumFacts | ProbeFailed | NotAvailable) -> Sectio
     else:
         summary = f"broker {quorum.leader} is the controller"
     return Section("controller", Status.WARN if behind else Status.OK, summary, reasons, details=details)
-
-
-# --- partitions ---------------------------------------------------------------------------------------------------
-
-
-def judge_partitions(meta: MetadataFacts | ProbeFailed) -> Section:
-    """Offline and under-min-ISR partitions are CRIT (reads or acks=all writes fail); under-replicated ones WARN,
-    with the common-broker diagnosis; topics with a short ISR whose min.insync.replicas was not read make it at
-    least UNKNOWN, never OK."""
-    if isinstance(meta, ProbeFailed):
-        return Section("partitions", _failed(meta.kind), "partition states not read", (meta.reason,))
-    reasons: list[str] = []
-    if meta.offline:
-        reasons.append(f"{_plural(len(meta.offline), 'partition')} offline (no leader): {_names(meta.offline)}")
-    if meta.under_min_isr:
-        reasons.append(
-            f"{_plural(len(meta.under_min_isr), 'partition')} under min ISR (acks=all produces fail): "
-            + _names(meta.under_min_isr)
-        )
-        reasons += _elr_reasons(meta)
-    if meta.under_replicated:
-        reasons.append(
-            f"{_plural(len(meta.under_replicated), 'partition')} under-replicated: {_names(meta.under_replicated)}"
-        )
-        if meta.diagnosis_scope == "broker":
-            brokers = " and ".join(f"broker {b}" for b in meta.diagnosis_brokers)
-            reasons.append(f"diagnosis: {brokers} missing from the ISR of every under-replicated partition")
-        else:
-            reasons.append("diagnosis: cluster-wide, no single broker is behind them all (load, network, controller)")
-    if meta.min_isr_unread:  # a partition we could not judge may take no write: never OK
-        reasons.append(
-            f"min.insync.replicas not read for {_plural(len(meta.min_isr_unread), 'topic')} "
-            f"({meta.min_isr_unread_reason}): their partitions are not judged for min ISR: "
-            + ", ".join(meta.min_isr_unread[:EXAMPLES])
-            + (f" and {len(meta.min_isr_unread) - EXAMPLES} more" if len(meta.min_isr_unread) > EXAMPLES else "")
-        )
-    status = (
-        Status.CRIT
-        if meta.offline or meta.under_min_isr
-        else Status.WARN
-        if meta.under_replicated
-        else Status.UNKNOWN
-        if meta.min_isr_unread
-        else Status.OK
-    )
-    if status is Status.OK:
-        summary = f"{_plural(meta.partitions, 'partition')}, all fully replicated"
-    else:
-        summary = (
-            f"{len(meta.offline)} offline, {len(meta.under_min_isr)} under min ISR, "
-            f"{len(meta.under_replicated)} under-replicated of {meta.partitions}"
-        )
-        by_elr = _by_elr(meta.under_min_isr)
-        if by_elr.get(ElrVerdict.AT_RISK) or by_elr.get(ElrVerdict.RECOVERABLE):
-            summary += (
-                f" ({len(by_elr.get(ElrVerdict.AT_RISK, ()))} at risk, "
-                f"{len(by_elr.get(ElrVerdict.RECOVERABLE, ()))} recoverable through ELR)"
-            )
-        if meta.min_isr_unread:
-            summary += f"; min ISR of {_plural(len(meta.min_isr_unread), 'topic')} not read"
-    culprits = meta.diagnosis_brokers if meta.diagnosis_scope == "broker" else ()
-
-    def listed(refs: Sequence[PartitionState]) -> list[dict[str, Any]]:
-        return [
-            {
-                "topic": r.topic,
-                "partition": r.partition,
-                "leader": r.leader,
-                "replicas": list(r.replicas),
-                "isr": list(r.isr),
-                "min_isr": r.min_isr,
-                "elr": None if r.elr is None else list(r.elr),
-                "last_known_elr": None if r.last_known_elr is None else list(r.last_known_elr),
-                "elr_verdict": None if (v := r.elr_verdict) is None else v.value,
-            }
-            for r in refs[:20]
-        ]
-
-    details = {
-        "partitions": meta.partitions,
-        "offline": len(meta.offline),
-        "under_replicated": len(meta.under_replicated),
-        "under_min_isr": len(meta.under_min_isr),
-        "under_min_isr_by_elr": {v.value: len(_by_elr(meta.under_min_isr).get(v, ())) for v in ElrVerdict},
-        "diagnosis": {"scope": meta.diagnosis_scope, "brokers": list(meta.diagnosis_brokers)},
-        "examples": {
-            "offline": listed(meta.offline),
-            "under_replicated": listed(meta.under_replicated),
-            "under_min_isr": listed(meta.under_min_isr),
-        },
-    }
-    return Section("partitions", status, summary, tuple(reasons), tuple(culprits), details)
-
-
-def _by_elr(states: Sequence[PartitionState]) -> dict[ElrVerdict, list[PartitionState]]:
-    """Partitions under min ISR by what can recover them (`PartitionState.elr_verdict`)."""
-    out: dict[ElrVerdict, list[PartitionState]] = {}
-    for s in states:
-        if (verdict := s.elr_verdict) is not None:
-            out.setdefault(verdict, []).append(s)
-    return out
-
-
-def _with_replicas(refs: Sequence[PartitionState], which: str) -> str:
-    """`_names` with each partition's ELR or last known ELR, the brokers to bring back first."""
-    shown = ", ".join(f"{r.label} ({which} {list(getattr(r, which) or ())})" for r in refs[:EXAMPLES])
-    return shown + (f" and {len(refs) - EXAMPLES} more" if len(refs) > EXAMPLES else "")
-
-
-def _elr_reasons(meta: MetadataFacts) -> list[str]:
-    """The partitions under min ISR by their ELR (KIP-966): at risk (ISR and ELR empty) first."""
-    by_elr = _by_elr(meta.under_min_isr)
-    out = []
-    if at_risk := by_elr.get(ElrVerdict.AT_RISK):
-        out.append(
-            f"{_plural(len(at_risk), 'partition')} under min ISR at risk (ISR and ELR empty: no replica is known to "
-            f"hold every acknowledged record; bring back the last known ELR first): "
-            + _with_replicas(at_risk, "last_known_elr")
-        )
-    if recoverable := by_elr.get(ElrVerdict.RECOVERABLE):
-        out.append(
-            f"{_plural(len(recoverable), 'partition')} under min ISR recoverable through ELR (eligible leader "
-            f"replicas hold every acknowledged record): " + _with_replicas(recoverable, "elr")
-        )
-    if isr_only := by_elr.get(ElrVerdict.ISR_ONLY):
-        out.append(
-            f"{_plural(len(isr_only), 'partition')} under min ISR with an empty ELR (only the in-sync replicas left "
-            f"hold every acknowledged record): " + _names(isr_only)
-        )
-    if unknown := by_elr.get(ElrVerdict.UNKNOWN):
-        out.append(
-            f"ELR of {_plural(len(unknown), 'partition')} under min ISR not read ({meta.elr_unread_reason}): "
-            + _names(unknown)
-        )
-    return out
 
 
 # --- lag ------------------------------------------------------------------------------------------------------------
@@ -375,7 +235,7 @@ def judge_lag(facts: LagFacts | ProbeFailed | NotAvailable) -> Section:
     if isinstance(facts, ProbeFailed):
         return Section("lag", Status.INFO, "lag not read", (facts.reason,))
     worst = sorted(facts.groups, key=lambda g: (-g.total_lag, g.group))[:WORST_GROUPS]
-    summary = f"{_plural(facts.groups_listed, 'group')}, {len(facts.groups)} read"
+    summary = f"{plural(facts.groups_listed, 'group')}, {len(facts.groups)} read"
     if worst:
         top = worst[0]
         summary += f"; worst: {top.group} (lag {top.total_lag}"
@@ -455,7 +315,7 @@ def judge_slo(facts: SloFacts | ProbeFailed | NotAvailable, now: datetime, stale
             status = Status.WARN if status is Status.OK else status
             reasons.append(f"SLO {name(b)}: ticket alert firing ({left})")
     known = [b for b in facts.budgets if b.budget_remaining is not None]
-    summary = f"{_plural(len(facts.budgets), 'SLO')}"
+    summary = f"{plural(len(facts.budgets), 'SLO')}"
     if known:
         low = min(known, key=lambda b: b.budget_remaining or 0.0)
         summary += f"; lowest budget: {name(low)} {(low.budget_remaining or 0.0) * 100:.1f}% left"

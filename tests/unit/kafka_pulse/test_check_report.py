@@ -26,6 +26,7 @@ from kafka_pulse.check.facts import (
 )
 from kafka_pulse.check.kafka_probes import quorum_facts
 from kafka_pulse.check.noisy_neighbours import add_noisy_neighbours
+from kafka_pulse.check.partition_verdict import judge_partitions
 from kafka_pulse.check.render import SCHEMA, print_report, report_json
 from kafka_pulse.check.round_trip_verdict import judge_round_trip
 from kafka_pulse.check.slo_budgets import pushgateway_budgets, read_parquet
@@ -37,7 +38,6 @@ from kafka_pulse.check.verdict import (
     judge_brokers,
     judge_controller,
     judge_lag,
-    judge_partitions,
     judge_slo,
 )
 from pulse.config import PulseConfig

@@ -26,6 +26,7 @@ from kafka_pulse.check.facts import (
 )
 from kafka_pulse.check.kafka_probes import MinIsrRead, config_topics, metadata_facts
 from kafka_pulse.check.lag_summary import group_lag
+from kafka_pulse.check.partition_verdict import judge_partitions
 from kafka_pulse.check.round_trip_verdict import blame, judge_round_trip
 from kafka_pulse.check.verdict import (
     VOTER_STALE_S,
@@ -34,7 +35,6 @@ from kafka_pulse.check.verdict import (
     judge_brokers,
     judge_controller,
     judge_lag,
-    judge_partitions,
     judge_slo,
     overall,
 )
