@@ -40,7 +40,7 @@ def add_audit_findings(lag: Section, found: Sequence[Finding]) -> Section:
     }
     if not found:
         return replace(lag, details=details)
-    status = lag.status if lag.status.rank >= Status.WARN.rank else Status.WARN
+    status = lag.status.at_least(Status.WARN)
     records = sum(f.count for f in found)
     summary = f"{records} records astray in the data-flow audit; {lag.summary}"
     reasons = (*(describe(f) for f in found[-EXAMPLES:]), *lag.reasons)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from kafka_pulse.check.facts import FailureKind, NotAvailable, ProbeFailed
+from kafka_pulse.check.facts import NotAvailable, ProbeFailed
 from kafka_pulse.check.run_metrics import RunMetrics
 from kafka_pulse.check.verdict import Section, Status
 
@@ -81,13 +81,7 @@ def parse_noisy_neighbours(text: str, cluster: str) -> list[NoisyNeighbourFact]:
 
 def read_noisy_neighbours(run: RunMetrics, cluster: str) -> NoisyNeighbourFacts:
     """What the run whose /metrics `run` reads names for `cluster`."""
-    text = run.text()
-    if not isinstance(text, str):
-        return text
-    try:
-        return parse_noisy_neighbours(text, cluster)
-    except ValueError as exc:
-        return ProbeFailed(FailureKind.ERROR, f"{run.url}: not Prometheus text ({exc})"[:300])
+    return run.parsed(lambda text: parse_noisy_neighbours(text, cluster))
 
 
 def add_noisy_neighbours(lag: Section, facts: NoisyNeighbourFacts) -> Section:
@@ -110,7 +104,7 @@ def add_noisy_neighbours(lag: Section, facts: NoisyNeighbourFacts) -> Section:
     }
     if not found:
         return replace(lag, details=details)
-    status = lag.status if lag.status.rank >= Status.WARN.rank else Status.WARN
+    status = lag.status.at_least(Status.WARN)
     brokers = sorted({f.broker for f in found})
     summary = f"noisy neighbour on broker {', '.join(map(str, brokers))}; {lag.summary}"
     reasons = (*(f.describe() for f in found), *lag.reasons)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import socket
 import ssl
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import FailureKind, NotAvailable, ProbeFailed
@@ -19,6 +21,7 @@ SHARE, CAP_S = 0.2, 1.0
 
 RunText = str | NotAvailable | ProbeFailed
 """The run's /metrics text, or why there is none."""
+T = TypeVar("T")
 
 
 def metrics_url(http: HttpConfig) -> str:
@@ -105,3 +108,14 @@ class RunMetrics:
                 self.reads += 1
                 self._text = read_run_metrics(self.http, self.deadline)
             return self._text
+
+    def parsed(self, parse: Callable[[str], T]) -> T | NotAvailable | ProbeFailed:
+        """What `parse` makes of the text, or why there is none: the one way the `self`, slow-broker and
+        noisy-neighbour lines read it, a text `parse` rejects (ValueError) being a failed read."""
+        text = self.text()
+        if not isinstance(text, str):
+            return text
+        try:
+            return parse(text)
+        except ValueError as exc:
+            return ProbeFailed(FailureKind.ERROR, f"{self.url}: not Prometheus text ({exc})"[:300])

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from kafka_pulse.check.deadline import Deadline
-from kafka_pulse.check.facts import FailureKind, NotAvailable, ProbeFailed
+from kafka_pulse.check.facts import NotAvailable, ProbeFailed
 from kafka_pulse.check.run_metrics import RunMetrics
 from kafka_pulse.check.verdict import Section, Status
 from kafka_pulse.self_health import STALE_INTERVALS, ComponentHealth, parse_self_health
@@ -22,13 +22,9 @@ SelfHealthFacts = list[ComponentHealth] | NotAvailable | ProbeFailed
 
 def self_health_facts(run: RunMetrics) -> SelfHealthFacts:
     """The components of the run whose /metrics `run` reads."""
-    text = run.text()
-    if not isinstance(text, str):
-        return text
-    try:
-        components = parse_self_health(text)
-    except ValueError as exc:
-        return ProbeFailed(FailureKind.ERROR, f"{run.url}: not Prometheus text ({exc})"[:300])
+    components = run.parsed(parse_self_health)
+    if not isinstance(components, list):
+        return components
     if not components:
         return NotAvailable(
             f"{run.url} is not a kafka-pulse run with self-health (an older version, or another command)"

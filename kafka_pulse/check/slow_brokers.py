@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from kafka_pulse.check.facts import FailureKind, NotAvailable, ProbeFailed
+from kafka_pulse.check.facts import NotAvailable, ProbeFailed
 from kafka_pulse.check.run_metrics import RunMetrics
 from kafka_pulse.check.verdict import Section, Status
 
@@ -91,13 +91,7 @@ def parse_slow_brokers(text: str, cluster: str) -> list[SlowBrokerFact]:
 
 def read_slow_brokers(run: RunMetrics, cluster: str) -> SlowBrokerFacts:
     """What the run whose /metrics `run` reads flags for `cluster`."""
-    text = run.text()
-    if not isinstance(text, str):
-        return text
-    try:
-        return parse_slow_brokers(text, cluster)
-    except ValueError as exc:
-        return ProbeFailed(FailureKind.ERROR, f"{run.url}: not Prometheus text ({exc})"[:300])
+    return run.parsed(lambda text: parse_slow_brokers(text, cluster))
 
 
 def add_slow_brokers(brokers: Section, facts: SlowBrokerFacts) -> Section:
@@ -120,7 +114,7 @@ def add_slow_brokers(brokers: Section, facts: SlowBrokerFacts) -> Section:
     }
     if not found:
         return replace(brokers, details=details)
-    status = brokers.status if brokers.status.rank >= Status.WARN.rank else Status.WARN
+    status = brokers.status.at_least(Status.WARN)
     ids = [f.broker for f in found]
     summary = f"{brokers.summary}; slow: {', '.join(f'broker {b}' for b in ids)}"
     culprits = (*brokers.culprits, *(b for b in ids if b not in brokers.culprits))

@@ -52,6 +52,10 @@ class Status(StrEnum):
         """Severity for the overall status: INFO < OK < UNKNOWN < WARN < CRIT."""
         return {"INFO": 0, "OK": 1, "UNKNOWN": 2, "WARN": 3, "CRIT": 4}[self.value]
 
+    def at_least(self, floor: Status) -> Status:
+        """This status, raised to `floor` when it ranks lower: a finding added to a section never hides a worse one."""
+        return self if self.rank >= floor.rank else floor
+
 
 @dataclass(frozen=True)
 class Section:
