@@ -5,8 +5,6 @@ hands its table over, never waits for the disk; a table that does not fit the qu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,32 +12,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from audit.streams import BROKER_SCHEMA
-from pulse.parquet_log import ParquetLog, ParquetLogCollector, date_folder
+from pulse.parquet_log import FiledTable, ParquetLogCollector, TableLog, date_folder
 
 BROKER_ROWS = "broker"
 """The folder of the broker-side rows below the log's root: the path an SLO's `audit` source names."""
 
 
-@dataclass(frozen=True, slots=True)
-class Settled:
-    """One cycle's settled minutes on their way to the writer."""
-
-    folder: str
-    """`broker/date=YYYY-MM-DD` of the cycle's time (the rows' `time`, which the SLO engine buckets by)."""
-    table: pa.Table
-
-
-def settled_of(table: pa.Table) -> Settled:
-    """A cycle's `audit-broker` table filed under the UTC date of its `time` (one value per cycle)."""
+def settled_of(table: pa.Table) -> FiledTable:
+    """A cycle's `audit-broker` table filed under `broker/date=YYYY-MM-DD` of its `time` (one value per cycle; the
+    rows' `time` is what the SLO engine buckets by)."""
     newest = pc.max(table.column("time")).as_py() if table.num_rows else datetime.now(UTC)
-    return Settled(f"{BROKER_ROWS}/{date_folder(newest)}", table)
+    return FiledTable(f"{BROKER_ROWS}/{date_folder(newest)}", table)
 
 
-def _concat(items: Sequence[Settled]) -> pa.Table:
-    return pa.concat_tables([i.table for i in items]).cast(BROKER_SCHEMA)
-
-
-class BrokerLog(ParquetLog[Settled]):
+class BrokerLog(TableLog):
     """The Parquet appender of `audit-broker` rows under `directory` (`broker/date=.../part-*.parquet`)."""
 
     def __init__(
@@ -47,11 +33,9 @@ class BrokerLog(ParquetLog[Settled]):
     ) -> None:
         super().__init__(
             directory,
-            table_of=_concat,
-            folder_of=lambda s: s.folder,
-            size_of=lambda s: s.table.num_rows,
             subdirs=(BROKER_ROWS,),
             name="audit log",
+            schema=BROKER_SCHEMA,
             flush_interval_s=flush_interval_s,
             max_bytes=max_bytes,
             queue_size=queue_size,

@@ -5,14 +5,13 @@ stream only hands its table over, never waits for the disk (docs/audit.md, "Reco
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
 
 from audit.reconcile import PRODUCERS, Finding
-from pulse.parquet_log import ParquetLog, ParquetLogCollector, date_folder
+from pulse.parquet_log import FiledTable, ParquetLogCollector, TableLog, date_folder
 
 FINDINGS_ROWS = "findings"
 """The folder of the findings below the log's root."""
@@ -58,13 +57,7 @@ def findings_table(found: Sequence[Finding], batch: int, now_ms: int) -> pa.Tabl
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Judged:
-    folder: str
-    table: pa.Table
-
-
-class FindingsLog(ParquetLog[_Judged]):
+class FindingsLog(TableLog):
     """The Parquet appender of findings under `directory` (`findings/date=.../part-*.parquet`)."""
 
     def __init__(
@@ -72,11 +65,9 @@ class FindingsLog(ParquetLog[_Judged]):
     ) -> None:
         super().__init__(
             directory,
-            table_of=lambda items: pa.concat_tables([i.table for i in items]).cast(FINDINGS_SCHEMA),
-            folder_of=lambda j: j.folder,
-            size_of=lambda j: j.table.num_rows,
             subdirs=(FINDINGS_ROWS,),
             name="audit findings log",
+            schema=FINDINGS_SCHEMA,
             flush_interval_s=flush_interval_s,
             max_bytes=max_bytes,
             queue_size=queue_size,
@@ -84,7 +75,7 @@ class FindingsLog(ParquetLog[_Judged]):
 
     def record(self, table: pa.Table, now: datetime) -> bool:
         """Queue one batch's findings (filed under the UTC date of `now`); False when they do not fit the queue."""
-        return bool(table.num_rows) and self.offer(_Judged(f"{FINDINGS_ROWS}/{date_folder(now)}", table))
+        return bool(table.num_rows) and self.offer(FiledTable(f"{FINDINGS_ROWS}/{date_folder(now)}", table))
 
 
 class FindingsLogCollector(ParquetLogCollector):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -26,7 +25,7 @@ from lag.protocol import GroupStatus, PartitionVerdict, Status
 from pulse import arrow_columns
 from pulse.config import LagEvaluationLogConfig
 from pulse.lifecycle import Periodic
-from pulse.parquet_log import ParquetLog, ParquetLogCollector, date_folder
+from pulse.parquet_log import FiledTable, ParquetLog, ParquetLogCollector, TableLog, date_folder
 from pulse.sli_sink import SliPublisher, Stream
 
 _LOG = logging.getLogger(__name__)
@@ -146,37 +145,21 @@ def partition_table(statuses: Sequence[GroupStatus], now_ms: int) -> pa.Table:
     return arrow_columns.table({"time": _times(now_ms, rows), **columns}, PARTITION_SCHEMA)
 
 
-@dataclass(frozen=True, slots=True)
-class Batch:
-    """One cycle's rows of one kind, on their way to the writer."""
-
-    folder: str
-    """`groups/date=YYYY-MM-DD` or `partitions/date=YYYY-MM-DD`."""
-    table: pa.Table
-
-
-def batch_of(kind: str, table: pa.Table, now_ms: int) -> Batch:
-    """The cycle's table filed under `kind` and the UTC date of the evaluation."""
-    return Batch(f"{kind}/{date_folder(_utc(now_ms))}", table)
+def batch_of(kind: str, table: pa.Table, now_ms: int) -> FiledTable:
+    """The cycle's table filed under `kind` (`groups` or `partitions`) and the UTC date of the evaluation."""
+    return FiledTable(f"{kind}/{date_folder(_utc(now_ms))}", table)
 
 
 def _utc(now_ms: int) -> datetime:
     return datetime.fromtimestamp(now_ms / 1000, tz=UTC)
 
 
-def _concat(batches: Sequence[Batch]) -> pa.Table:
-    return pa.concat_tables([b.table for b in batches])
-
-
 def writer(
     directory: Path, flush_interval_s: float = 60.0, max_bytes: int = 1 << 30, queue_size: int = 1_000_000
-) -> ParquetLog[Batch]:
+) -> TableLog:
     """The Parquet appender for the log under `directory` (group and partition rows, one bound for both)."""
-    return ParquetLog(
+    return TableLog(
         directory,
-        table_of=_concat,
-        folder_of=lambda b: b.folder,
-        size_of=lambda b: b.table.num_rows,
         subdirs=(GROUPS, PARTITIONS),
         name="lag evaluation log",
         flush_interval_s=flush_interval_s,
@@ -201,7 +184,7 @@ class EvaluationLog:
     def __init__(
         self,
         source: StatusSource,
-        log: ParquetLog[Batch],
+        log: ParquetLog[FiledTable],
         interval_s: float = 15.0,
         partitions: bool = False,
         sli_sink: SliPublisher | None = None,

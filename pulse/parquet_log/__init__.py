@@ -7,6 +7,7 @@ and keeps the directory under `max_bytes` by removing the oldest files first. Wh
 goes to and how items become an Arrow table is the caller's (`table_of`, `folder_of`, `size_of`).
 
     writer.py      `ParquetLog` (queue, writer and compactor threads) and its counters
+    table_log.py   `TableLog`: a `ParquetLog` of tables built ahead, each filed under its folder
     files.py       the `date=` folders, listing part files, removing the oldest for the bound
     compaction.py  merging a closed date's files, crash-safe through a manifest
     metrics.py     `ParquetLogCollector`: the writer's counters as Prometheus families
@@ -15,6 +16,16 @@ goes to and how items become an Arrow table is the caller's (`table_of`, `folder
 from pulse.parquet_log.compaction import PART_FILE
 from pulse.parquet_log.files import date_folder, files_to_remove
 from pulse.parquet_log.metrics import ParquetLogCollector
+from pulse.parquet_log.table_log import FiledTable, TableLog
 from pulse.parquet_log.writer import ParquetLog, ParquetLogStats
 
-__all__ = ["PART_FILE", "ParquetLog", "ParquetLogCollector", "ParquetLogStats", "date_folder", "files_to_remove"]
+__all__ = [
+    "PART_FILE",
+    "FiledTable",
+    "ParquetLog",
+    "ParquetLogCollector",
+    "ParquetLogStats",
+    "TableLog",
+    "date_folder",
+    "files_to_remove",
+]
