@@ -99,7 +99,7 @@ def limiter_for(registry: CollectorRegistry) -> KafkaLogLimiter:
             from pulse.kafka_log_metrics import KafkaLogCollector  # prometheus_client: a check never registers one
 
             limiter = _SHARED[registry] = KafkaLogLimiter()
-            registry.register(KafkaLogCollector(limiter))
+            registry.register(KafkaLogCollector(limiter.snapshot))
         return limiter
 
 

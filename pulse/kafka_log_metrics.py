@@ -4,18 +4,23 @@ process (`check`) does not import prometheus_client."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from pulse.kafka_log import KafkaLogLimiter
 from pulse.names import LIBRDKAFKA_LOGS_METRIC
+
+Counts = Mapping[tuple[str, str, str], int]
+"""(cluster, kind, outcome: logged|suppressed) -> lines, as the limiter's `snapshot` gives them."""
 
 
 class KafkaLogCollector(Collector):
-    def __init__(self, limiter: KafkaLogLimiter) -> None:
-        self.limiter = limiter
+    """Exports a limiter's counts; it takes the limiter's `snapshot`, not the limiter, so the limiter's module
+    (imported by every client, `check` included) is the only one that knows both."""
+
+    def __init__(self, snapshot: Callable[[], Counts]) -> None:
+        self.snapshot = snapshot
 
     def collect(self) -> Iterator[Metric]:
         family = CounterMetricFamily(
@@ -24,6 +29,6 @@ class KafkaLogCollector(Collector):
             "per kind is logged).",
             labels=["cluster", "kind", "outcome"],
         )
-        for (cluster, kind, outcome), count in sorted(self.limiter.snapshot().items()):
+        for (cluster, kind, outcome), count in sorted(self.snapshot().items()):
             family.add_metric([cluster, kind, outcome], count)
         yield family

@@ -33,7 +33,7 @@ def test_one_line_per_cluster_and_kind_per_period_the_rest_counted(caplog: pytes
     clock = [100.0]
     limiter = KafkaLogLimiter(period_s=60, monotonic=lambda: clock[0])
     registry = CollectorRegistry()
-    registry.register(KafkaLogCollector(limiter))
+    registry.register(KafkaLogCollector(limiter.snapshot))
     log = limiter.settings("prod")["logger"]
     other = limiter.settings("dr")["logger"]
     with caplog.at_level(logging.INFO, logger="pulse.librdkafka"):
