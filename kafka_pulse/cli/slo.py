@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from kafka_pulse.cli.options import config_option
+from kafka_pulse.cli.slo_steps import load_spec, parse_time, print_results
 from kafka_pulse.cli.slo_stream import stream
 from kafka_pulse.clusters import load_or_default
 
@@ -22,34 +23,6 @@ if TYPE_CHECKING:
 
     from pulse.config import SloConfig
     from slo import BacktestResult, InstanceMinutes, Slo, SloResult
-
-
-def parse_time(text: str | None, option: str) -> datetime:
-    """ISO 8601 (`2024-03-01T12:00:00Z`; a time without zone is UTC) or `now`."""
-    if text is None or text == "now":
-        return datetime.now(UTC)
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        reason = f"{text!r} is not an ISO 8601 time, e.g. 2024-03-01T12:00:00Z"
-        raise click.BadParameter(reason, param_hint=option) from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
-def _load(config_path: Path | None, streamed: bool = False) -> tuple[list[Slo], SloConfig]:
-    """Validated SLOs and the `slo:` section; raises InvalidSpec before anything starts Spark. `streamed`: the
-    SLOs are read from the SLI sink's topics, so their columns are checked against the rows there, not Parquet."""
-    from slo import load_slos
-
-    config = load_or_default(config_path, os.environ)
-    source = str(config_path) if config_path is not None else "config"
-    base_dir = config_path.parent if config_path is not None else Path.cwd()
-    schemas = None
-    if streamed:
-        from kafka_pulse.runner.slo_stream import sink_topics
-
-        schemas = {kind: topic.schema for kind, topic in sink_topics(config).items()}
-    return load_slos(config, source, base_dir, streamed=schemas), config.slo
 
 
 T = TypeVar("T")
@@ -116,7 +89,7 @@ def evaluate(
 ) -> None:
     """SLI, budget remaining, burn rates, firing alerts and time to exhaustion per SLO."""
     at = parse_time(at_time, "--at")
-    slos, settings = _load(config_path)
+    slos, settings = load_spec(config_path)
     from slo import evaluate, push_gauges, spark_session, write_results
 
     if buckets_dir is not None:
@@ -129,24 +102,7 @@ def evaluate(
         write_results(results, results_dir)
     if pushgateway_url is not None:
         push_gauges(results, pushgateway_url, login=settings.pushgateway_client)
-    _print_results(results, as_json)
-
-
-def _print_results(results: Sequence[SloResult], as_json: bool) -> None:
-    from slo import iso
-
-    if as_json:
-        click.echo(json.dumps({"slos": [r.to_json() for r in results]}, indent=2))
-        return
-    for r in results:
-        firing = [a.severity for a in r.alerts if a.firing] or ["none"]
-        sli = "no data" if r.sli is None else f"{r.sli * 100:.4f}%"
-        remaining = "-" if r.budget_remaining is None else f"{r.budget_remaining * 100:.1f}%"
-        labels = "".join(f" {k}={v}" for k, v in sorted(r.labels.items()))
-        click.echo(
-            f"{r.name}{labels}: SLI {sli} (objective {r.objective:g}% over {r.window}), budget left {remaining}, "
-            f"firing: {', '.join(firing)}, exhaustion: {iso(r.exhaustion_at) or 'none'}"
-        )
+    print_results(results, as_json)
 
 
 @slo.command()
@@ -176,7 +132,7 @@ def backtest(
         raise click.BadParameter(str(exc), param_hint="--step") from None
     if step_s % 60 or step_s == 0:
         raise click.BadParameter(f"{step!r} is not a whole number of minutes", param_hint="--step")
-    slos, settings = _load(config_path)
+    slos, settings = load_spec(config_path)
     from slo import backtest, iso, spark_session
 
     if buckets_dir is not None:
@@ -241,7 +197,7 @@ def report(
     start, end = floor_minute(parse_time(from_time, "--from")), floor_minute(parse_time(to_time, "--to"))
     if end <= start:
         raise click.BadParameter("is not after --from (whole minutes)", param_hint="--to")
-    slos, settings = _load(config_path)
+    slos, settings = load_spec(config_path)
     from slo import PERIOD_UNITS, report_json, slo_report, to_html, to_markdown
 
     series, alerts = (

@@ -13,6 +13,7 @@ import click
 
 from devstack import dev_home
 from kafka_pulse.cli.options import config_option
+from kafka_pulse.cli.slo_steps import load_spec, parse_time, print_results
 from kafka_pulse.clusters import load_or_default, resolve_cluster
 
 
@@ -39,7 +40,6 @@ def stream(
     as_json: bool,
 ) -> None:
     """Evaluate the SLOs continuously from the SLI sink's topics (Spark Structured Streaming)."""
-    from kafka_pulse.cli.slo import _load, _print_results, parse_time
     from kafka_pulse.runner.slo_stream import sink_topics, stream_root, stream_settings
     from pulse.locations import check_location, shown
     from pulse.paths import cache_dir, state_dir
@@ -53,7 +53,7 @@ def stream(
         chosen = check_location(state) if state is not None else None
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--state-dir") from None
-    slos, settings = _load(config_path, streamed=True)
+    slos, settings = load_spec(config_path, streamed=True)
     config = load_or_default(config_path, os.environ)
     cluster = resolve_cluster(config, config.sli_sink.cluster, dev_home())
     root = chosen if chosen is not None else stream_root(settings.stream_dir, state_dir())
@@ -72,7 +72,7 @@ def stream(
     if once:
         query.awaitTermination()
         report_late()
-        _print_results(runner.evaluate(parse_time(at_time, "--at")), as_json)
+        print_results(runner.evaluate(parse_time(at_time, "--at")), as_json)
         return
     stopped = threading.Event()
     try:
@@ -80,7 +80,7 @@ def stream(
             if query.exception() is not None or not query.isActive:
                 break
             report_late()
-            _print_results(runner.evaluate(datetime.now(UTC)), as_json)
+            print_results(runner.evaluate(datetime.now(UTC)), as_json)
     except KeyboardInterrupt:
         pass
     finally:
