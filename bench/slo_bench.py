@@ -306,7 +306,7 @@ def main() -> None:
     if args.engine == "stream":
         from slo_stream_cycle import run_stream
 
-        found = run_stream(args.data, args.bootstrap, args.master, args.slos, AT, args.cycles, args.backlog)
+        found = run_stream(args.data, args.bootstrap, args.master, args.slos, AT, args.cycles, args.backlog, digest)
         print(json.dumps(found))
         return
     with tempfile.TemporaryDirectory(prefix="slo-bench-") as scratch:
@@ -334,7 +334,8 @@ def main() -> None:
             from slo_stream_cycle import measure_stream
 
             try:
-                streamed = measure_stream([*base, "stream", "--master", args.master, "--slos", str(args.slos)], args)
+                argv = [*base, "stream", "--master", args.master, "--slos", str(args.slos)]
+                streamed = measure_stream(argv, args, measure)
                 digests["stream (refilled 30 days)"] = streamed[0]["digest"]
             except SystemExit as failed:  # the batch and pandas figures are still printed
                 print(f"stream: {failed}")

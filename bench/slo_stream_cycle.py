@@ -18,6 +18,7 @@ import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -147,12 +148,19 @@ def _phases(batches: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def run_stream(
-    data: Path, bootstrap: str, master: str, slos: int, at: datetime, cycles: int, backlog: int
+    data: Path,
+    bootstrap: str,
+    master: str,
+    slos: int,
+    at: datetime,
+    cycles: int,
+    backlog: int,
+    digest: Callable[[list[Any]], dict[str, Any]],
 ) -> dict[str, Any]:
-    """The stream engine in this process; its figures and the digest of its evaluation at `at` (before any new
-    event: the refilled 30 days, which must agree with the batch job's)."""
+    """The stream engine in this process; its figures and the `digest` (slo_bench's, which every engine's results
+    go through) of its evaluation at `at` (before any new event: the refilled 30 days, which must agree with the
+    batch job's)."""
     from confluent_kafka.admin import AdminClient, NewTopic
-    from slo_bench import digest
 
     from audit.streams import BROKER_STREAM
     from pulse.paths import cache_dir
@@ -242,11 +250,11 @@ def run_stream(
 # --- parent side -------------------------------------------------------------------------------------------------
 
 
-def measure_stream(argv: list[str], args: Any) -> tuple[dict[str, Any], float, float, float]:
-    """Start a 1-node Kafka (outside the measured tree), run the stream child; (its result, wall, peak tree RSS in
-    MiB, tree CPU seconds)."""
-    from slo_bench import measure
-
+def measure_stream(
+    argv: list[str], args: Any, measure: Callable[..., Any]
+) -> tuple[dict[str, Any], float, float, float]:
+    """Start a 1-node Kafka (outside the measured tree), run the stream child through `measure` (slo_bench's, as for
+    every engine); (its result, wall, peak tree RSS in MiB, tree CPU seconds)."""
     from devstack.cluster import DevCluster
     from devstack.runtime import DEFAULT_VERSION
     from devstack.topology import Security
