@@ -1,5 +1,6 @@
 """An append-only Parquet log under a directory, hive-partitioned (`date=YYYY-MM-DD/part-*.parquet`), shared by the
-SLI event logs of the canary (`canary/sli_log.py`) and the lag evaluator (`lag/evaluation_log.py`).
+SLI event logs of the canary (`canary/sli_log.py`), the lag evaluator (`lag/notify/evaluation_log.py`) and the
+audit's broker and findings logs (`audit/broker_log.py`, `audit/findings_log.py`).
 
 The producing side never waits for the disk: `offer` only puts an item on a queue bounded in rows (full means the
 item is dropped and counted); one writer thread turns the queue into a file per folder every `flush_interval_s`,
