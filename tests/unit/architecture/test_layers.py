@@ -73,6 +73,18 @@ def test_an_arrow_pointing_up_or_sideways_breaks_the_contract(tmp_path: Path, mo
             "kafka_pulse.check.probe.round_trip -> canary.topic",
             id="application-imports-component-module",
         ),
+        pytest.param(
+            "kafka_pulse/check/judge/verdict.py",
+            "kafka_pulse.check.probe.kafka_probes",
+            "kafka_pulse.check.judge.verdict -> kafka_pulse.check.probe.kafka_probes",
+            id="check-judge-imports-probe",
+        ),
+        pytest.param(
+            "kafka_pulse/check/probe/share_probe.py",
+            "kafka_pulse.check.consult.run_metrics",
+            "kafka_pulse.check.probe.share_probe -> kafka_pulse.check.consult.run_metrics",
+            id="check-probe-imports-consult",
+        ),
     ],
 )
 def test_the_application_contracts_break_on_a_bad_import(
