@@ -2,8 +2,8 @@
 completed a cycle, on /metrics, and the rule `check` applies to it: older than `STALE_INTERVALS` intervals is stale.
 
 `run` registers a `SelfHealthCollector` (kafka_pulse/runner/heartbeat.py, which also says what each component's
-last success is); `check` reads the same families back from the running process (kafka_pulse/check/self_check.py),
-without importing prometheus_client unless there is a text to parse.
+last success is); `check` reads the same families back from the running process
+(kafka_pulse/check/consult/self_check.py), without importing prometheus_client unless there is a text to parse.
 """
 
 from __future__ import annotations

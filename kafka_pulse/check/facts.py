@@ -1,7 +1,8 @@
-"""What the health check's probes found, as small frozen records: the input of the pure verdicts (verdict.py).
+"""What the health check's probes found, as small frozen records: the input of the pure verdicts
+(judge/verdict.py).
 
-Probes (kafka_probes.py, round_trip.py, slo_budgets.py) fill these from Kafka and files; nothing here does I/O, so
-every verdict can be tested from hand-made facts. A probe that could not finish gives `ProbeFailed` instead.
+Probes (probe/kafka_probes.py, round_trip.py, slo_budgets.py) fill these from Kafka and files; nothing here does
+I/O, so every verdict can be tested from hand-made facts. A probe that could not finish gives `ProbeFailed` instead.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """`kafka-pulse check` end to end: the probes in dependency order, all inside one deadline, then the verdicts.
 
 Order: the SLO results are read at once (a file or one HTTP GET); metadata comes from whichever bootstrap server
-answers first; every registered broker is asked for its API versions (broker_watch.py); once those have answered,
-the round trip, the controller quorum and the lag snapshot run together, bootstrapped from the brokers that
+answers first; every registered broker is asked for its API versions (probe/broker_watch.py); once those have
+answered, the round trip, the controller quorum and the lag snapshot run together, bootstrapped from the brokers that
 answered, so a hung broker is not asked again. A broker found silent moves the verdict earlier (SILENT_GRACE_S):
 whatever has not answered by then, or by the deadline, is reported as such.
 """
@@ -14,7 +14,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 
-from kafka_pulse.check.broker_watch import SILENT, BrokerWatch
+from kafka_pulse.check.consult.noisy_neighbours import NoisyNeighbourFacts, read_noisy_neighbours
+from kafka_pulse.check.consult.run_metrics import RunMetrics
+from kafka_pulse.check.consult.self_check import judge_self, self_health_facts
+from kafka_pulse.check.consult.slow_brokers import SlowBrokerFacts, read_slow_brokers
 from kafka_pulse.check.deadline import Deadline, Task
 from kafka_pulse.check.facts import (
     FailureKind,
@@ -25,28 +28,25 @@ from kafka_pulse.check.facts import (
     RoundTripFacts,
     SloFacts,
 )
-from kafka_pulse.check.kafka_probes import (
+from kafka_pulse.check.judge.lag_verdicts import LagVerdicts, judge_lag_verdicts
+from kafka_pulse.check.judge.share_verdicts import ShareFacts, add_share_groups
+from kafka_pulse.check.judge.verdict import (
+    Section,
+    judge_lag,
+    judge_slo,
+)
+from kafka_pulse.check.probe.broker_watch import SILENT, BrokerWatch
+from kafka_pulse.check.probe.kafka_probes import (
     AnsweringServers,
     preload_quorum_client,
     read_lag,
     read_metadata,
     read_quorum,
 )
-from kafka_pulse.check.lag_verdicts import LagVerdicts, judge_lag_verdicts
-from kafka_pulse.check.noisy_neighbours import NoisyNeighbourFacts, read_noisy_neighbours
-from kafka_pulse.check.round_trip import round_trip
-from kafka_pulse.check.run_metrics import RunMetrics
+from kafka_pulse.check.probe.round_trip import round_trip
+from kafka_pulse.check.probe.share_probe import read_shares_once
+from kafka_pulse.check.probe.slo_budgets import read_slo_budgets, stale_after_s
 from kafka_pulse.check.sections import judged_sections
-from kafka_pulse.check.self_check import judge_self, self_health_facts
-from kafka_pulse.check.share_probe import read_shares_once
-from kafka_pulse.check.share_verdicts import ShareFacts, add_share_groups
-from kafka_pulse.check.slo_budgets import read_slo_budgets, stale_after_s
-from kafka_pulse.check.slow_brokers import SlowBrokerFacts, read_slow_brokers
-from kafka_pulse.check.verdict import (
-    Section,
-    judge_lag,
-    judge_slo,
-)
 from kafka_pulse.self_health import ComponentHealth
 from pulse.config import ClusterConfig, PulseConfig
 
@@ -72,7 +72,7 @@ listener (`check --lag-url`); without one, the lag section is the unjudged snaps
 
 
 ShareReader = Callable[[], ShareFacts | ProbeFailed | NotAvailable]
-"""Where the lag section's share-group verdicts come from (kafka_pulse/check/share_verdicts.py)."""
+"""Where the lag section's share-group verdicts come from (kafka_pulse/check/judge/share_verdicts.py)."""
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ def run_check(
         from dataclasses import replace
 
         from audit import FINDINGS_ROWS
-        from kafka_pulse.check.audit_findings import add_audit_findings, read_findings
+        from kafka_pulse.check.consult.audit_findings import add_audit_findings, read_findings
         from pulse.paths import state_dir
 
         root = config.audit.log.dir if config.audit.log.dir is not None else state_dir() / "sli" / "audit"

@@ -1,11 +1,11 @@
 """The report's two faces: the `--json` document (schema `kafka-pulse-check/1`, docs/check.md) and the rich table
-an operator reads in a terminal. Rendering only; the verdicts are made in verdict.py."""
+an operator reads in a terminal. Rendering only; the verdicts are made in judge/verdict.py."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kafka_pulse.check.verdict import Report, Status
+from kafka_pulse.check.judge.verdict import Report, Status
 from pulse.redact import redact_text
 
 if TYPE_CHECKING:

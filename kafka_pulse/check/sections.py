@@ -1,18 +1,19 @@
-"""The report's sections assembled from facts (pure): the one place that orders the judgements of verdict.py,
-partition_verdict.py and round_trip_verdict.py, whether the facts come from `check`'s own probes (health_check.py)
-or from the readings of the process the status page runs in (kafka_pulse/status/readings.py).
+"""The report's sections assembled from facts (pure): the one place that orders the judgements of
+judge/verdict.py, judge/partition_verdict.py and judge/round_trip_verdict.py, whether the facts come from `check`'s
+own probes (health_check.py) or from the readings of the process the status page runs in
+(kafka_pulse/status/readings.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from kafka_pulse.check.consult.noisy_neighbours import NoisyNeighbourFacts, add_noisy_neighbours
+from kafka_pulse.check.consult.slow_brokers import SlowBrokerFacts, add_slow_brokers
 from kafka_pulse.check.facts import BrokerProbe, MetadataFacts, NotAvailable, ProbeFailed, QuorumFacts, RoundTripFacts
-from kafka_pulse.check.noisy_neighbours import NoisyNeighbourFacts, add_noisy_neighbours
-from kafka_pulse.check.partition_verdict import judge_partitions
-from kafka_pulse.check.round_trip_verdict import judge_round_trip
-from kafka_pulse.check.slow_brokers import SlowBrokerFacts, add_slow_brokers
-from kafka_pulse.check.verdict import UNASKED, Section, judge_brokers, judge_controller
+from kafka_pulse.check.judge.partition_verdict import judge_partitions
+from kafka_pulse.check.judge.round_trip_verdict import judge_round_trip
+from kafka_pulse.check.judge.verdict import UNASKED, Section, judge_brokers, judge_controller
 
 
 def judged_sections(

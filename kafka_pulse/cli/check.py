@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from kafka_pulse.check.deadline import Deadline, process_age_s
-from kafka_pulse.check.verdict import Report, Section, Status
+from kafka_pulse.check.judge.verdict import Report, Section, Status
 from kafka_pulse.cli.options import config_option
 from pulse.errors import PulseError
 from pulse.lifecycle import configure_logging
@@ -51,8 +51,8 @@ def _listener(url: str | None, config: PulseConfig, cluster: str, deadline: Dead
         return None
     from functools import partial
 
+    from kafka_pulse.check.consult.lag_listener import listener_name, read_listener_shares, read_listener_verdicts
     from kafka_pulse.check.health_check import LagSource
-    from kafka_pulse.check.lag_listener import listener_name, read_listener_shares, read_listener_verdicts
 
     return LagSource(
         listener_name(url),

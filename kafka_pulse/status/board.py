@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka_pulse.check.deadline import Deadline
-from kafka_pulse.check.verdict import Report, Section, Status
+from kafka_pulse.check.judge.verdict import Report, Section, Status
 from kafka_pulse.status.document import (
     CanaryReading,
     SloPoint,

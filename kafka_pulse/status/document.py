@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 from urllib.parse import quote
 
+from kafka_pulse.check.judge.verdict import Report, Section, Status, overall
 from kafka_pulse.check.render import report_json
-from kafka_pulse.check.verdict import Report, Section, Status, overall
 from kafka_pulse.status.quantiles import Buckets, merge, quantile
 from lag import GroupStatus
 from lag import Status as LagStatus

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import NotAvailable
-from kafka_pulse.check.verdict import Section
+from kafka_pulse.check.judge.verdict import Section
 from kafka_pulse.self_health import SelfHealth
 from kafka_pulse.status.document import ShareReadingView
 from kafka_pulse.status.lag_snapshot import LagSnapshots
@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from canary import CanaryService
     from collectors import ClusterSnapshot
     from kafka_pulse.check.facts import BrokerProbe, QuorumFacts, RoundTripFacts
-    from kafka_pulse.check.kafka_probes import MetadataRead
-    from kafka_pulse.check.share_verdicts import ShareFacts
+    from kafka_pulse.check.judge.share_verdicts import ShareFacts
+    from kafka_pulse.check.probe.kafka_probes import MetadataRead
     from kafka_pulse.status.readings import LatestProbes
     from lag import MetadataReading
     from pulse.broker_health import BrokerHealthBoard
@@ -76,13 +76,13 @@ def in_process_check(
     component here reads is UNKNOWN or not available, with the reason."""
 
     def check(config: PulseConfig, cluster: ClusterConfig, deadline: Deadline) -> tuple[Section, ...]:
+        from kafka_pulse.check.consult.self_check import judge_self
         from kafka_pulse.check.facts import FailureKind, ProbeFailed
-        from kafka_pulse.check.lag_verdicts import judge_lag_verdicts
+        from kafka_pulse.check.judge.lag_verdicts import judge_lag_verdicts
+        from kafka_pulse.check.judge.share_verdicts import add_share_groups
+        from kafka_pulse.check.judge.verdict import judge_lag, judge_slo
+        from kafka_pulse.check.probe.slo_budgets import read_slo_budgets, stale_after_s
         from kafka_pulse.check.sections import judged_sections
-        from kafka_pulse.check.self_check import judge_self
-        from kafka_pulse.check.share_verdicts import add_share_groups
-        from kafka_pulse.check.slo_budgets import read_slo_budgets, stale_after_s
-        from kafka_pulse.check.verdict import judge_lag, judge_slo
         from kafka_pulse.status import readings
 
         now = datetime.now(UTC)
@@ -135,7 +135,7 @@ def in_process_check(
             share_facts = share_facts_of(shares.latest().get(cluster.name), now.timestamp(), stale_s)
             lag_section = add_share_groups(lag_section, share_facts, config.lag.check_statuses)
         if audit is not None:
-            from kafka_pulse.check.audit_findings import add_audit_findings, recent_findings
+            from kafka_pulse.check.consult.audit_findings import add_audit_findings, recent_findings
 
             judged = audit.judged()
             found = recent_findings(judged.recent, cluster.name, judged.newest_minute_ms)
@@ -177,7 +177,7 @@ STALE_READS = 3
 def share_facts_of(reading: ShareReadingView | None, now_s: float, stale_after_s: float) -> ShareFacts:
     """Lag's latest judged share-group read of a cluster as the check's facts (pure): its verdicts as judged
     there; none yet, or one older than `stale_after_s`, is an incomplete read (UNKNOWN, never OK)."""
-    from kafka_pulse.check.share_verdicts import ShareFacts
+    from kafka_pulse.check.judge.share_verdicts import ShareFacts
 
     if reading is None:
         return ShareFacts(IN_PROCESS, (), windowed=True, reason="no share-group read yet")

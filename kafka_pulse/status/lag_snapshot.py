@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from kafka_pulse.check.lag_verdicts import GroupVerdict, LagVerdicts, from_group_statuses
+from kafka_pulse.check.judge.lag_verdicts import GroupVerdict, LagVerdicts, from_group_statuses
 from kafka_pulse.status.document import GroupCount
 from lag import ClusterRows, GroupStatus, LagReader
 from lag import Status as LagStatus

@@ -13,6 +13,7 @@ from collections.abc import Collection, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from kafka_pulse.check.consult.slow_brokers import SlowBrokerFact, SlowBrokerFacts
 from kafka_pulse.check.facts import (
     BrokerAddress,
     BrokerProbe,
@@ -23,8 +24,7 @@ from kafka_pulse.check.facts import (
     QuorumFacts,
     RoundTripFacts,
 )
-from kafka_pulse.check.kafka_probes import MetadataRead, MinIsrRead, config_topics, metadata_facts
-from kafka_pulse.check.slow_brokers import SlowBrokerFact, SlowBrokerFacts
+from kafka_pulse.check.probe.kafka_probes import MetadataRead, MinIsrRead, config_topics, metadata_facts
 from pulse.broker_health import BrokerSlowness
 from pulse.kafka.partitions import PartitionState
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
-from kafka_pulse.check.kafka_probes import MAX_GROUPS
+from kafka_pulse.check.probe.kafka_probes import MAX_GROUPS
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.support.child import run_child
 
@@ -33,7 +33,7 @@ from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import LagFacts
-from kafka_pulse.check.kafka_probes import MAX_GROUPS, read_lag
+from kafka_pulse.check.probe.kafka_probes import MAX_GROUPS, read_lag
 from pulse.config import ClusterConfig
 
 boot, topic, loop_s = sys.argv[1], sys.argv[2], float(sys.argv[3])

@@ -9,7 +9,7 @@ from pydantic import SecretStr
 
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.health_check import run_check
-from kafka_pulse.check.verdict import Status, overall
+from kafka_pulse.check.judge.verdict import Status, overall
 from kafka_pulse.clusters import dev_cluster_config
 from pulse.config import PulseConfig
 from tests.fixtures.kafka import KafkaHandle

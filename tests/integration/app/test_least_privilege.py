@@ -40,8 +40,8 @@ from devstack.cluster import DevCluster
 from devstack.topology import Security
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.health_check import run_check
-from kafka_pulse.check.verdict import Status as CheckStatus
-from kafka_pulse.check.verdict import overall
+from kafka_pulse.check.judge.verdict import Status as CheckStatus
+from kafka_pulse.check.judge.verdict import overall
 from kafka_pulse.clusters import dev_cluster_config
 from lag.assembly import Ingestion, KafkaLagSource
 from lag.protocol import Status

@@ -20,7 +20,7 @@ from collectors.transport import open_transport
 from devstack.cluster import DevCluster
 from devstack.topology import Security
 from kafka_pulse.check.deadline import Deadline
-from kafka_pulse.check.verdict import Section, Status
+from kafka_pulse.check.judge.verdict import Section, Status
 from kafka_pulse.clusters import dev_cluster_config
 from kafka_pulse.status.in_process import in_process_check
 from pulse.config import PulseConfig, parse_config

@@ -21,7 +21,7 @@ from devstack.cluster import DevCluster
 from devstack.runtime import ensure_admin_tools
 from devstack.topology import Security
 from kafka_pulse.check.deadline import Deadline
-from kafka_pulse.check.verdict import Section
+from kafka_pulse.check.judge.verdict import Section
 from kafka_pulse.clusters import dev_cluster_config
 from kafka_pulse.status.in_process import in_process_check
 from pulse.config import PulseConfig, parse_config

@@ -26,7 +26,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import LagFacts
-from kafka_pulse.check.kafka_probes import read_lag
+from kafka_pulse.check.probe.kafka_probes import read_lag
 from kafka_pulse.clusters import dev_cluster_config
 from lag.assembly import LagRunner
 from lag.notify.evaluation_log import GROUPS, PARTITIONING, PARTITIONS

@@ -17,8 +17,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from pyspark.sql import SparkSession
 
 from kafka_pulse.check.facts import SloFacts
-from kafka_pulse.check.slo_budgets import read_parquet
-from kafka_pulse.check.verdict import Status, judge_slo
+from kafka_pulse.check.judge.verdict import Status, judge_slo
+from kafka_pulse.check.probe.slo_budgets import read_parquet
 from kafka_pulse.runner.slo_schedule import SloSchedule, SloScheduleCollector
 from pulse.alerts import Alert, SendResult
 from pulse.config import AlertingConfig, SloConfig

@@ -62,16 +62,28 @@ def test_an_arrow_pointing_up_or_sideways_breaks_the_contract(tmp_path: Path, mo
             id="runner-imports-cli",
         ),
         pytest.param(
-            "kafka_pulse/check/verdict.py",
+            "kafka_pulse/check/judge/verdict.py",
             "kafka_pulse.status.document",
-            "kafka_pulse.check.verdict -> kafka_pulse.status.document",
+            "kafka_pulse.check.judge.verdict -> kafka_pulse.status.document",
             id="check-imports-status",
         ),
         pytest.param(
-            "kafka_pulse/check/round_trip.py",
+            "kafka_pulse/check/probe/round_trip.py",
             "canary.topic",
-            "kafka_pulse.check.round_trip -> canary.topic",
+            "kafka_pulse.check.probe.round_trip -> canary.topic",
             id="application-imports-component-module",
+        ),
+        pytest.param(
+            "kafka_pulse/check/judge/verdict.py",
+            "kafka_pulse.check.probe.kafka_probes",
+            "kafka_pulse.check.judge.verdict -> kafka_pulse.check.probe.kafka_probes",
+            id="check-judge-imports-probe",
+        ),
+        pytest.param(
+            "kafka_pulse/check/probe/share_probe.py",
+            "kafka_pulse.check.consult.run_metrics",
+            "kafka_pulse.check.probe.share_probe -> kafka_pulse.check.consult.run_metrics",
+            id="check-probe-imports-consult",
         ),
     ],
 )

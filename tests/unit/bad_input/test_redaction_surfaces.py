@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from rich.console import Console
 
+from kafka_pulse.check.judge.verdict import Report, Section, Status
 from kafka_pulse.check.render import print_report, report_json
-from kafka_pulse.check.verdict import Report, Section, Status
 from kafka_pulse.runner.slo_schedule import SloSchedule
 from kafka_pulse.status.document import SloView, StatusInputs, status_document
 from pulse.config import SloConfig

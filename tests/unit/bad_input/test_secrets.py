@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from devstack.tls import create_pem_files
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import ProbeFailed
-from kafka_pulse.check.slo_budgets import read_pushgateway
+from kafka_pulse.check.probe.slo_budgets import read_pushgateway
 from kafka_pulse.cli.main import cli
 from lag.serve.burrow_json import alertmanager_notifier_json
 from pulse.alerts import Alert, AlertSink

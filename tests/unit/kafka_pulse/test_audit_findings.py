@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 
 from audit import FINDINGS_ROWS, Finding
 from audit.findings_log import findings_table
-from kafka_pulse.check.audit_findings import add_audit_findings, read_findings, recent_findings
-from kafka_pulse.check.verdict import Section, Status
+from kafka_pulse.check.consult.audit_findings import add_audit_findings, read_findings, recent_findings
+from kafka_pulse.check.judge.verdict import Section, Status
 
 M = 1_800_000_000_000 - 1_800_000_000_000 % 60_000
 LAG = Section("lag", Status.OK, "3 groups OK", details={"groups": 3})

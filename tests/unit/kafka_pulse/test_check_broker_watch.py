@@ -10,10 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from kafka_pulse.check.broker_watch import SILENT, BrokerWatch
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import BrokerAddress
-from kafka_pulse.check.round_trip import stalled_behind
+from kafka_pulse.check.probe.broker_watch import SILENT, BrokerWatch
+from kafka_pulse.check.probe.round_trip import stalled_behind
 from pulse.config import ClusterConfig
 from pulse.kafka.broker_probe import CheckResult
 from pulse.kafka.partitions import PartitionState

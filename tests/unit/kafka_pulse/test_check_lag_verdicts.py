@@ -8,14 +8,14 @@ from datetime import UTC, datetime
 import pytest
 
 from kafka_pulse.check.facts import FailureKind, ProbeFailed
-from kafka_pulse.check.lag_verdicts import (
+from kafka_pulse.check.judge.lag_verdicts import (
     GroupVerdict,
     LagVerdicts,
     from_group_statuses,
     judge_lag_verdicts,
     map_status,
 )
-from kafka_pulse.check.verdict import Report, Section, Status, overall
+from kafka_pulse.check.judge.verdict import Report, Section, Status, overall
 from lag import GroupStatus
 from lag import Status as LagStatus
 from lag.protocol import PartitionVerdict

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from kafka_pulse.check.facts import FailureKind, NotAvailable, ProbeFailed
-from kafka_pulse.check.noisy_neighbours import (
+from kafka_pulse.check.consult.noisy_neighbours import (
     NoisyNeighbourFact,
     NoisyNeighbourFacts,
     add_noisy_neighbours,
     parse_noisy_neighbours,
 )
-from kafka_pulse.check.verdict import Section, Status
+from kafka_pulse.check.facts import FailureKind, NotAvailable, ProbeFailed
+from kafka_pulse.check.judge.verdict import Section, Status
 from lag.protocol import PageCacheEstimate
 from lag.serve.metrics import LagCollector
 from lag.service import LagService

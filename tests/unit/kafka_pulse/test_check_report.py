@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from kafka_pulse.check.consult.noisy_neighbours import add_noisy_neighbours
+from kafka_pulse.check.consult.slow_brokers import add_slow_brokers
 from kafka_pulse.check.deadline import Deadline, Task, first_success, process_age_s
 from kafka_pulse.check.facts import (
     FailureKind,
@@ -24,14 +26,9 @@ from kafka_pulse.check.facts import (
     SloFacts,
     VoterState,
 )
-from kafka_pulse.check.kafka_probes import quorum_facts
-from kafka_pulse.check.noisy_neighbours import add_noisy_neighbours
-from kafka_pulse.check.partition_verdict import judge_partitions
-from kafka_pulse.check.render import SCHEMA, print_report, report_json
-from kafka_pulse.check.round_trip_verdict import judge_round_trip
-from kafka_pulse.check.slo_budgets import pushgateway_budgets, read_parquet
-from kafka_pulse.check.slow_brokers import add_slow_brokers
-from kafka_pulse.check.verdict import (
+from kafka_pulse.check.judge.partition_verdict import judge_partitions
+from kafka_pulse.check.judge.round_trip_verdict import judge_round_trip
+from kafka_pulse.check.judge.verdict import (
     Report,
     Section,
     Status,
@@ -40,6 +37,9 @@ from kafka_pulse.check.verdict import (
     judge_lag,
     judge_slo,
 )
+from kafka_pulse.check.probe.kafka_probes import quorum_facts
+from kafka_pulse.check.probe.slo_budgets import pushgateway_budgets, read_parquet
+from kafka_pulse.check.render import SCHEMA, print_report, report_json
 from pulse.config import PulseConfig
 from slo.output import write_results
 from slo.results import AlertResult, SloResult
@@ -259,7 +259,7 @@ def test_newest_parquet_of_the_slo_job_is_read(tmp_path: Path) -> None:
 
 def test_no_results_yet_or_no_slos_is_not_available(tmp_path: Path) -> None:
     assert isinstance(read_parquet(tmp_path / "missing"), NotAvailable)
-    from kafka_pulse.check.slo_budgets import read_slo_budgets
+    from kafka_pulse.check.probe.slo_budgets import read_slo_budgets
 
     got = read_slo_budgets(PulseConfig(), Deadline.after(1.0))
     assert isinstance(got, NotAvailable) and "no SLOs configured" in got.reason

@@ -14,12 +14,12 @@ from prometheus_client.registry import Collector
 from pydantic import SecretStr
 
 from devstack.tls import create_pem_files
+from kafka_pulse.check.consult.noisy_neighbours import read_noisy_neighbours
+from kafka_pulse.check.consult.run_metrics import RunMetrics
+from kafka_pulse.check.consult.self_check import self_health_facts
+from kafka_pulse.check.consult.slow_brokers import read_slow_brokers
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import NotAvailable, ProbeFailed
-from kafka_pulse.check.noisy_neighbours import read_noisy_neighbours
-from kafka_pulse.check.run_metrics import RunMetrics
-from kafka_pulse.check.self_check import self_health_facts
-from kafka_pulse.check.slow_brokers import read_slow_brokers
 from kafka_pulse.runner.heartbeat import SelfHealthCollector
 from kafka_pulse.self_health import SelfHealth, Watched
 from pulse.config import HttpConfig

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from kafka_pulse.check.consult.lag_listener import read_listener_shares
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import FailureKind, NotAvailable, ProbeFailed
-from kafka_pulse.check.lag_listener import read_listener_shares
-from kafka_pulse.check.share_verdicts import ShareFacts, add_share_groups, from_one_read
-from kafka_pulse.check.verdict import Section, Status
+from kafka_pulse.check.judge.share_verdicts import ShareFacts, add_share_groups, from_one_read
+from kafka_pulse.check.judge.verdict import Section, Status
 from kafka_pulse.status.document import StatusInputs, status_document
 from kafka_pulse.status.in_process import in_process_check, share_facts_of
 from lag.serve.routes import invalid_request

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from kafka_pulse.check.consult.slow_brokers import add_slow_brokers, parse_slow_brokers
 from kafka_pulse.check.facts import NotAvailable
-from kafka_pulse.check.slow_brokers import add_slow_brokers, parse_slow_brokers
-from kafka_pulse.check.verdict import Section, Status
+from kafka_pulse.check.judge.verdict import Section, Status
 
 TEXT = """\
 # TYPE kafka_pulse_broker_slow gauge

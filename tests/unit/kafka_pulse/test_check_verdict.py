@@ -24,11 +24,9 @@ from kafka_pulse.check.facts import (
     SloFacts,
     VoterState,
 )
-from kafka_pulse.check.kafka_probes import MinIsrRead, config_topics, metadata_facts
-from kafka_pulse.check.lag_summary import group_lag
-from kafka_pulse.check.partition_verdict import judge_partitions
-from kafka_pulse.check.round_trip_verdict import blame, judge_round_trip
-from kafka_pulse.check.verdict import (
+from kafka_pulse.check.judge.partition_verdict import judge_partitions
+from kafka_pulse.check.judge.round_trip_verdict import blame, judge_round_trip
+from kafka_pulse.check.judge.verdict import (
     VOTER_STALE_S,
     Section,
     Status,
@@ -38,6 +36,8 @@ from kafka_pulse.check.verdict import (
     judge_slo,
     overall,
 )
+from kafka_pulse.check.probe.kafka_probes import MinIsrRead, config_topics, metadata_facts
+from kafka_pulse.check.probe.lag_summary import group_lag
 from pulse.kafka.elr import ElrRead
 from pulse.kafka.partitions import PartitionState
 

@@ -1,8 +1,8 @@
 """Who watches the watcher (kafka_pulse/runner/heartbeat.py, kafka_pulse/self_health.py,
-kafka_pulse/check/self_check.py): the heartbeat alert is posted every cycle while run's own loops live and withheld
-when one died; each component's last success is on /metrics with a stale flag past 3 intervals; `check` reads that
-from a real listener (login included) and names the stale component. The process's own /metrics over HTTP is the
-one I/O here."""
+kafka_pulse/check/consult/self_check.py): the heartbeat alert is posted every cycle while run's own loops live and
+withheld when one died; each component's last success is on /metrics with a stale flag past 3 intervals; `check`
+reads that from a real listener (login included) and names the stale component. The process's own /metrics over
+HTTP is the one I/O here."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from pydantic import SecretStr
 
+from kafka_pulse.check.consult.self_check import judge_self, read_self_health
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import NotAvailable
-from kafka_pulse.check.self_check import judge_self, read_self_health
-from kafka_pulse.check.verdict import Status
+from kafka_pulse.check.judge.verdict import Status
 from kafka_pulse.runner.heartbeat import HEARTBEAT_ALERTNAME, Heartbeat, HeartbeatCollector, SelfHealthCollector
 from kafka_pulse.self_health import ComponentHealth, SelfHealth, Watched, parse_self_health
 from pulse.alerts import Alert

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kafka_pulse.check.deadline import Deadline
-from kafka_pulse.check.verdict import Report, Section, Status
+from kafka_pulse.check.judge.verdict import Report, Section, Status
 from kafka_pulse.status import board as board_module
 from kafka_pulse.status.board import StatusBoard, StatusSources, every_cluster
 from kafka_pulse.status.document import StatusInputs, status_document

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from kafka_pulse.check.partition_verdict import judge_partitions
-from kafka_pulse.check.verdict import Report, Section, Status, judge_brokers
+from kafka_pulse.check.judge.partition_verdict import judge_partitions
+from kafka_pulse.check.judge.verdict import Report, Section, Status, judge_brokers
 from kafka_pulse.status.document import (
     SCHEMA,
     CanaryReading,

@@ -12,6 +12,7 @@ import pytest
 from canary.events import ProbeResult
 from collectors import NOT_READ_HERE
 from collectors.cluster_state import ClusterSnapshot
+from kafka_pulse.check.consult.slow_brokers import SlowBrokerFacts
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import (
     BrokerProbe,
@@ -21,10 +22,9 @@ from kafka_pulse.check.facts import (
     QuorumFacts,
     RoundTripFacts,
 )
-from kafka_pulse.check.kafka_probes import MetadataRead
+from kafka_pulse.check.judge.verdict import Section, Status, judge_controller, judge_lag
+from kafka_pulse.check.probe.kafka_probes import MetadataRead
 from kafka_pulse.check.sections import judged_sections
-from kafka_pulse.check.slow_brokers import SlowBrokerFacts
-from kafka_pulse.check.verdict import Section, Status, judge_controller, judge_lag
 from kafka_pulse.status import readings
 from kafka_pulse.status.in_process import in_process_check
 from lag.protocol import MetadataReading, Placement

@@ -1,6 +1,6 @@
 """The round trip's judgement (pure): every registered broker leads a partition of the monitor topic and sees its
 records produced (acks=all) and read back within the canary's latency SLO; a failure is charged to the broker that
-stalled it (kafka_pulse/check/verdict.py holds the overall status)."""
+stalled it (kafka_pulse/check/judge/verdict.py holds the overall status)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kafka_pulse.check.facts import FailureKind, NotAvailable, PartitionTrip, ProbeFailed, RoundTripFacts
-from kafka_pulse.check.verdict import Section, Status, as_ms
+from kafka_pulse.check.judge.verdict import Section, Status, as_ms
 
 
 def blame(trip: PartitionTrip, unhealthy: frozenset[int]) -> int:

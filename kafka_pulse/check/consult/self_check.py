@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from kafka_pulse.check.consult.run_metrics import RunMetrics
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import NotAvailable, ProbeFailed
-from kafka_pulse.check.run_metrics import RunMetrics
-from kafka_pulse.check.verdict import Section, Status
+from kafka_pulse.check.judge.verdict import Section, Status
 from kafka_pulse.self_health import STALE_INTERVALS, ComponentHealth, parse_self_health
 from pulse.config import HttpConfig
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
+from kafka_pulse.check.consult.run_metrics import own_certificate
 from kafka_pulse.check.deadline import Deadline
 from kafka_pulse.check.facts import FailureKind, NotAvailable, ProbeFailed
-from kafka_pulse.check.lag_verdicts import GroupVerdict, LagVerdicts, worst_partition
-from kafka_pulse.check.run_metrics import own_certificate
-from kafka_pulse.check.share_verdicts import ShareFacts
+from kafka_pulse.check.judge.lag_verdicts import GroupVerdict, LagVerdicts, worst_partition
+from kafka_pulse.check.judge.share_verdicts import ShareFacts
 from pulse.config import HttpConfig
 from pulse.config.outbound import HttpClientConfig
 

@@ -29,7 +29,6 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from collectors import diagnose_under_replicated
-from kafka_pulse.check.broker_watch import ask_api_versions
 from kafka_pulse.check.deadline import Deadline, Task, close_later, first_success
 from kafka_pulse.check.facts import (
     BrokerAddress,
@@ -40,7 +39,8 @@ from kafka_pulse.check.facts import (
     ProbeFailed,
     QuorumFacts,
 )
-from kafka_pulse.check.lag_summary import group_lag
+from kafka_pulse.check.probe.broker_watch import ask_api_versions
+from kafka_pulse.check.probe.lag_summary import group_lag
 from pulse.admin_requests import GROUP_REQUEST_TIMEOUT_S, await_result, describe_cluster
 from pulse.config import ClusterConfig, split_host_port
 from pulse.kafka.broker_probe import CheckResult, tls_context

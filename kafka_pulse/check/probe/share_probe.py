@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kafka_pulse.check.deadline import Deadline, close_later
-from kafka_pulse.check.share_verdicts import ShareFacts, from_one_read
+from kafka_pulse.check.judge.share_verdicts import ShareFacts, from_one_read
 from pulse.config import ClusterConfig
 from pulse.kafka.share_groups import read_share_groups
 from pulse.profile import kafka_python_config

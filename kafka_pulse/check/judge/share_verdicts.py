@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka_pulse.check.facts import NotAvailable, ProbeFailed
-from kafka_pulse.check.lag_verdicts import GroupVerdict, map_status
-from kafka_pulse.check.verdict import EXAMPLES, Section, Status
+from kafka_pulse.check.judge.lag_verdicts import GroupVerdict, map_status
+from kafka_pulse.check.judge.verdict import EXAMPLES, Section, Status
 from pulse.config.lag import LagCheckStatusMap
 from pulse.kafka.share_groups import ShareGroupsRead
 from pulse.kafka.share_stall import ShareGroupVerdict, ShareStatus, group_verdict, judge_partition, verdict_json

@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient
 from canary import KafkaPythonReassigner, TopicManager, read_layout
 from kafka_pulse.check.deadline import Deadline, close_later
 from kafka_pulse.check.facts import FailureKind, PartitionTrip, ProbeFailed, RoundTripFacts
-from kafka_pulse.check.kafka_probes import CLIENT_ID, admin_settings
+from kafka_pulse.check.probe.kafka_probes import CLIENT_ID, admin_settings
 from pulse.config import CanaryConfig, ClusterConfig
 from pulse.errors import KafkaUnavailable
 from pulse.kafka.partitions import PartitionState

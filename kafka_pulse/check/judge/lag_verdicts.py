@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafka_pulse.check.facts import NotAvailable, ProbeFailed
-from kafka_pulse.check.verdict import EXAMPLES, Section, Status
+from kafka_pulse.check.judge.verdict import EXAMPLES, Section, Status
 from pulse.config.lag import LagCheckStatusMap
 
 if TYPE_CHECKING:

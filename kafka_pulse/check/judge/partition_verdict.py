@@ -1,5 +1,5 @@
 """The partitions section's judgement (pure): offline, under-min-ISR (with what ELR can recover, KIP-966) and
-under-replicated partitions, and the common-broker diagnosis (kafka_pulse/check/verdict.py holds the overall
+under-replicated partitions, and the common-broker diagnosis (kafka_pulse/check/judge/verdict.py holds the overall
 status)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kafka_pulse.check.facts import MetadataFacts, ProbeFailed
-from kafka_pulse.check.verdict import EXAMPLES, Section, Status, failure_status, plural
+from kafka_pulse.check.judge.verdict import EXAMPLES, Section, Status, failure_status, plural
 from pulse.kafka.partitions import ElrVerdict, PartitionState
 
 

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from audit import HOLD_S, Finding, describe
-from kafka_pulse.check.verdict import EXAMPLES, Section, Status
+from kafka_pulse.check.judge.verdict import EXAMPLES, Section, Status
 
 
 def recent_findings(found: Sequence[Finding], cluster: str, newest_minute_ms: int | None) -> list[Finding]:

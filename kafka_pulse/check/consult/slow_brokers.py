@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from kafka_pulse.check.consult.run_metrics import RunMetrics
 from kafka_pulse.check.facts import NotAvailable, ProbeFailed
-from kafka_pulse.check.run_metrics import RunMetrics
-from kafka_pulse.check.verdict import Section, Status
+from kafka_pulse.check.judge.verdict import Section, Status
 
 SLOW = "kafka_pulse_broker_slow"
 SCORE = "kafka_pulse_broker_slow_score"
