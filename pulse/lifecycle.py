@@ -7,13 +7,15 @@ from __future__ import annotations
 import errno
 import io
 import logging
+import math
 import os
 import signal
 import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -310,18 +312,39 @@ def configure_logging(level: int = logging.WARNING, quieter: Mapping[str, int] |
         logging.getLogger(name).setLevel(floor)
 
 
-def run_until_signal(service: Service, started: Callable[[], None] = lambda: None) -> None:
-    """Start `service`, call `started`, wait for SIGTERM or SIGINT, then stop it (also when starting fails)."""
+SIGNAL_SLICE_S = 0.5
+"""The longest a wait for a stop signal sleeps at once: a signal may land on a JVM or librdkafka thread, and Python
+runs its handler only when the main thread gets back to bytecode."""
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[threading.Event]:
+    """An event that SIGTERM and SIGINT set while inside (the previous handlers back after), so a long-running command
+    stops what it started whoever signals it, instead of dying with its children left to notice."""
     stopped = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stopped.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        service.start()
-        started()
-        # Short waits, not one long one: a signal may land on a JVM or librdkafka thread, and Python runs its
-        # handler only when the main thread gets back to bytecode.
-        while not stopped.wait(0.5):
-            pass
+        yield stopped
     finally:
-        service.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def wait_stopped(stopped: threading.Event, seconds: float = math.inf) -> bool:
+    """Wait up to `seconds` for `stopped`, in slices of SIGNAL_SLICE_S; True once it is set."""
+    deadline = time.monotonic() + seconds
+    while not stopped.wait(min(SIGNAL_SLICE_S, max(0.0, deadline - time.monotonic()))):
+        if time.monotonic() >= deadline:
+            return False
+    return True
+
+
+def run_until_signal(service: Service, started: Callable[[], None] = lambda: None) -> None:
+    """Start `service`, call `started`, wait for SIGTERM or SIGINT, then stop it (also when starting fails)."""
+    with stop_on_signals() as stopped:
+        try:
+            service.start()
+            started()
+            wait_stopped(stopped)
+        finally:
+            service.stop()

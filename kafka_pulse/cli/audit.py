@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +17,7 @@ import click
 from devstack import dev_home
 from kafka_pulse.cli.options import config_option
 from kafka_pulse.clusters import load_or_default, resolve_cluster
+from pulse.lifecycle import stop_on_signals, wait_stopped
 
 if TYPE_CHECKING:
     from audit import Finding
@@ -89,7 +89,7 @@ def reconcile(config_path: Path | None, state: Path | None, deadline: str | None
     spark = spark_session(
         config.slo.spark_master, extra=package_settings(cache_dir()), driver_memory=config.slo.driver_memory
     )
-    query = stream.start(reconcile_rows(spark, audit_topics(config), settings), available_now=once)
+    rows = reconcile_rows(spark, audit_topics(config), settings)
     seen, late, progress_seen = 0, 0, -1
 
     def report() -> None:
@@ -102,19 +102,20 @@ def reconcile(config_path: Path | None, state: Path | None, deadline: str | None
         _print(new, as_json, judged.minutes, late)
 
     if once:
+        query = stream.start(rows, available_now=True)
         query.awaitTermination()
         report()
         return
-    stopped = threading.Event()
-    try:
-        while not stopped.wait(settings_.trigger_s):
-            if query.exception() is not None or not query.isActive:
-                break
-            report()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        query.stop()
+    with stop_on_signals() as stopped:  # SIGTERM as Ctrl-C: the query stopped, its checkpoint closed, exit 0
+        query = stream.start(rows)
+        click.echo("audit reconcile: running until SIGTERM or Ctrl-C", err=True)
+        try:
+            while not wait_stopped(stopped, settings_.trigger_s):
+                if query.exception() is not None or not query.isActive:
+                    break
+                report()
+        finally:
+            query.stop()
     failure = query.exception()
     if failure is not None:
         raise click.ClickException(f"the reconciliation stopped: {str(failure).splitlines()[0]}")

@@ -5,7 +5,6 @@ from minute buckets kept since the last one, instead of rescanning the window (d
 from __future__ import annotations
 
 import os
-import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from devstack import dev_home
 from kafka_pulse.cli.options import config_option
 from kafka_pulse.cli.slo_steps import load_spec, parse_time, print_results
 from kafka_pulse.clusters import load_or_default, resolve_cluster
+from pulse.lifecycle import stop_on_signals, wait_stopped
 
 
 @click.command()
@@ -62,7 +62,6 @@ def stream(
     spark = spark_session(
         settings.spark_master, extra=package_settings(cache_dir()), driver_memory=settings.driver_memory
     )
-    query = runner.start(spark, sink_topics(config), available_now=once)
 
     def report_late() -> None:
         if runner.count_late(query):
@@ -70,21 +69,22 @@ def stream(
                        f"{runner.late_dropped}", err=True)  # fmt: skip
 
     if once:
+        query = runner.start(spark, sink_topics(config), available_now=True)
         query.awaitTermination()
         report_late()
         print_results(runner.evaluate(parse_time(at_time, "--at")), as_json)
         return
-    stopped = threading.Event()
-    try:
-        while not stopped.wait(trigger_s):
-            if query.exception() is not None or not query.isActive:
-                break
-            report_late()
-            print_results(runner.evaluate(datetime.now(UTC)), as_json)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        query.stop()
+    with stop_on_signals() as stopped:  # SIGTERM as Ctrl-C: the query stopped, its checkpoint closed, exit 0
+        query = runner.start(spark, sink_topics(config))
+        click.echo("slo stream: running until SIGTERM or Ctrl-C", err=True)
+        try:
+            while not wait_stopped(stopped, trigger_s):
+                if query.exception() is not None or not query.isActive:
+                    break
+                report_late()
+                print_results(runner.evaluate(datetime.now(UTC)), as_json)
+        finally:
+            query.stop()
     failure = query.exception()
     if failure is not None:
         raise click.ClickException(f"the stream stopped: {str(failure).splitlines()[0]}")

@@ -1,6 +1,7 @@
 """Clean exits whatever stdout is (issue 23 point 7): `bash scripts/demo.sh | tee demo.log` and `kafka-pulse run |
 head`, stopped once the pipe's reader is gone (a terminal's Ctrl-C reaches `tee` too), still stop every process
-they started: brokers, perf clients, Prometheus, Alertmanager, `run` and its Spark JVM. Each command gets a
+they started: brokers, perf clients, Prometheus, Alertmanager, `run` and its Spark JVM; so do the streaming
+commands `slo stream` and `audit reconcile` on SIGTERM, their query stopped and exit 0. Each command gets a
 temporary `KAFKA_PULSE_HOME` that every process it starts inherits; /proc says which are left.
 """
 
@@ -10,13 +11,19 @@ import json
 import os
 import signal
 import subprocess
+import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from confluent_kafka.admin import NewTopic
 
+from kafka_pulse.clusters import dev_cluster_config
 from pulse.polling import PollTimeout, poll
 from pulse.process import pid_alive, stop_pid
+from tests.fixtures.kafka import KafkaHandle
 from tests.fixtures.logs import register_log
 from tests.fixtures.pulse_process import PulseProcesses
 from tests.integration.app.status_support import seed_sli_log
@@ -28,6 +35,9 @@ REPO = Path(__file__).resolve().parents[3]
 GONE_WITHIN_S = 180.0
 """From the signal to the last process gone: `run` may take up to its 60 s grace, then Prometheus, Alertmanager, the
 perf clients and three brokers stop one after another on a loaded 2-core host."""
+STREAM_START_S = 600.0
+"""A streaming command's start: its JVM, an Ivy lookup of Spark's Kafka source (cached after the first) and the
+query's start, on a loaded 2-core host."""
 
 
 def spark_jvms(marker: bytes) -> list[int]:
@@ -176,3 +186,98 @@ def test_demo_piped_into_tee_stopped_by_ctrl_c_leaves_nothing_behind(tmp_path: P
     assert not [name for name, pid in owned.items() if pid_alive(pid)], owned
     assert not [pid for pid in jvm if pid_alive(pid)], jvm
     assert code == 130, f"exit {code}"  # bash's exit for SIGINT, after its EXIT trap cleaned up
+
+
+STREAMING = {
+    "slo stream": ["canary"],
+    "audit reconcile": ["audit-broker", "audit-client"],
+}
+"""The streaming commands and the SLI sink streams whose topics each reads (canary/sli_log.py, audit/streams.py)."""
+
+
+def streaming_config(kafka: KafkaHandle, command: str) -> dict[str, Any]:
+    """A config naming the shared cluster as the SLI sink's, with fresh topics for `command`'s streams (and, for
+    `slo stream`, one SLO over the canary's events)."""
+    prefix = f"kp-sli-{uuid.uuid4().hex[:8]}-"
+    admin = kafka.admin()
+    names = [prefix + stream for stream in STREAMING[command]]
+    replicas = kafka.cluster.spec.replication_factor
+    for future in admin.create_topics([NewTopic(n, 1, replicas) for n in names]).values():
+        future.result(timeout=30)
+    cluster = dev_cluster_config(kafka.cluster).model_dump(mode="json")
+    config: dict[str, Any] = {
+        "clusters": [cluster],
+        "sli_sink": {"cluster": cluster["name"], "topic_prefix": prefix},
+        "slo": {"spark_master": "local[1]", "driver_memory": "512m"},
+        "audit": {"reconcile": {"trigger_s": 1}},
+    }
+    if command == "slo stream":
+        config["slos"] = [
+            {
+                "name": "produce",
+                "source": {"type": "events", "path": "canary"},
+                "good": "produce_ok",
+                "total": "NOT duplicate",
+                "objective": 99.0,
+                "window": "30d",
+            }
+        ]
+    return config
+
+
+@pytest.mark.parametrize("command", sorted(STREAMING))
+def test_a_streaming_command_into_a_dead_pipe_stops_its_query_and_spark_on_sigterm(
+    kafka: KafkaHandle, tmp_path: Path, command: str
+) -> None:
+    """`slo stream` and `audit reconcile` run until stopped, as `run` does: SIGTERM (a service manager's stop) with
+    the output's reader gone stops the query and exits 0, and Spark's JVM and workers are gone."""
+    home = tmp_path / "home"
+    home.mkdir()
+    marker = f"KAFKA_PULSE_HOME={home}".encode()
+    config_path = tmp_path / "pulse.yaml"
+    config_path.write_text(yaml.safe_dump(streaming_config(kafka, command)))
+    log_path = tmp_path / "command.log"
+    register_log(f"kafka-pulse {command}", log_path)
+    argv = [sys.executable, "-m", "kafka_pulse.cli.main", *command.split(), "--config", str(config_path)]
+    argv += ["--state-dir", str(tmp_path / "state"), "--json"]
+    if command == "slo stream":
+        argv += ["--trigger", "1s"]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "KAFKA_PULSE_HOME": str(home)}
+    env.pop("KAFKA_PULSE_CONFIG", None)
+    read_end, write_end = os.pipe()
+    try:
+        tee = subprocess.Popen(["tee", str(log_path)], stdin=read_end, stdout=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            argv, cwd=REPO, stdin=subprocess.DEVNULL, stdout=write_end, stderr=subprocess.STDOUT, env=env,
+            start_new_session=True,
+        )  # fmt: skip
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    try:
+        running = f"{command}: running until SIGTERM or Ctrl-C"
+        poll(
+            lambda: log_path.read_text() if log_path.exists() else "",
+            lambda text: running in text or process.poll() is not None,
+            STREAM_START_S,
+            f"{command}'s query running",
+        )
+        assert process.poll() is None, log_path.read_text()[-3000:]
+        assert spark_jvms(marker), "no Spark JVM under the command"
+        tee.kill()  # the output's reader goes first
+        tee.wait()
+        process.send_signal(signal.SIGTERM)
+        try:
+            code: int | None = process.wait(timeout=GONE_WITHIN_S)
+        except subprocess.TimeoutExpired:
+            code = None
+        left = left_running(marker)
+    finally:
+        if tee.poll() is None:
+            tee.kill()
+        reap(marker)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert left == [], f"left running: {left}; log:\n{log_path.read_text()[-3000:]}"
+    assert code == 0, f"exit {code}; log:\n{log_path.read_text()[-3000:]}"

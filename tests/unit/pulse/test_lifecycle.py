@@ -1,5 +1,6 @@
 """Parts start in order and stop in reverse (also when one fails to start), run_until_signal stops them on
-SIGTERM and gives the signal handlers back, and a Periodic loop outlives its failing ticks and stops promptly."""
+SIGTERM and gives the signal handlers back, a stop signal ends a streaming command's wait between triggers, and a
+Periodic loop outlives its failing ticks and stops promptly."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import time
 
 import pytest
 
-from pulse.lifecycle import Part, Parts, Periodic, run_until_signal
+from pulse.lifecycle import Part, Parts, Periodic, run_until_signal, stop_on_signals, wait_stopped
 from pulse.ports import wait_until
 
 
@@ -54,6 +55,20 @@ def test_run_until_signal_stops_on_sigterm_and_restores_the_handlers() -> None:
     run_until_signal(parts, lambda: os.kill(os.getpid(), signal.SIGTERM))
     assert log == ["start http", "stop http"]
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_sent_from_another_thread_ends_the_wait_and_the_handlers_come_back(sig: int) -> None:
+    """As `slo stream` and `audit reconcile` wait between triggers: the signal sets the event (no KeyboardInterrupt,
+    no death by SIGTERM), the wait ends then, not at the trigger, and the handlers are the previous ones."""
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    with stop_on_signals() as stopped:
+        assert not wait_stopped(stopped, 0.05)  # nothing sent: the wait runs out and says so
+        sender = threading.Timer(0.2, os.kill, (os.getpid(), sig))
+        sender.start()
+        assert wait_stopped(stopped, 3600)  # the signal's doing: the hour would outlast the suite's 600 s timeout
+        sender.join()
+    assert {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} == before
 
 
 def test_a_periodic_loop_ticks_until_stopped_and_stop_is_idempotent() -> None:
