@@ -21,7 +21,7 @@ from kafka_pulse.runner.assembly import Assembly, add_alert_sink, add_lag, add_s
 from lag import replay_lines
 from pulse.alerts import AlertSink
 from pulse.allocator import arrow_pool_settings, bound_malloc_arenas
-from pulse.config import LagConfig, LagMode, check_section, load_config, split_host_port
+from pulse.config import LagConfig, LagMode, check_section, field_docs, load_config, split_host_port
 from pulse.errors import ConfigError, PulseError
 from pulse.lifecycle import configure_logging, run_until_signal
 from pulse.paths import state_dir
@@ -120,7 +120,7 @@ def _setting_option(field: str, kind: click.ParamType[Any], help_text: str | Non
         type=kind,
         default=info.default,
         show_default=True,
-        help=f"{help_text or info.description} Overrides lag.{field}.",
+        help=f"{help_text or info.description or field_docs(LagConfig)[field]} Overrides lag.{field}.",
     )
 
 

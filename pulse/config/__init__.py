@@ -18,6 +18,7 @@ from pulse.config.clusters import (
 )
 from pulse.config.collectors import CollectorsConfig, JmxClientConfig, ShardConfig
 from pulse.config.dashboards import DashboardsConfig
+from pulse.config.field_docs import field_docs
 from pulse.config.http import BasicAuthConfig, HttpConfig, HttpTlsConfig
 from pulse.config.lag import (
     ExactTimeLagConfig,
@@ -103,6 +104,7 @@ __all__ = [
     "TlsConfig",
     "TopicName",
     "check_section",
+    "field_docs",
     "load_config",
     "parse_config",
     "split_host_port",

@@ -17,6 +17,7 @@ from pydantic import AfterValidator, BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from pulse.config.field_docs import field_docs
 from pulse.config.root import PulseConfig
 
 DOC_PATH = Path("docs/config.md")
@@ -77,8 +78,8 @@ def undocumented_fields() -> list[str]:
     return [
         _join(section.path, name)
         for section in _sections(PulseConfig, "", "")
-        for name, info in section.model.model_fields.items()
-        if not (info.description or "").strip()
+        for name in section.model.model_fields
+        if not _description(section.model, name).strip()
     ]
 
 
@@ -135,7 +136,7 @@ def _render(section: Section) -> str:
     lines += ["| key | type | default | description |", "|---|---|---|---|"]
     for name, info in section.model.model_fields.items():
         key = _join(section.path, name)
-        cells = [f"`{key}`", _type_text(info), _default_text(info), _describe(info)]
+        cells = [f"`{key}`", _type_text(info), _default_text(info), _describe(section.model, name, info)]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -148,8 +149,13 @@ def _cell(text: str) -> str:
     return _one_line(text).replace("|", "\\|")
 
 
-def _describe(info: FieldInfo) -> str:
-    text = info.description or ""
+def _description(model: type[BaseModel], name: str) -> str:
+    """A key's description: its attribute docstring (`Field(description=...)` would win, though none uses it)."""
+    return model.model_fields[name].description or field_docs(model).get(name, "")
+
+
+def _describe(model: type[BaseModel], name: str, info: FieldInfo) -> str:
+    text = _description(model, name)
     return f"**secret**. {text}" if _is_secret(info.annotation) else text
 
 

@@ -19,10 +19,10 @@ from pulse.redact import redact_url
 
 class Section(BaseModel):
     """Base of every config model: unknown keys are refused and a loaded config cannot be changed. Attribute
-    docstrings become field descriptions, so a CLI option for the same setting can show the same help. No float
-    field takes `.inf` or `.nan`: either would pass a `gt=0` bound and break the arithmetic that uses it."""
+    docstrings describe the fields, read from the source only where they are shown (`field_docs`). No float field
+    takes `.inf` or `.nan`: either would pass a `gt=0` bound and break the arithmetic that uses it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def split_host_port(text: str) -> tuple[str, int]:

@@ -37,3 +37,36 @@ def test_the_reference_names_every_key_with_its_dotted_path_and_marks_secrets() 
     assert "`clusters[].security.sasl.password`" in secret_rows[0]
     assert all("password" in row or "token" in row for row in secret_rows)
     assert "Generated file: edit pulse/config/ and run `python3 scripts/build_config_doc.py`" in text
+
+
+def test_field_docs_reads_each_attribute_docstring_and_a_subclass_overrides_its_base() -> None:
+    from pulse.config import LagConfig, field_docs
+    from pulse.config.types import Section
+
+    class Base(Section):
+        kept: int = 1
+        """From the base.
+
+        Second paragraph."""
+        replaced: int = 2
+        """The base's words."""
+        bare: int = 3
+
+    class Child(Base):
+        replaced: int = 2
+        """The child's words."""
+
+    assert field_docs(Child) == {
+        "kept": "From the base.\n\nSecond paragraph.",
+        "replaced": "The child's words.",
+    }
+    assert field_docs(LagConfig)["intervals"].startswith("Offsets kept per partition window")
+
+
+def test_starting_does_not_parse_the_models_source() -> None:
+    """The docstrings are read only for the reference and --help: pydantic's own reading parsed every model's source
+    at import, about a quarter of `check`'s config import."""
+    from pulse.config import PulseConfig
+
+    assert not PulseConfig.model_config.get("use_attribute_docstrings")
+    assert all(not info.description for info in PulseConfig.model_fields.values())
