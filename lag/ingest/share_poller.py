@@ -23,7 +23,7 @@ class SharePoller:
     ) -> None:
         self.cluster = cluster
         self.reader = ShareGroupReader(settings)
-        """One client for every read, closed by `close` (ShareGroupReader says why)."""
+        """One client for every read, closed by `close` (`pulse.kafka.admin_client.KeptAdminClient` says why)."""
         self.board = board
         self.clock_s = clock_s
 

@@ -8,11 +8,11 @@ verdict itself is `PartitionState.elr_verdict` (pulse/kafka/partitions.py).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pulse.kafka.admin_client import close_now, kafka_python_warnings, open_admin_client
 from pulse.kafka.partitions import PartitionState
 
 MAX_TOPICS = 1000
@@ -77,16 +77,13 @@ def read_elr(
     if not topics:
         return ElrRead()
     asked, skipped = list(topics[:MAX_TOPICS]), len(topics) - MAX_TOPICS
-    with warnings.catch_warnings():
-        # kafka-python loads its protocol schemas with importlib.resources.read_text and open_text, deprecated in 3.11.
-        warnings.filterwarnings("ignore", r"\w+ is deprecated\. Use files\(\) instead", DeprecationWarning)
-        from kafka import KafkaAdminClient
+    with kafka_python_warnings():
         from kafka.errors import IncompatibleBrokerVersion, UnsupportedVersionError
         from kafka.errors import KafkaError as KafkaPythonError
 
         out: dict[tuple[str, int], Replicas] = {}
         try:
-            client = KafkaAdminClient(**{**settings, "bootstrap_timeout_ms": settings.get("request_timeout_ms")})
+            client = open_admin_client(settings)
         except KafkaPythonError as exc:
             return ElrRead(reason=f"DescribeTopicPartitions: cannot connect: {exc}")
         try:
@@ -104,9 +101,5 @@ def read_elr(
         except KafkaPythonError as exc:
             return ElrRead(out, f"DescribeTopicPartitions: {type(exc).__name__}: {exc}")
         finally:
-            (close or _call)(client.close)
+            (close or close_now)(client.close)
     return ElrRead(out, f"{skipped} topics past the {MAX_TOPICS}-topic bound" if skipped > 0 else "")
-
-
-def _call(function: Callable[[], None]) -> None:
-    function()

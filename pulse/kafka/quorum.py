@@ -9,6 +9,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pulse.kafka.admin_client import close_now, kafka_python_warnings, open_admin_client
+
 
 class QuorumNotKraft(Exception):
     """The cluster does not know DescribeQuorum: it runs ZooKeeper."""
@@ -79,18 +81,15 @@ def describe_quorum(settings: Mapping[str, Any], close: Callable[[Callable[[], N
     QuorumNotKraft on a ZooKeeper cluster, QuorumUnreachable when no broker answers, QuorumUnread for anything
     else. `close` runs the client's close (the
     check closes on another thread, so a hung broker cannot hold it)."""
-    with warnings.catch_warnings():
-        # kafka-python loads its protocol schemas with importlib.resources.read_text and open_text, deprecated in 3.11.
-        warnings.filterwarnings("ignore", r"\w+ is deprecated\. Use files\(\) instead", DeprecationWarning)
+    with kafka_python_warnings():
         # kafka-python 3.0.12 drops the socket of a connection whose ApiVersions timed out (a SIGSTOPped node) when
         # `close` cancels the connecting task, leaving it to the socket's finalizer, which closes it and warns.
         warnings.filterwarnings("ignore", r"unclosed <socket\.socket", ResourceWarning)
-        from kafka import KafkaAdminClient
         from kafka.errors import IncompatibleBrokerVersion, UnsupportedVersionError
         from kafka.errors import KafkaError as KafkaPythonError
 
         try:
-            client = KafkaAdminClient(**{**settings, "bootstrap_timeout_ms": settings.get("request_timeout_ms")})
+            client = open_admin_client(settings)
         except KafkaPythonError as exc:
             raise QuorumUnreachable(f"cannot connect: {exc}") from exc
         try:
@@ -100,8 +99,4 @@ def describe_quorum(settings: Mapping[str, Any], close: Callable[[Callable[[], N
         except KafkaPythonError as exc:
             raise QuorumUnread(f"{type(exc).__name__}: {exc}") from exc
         finally:
-            (close or _call)(client.close)
-
-
-def _call(function: Callable[[], None]) -> None:
-    function()
+            (close or close_now)(client.close)

@@ -16,10 +16,11 @@ so the earliest local offsets are read with kafka-python's `list_partition_offse
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from pulse.kafka.admin_client import close_now, kafka_python_warnings, open_admin_client
 
 TIERED_CONFIGS = (
     "remote.storage.enable",
@@ -97,16 +98,14 @@ def read_earliest_local(
     if not partitions:
         return EarliestLocalRead()
     asked, skipped = list(partitions[:MAX_PARTITIONS]), len(partitions) - MAX_PARTITIONS
-    with warnings.catch_warnings():
-        # kafka-python loads its protocol schemas with importlib.resources.read_text and open_text, deprecated in 3.11.
-        warnings.filterwarnings("ignore", r"\w+ is deprecated\. Use files\(\) instead", DeprecationWarning)
-        from kafka import KafkaAdminClient, TopicPartition
+    with kafka_python_warnings():
+        from kafka import TopicPartition
         from kafka.admin import OffsetSpec
         from kafka.errors import IncompatibleBrokerVersion, UnsupportedVersionError
         from kafka.errors import KafkaError as KafkaPythonError
 
         try:
-            client = KafkaAdminClient(**{**settings, "bootstrap_timeout_ms": settings.get("request_timeout_ms")})
+            client = open_admin_client(settings)
         except KafkaPythonError as exc:
             return EarliestLocalRead(reason=f"ListOffsets(earliest local): cannot connect: {exc}")
         try:
@@ -117,10 +116,6 @@ def read_earliest_local(
         except KafkaPythonError as exc:
             return EarliestLocalRead(reason=f"ListOffsets(earliest local): {type(exc).__name__}: {exc}")
         finally:
-            (close or _call)(client.close)
+            (close or close_now)(client.close)
     offsets = {(tp.topic, tp.partition): int(got.offset) for tp, got in answer.items() if int(got.offset) >= 0}
     return EarliestLocalRead(offsets, f"{skipped} partitions past the {MAX_PARTITIONS} bound" if skipped > 0 else "")
-
-
-def _call(function: Callable[[], None]) -> None:
-    function()

@@ -9,11 +9,11 @@ kafka-python's protocol classes over wire schemas of our own (the `*.json` files
 
 from __future__ import annotations
 
-import warnings
-from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from pulse.kafka.admin_client import KeptAdminClient, by_coordinator, close_now, kafka_python_warnings
 
 MAX_GROUPS = 1000
 """Share groups one read describes at most (the rest are named in the read's reason)."""
@@ -152,14 +152,9 @@ _MESSAGES: _Messages | None = None
 def _messages() -> _Messages:
     global _MESSAGES
     if _MESSAGES is None:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", _DEPRECATED, DeprecationWarning)
+        with kafka_python_warnings():
             _MESSAGES = _define_messages()
     return _MESSAGES
-
-
-_DEPRECATED = r"\w+ is deprecated\. Use files\(\) instead"
-"""kafka-python loads its protocol schemas with importlib.resources.read_text and open_text, deprecated in 3.11."""
 
 
 def _define_messages() -> _Messages:
@@ -187,34 +182,25 @@ def _define_messages() -> _Messages:
 
 
 class ShareGroupReader:
-    """One kafka-python admin client kept across reads: a client closed while its network thread still builds a
-    connection leaves that socket to the garbage collector (kafka-python 3.0.12), so a poller opens one and closes
-    it once, at stop, rather than once a read. Opening connects to nothing; the first `read` does."""
+    """Share groups read with one kafka-python admin client kept across reads (`KeptAdminClient` says why).
+    Opening connects to nothing; the first `read` does."""
 
     def __init__(self, settings: Mapping[str, Any]) -> None:
         """`settings`: pulse.profile.kafka_python_config, whose request timeout bounds each exchange."""
-        self.settings = dict(settings)
-        self._client: Any = None
+        self.client = KeptAdminClient(settings)
 
     def read(self, groups: Sequence[str] | None = None) -> ShareGroupsRead:
         """Every share group's state, members and offsets (or only `groups`). Never raises: a failure is the
         read's `reason`."""
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", _DEPRECATED, DeprecationWarning)
-            from kafka import KafkaAdminClient
+        with kafka_python_warnings():
             from kafka.errors import IncompatibleBrokerVersion, UnsupportedVersionError
             from kafka.errors import KafkaError as KafkaPythonError
 
             messages = _messages()
-            if self._client is None:
-                settings = self.settings
-                try:
-                    self._client = KafkaAdminClient(
-                        **{**settings, "bootstrap_timeout_ms": settings.get("request_timeout_ms")}
-                    )
-                except KafkaPythonError as exc:
-                    return ShareGroupsRead(reason=f"share groups: cannot connect: {exc}")
-            client = self._client
+            try:
+                client = self.client.get()
+            except KafkaPythonError as exc:
+                return ShareGroupsRead(reason=f"share groups: cannot connect: {exc}")
             try:
                 if groups is None:
                     listed = client.list_groups(types_filter=["share"])
@@ -231,9 +217,7 @@ class ShareGroupReader:
         return ShareGroupsRead(merge(asked, described, offsets), reason)
 
     def close(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            client.close()
+        self.client.close()
 
 
 def read_share_groups(
@@ -247,19 +231,16 @@ def read_share_groups(
     try:
         return reader.read(groups)
     finally:
-        (close or _call)(reader.close)
+        (close or close_now)(reader.close)
 
 
 async def _ask(client: Any, messages: _Messages, groups: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Both requests to each group's coordinator (FindCoordinator GROUP: share groups live on the group
     coordinator), one of each per coordinator; runs on the client's network loop."""
-    by_coordinator: dict[int, list[str]] = defaultdict(list)
-    for group, node in (await client._find_coordinator_ids(groups)).items():
-        by_coordinator[node].append(group)
     described: dict[str, Any] = {}
     offsets: dict[str, Any] = {}
     request_group = messages.offsets_request.DescribeShareGroupOffsetsRequestGroup
-    for node, names in sorted(by_coordinator.items()):
+    for node, names in await by_coordinator(client, groups):
         answer = await client._manager.send(
             messages.describe_request(group_ids=names, include_authorized_operations=False), node_id=node
         )
@@ -268,7 +249,3 @@ async def _ask(client: Any, messages: _Messages, groups: list[str]) -> tuple[dic
         answer = await client._manager.send(request, node_id=node)
         offsets |= parse_offsets(answer.to_dict())
     return described, offsets
-
-
-def _call(function: Callable[[], None]) -> None:
-    function()

@@ -12,11 +12,11 @@ classes over wire schemas of our own (`StreamsGroupDescribe*.json` beside this m
 from __future__ import annotations
 
 import enum
-import warnings
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from pulse.kafka.admin_client import KeptAdminClient, by_coordinator, kafka_python_warnings
 
 MAX_GROUPS = 1000
 """Streams groups one read describes at most (the rest are named in the read's reason)."""
@@ -169,8 +169,6 @@ def merge(names: Sequence[str], described: Mapping[str, StreamsGroup]) -> tuple[
     return tuple(described.get(n, StreamsGroup(n, "Unknown", error="not described")) for n in names)
 
 
-_DEPRECATED = r"\w+ is deprecated\. Use files\(\) instead"
-"""kafka-python loads its protocol schemas with importlib.resources.read_text and open_text, deprecated in 3.11."""
 _DESCRIBE: tuple[Any, Any] | None = None
 """The request and response classes, built once kafka-python is imported (its schemas load with it)."""
 
@@ -179,8 +177,7 @@ def describe_messages() -> tuple[Any, Any]:
     """StreamsGroupDescribe's request and response classes (kafka-python `ApiMessage`s over our schemas)."""
     global _DESCRIBE
     if _DESCRIBE is None:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", _DEPRECATED, DeprecationWarning)
+        with kafka_python_warnings():
             _DESCRIBE = _define_messages()
     return _DESCRIBE
 
@@ -200,31 +197,24 @@ def _define_messages() -> tuple[Any, Any]:
 
 
 class StreamsGroupReader:
-    """One kafka-python admin client kept across reads, closed once at stop (ShareGroupReader says why)."""
+    """Streams groups read with one kafka-python admin client kept across reads, closed once at stop
+    (`KeptAdminClient` says why)."""
 
     def __init__(self, settings: Mapping[str, Any]) -> None:
         """`settings`: pulse.profile.kafka_python_config, whose request timeout bounds each exchange."""
-        self.settings = dict(settings)
-        self._client: Any = None
+        self.client = KeptAdminClient(settings)
 
     def read(self, groups: Sequence[str] | None = None) -> StreamsGroupsRead:
         """Every streams group described (or only `groups`). Never raises: a failure is the read's `reason`."""
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", _DEPRECATED, DeprecationWarning)
-            from kafka import KafkaAdminClient
+        with kafka_python_warnings():
             from kafka.errors import IncompatibleBrokerVersion, UnsupportedVersionError
             from kafka.errors import KafkaError as KafkaPythonError
 
             request, _ = describe_messages()
-            if self._client is None:
-                settings = self.settings
-                try:
-                    self._client = KafkaAdminClient(
-                        **{**settings, "bootstrap_timeout_ms": settings.get("request_timeout_ms")}
-                    )
-                except KafkaPythonError as exc:
-                    return StreamsGroupsRead(reason=f"streams groups: cannot connect: {exc}")
-            client = self._client
+            try:
+                client = self.client.get()
+            except KafkaPythonError as exc:
+                return StreamsGroupsRead(reason=f"streams groups: cannot connect: {exc}")
             try:
                 if groups is None:
                     # Every group, filtered here: kafka-python's GroupType has no "streams" for types_filter.
@@ -242,19 +232,14 @@ class StreamsGroupReader:
         return StreamsGroupsRead(merge(asked, described), reason)
 
     def close(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            client.close()
+        self.client.close()
 
 
 async def _ask(client: Any, request: Any, groups: list[str]) -> dict[str, StreamsGroup]:
     """One StreamsGroupDescribe per coordinator (FindCoordinator GROUP: streams groups live on the group
     coordinator); runs on the client's network loop."""
-    by_coordinator: dict[int, list[str]] = defaultdict(list)
-    for group, node in (await client._find_coordinator_ids(groups)).items():
-        by_coordinator[node].append(group)
     described: dict[str, StreamsGroup] = {}
-    for node, names in sorted(by_coordinator.items()):
+    for node, names in await by_coordinator(client, groups):
         answer = await client._manager.send(request(group_ids=names, include_authorized_operations=False), node_id=node)
         described |= parse_describe(answer.to_dict())
     return described

@@ -12,7 +12,6 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
@@ -43,6 +42,7 @@ from kafka_pulse.check.probe.broker_watch import ask_api_versions
 from kafka_pulse.check.probe.lag_summary import group_lag
 from pulse.admin_requests import GROUP_REQUEST_TIMEOUT_S, await_result, describe_cluster
 from pulse.config import ClusterConfig, split_host_port
+from pulse.kafka.admin_client import kafka_python_warnings
 from pulse.kafka.broker_probe import CheckResult, tls_context
 from pulse.kafka.elr import ElrRead, elr_topics, read_elr, with_elr
 from pulse.kafka.partitions import PartitionState
@@ -276,15 +276,10 @@ class AnsweringServers:
 # --- controller -----------------------------------------------------------------------------------------------------
 
 
-_SCHEMA_LOADER_WARNING = r"\w+ is deprecated\. Use files\(\) instead"
-"""kafka-python loads its protocol schemas with importlib.resources.read_text and open_text, deprecated in 3.11."""
-
-
 def preload_quorum_client() -> None:
     """Import kafka-python, the quorum read's client, on a thread of its own while the check waits on the network:
     its import is most of that read's time (0.1 s of CPU), and `read_quorum` then finds it loaded."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", _SCHEMA_LOADER_WARNING, DeprecationWarning)
+    with kafka_python_warnings():
         import kafka.admin  # noqa: F401
 
 
