@@ -6,6 +6,7 @@ mirror canary's replication latency (docs/metrics.md, "Canary" and "Canary mirro
 from __future__ import annotations
 
 from dashboards.grafana import (
+    RATE,
     Json,
     Query,
     Row,
@@ -27,7 +28,6 @@ P = 'cluster="$cluster", broker=~"$broker"'
 SAME_AZ = 'cluster="$cluster", client_rack="$client_rack", rack="$client_rack"'
 CROSS_AZ = 'cluster="$cluster", client_rack="$client_rack", rack!="$client_rack"'
 MIRROR = 'source_cluster="$cluster"'
-RATE = "[$__rate_interval]"
 QUANTILES = ("0.5", "0.9", "0.95", "0.99", "0.999")
 
 

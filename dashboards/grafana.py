@@ -16,6 +16,8 @@ DATASOURCE_UID = "kafka-pulse-prometheus"
 DATASOURCE_VARIABLE = "datasource"
 DATASOURCE = {"type": "prometheus", "uid": "${" + DATASOURCE_VARIABLE + "}"}
 """What every panel, target and query variable points at: the dashboard's datasource variable."""
+RATE = "[$__rate_interval]"
+"""The range of every rate(): Grafana's `$__rate_interval`, at least four scrape intervals whatever the zoom."""
 
 Format = Literal["time_series", "table", "heatmap"]
 Json = dict[str, Any]

@@ -6,6 +6,7 @@ exact time lag and reads beyond the page cache (docs/metrics.md, "Lag evaluator"
 from __future__ import annotations
 
 from dashboards.grafana import (
+    RATE,
     Json,
     Query,
     Row,
@@ -24,7 +25,6 @@ G = 'cluster="$cluster", consumer_group=~"$group"'
 """Burrow's families: `cluster`, `consumer_group`."""
 K = 'cluster_name="$cluster", group=~"$group"'
 """kafka-lag-exporter's families: `cluster_name`, `group`."""
-RATE = "[$__rate_interval]"
 GROUP_STATUS = value_mappings(
     {
         "-1": ("UNKNOWN", "purple"),

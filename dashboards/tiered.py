@@ -5,7 +5,7 @@ variable lists only clusters with a tiered topic. The thresholds are the rules'
 
 from __future__ import annotations
 
-from dashboards.grafana import Json, Query, Row, bad_above, query_variable, stat, table, timeseries
+from dashboards.grafana import RATE, Json, Query, Row, bad_above, query_variable, stat, table, timeseries
 from dashboards.layout import dashboard
 
 UID = "kafka-pulse-tiered"
@@ -13,7 +13,6 @@ C = 'cluster="$cluster"'
 ALL_TOPICS = 'cluster="$cluster", broker=~"$broker", topic=""'
 """The broker-wide series: no `topic` label, which `topic=""` selects."""
 PER_TOPIC = 'cluster="$cluster", topic!=""'
-RATE = "[$__rate_interval]"
 ERROR_RATIO = 0.05
 """KafkaRemoteCopyErrors' and KafkaRemoteFetchErrors' threshold."""
 READER_IDLE = 0.1

@@ -21,10 +21,9 @@ from lag.diagnose.page_cache import PageCacheEstimator
 from lag.ingest.admin_clients import AdminClients, new_admin_client
 from lag.ingest.admin_source import GROUP_OFFSETS_FEED, AdminOffsetsReader
 from lag.ingest.exact_lag import ExactLagFetcher
+from lag.ingest.group_type_poller import GroupTypePoller
 from lag.ingest.hwm import HwmPoller
 from lag.ingest.offsets_topic import COMMITS_FEED, OffsetsTopicReader
-from lag.ingest.share_poller import SharePoller
-from lag.ingest.streams_poller import StreamsPoller
 from lag.notify.incidents import LagNotifier, LagNotifierCollector
 from lag.protocol import MetadataReading, Status
 from lag.serve.burrow_json import (
@@ -47,6 +46,8 @@ from lag.store.streams_board import StreamsBoard
 from pulse.alerts import AlertSender
 from pulse.broker_health import BrokerHealthBoard
 from pulse.config import ClusterConfig, PulseConfig
+from pulse.kafka.share_groups import ShareGroupReader
+from pulse.kafka.streams_groups import StreamsGroupReader
 from pulse.kafka_log import limiter_for
 from pulse.lifecycle import Periodic
 from pulse.paths import state_dir
@@ -232,7 +233,7 @@ class LagRunner:
         self.share_board: ShareBoard | None = None
         """Share groups' judged reads when `lag.share_groups.enabled` (docs/lag.md, "Share groups"); None without."""
         self.share_loops: list[Periodic] = []
-        self.share_pollers: list[SharePoller | StreamsPoller] = []
+        self.share_pollers: list[GroupTypePoller] = []
         """Share- and streams-group pollers, one per cluster and kind, each with its loop in `share_loops`."""
         extensions = []
         if lag.share_groups.enabled:
@@ -240,7 +241,7 @@ class LagRunner:
             refresh_s = lag.share_groups.refresh_s
             for cluster in clusters:
                 settings = kafka_python_config(cluster, SHARE_CLIENT_ID, min(refresh_s, 30.0))
-                poller = SharePoller(cluster.name, settings, self.share_board)
+                poller = GroupTypePoller(cluster.name, ShareGroupReader(settings), self.share_board)
                 self.share_pollers.append(poller)
                 self.share_loops.append(Periodic(f"lag-{cluster.name}-share", refresh_s, poller.poll, fixed_rate=False))
             self.registry.register(ShareGroupCollector(self.share_board))
@@ -252,7 +253,7 @@ class LagRunner:
             refresh_s = lag.streams_groups.refresh_s
             for cluster in clusters:
                 settings = kafka_python_config(cluster, STREAMS_CLIENT_ID, min(refresh_s, 30.0))
-                streams = StreamsPoller(cluster.name, settings, self.streams_board)
+                streams = GroupTypePoller(cluster.name, StreamsGroupReader(settings), self.streams_board)
                 self.share_pollers.append(streams)
                 self.share_loops.append(
                     Periodic(f"lag-{cluster.name}-streams", refresh_s, streams.poll, fixed_rate=False)

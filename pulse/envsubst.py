@@ -1,4 +1,4 @@
-"""The config file as a plain tree, before and after pulse/config.py validates it: strict YAML parsing,
+"""The config file as a plain tree, before and after pulse/config/ validates it: strict YAML parsing,
 `${VAR}` substitution on the parsed tree, and pydantic errors reworded as `key.path[i]: reason`.
 """
 

@@ -3,11 +3,12 @@ rows are built from, declared once for every row module."""
 
 from __future__ import annotations
 
+from dashboards.grafana import RATE
+
 C = 'cluster="$cluster"'
 CB = 'cluster="$cluster", broker=~"$broker"'
 ALL_TOPICS = 'cluster="$cluster", broker=~"$broker", topic=""'
 """The all-topics meters: their series carry no `topic` label, which `topic=""` selects."""
-RATE = "[$__rate_interval]"
 
 
 def per_broker(metric: str, selector: str = CB, how: str = "sum") -> str:

@@ -3,8 +3,8 @@ followers keep up (ISR changes, follower lag, offline replicas, reassignments)."
 
 from __future__ import annotations
 
-from dashboards.cluster.queries import ALL_TOPICS, CB, RATE, per_broker, rate_per_broker
-from dashboards.grafana import Query, Row, table, timeseries
+from dashboards.cluster.queries import ALL_TOPICS, CB, per_broker, rate_per_broker
+from dashboards.grafana import RATE, Query, Row, table, timeseries
 
 
 def balance() -> Row:

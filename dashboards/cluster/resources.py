@@ -3,8 +3,8 @@ kafka-pulse's own JMX scrapes."""
 
 from __future__ import annotations
 
-from dashboards.cluster.queries import CB, RATE, per_broker, rate_per_broker
-from dashboards.grafana import Query, Row, timeseries
+from dashboards.cluster.queries import CB, per_broker, rate_per_broker
+from dashboards.grafana import RATE, Query, Row, timeseries
 
 
 def resources() -> Row:

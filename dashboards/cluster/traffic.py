@@ -3,8 +3,8 @@ breakdown, errors, queues, idle threads) and message conversions."""
 
 from __future__ import annotations
 
-from dashboards.cluster.queries import ALL_TOPICS, CB, RATE, C, per_broker, rate_per_broker
-from dashboards.grafana import Query, Row, timeseries
+from dashboards.cluster.queries import ALL_TOPICS, CB, C, per_broker, rate_per_broker
+from dashboards.grafana import RATE, Query, Row, timeseries
 
 
 def throughput() -> Row:

@@ -1,7 +1,6 @@
-"""`python -m kafka_pulse.cli.audit reconcile`: the data-flow audit's reconciliation (docs/audit.md, "Reconciliation")
+"""`kafka-pulse audit reconcile`: the data-flow audit's reconciliation (docs/audit.md, "Reconciliation")
 over the SLI sink's `audit-client` and `audit-broker` topics, outside `run`: each trigger prints the findings of the
-minutes it judged; `--once` judges what the topics hold now and stops. Not among `kafka-pulse`'s commands until the
-README's command table (the public contract) lists it as `audit reconcile`."""
+minutes it judged; `--once` judges what the topics hold now and stops."""
 
 from __future__ import annotations
 

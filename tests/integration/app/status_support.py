@@ -16,18 +16,17 @@ import pyarrow.parquet as pq
 from confluent_kafka import Consumer, TopicPartition
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 from canary.events import ProbeResult
 from canary.sli_log import date_of, table_of
 from pulse.ports import wait_until
+from tests.fixtures import browser
 from tests.fixtures.kafka import KafkaHandle, commit_offsets
 from tests.fixtures.pulse_process import PulseProcess
 
 REPO = Path(__file__).resolve().parents[3]
 SHOTS = REPO / "docs" / "screenshots"
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 PAGE_DEADLINE_S = 120.0
 """How long the DOM may take to show a state: the check refreshes every 5 s, but a kill -9 on a loaded 2-core
 machine takes the controller a while to fence, and the first start of Spark is slow."""
@@ -63,20 +62,8 @@ def seed_sli_log(directory: Path, cluster: str) -> None:
 
 
 def chromium() -> webdriver.Chrome:
-    """Debian's Chromium through Debian's chromedriver: with an explicit driver path selenium-manager never runs."""
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1280,1700",
-    ):
-        options.add_argument(flag)
-    options.accept_insecure_certs = True  # the listener's certificate is the test's own CA's
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    """Debian's Chromium (tests/fixtures/browser.py), trusting the listener's certificate (the test's own CA's)."""
+    return browser.chromium(accept_insecure_certs=True)
 
 
 def await_dom(page: Page, probe: Callable[[], T | None], what: str, deadline_s: float = PAGE_DEADLINE_S) -> T:
