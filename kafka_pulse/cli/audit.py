@@ -15,10 +15,12 @@ import click
 
 from devstack import dev_home
 from kafka_pulse.cli.options import config_option
+from kafka_pulse.cli.streaming_query import run_until_stopped
 from kafka_pulse.clusters import load_or_default, resolve_cluster
-from pulse.lifecycle import stop_on_signals, wait_stopped
 
 if TYPE_CHECKING:
+    from pyspark.sql.streaming import StreamingQuery
+
     from audit import Finding
 
 
@@ -91,7 +93,7 @@ def reconcile(config_path: Path | None, state: Path | None, deadline: str | None
     rows = reconcile_rows(spark, audit_topics(config), settings)
     seen, late, progress_seen = 0, 0, -1
 
-    def report() -> None:
+    def report(query: StreamingQuery) -> None:
         nonlocal seen, late, progress_seen
         judged = stream.judged()
         dropped, progress_seen = dropped_as_late([json.loads(p.json) for p in query.recentProgress], progress_seen)
@@ -103,21 +105,9 @@ def reconcile(config_path: Path | None, state: Path | None, deadline: str | None
     if once:
         query = stream.start(rows, available_now=True)
         query.awaitTermination()
-        report()
+        report(query)
         return
-    with stop_on_signals() as stopped:  # SIGTERM as Ctrl-C: the query stopped, its checkpoint closed, exit 0
-        query = stream.start(rows)
-        click.echo("audit reconcile: running until SIGTERM or Ctrl-C", err=True)
-        try:
-            while not wait_stopped(stopped, settings_.trigger_s):
-                if query.exception() is not None or not query.isActive:
-                    break
-                report()
-        finally:
-            query.stop()
-    failure = query.exception()
-    if failure is not None:
-        raise click.ClickException(f"the reconciliation stopped: {str(failure).splitlines()[0]}")
+    run_until_stopped("audit reconcile", lambda: stream.start(rows), settings_.trigger_s, report)
 
 
 if __name__ == "__main__":

@@ -7,14 +7,18 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from devstack import dev_home
 from kafka_pulse.cli.options import config_option
 from kafka_pulse.cli.slo_steps import load_spec, parse_time, print_results
+from kafka_pulse.cli.streaming_query import run_until_stopped
 from kafka_pulse.clusters import load_or_default, resolve_cluster
-from pulse.lifecycle import stop_on_signals, wait_stopped
+
+if TYPE_CHECKING:
+    from pyspark.sql.streaming import StreamingQuery
 
 
 @click.command()
@@ -63,7 +67,7 @@ def stream(
         settings.spark_master, extra=package_settings(cache_dir()), driver_memory=settings.driver_memory
     )
 
-    def report_late() -> None:
+    def report_late(query: StreamingQuery) -> None:
         if runner.count_late(query):
             click.echo(f"slo stream: events later than the watermark ({watermark}), not counted since the start: "
                        f"{runner.late_dropped}", err=True)  # fmt: skip
@@ -71,20 +75,12 @@ def stream(
     if once:
         query = runner.start(spark, sink_topics(config), available_now=True)
         query.awaitTermination()
-        report_late()
+        report_late(query)
         print_results(runner.evaluate(parse_time(at_time, "--at")), as_json)
         return
-    with stop_on_signals() as stopped:  # SIGTERM as Ctrl-C: the query stopped, its checkpoint closed, exit 0
-        query = runner.start(spark, sink_topics(config))
-        click.echo("slo stream: running until SIGTERM or Ctrl-C", err=True)
-        try:
-            while not wait_stopped(stopped, trigger_s):
-                if query.exception() is not None or not query.isActive:
-                    break
-                report_late()
-                print_results(runner.evaluate(datetime.now(UTC)), as_json)
-        finally:
-            query.stop()
-    failure = query.exception()
-    if failure is not None:
-        raise click.ClickException(f"the stream stopped: {str(failure).splitlines()[0]}")
+
+    def report(query: StreamingQuery) -> None:
+        report_late(query)
+        print_results(runner.evaluate(datetime.now(UTC)), as_json)
+
+    run_until_stopped("slo stream", lambda: runner.start(spark, sink_topics(config)), trigger_s, report)
