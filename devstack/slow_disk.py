@@ -10,7 +10,6 @@ broker's disk can be slowed and restored without a restart.
 
 from __future__ import annotations
 
-import argparse
 import errno
 import json
 import os
@@ -289,6 +288,8 @@ def _passthrough(root: Path, control: _Control) -> Any:
 
 def main(argv: list[str] | None = None) -> None:
     """Mount in the foreground until unmounted."""
+    import argparse  # only for this module run as a program: the dev cluster imports it on `check`'s path
+
     parser = argparse.ArgumentParser(prog="python -m devstack.slow_disk", description=__doc__)
     parser.add_argument("backing", type=Path)
     parser.add_argument("mountpoint", type=Path)
