@@ -58,10 +58,13 @@ READER_QUEUES = {
     "queued.max.messages.kbytes": 4096,
     "queued.min.messages": 10_000,
     "fetch.max.bytes": 4 << 20,
+    "fetch.min.bytes": 64 << 10,
 }
 """librdkafka's prefetch sized for what the reader takes at a time (10,000 records of about 100 B a consume): with
 the defaults (64 MiB queued, 100,000 records a partition, 50 MiB fetches) a backlog read at start could queue up to
-64 MiB ahead of the decoding; 4 MiB is several consumes' worth (docs/kafka-clients.md)."""
+64 MiB ahead of the decoding; 4 MiB is several consumes' worth. A fetch waits for 64 KiB or `fetch.wait.max.ms`
+(500 ms): with the default of one byte, a steady stream of commits is read in many small fetches, each naming every
+`__consumer_offsets` partition, and their handling cost as much as the decoding (docs/kafka-clients.md)."""
 
 CATCH_UP_GIVE_UP_S = 600.0
 """A reader still short of the backlog's end after this long is taken as caught up (logged with the partitions):

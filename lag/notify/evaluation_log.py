@@ -3,7 +3,9 @@
 engine reads as a `lag` source (DESIGN "SLI event log"; schema in docs/sli-log.md, "Lag evaluation log").
 
 Row building is pure (`group_table`, `partition_table`; built through `pulse.arrow_columns`, which spares the
-process pandas); `EvaluationLog` runs the cycle on its own thread and hands
+process pandas). Without partition rows, a cycle of the service reads every OK group's row off one columnar pass
+(`rows_group_table`, the same rows) and builds objects only for the others: the objects of every group-partition
+were nearly all of the cycle's CPU (docs/benchmarks.md). `EvaluationLog` runs the cycle on its own thread and hands
 each cycle's rows to the shared Parquet writer (`pulse.parquet_log`), which never makes the cycle wait: a cycle
 whose rows do not fit its queue is dropped and counted. A group without a verdict (its cluster unreadable: UNKNOWN;
 expired: NOTFOUND) is written with `unknown` true, so an SLO can count it as no data rather than as bad.
@@ -12,16 +14,18 @@ expired: NOTFOUND) is written with `unknown` true, so an SLO can count it as no 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
 import pyarrow as pa
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from lag.protocol import GroupStatus, PartitionVerdict, Status
+from lag.protocol import ClusterRows, GroupStatus, PartitionVerdict, Status
 from pulse import arrow_columns
 from pulse.config import LagEvaluationLogConfig
 from pulse.lifecycle import Periodic
@@ -88,33 +92,111 @@ PARTITIONING = pa.schema([pa.field("date", pa.string())])
 
 NO_VERDICT = (Status.UNKNOWN, Status.NOTFOUND)
 """Group statuses written with `unknown` true: the cluster cannot be read, or the group expired."""
+_OK, _OK_NAME = int(Status.OK), Status.OK.name
 
 
 def _times(now_ms: int, count: int) -> list[int]:
     return [now_ms * 1000] * count
 
 
+def group_columns() -> dict[str, list[Any]]:
+    """The group file's columns but `time`, empty: filled a row at a time by `add_group` (or `log_rows.py`)."""
+    return {f.name: [] for f in GROUP_SCHEMA if f.name != "time"}
+
+
+def add_group(columns: dict[str, list[Any]], s: GroupStatus) -> None:
+    """One group's row: `ok` when judged OK, `unknown` when not judged at all."""
+    m = s.maxlag
+    columns["cluster"].append(s.cluster)
+    columns["group"].append(s.group)
+    columns["status"].append(s.status.name)
+    columns["ok"].append(s.status is Status.OK)
+    columns["unknown"].append(s.status in NO_VERDICT)
+    columns["complete"].append(s.complete)
+    columns["partition_count"].append(s.partition_count)
+    columns["totallag"].append(s.totallag)
+    columns["maxlag"].append(None if m is None else m.current_lag)
+    columns["maxlag_topic"].append(None if m is None else m.topic)
+    columns["maxlag_partition"].append(None if m is None else m.partition)
+    columns["lag_seconds"].append(s.lag_seconds)
+    columns["exact_lag_seconds"].append(s.exact_lag_seconds)
+    columns["reason"].append(s.reason or None)
+
+
+def columns_table(columns: dict[str, list[Any]], now_ms: int) -> pa.Table:
+    """The group table of filled `group_columns`, every row stamped `now_ms`."""
+    return arrow_columns.table({"time": _times(now_ms, len(columns["group"])), **columns}, GROUP_SCHEMA)
+
+
 def group_table(statuses: Sequence[GroupStatus], now_ms: int) -> pa.Table:
     """One row per group evaluated at `now_ms` (pure): `ok` when judged OK, `unknown` when not judged at all."""
-    columns: dict[str, list[Any]] = {f.name: [] for f in GROUP_SCHEMA if f.name != "time"}
+    columns = group_columns()
     for s in statuses:
-        unknown = s.status in NO_VERDICT
-        m = s.maxlag
-        columns["cluster"].append(s.cluster)
-        columns["group"].append(s.group)
-        columns["status"].append(s.status.name)
-        columns["ok"].append(s.status is Status.OK)
-        columns["unknown"].append(unknown)
-        columns["complete"].append(s.complete)
-        columns["partition_count"].append(s.partition_count)
-        columns["totallag"].append(s.totallag)
-        columns["maxlag"].append(None if m is None else m.current_lag)
-        columns["maxlag_topic"].append(None if m is None else m.topic)
-        columns["maxlag_partition"].append(None if m is None else m.partition)
-        columns["lag_seconds"].append(s.lag_seconds)
-        columns["exact_lag_seconds"].append(s.exact_lag_seconds)
-        columns["reason"].append(s.reason or None)
-    return arrow_columns.table({"time": _times(now_ms, len(statuses)), **columns}, GROUP_SCHEMA)
+        add_group(columns, s)
+    return columns_table(columns, now_ms)
+
+
+def rows_group_table(rows: Sequence[ClusterRows], detailed: Iterable[GroupStatus], now_ms: int) -> pa.Table:
+    """`group_table` of every group of `rows` (a scrape's arrays at `now_ms`), in their order (pure): an OK
+    group's row read off the arrays, whose values are the objects' (`scrape.py`), and every other group's from
+    `detailed`, the objects of the groups not OK in the same order (`LagReader.group_statuses`)."""
+    columns = group_columns()
+    others = iter(detailed)
+    for r in rows:
+        sizes = np.diff(r.starts)
+        nonempty = sizes > 0
+        full = np.zeros(len(sizes), dtype=np.int64)
+        maxlag_at = np.full(len(sizes), -1, dtype=np.int64)
+        if nonempty.any():
+            starts = r.starts[:-1][nonempty]
+            full[nonempty] = np.add.reduceat(r.full.astype(np.int64), starts)
+            top = np.repeat(np.maximum.reduceat(r.current_lag, starts), sizes[nonempty])
+            at = np.where(r.current_lag == top, np.arange(len(r.current_lag)), len(r.current_lag))
+            maxlag_at[nonempty] = np.minimum.reduceat(at, starts)  # the first partition of the largest lag
+        values = zip(
+            r.names,
+            r.status.tolist(),
+            sizes.tolist(),
+            full.tolist(),
+            r.totallag.tolist(),
+            maxlag_at.tolist(),
+            r.lag_seconds.tolist(),
+            r.exact_seconds.tolist(),
+            strict=True,
+        )
+        current_lag, topic_ids, partitions = r.current_lag, r.topic_ids, r.partitions
+        for name, code, size, complete, totallag, m, lag_s, exact_s in values:
+            if code != _OK:
+                add_group(columns, next(others))
+                continue
+            columns["cluster"].append(r.cluster)
+            columns["group"].append(name)
+            columns["status"].append(_OK_NAME)
+            columns["ok"].append(True)
+            columns["unknown"].append(False)
+            columns["complete"].append(complete / size if size else 0.0)
+            columns["partition_count"].append(size)
+            columns["totallag"].append(totallag)
+            columns["maxlag"].append(None if m < 0 else int(current_lag[m]))
+            columns["maxlag_topic"].append(None if m < 0 else r.topic_names[int(topic_ids[m])])
+            columns["maxlag_partition"].append(None if m < 0 else int(partitions[m]))
+            columns["lag_seconds"].append(None if lag_s != lag_s else lag_s)  # NaN: None
+            columns["exact_lag_seconds"].append(None if exact_s != exact_s else exact_s)
+            columns["reason"].append(None)  # an OK group has no reason
+    return columns_table(columns, now_ms)
+
+
+def rows_and_details(source: RowSource, now_ms: int) -> tuple[list[ClusterRows], list[GroupStatus]]:
+    """Every group's rows at `now_ms` from one columnar pass, and the objects of the groups not OK (their rows carry a
+    reason), under one hold of the lock: what `rows_group_table` reads."""
+    detailed: list[GroupStatus] = []
+    with source.locked():
+        rows = source.scrape_rows(now_ms)
+        for r in rows:
+            named = [name for name, code in zip(r.names, r.status.tolist(), strict=True) if code != _OK]
+            if named:
+                detailed += source.group_statuses(r.cluster, named, now_ms)
+    return rows, detailed
 
 
 def is_judged(verdict: PartitionVerdict) -> bool:
@@ -177,6 +259,18 @@ class StatusSource(Protocol):
     def all_statuses(self, now_ms: int | None = None) -> list[GroupStatus]: ...
 
 
+@runtime_checkable
+class RowSource(StatusSource, Protocol):
+    """A source that also gives a scrape's rows (`lag.service.LagService`): a cycle without partition rows then
+    builds objects only for the groups not OK, instead of every group-partition's (docs/benchmarks.md)."""
+
+    def locked(self) -> AbstractContextManager[object]: ...
+
+    def scrape_rows(self, now_ms: int) -> list[ClusterRows]: ...
+
+    def group_statuses(self, cluster: str, groups: Sequence[str], now_ms: int) -> list[GroupStatus]: ...
+
+
 class EvaluationLog:
     """Every `interval_s` (aligned to the wall clock, so each minute holds the same number of cycles): evaluate every
     group through `source` and offer the rows to `log`. `start` after the sources, `stop` before them."""
@@ -217,11 +311,14 @@ class EvaluationLog:
     def run_once(self, now_ms: int | None = None) -> int:
         """Evaluate every group at `now_ms` (default: the source's clock) and offer the rows; the rows accepted."""
         now = self.source.clock_ms() if now_ms is None else now_ms
-        statuses = self.source.all_statuses(now)
+        if isinstance(self.source, RowSource) and not self.partitions:
+            tables = [(GROUPS, rows_group_table(*rows_and_details(self.source, now), now))]
+        else:
+            statuses = self.source.all_statuses(now)
+            tables = [(GROUPS, group_table(statuses, now))]
+            if self.partitions:
+                tables.append((PARTITIONS, partition_table(statuses, now)))
         accepted = 0
-        tables = [(GROUPS, group_table(statuses, now))]
-        if self.partitions:
-            tables.append((PARTITIONS, partition_table(statuses, now)))
         for kind, table in tables:
             if table.num_rows and self.log.offer(batch_of(kind, table, now)):
                 accepted += table.num_rows
