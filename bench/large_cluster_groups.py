@@ -177,13 +177,15 @@ def groups_step(
     def measure(label: str, work: Callable[[], Any], describe: Callable[[Any], str]) -> None:
         results = []
         for _ in range(runs):
-            with kafka_python_requests() as sent:
+            waits: dict[str, list[float]] = {}
+            with kafka_python_requests(waits) as sent:
                 answer, wall, cpu = timed(work)
             results.append(
                 {
                     "wall_s": round(wall, 3),
                     "cpu_s": round(cpu, 3),
                     "requests": dict(sorted(sent.items())),
+                    "slowest_answer_s": {k: round(max(v), 3) for k, v in sorted(waits.items())},
                     "requests_total": sum(sent.values()),
                     "answer": describe(answer),
                 }
