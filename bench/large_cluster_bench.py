@@ -5,6 +5,8 @@ beside Kafka's own tools and Debian's Burrow 1.2.1.
 Run: python bench/large_cluster_bench.py --phase main   [--topics 1000 --partitions-per-topic 10 --groups 1000]
      python bench/large_cluster_bench.py --phase burrow [same shape options]
      python bench/large_cluster_bench.py --phase main --steps audit,reads,stream   (costs: bench/large_cluster_costs.py)
+     python bench/large_cluster_bench.py --phase main --steps groups --share-groups 10,100 --streams-groups 5
+         (real share and streams groups over the shape's topics, then their reads: bench/large_cluster_groups.py)
      python bench/large_cluster_bench.py --phase costs --bootstrap HOST:PORT --steps audit,reads,stream (a held cluster)
 
 `main` (Kafka 4.x): the canary on the empty cluster first (probe latency p50/p99 from its histograms, the topic
@@ -35,6 +37,7 @@ import httpx
 from confluent_kafka.admin import AdminClient
 from figures import FigureLog
 from large_cluster_costs import audit_step, group_reads_step, stream_step
+from large_cluster_groups import groups_step
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the Burrow and ZooKeeper launchers live in tests/
 
@@ -248,6 +251,11 @@ def cost_steps(home: Path, bootstrap: str, shape: DataShape, args: argparse.Name
         out["audit"] = audit_step(bootstrap, shape, counts, args.audit_cycles)
     if "reads" in steps:  # issue 24: share/streams group reads and DescribeTopicPartitions
         out["reads"] = group_reads_step(bootstrap, shape, args.read_runs)
+    if "groups" in steps:  # issue 24: the same reads against real share and streams groups
+        counts = [int(n) for n in args.share_groups.split(",") if n]
+        out["groups"] = groups_step(
+            bootstrap, shape, counts, args.streams_groups, args.read_runs, home, args.group_batch, args.group_wait
+        )
     if "stream" in steps:  # issue 26: the reconciliation stream's throughput (needs no cluster)
         masters = args.stream_masters.split(",")
         out["stream"] = stream_step(args.stream_rows, args.stream_topics, 2, masters, home / "stream")
@@ -549,11 +557,15 @@ def main() -> None:
     parser.add_argument("--collect-wait", type=float, default=300.0, help="series: seconds to await broker samples.")
     parser.add_argument("--lag-wait", type=float, default=900.0, help="Seconds to await lag serving every group.")
     parser.add_argument(
-        "--steps", default="tools,collect,lag,check,canary", help="main: the steps (also audit, reads, stream)."
+        "--steps", default="tools,collect,lag,check,canary", help="main: the steps (also audit, reads, groups, stream)."
     )
     parser.add_argument("--audit-groups", default="1,10,100", help="audit: the numbers of watched groups.")
     parser.add_argument("--audit-cycles", type=int, default=2, help="audit: cycles back to back per group count.")
     parser.add_argument("--read-runs", type=int, default=3, help="reads: runs of each read.")
+    parser.add_argument("--share-groups", default="10,100", help="groups: share groups made, per round.")
+    parser.add_argument("--streams-groups", type=int, default=5, help="groups: streams groups made (one JVM).")
+    parser.add_argument("--group-batch", type=int, default=10, help="groups: share consumers at a time.")
+    parser.add_argument("--group-wait", type=float, default=180.0, help="groups: seconds to await a group batch.")
     parser.add_argument("--stream-rows", type=int, default=500_000, help="stream: count rows in the backlog.")
     parser.add_argument("--stream-topics", type=int, default=1000, help="stream: topics of the backlog (2 groups).")
     parser.add_argument("--stream-masters", default="local[1]", help="stream: Spark masters to run on.")

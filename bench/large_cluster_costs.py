@@ -76,16 +76,22 @@ class CountingAdmin(AdminClient):
 
 
 @contextmanager
-def kafka_python_requests() -> Iterator[Counter[str]]:
-    """Every request kafka-python writes to a broker while inside, by message name (the class is patched here)."""
+def kafka_python_requests(waits: dict[str, list[float]] | None = None) -> Iterator[Counter[str]]:
+    """Every request kafka-python writes to a broker while inside, by message name (the class is patched here);
+    with `waits`, each one's seconds from sent to answered are added to it by name too."""
     from kafka.net.connection import KafkaConnection
 
     sent: Counter[str] = Counter()
     original = KafkaConnection._send_request
 
     def counting(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
-        sent[type(request).__name__.removesuffix("Request").split("_v")[0] or repr(request)[:40]] += 1
-        return original(self, request, *args, **kwargs)
+        name = type(request).__name__.removesuffix("Request").split("_v")[0] or repr(request)[:40]
+        sent[name] += 1
+        t0 = time.monotonic()
+        future = original(self, request, *args, **kwargs)
+        if waits is not None and future is not None:
+            future.add_both(lambda _: waits.setdefault(name, []).append(time.monotonic() - t0))
+        return future
 
     KafkaConnection._send_request = counting
     try:
