@@ -236,16 +236,24 @@ def read_share_groups(
 
 async def _ask(client: Any, messages: _Messages, groups: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Both requests to each group's coordinator (FindCoordinator GROUP: share groups live on the group
-    coordinator), one of each per coordinator; runs on the client's network loop."""
+    coordinator), one of each per coordinator, all sent before any answer is awaited: a coordinator's offsets
+    answer takes seconds with a hundred groups (docs/benchmarks.md), so asked one after another the read's wall
+    was the sum over the coordinators. Runs on the client's network loop."""
+    request_group = messages.offsets_request.DescribeShareGroupOffsetsRequestGroup
+    sent = [
+        (
+            client._manager.send(
+                messages.describe_request(group_ids=names, include_authorized_operations=False), node_id=node
+            ),
+            client._manager.send(
+                messages.offsets_request(groups=[request_group(group_id=g, topics=None) for g in names]), node_id=node
+            ),
+        )
+        for node, names in await by_coordinator(client, groups)
+    ]
     described: dict[str, Any] = {}
     offsets: dict[str, Any] = {}
-    request_group = messages.offsets_request.DescribeShareGroupOffsetsRequestGroup
-    for node, names in await by_coordinator(client, groups):
-        answer = await client._manager.send(
-            messages.describe_request(group_ids=names, include_authorized_operations=False), node_id=node
-        )
-        described |= parse_describe(answer.to_dict())
-        request = messages.offsets_request(groups=[request_group(group_id=g, topics=None) for g in names])
-        answer = await client._manager.send(request, node_id=node)
-        offsets |= parse_offsets(answer.to_dict())
+    for describing, offsetting in sent:
+        described |= parse_describe((await describing).to_dict())
+        offsets |= parse_offsets((await offsetting).to_dict())
     return described, offsets

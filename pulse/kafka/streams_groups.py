@@ -237,9 +237,13 @@ class StreamsGroupReader:
 
 async def _ask(client: Any, request: Any, groups: list[str]) -> dict[str, StreamsGroup]:
     """One StreamsGroupDescribe per coordinator (FindCoordinator GROUP: streams groups live on the group
-    coordinator); runs on the client's network loop."""
+    coordinator), all sent before any answer is awaited, so the read waits for the slowest coordinator, not their
+    sum; runs on the client's network loop."""
+    sent = [
+        client._manager.send(request(group_ids=names, include_authorized_operations=False), node_id=node)
+        for node, names in await by_coordinator(client, groups)
+    ]
     described: dict[str, StreamsGroup] = {}
-    for node, names in await by_coordinator(client, groups):
-        answer = await client._manager.send(request(group_ids=names, include_authorized_operations=False), node_id=node)
-        described |= parse_describe(answer.to_dict())
+    for answer in sent:
+        described |= parse_describe((await answer).to_dict())
     return described
