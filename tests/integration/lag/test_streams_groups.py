@@ -1,9 +1,9 @@
-"""Streams groups (KIP-1071) with a real Kafka Streams application on the 4.3.1 dev cluster: Kafka's WordCount demo
-(kafka-streams-examples from Maven Central) on `group.protocol=streams`, watched by `lag` with `streams_groups` on.
-Started before its source topic exists, its group is NOT_READY and flagged; once the topic is there it runs and is
-listed with its state, epochs and members; paused with a backlog behind it, the input-topic lag the lag evaluator
-gives it equals what Kafka's own `kafka-streams-groups --describe --offsets` prints at the same moment (#24 points 2
-and 7)."""
+"""Streams groups (KIP-1071) with a real Kafka Streams application on the 4.x dev cluster (4.4.0 by default; WordCount
+is 4.3.1's, `devstack.runtime.client_version`): Kafka's WordCount demo (kafka-streams-examples from Maven Central) on
+`group.protocol=streams`, watched by `lag` with `streams_groups` on. Started before its source topic exists, its group
+is NOT_READY and flagged; once the topic is there it runs and is listed with its state, epochs and members; paused with
+a backlog behind it, the input-topic lag the lag evaluator gives it equals what Kafka's own `kafka-streams-groups
+--describe --offsets` prints at the same moment (#24 points 2 and 7)."""
 
 from __future__ import annotations
 
