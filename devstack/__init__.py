@@ -24,7 +24,12 @@ if TYPE_CHECKING:
     from devstack.services import LocalService
     from devstack.slow_disk import parse_slow_disk
     from devstack.stutter import StutterPlan, sigterm_as_interrupt, stutter_node
-    from devstack.tiered_storage import tiered_storage_jar, tiered_storage_overrides
+    from devstack.tiered_storage import (
+        TIERED_STORAGE_VERSION,
+        cluster_version,
+        tiered_storage_jar,
+        tiered_storage_overrides,
+    )
     from devstack.topology import PROFILES, JmxSecurity, Security, check_fits, data_shape
     from devstack.traffic import DEMO_GROUPS, DEMO_TOPIC, DemoTraffic
 
@@ -34,6 +39,7 @@ __all__ = [
     "DEMO_TOPIC",
     "LEGACY_VERSION",
     "PROFILES",
+    "TIERED_STORAGE_VERSION",
     "Alertmanager",
     "DemoTraffic",
     "DevCluster",
@@ -46,6 +52,7 @@ __all__ = [
     "Security",
     "StutterPlan",
     "check_fits",
+    "cluster_version",
     "data_shape",
     "dev_home",
     "ensure_config_command",
@@ -77,7 +84,9 @@ _HOMES = {
     "ScrapeTarget": "devstack.prometheus",
     "Security": "devstack.topology",
     "StutterPlan": "devstack.stutter",
+    "TIERED_STORAGE_VERSION": "devstack.tiered_storage",
     "check_fits": "devstack.topology",
+    "cluster_version": "devstack.tiered_storage",
     "data_shape": "devstack.topology",
     "ensure_config_command": "devstack.runtime",
     "ensure_runtime": "devstack.runtime",

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from pulse.errors import DependencyMissing, ProcessFailed
 
-DEFAULT_VERSION = "4.3.1"
-"""The current 4.x line; 4.4.0's broker and kafka-tools resolve and run too (docs/cli.md, Kafka versions)."""
+DEFAULT_VERSION = "4.4.0"
+"""The current 4.x line (docs/cli.md, Kafka versions). Its client-side jars are CLIENT_VERSION's, and remote storage
+runs on `tiered_storage.TIERED_STORAGE_VERSION` (Maven Central serves neither for 4.4.0); 4.3.1 stays supported."""
 
 CLIENT_VERSION = "4.3.1"
 """The newest line whose client-side jars (connect-mirror, kafka-streams-examples) Maven Central serves whole; 4.4.0

@@ -6,21 +6,23 @@ the "remote" segments in a directory every broker of the cluster shares. The seg
 default `TopicBasedRemoteLogMetadataManager` (the `__remote_log_metadata` topic). A topic is tiered when created
 with `remote.storage.enable=true`; `local.retention.ms|bytes` then bound what stays on the brokers' disks.
 
-Versions: run and tested on 4.3.1 (the default). Maven Central serves 3.9.2's test jar (not run here) but not
-4.4.0's ("Could not find artifact", 2026-11-29), and 4.3.1's does not load in a 4.4.0 broker (NoClassDefFoundError:
-org/apache/kafka/common/utils/LogContext), so `--tiered-storage` on 4.4.0 fails at the download with Maven's error.
+Versions: run and tested on 4.3.1. Maven Central serves 3.9.2's test jar (not run here) but not 4.4.0's ("Could
+not find artifact", 2026-11-29, tried again at 19:43 UTC), and 4.3.1's does not load in a 4.4.0 broker
+(NoClassDefFoundError: org/apache/kafka/common/utils/LogContext). So `dev up --tiered-storage` without a version
+runs TIERED_STORAGE_VERSION rather than the default 4.4.0, and says so; with `--kafka-version 4.4.0` it fails at the
+download with Maven's error.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from devstack.runtime import ensure_test_jar
+from devstack.runtime import ensure_test_jar, version_key
 from devstack.topology import Security
 
-TESTED_VERSION = "4.3.1"
-"""The newest Kafka whose kafka-storage test jar Maven Central serves and that runs here: what the tests pin, so
-they keep running when the default version moves to one without that jar (4.4.0)."""
+TIERED_STORAGE_VERSION = "4.3.1"
+"""The newest Kafka whose kafka-storage test jar Maven Central serves and that runs here: what the tests pin and what
+`dev up --tiered-storage` runs unless told a version, since the default (4.4.0) has no such jar."""
 STORAGE_MANAGER = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
 STORAGE_JAR_MODULE = "kafka-storage"
 """The Kafka module whose test jar holds `STORAGE_MANAGER` (4.x and 3.9)."""
@@ -30,6 +32,20 @@ TASK_INTERVAL_MS = 2000
 """How often a leader's remote log manager looks for segments to copy (Kafka's default: 30 s)."""
 RETENTION_CHECK_MS = 5000
 """How often local segments already copied are deleted past `local.retention.*` (default: 5 min)."""
+
+
+def cluster_version(asked: str | None, default: str, tiered_storage: bool) -> tuple[str, str | None]:
+    """The Kafka version `dev up` runs, and a note when it is not the one the user would expect: the version asked
+    for; else the default, or TIERED_STORAGE_VERSION with remote storage on when the default is newer (no test jar)."""
+    if asked is not None:
+        return asked, None
+    if tiered_storage and version_key(default) > version_key(TIERED_STORAGE_VERSION):
+        note = (
+            f"--tiered-storage runs Kafka {TIERED_STORAGE_VERSION}, not the default {default}: Maven Central serves no "
+            f"kafka-storage test jar (LocalTieredStorage) for {default}"
+        )
+        return TIERED_STORAGE_VERSION, note
+    return default, None
 
 
 def tiered_storage_jar(version: str, cache: Path) -> Path:

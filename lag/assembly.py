@@ -260,6 +260,7 @@ class LagRunner:
                 )
             for source in self.sources:
                 source.streams_groups = functools.partial(self.streams_board.members, source.cluster)
+                source.hwm.streams_inputs = functools.partial(self.streams_board.inputs, source.cluster)
             self.registry.register(StreamsGroupCollector(self.streams_board, self.service))
             extensions += StreamsGroupApi(self.streams_board, self.service).routes()
         self.evaluation_log: EvaluationLog | None = None

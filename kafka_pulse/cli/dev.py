@@ -15,11 +15,13 @@ from devstack import (
     DEFAULT_VERSION,
     LEGACY_VERSION,
     PROFILES,
+    TIERED_STORAGE_VERSION,
     DevCluster,
     JmxSecurity,
     Security,
     StutterPlan,
     check_fits,
+    cluster_version,
     data_shape,
     dev_home,
     ensure_config_command,
@@ -71,7 +73,10 @@ def dev() -> None:
 @dev.command()
 @config_option
 @click.option("--brokers", type=click.Choice(["1", "3"]), default="3", show_default=True)
-@click.option("--kafka-version", default=DEFAULT_VERSION, show_default=True, help="4.x, or 3.9.x for Burrow.")
+@click.option(
+    "--kafka-version",
+    help=f"4.x, or 3.9.x for Burrow.  [default: {DEFAULT_VERSION}; {TIERED_STORAGE_VERSION} with --tiered-storage]",
+)
 @click.option("--security", type=click.Choice([s.value for s in Security]), default="plaintext", show_default=True)
 @click.option(
     "--jmx-security",
@@ -109,7 +114,7 @@ def dev() -> None:
 def up(
     config_path: Path | None,
     brokers: str,
-    kafka_version: str,
+    kafka_version: str | None,
     security: str,
     jmx_security: str,
     timeout_s: float,
@@ -139,6 +144,9 @@ def up(
             )
         existing.down()  # stale state from a crashed run
     console = Console(stderr=True)
+    kafka_version, note = cluster_version(kafka_version, DEFAULT_VERSION, tiered_storage)
+    if note is not None:
+        console.print(note)
     started = time.monotonic()
     heap = shape.heap_mb(int(brokers))
     jvm = {n: [f"-Xms{heap // 2}m", f"-Xmx{heap}m"] for n in range(1, int(brokers) + 1)} if heap > 512 else None
@@ -172,7 +180,7 @@ def up(
     "--kafka-version",
     "versions",
     multiple=True,
-    default=(DEFAULT_VERSION, LEGACY_VERSION),
+    default=(DEFAULT_VERSION, TIERED_STORAGE_VERSION, LEGACY_VERSION),
     show_default=True,
     help="Repeat for several versions.",
 )

@@ -28,6 +28,7 @@ from lag.evaluate.columnar.timelag import time_lags
 from lag.evaluate.rules import RULE_STATUS, Rule, RuleParams, Window, explain
 from lag.protocol import CommitPoint, GroupStatus, PartitionVerdict, SourceFreshness, Status, not_found
 from lag.store.offsets import OffsetStore
+from lag.store.streams_starts import uncommitted_lag
 from lag.store.windows import NO_LAG
 
 BLOCK_ROWS = 32_768
@@ -151,9 +152,26 @@ class Evaluator:
             decided = decide(block, now_ms, self.params)
             rules[lo:hi], current_lag[lo:hi], complete[lo:hi] = decided.rules, decided.current_lag, decided.complete
             last_offset[lo:hi] = decided.last_offset
+        self._count_from_log_start(cluster, index, rules, current_lag)
         status = _STATUS_OF_RULE[rules]
         verdicts = _roll_up(cluster, now_ms, index, rules, status, current_lag, complete, last_offset)
         return dataclasses.replace(verdicts, histories=histories, history=history)
+
+    def _count_from_log_start(self, cluster: str, index: PartitionIndex, rules: NDArray[np.uint8], lag: I64) -> None:
+        """A streams group's partition without a commit gets the lag Kafka gives it, from the log start to the HWM
+        (lag/store/streams_starts.py); every other placeholder keeps Burrow's 0. In place, on `lag`."""
+        starts = self.store.streams_starts
+        gids = [g for name in starts.groups(cluster) if (g := self.store.group_id(cluster, name)) is not None]
+        if not gids or len(index.slots) == 0:
+            return
+        group_of_row = np.repeat(index.gids, np.diff(index.starts))
+        rows = np.isin(group_of_row, gids) & (rules == Rule.NO_COMMIT) & (index.hwm_rows >= 0)
+        hwms = self.store.hwms
+        for at in np.flatnonzero(rows).tolist():
+            start = starts.start(cluster, hwms.topic_name(int(index.topic_ids[at])), int(index.partitions[at]))
+            found = uncommitted_lag(hwms.latest_in_row(int(index.hwm_rows[at])), start)
+            if found is not None:
+                lag[at] = found
 
     def group_status(self, verdicts: GroupVerdicts, group: int, details: Details | None = None) -> GroupStatus:
         """The objects of the `group`-th group of a columnar result: verdicts with reasons and time lags, the
@@ -181,7 +199,7 @@ class Evaluator:
                 client_id = ""  # 1.2.1 never copied it into the status
             rule = _RULES[rule_id]
             if rule is Rule.NO_COMMIT:
-                out.append(_placeholder(topic, partition, owner, client_id))
+                out.append(_placeholder(topic, partition, owner, client_id, current_lag))
                 continue
             offsets, timestamps, lags = store.commits.read(slot)
             hwm_offsets, hwm_times = details.history(at) if row >= 0 else ([], [])
@@ -240,10 +258,12 @@ class Details:
         return lists
 
 
-def _placeholder(topic: str, partition: int, owner: str, client_id: str) -> PartitionVerdict:
-    return PartitionVerdict(
-        topic, partition, Status.OK, None, None, 0, 0.0, owner, client_id, "no commit from this group on this partition"
-    )
+def _placeholder(topic: str, partition: int, owner: str, client_id: str, lag: int = 0) -> PartitionVerdict:
+    """Burrow's placeholder: OK, lag 0, unless a streams group's backlog from the log start was counted (`lag`)."""
+    reason = "no commit from this group on this partition"
+    if lag:
+        reason += f"; {lag} records from the log start (a streams group starts there)"
+    return PartitionVerdict(topic, partition, Status.OK, None, None, lag, 0.0, owner, client_id, reason)
 
 
 def _point(offset: int, timestamp_ms: int, lag: int) -> CommitPoint:

@@ -9,10 +9,10 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from confluent_kafka import OFFSET_END, Consumer, KafkaException, TopicCollection
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaException, TopicCollection
 
 from lag.ingest.admin_clients import (
     RENEW_AFTER_FAILURES,
@@ -60,6 +60,9 @@ class HwmPoller:
         self.health = health
         self.topic_ids_for: TopicIdReader | None = None
         """Given topic ids after a round while it wants them (set by the composition in `lag/assembly.py`)."""
+        self.streams_inputs: Callable[[], Mapping[str, tuple[str, ...]]] | None = None
+        """The cluster's streams groups and their input topics, whose log starts each round reads
+        (lag/store/streams_starts.py); set by the composition when streams groups are described."""
         self._placements: dict[tuple[str, int], Placement] | None = None
         """Where each partition lived at the last successful round (replaced whole under the service lock, never
         changed in place); None before the first."""
@@ -130,7 +133,24 @@ class HwmPoller:
         self.health.mark_ok(self.cluster)
         if self.topic_ids_for is not None and self.topic_ids_for.wants_topic_ids():
             self._read_topic_ids(self.topic_ids_for, listed)
+        if self.streams_inputs is not None:
+            self._read_streams_starts(reader, self.streams_inputs(), topics)
         return True
+
+    def _read_streams_starts(
+        self, reader: Consumer, inputs: Mapping[str, tuple[str, ...]], topics: dict[str, int]
+    ) -> None:
+        """ListOffsets(earliest) for the streams groups' input partitions, stored with the groups; a failed read
+        keeps the previous round's (the HWMs, read just before, are what the verdicts need most)."""
+        wanted = sorted({t for names in inputs.values() for t in names if t in topics})
+        request = [(t, p) for t in wanted for p in range(topics[t])]
+        try:
+            starts = read_offsets(reader, request, OFFSET_BEGINNING, request_timeout_s(len(request)))
+        except Exception as exc:  # the verdicts keep the previous starts
+            _LOG.info("lag source %s: log starts not read (%s: %s)", self.cluster, type(exc).__name__, exc)
+            return
+        with self.service.locked() as store:
+            store.streams_starts.replace(self.cluster, inputs, starts)
 
     def _publish(
         self, metadata: Any, placements: dict[tuple[str, int], Placement], started: float, error: str | None = None

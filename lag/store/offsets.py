@@ -30,6 +30,7 @@ from lag.store.group_index import NAME_TOO_LONG, TOO_MANY_GROUPS, GroupAdmission
 from lag.store.hwm_windows import HwmWindows
 from lag.store.membership import GroupMembership, Owners
 from lag.store.runs import NONE, GroupRuns
+from lag.store.streams_starts import StreamsStarts
 from lag.store.windows import CommitWindows
 
 
@@ -98,6 +99,8 @@ class OffsetStore:
         """Per group id its name, last commit time and runs of window slots."""
         self.membership = GroupMembership(self.accepts_group)
         """Owners, member counts and share groups, from group metadata."""
+        self.streams_starts = StreamsStarts()
+        """Streams groups and their input partitions' log starts (an uncommitted partition's lag counts from there)."""
         self._recent = _NO_RECENT
         """(cluster, group, id) of the last commit stored: the records of one group's commit come one after another
         in `__consumer_offsets`, and a string compare is cheaper than a probe of the `GroupIndex`."""

@@ -51,3 +51,10 @@ class StreamsBoard:
         with self._lock:
             reading = self._latest.get(cluster)
             return {g.group: len(g.members) for g in reading.groups} if reading is not None else {}
+
+    def inputs(self, cluster: str) -> dict[str, tuple[str, ...]]:
+        """`cluster`'s streams groups with their source topics (repartition topics included), as last read: the
+        HWM rounds read those partitions' log starts."""
+        with self._lock:
+            reading = self._latest.get(cluster)
+            return {g.group: tuple(g.source_topics) for g in reading.groups} if reading is not None else {}

@@ -1,6 +1,6 @@
-"""Partitions under min ISR judged by their eligible leader replicas (KIP-966) on the real 4.3.1 dev cluster, with a
-broker killed by PID: `kafka-pulse check` and the collectors' /metrics both call one recoverable through its ELR
-and one at risk (ISR and ELR empty), naming the partitions.
+"""Partitions under min ISR judged by their eligible leader replicas (KIP-966) on the real 4.x dev cluster (4.4.0 by
+default), with a broker killed by PID: `kafka-pulse check` and the collectors' /metrics both call one recoverable
+through its ELR and one at risk (ISR and ELR empty), naming the partitions.
 
 The dev cluster runs 3 combined broker+controller nodes, so only one may die without losing the quorum that
 records ISR and ELR changes. Hence the shapes: replication 3 under `min.insync.replicas=3` goes under min ISR with

@@ -1,9 +1,9 @@
-"""A share group's verdict on every surface, from a real share consumer on the 4.3.1 dev cluster (#24 point 1): a
-group whose records wait behind an unmoved start offset is STALLED on the route of a real `kafka-pulse lag`, CRIT in
-its status page's `lag` section, listed in `/api/status` and in the page's share-groups table (headless Chromium)
-with the partition and offset, and CRIT in `kafka-pulse check --lag-url` (a fresh process reading the routes), all
-from the one judgement the share board made; a plain `check` reads the group once,
-judges nothing (INFO) and reports the lag `kafka-share-groups --describe --offsets` prints."""
+"""A share group's verdict on every surface, from a real share consumer on the 4.x dev cluster (4.4.0 by default) (#24
+point 1): a group whose records wait behind an unmoved start offset is STALLED on the route of a real `kafka-pulse lag`,
+CRIT in its status page's `lag` section, listed in `/api/status` and in the page's share-groups table (headless
+Chromium) with the partition and offset, and CRIT in `kafka-pulse check --lag-url` (a fresh process reading the routes),
+all from the one judgement the share board made; a plain `check` reads the group once, judges nothing (INFO) and reports
+the lag `kafka-share-groups --describe --offsets` prints."""
 
 from __future__ import annotations
 

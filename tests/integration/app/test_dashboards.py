@@ -36,7 +36,7 @@ from dashboards.lint import all_panels
 from devstack.prometheus import Prometheus, ScrapeTarget
 from devstack.pushgateway import Pushgateway
 from devstack.services import QueryFailed, decode_json
-from devstack.tiered_storage import TESTED_VERSION
+from devstack.tiered_storage import TIERED_STORAGE_VERSION
 from devstack.topology import Security
 from kafka_pulse.cli.main import cli
 from kafka_pulse.clusters import dev_cluster_config
@@ -393,7 +393,7 @@ def test_every_panel_query_parses_and_returns_data(
         # It has remote storage on, with a tiered topic, for the tiered-storage dashboard (whose cluster variable
         # lists only clusters with a tiered topic).
         target = stack.enter_context(
-            contextlib.contextmanager(start_cluster)(tmp_path / "target", 1, TESTED_VERSION, Security.PLAINTEXT,
+            contextlib.contextmanager(start_cluster)(tmp_path / "target", 1, TIERED_STORAGE_VERSION, Security.PLAINTEXT,
                                                      "dash-target", tiered_storage=True)
         )  # fmt: skip
         tier_on(target)

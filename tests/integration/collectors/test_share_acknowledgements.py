@@ -1,8 +1,8 @@
-"""Share consumers' acknowledgement outcomes on a real 4.3.1 broker's JMX (KIP-1103): a librdkafka share consumer in
-explicit mode accepts, releases and rejects records, and each outcome is counted in
+"""Share consumers' acknowledgement outcomes on a real 4.x broker's JMX (4.4.0 by default) (KIP-1103): a librdkafka
+share consumer in explicit mode accepts, releases and rejects records, and each outcome is counted in
 `kafka_server_sharegroupmetrics_recordacknowledgements_total{ackType}` (the MBean
-`kafka.server:type=ShareGroupMetrics,name=RecordAcknowledgementsPerSec,ackType=...`, confirmed here), summed over
-the brokers; the share-fetch meters (`BrokerTopicMetrics` `TotalShareFetchRequestsPerSec`) count its fetches."""
+`kafka.server:type=ShareGroupMetrics,name=RecordAcknowledgementsPerSec,ackType=...`, confirmed here), summed over the
+brokers; the share-fetch meters (`BrokerTopicMetrics` `TotalShareFetchRequestsPerSec`) count its fetches."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ import yaml
 from confluent_kafka import TopicPartition
 
 from devstack.prometheus import Prometheus, ScrapeTarget
-from devstack.tiered_storage import REMOTE_DIR, TESTED_VERSION
+from devstack.tiered_storage import REMOTE_DIR, TIERED_STORAGE_VERSION
 from devstack.topology import Security
 from kafka_pulse.clusters import dev_cluster_config
 from pulse.polling import poll
@@ -43,7 +43,7 @@ DATA_TIMEOUT_S = 180.0
 def tiered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaHandle]:
     """A 1-node cluster with remote storage on, planned as `dev up --tiered-storage` plans it."""
     home = tmp_path_factory.mktemp("kafka-tiered")
-    yield from start_cluster(home, 1, TESTED_VERSION, Security.PLAINTEXT, "kafka-tiered", tiered_storage=True)
+    yield from start_cluster(home, 1, TIERED_STORAGE_VERSION, Security.PLAINTEXT, "kafka-tiered", tiered_storage=True)
 
 
 def produce(kafka: KafkaHandle, topic: str, records: int) -> None:

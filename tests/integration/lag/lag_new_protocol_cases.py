@@ -1,11 +1,10 @@
-"""Consumer groups on the new protocol (KIP-848, `group.protocol=consumer`) judged as classic groups are, on the
-real 3-node Kafka 4.3.1 cluster (its default `group.version=1` enables the protocol). One workload per case (a
-caught-up group, a slow one, a stalled one and a stopped one, each a real subscribed member committing once a
+"""Consumer groups on the new protocol (KIP-848, `group.protocol=consumer`) judged as classic groups are, on the real
+3-node Kafka 4.x cluster (4.4.0 by default; its default `group.version=1` enables the protocol). One workload per case
+(a caught-up group, a slow one, a stalled one and a stopped one, each a real subscribed member committing once a
 second), run for each protocol x each ingestion mode through `LagRunner` as `kafka-pulse lag` builds it: statuses,
 owners and member counts in the Burrow v3 API, /metrics (member counts and per-member lag), the evaluation log and
-`check`'s lag snapshot. A rolling upgrade from the classic protocol keeps the group's history. Share groups
-(KIP-932, `share.version=1` by default in 4.3.1) are listed, not judged.
-"""
+`check`'s lag snapshot. A rolling upgrade from the classic protocol keeps the group's history. Share groups (KIP-932, on
+by default: `share.version` 2 in 4.4.0, 1 in 4.3.1) are listed, not judged."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Share groups (KIP-932) read from the real 4.3.1 dev cluster (`share.version=1` is on by default there): a real
-share consumer (librdkafka's) reads part of a backlog, and the start offset and lag kafka-pulse reads with
-DescribeShareGroupOffsets equal what Kafka's own `kafka-share-groups --describe --offsets` prints for the group at
-the same moment (#24 points 1 and 7)."""
+"""Share groups (KIP-932) read from the real 4.x dev cluster (4.4.0 by default; `share.version` 2 there, 1 on 4.3.1, on
+by default on both): a real share consumer (librdkafka's) reads part of a backlog, and the start offset and lag
+kafka-pulse reads with DescribeShareGroupOffsets equal what Kafka's own `kafka-share-groups --describe --offsets` prints
+for the group at the same moment (#24 points 1 and 7)."""
 
 from __future__ import annotations
 

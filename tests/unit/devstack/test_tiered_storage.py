@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from devstack.cluster import DevCluster
-from devstack.tiered_storage import STORAGE_MANAGER, tiered_storage_overrides
+from devstack.runtime import DEFAULT_VERSION, LEGACY_VERSION
+from devstack.tiered_storage import STORAGE_MANAGER, TIERED_STORAGE_VERSION, cluster_version, tiered_storage_overrides
 from devstack.topology import Security, render_server_properties
 
 
@@ -32,3 +33,16 @@ def test_the_overrides_reach_every_nodes_server_properties(tmp_path: Path) -> No
         text = render_server_properties(cluster.spec, node, tmp_path / "data", None)
         assert f"remote.log.storage.manager.class.name={STORAGE_MANAGER}\n" in text
         assert "remote.log.storage.system.enable=true\n" in text
+
+
+def test_without_a_version_remote_storage_runs_the_line_whose_test_jar_is_served() -> None:
+    """The default (4.4.0) has no kafka-storage test jar on Maven Central: `dev up --tiered-storage` runs 4.3.1 and
+    says why; without the flag, or with a version asked for, nothing is changed."""
+    assert DEFAULT_VERSION == "4.4.0" and TIERED_STORAGE_VERSION == "4.3.1"
+    version, note = cluster_version(None, DEFAULT_VERSION, tiered_storage=True)
+    assert version == TIERED_STORAGE_VERSION and note is not None
+    assert "kafka-storage test jar" in note and "4.4.0" in note
+    assert cluster_version(None, DEFAULT_VERSION, tiered_storage=False) == (DEFAULT_VERSION, None)
+    assert cluster_version("4.4.0", DEFAULT_VERSION, tiered_storage=True) == ("4.4.0", None)  # Maven's error, as asked
+    assert cluster_version(LEGACY_VERSION, DEFAULT_VERSION, tiered_storage=True) == (LEGACY_VERSION, None)
+    assert cluster_version(None, TIERED_STORAGE_VERSION, tiered_storage=True) == (TIERED_STORAGE_VERSION, None)

@@ -77,6 +77,7 @@ def test_a_failed_read_keeps_the_last_groups_with_its_reason() -> None:
     assert [g.group for g in reading.groups] == ["wc", "missing"] and reading.read_at_s == 0.0
     assert reading.reason == "streams groups: cannot connect"
     assert kept.members("prod") == {"wc": 2, "missing": 0} and kept.members("other") == {}  # admin ingestion's feed
+    assert kept.inputs("prod") == {"wc": ("in",), "missing": ()} and kept.inputs("other") == {}  # log starts read
 
 
 def test_routes_answer_in_burrows_envelope_with_the_evaluators_verdict() -> None:
