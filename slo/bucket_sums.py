@@ -8,6 +8,7 @@ its change to the sums after it, which the watermark bounds to a few minutes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,9 +81,16 @@ class RunningSums:
     def before(self, key: tuple[str, str], minutes: np.ndarray) -> np.ndarray:
         """Sums of every minute before each of `minutes` (epoch minutes), shape (len(minutes), len(COLUMNS)).
         Minutes past the newest summed repeat its sum; minutes older than the ring are refused."""
-        found = self._keys[key]
-        through = np.minimum(minutes - 1, found.last)
-        if len(through) and int(through.min()) <= found.last - self.capacity:
-            raise ValueError(f"minute {int(through.min())} is older than the ring of {self.capacity} minutes")
-        found_sums: np.ndarray = found.cum.take(through % self.capacity, axis=0)  # take: half fancy indexing's time
-        return found_sums
+        found: np.ndarray = self.before_many([key], minutes)[0]
+        return found
+
+    def before_many(self, keys: Sequence[tuple[str, str]], minutes: np.ndarray) -> np.ndarray:
+        """`before` of each key, stacked: shape (len(keys), len(minutes), len(COLUMNS)), filled in place."""
+        found = np.empty((len(keys), len(minutes), len(COLUMNS)))
+        for i, key in enumerate(keys):
+            instance = self._keys[key]
+            through = np.minimum(minutes - 1, instance.last)
+            if len(through) and int(through.min()) <= instance.last - self.capacity:
+                raise ValueError(f"minute {int(through.min())} is older than the ring of {self.capacity} minutes")
+            instance.cum.take(through % self.capacity, axis=0, out=found[i])  # take: half fancy indexing's time
+        return found
