@@ -247,7 +247,9 @@ class BucketStream:
         self.table.prepare(spark)
         table = self.table.read(spark)
         committed = last_committed(spark, self.settings.checkpoint)
-        add_buckets(self.sums, self.slos, table.filter(pc.less_equal(table["batch"], committed)))
+        if table.num_rows and pc.max(table["batch"]).as_py() > committed:  # a copy only when a batch was cut short
+            table = table.filter(pc.less_equal(table["batch"], committed))
+        add_buckets(self.sums, self.slos, table)
         writer = (
             bucket_frame(spark, self.slos, topics, self.settings)
             .writeStream.outputMode("append")
