@@ -34,7 +34,7 @@ def minute_sums(events: pa.Table, watermark_ms: int) -> tuple[pa.Table, int]:
     dropped = int(late.sum())
     if dropped:
         events, us = events.filter(pa.array(~late)), us[~late]
-    ok = events["ok"]
+    ok = pc.fill_null(events["ok"], False)
     frame = pa.table(
         {
             "slo": events["slo"],
@@ -43,8 +43,8 @@ def minute_sums(events: pa.Table, watermark_ms: int) -> tuple[pa.Table, int]:
             "rows": pa.array(np.ones(events.num_rows, dtype=np.int64)),
             "good": pc.if_else(ok, pc.cast(events["good"], pa.float64()), 0.0),
             "total": pc.if_else(ok, pc.cast(events["total"], pa.float64()), 0.0),
-            "n_bad_value": pc.cast(events["n_bad_value"], pa.int64()),
-            "n_good_exceeds_total": pc.cast(events["n_good_exceeds_total"], pa.int64()),
+            "n_bad_value": pc.fill_null(pc.cast(events["n_bad_value"], pa.int64()), 0),
+            "n_good_exceeds_total": pc.fill_null(pc.cast(events["n_good_exceeds_total"], pa.int64()), 0),
         }
     )
     summed = frame.group_by(["slo", "instance", "minute"]).aggregate([(c, "sum") for c in _SUMMED])
