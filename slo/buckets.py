@@ -27,7 +27,6 @@ from slo.evaluation import (
     backtest_start,
     completed,
     data_start,
-    evaluate_instance,
     floor_minute,
     period_bounds,
     sub_hour_windows_s,
@@ -39,6 +38,7 @@ from slo.policy import DAY_S, MINUTE_S, FloatArray, WindowSums
 from slo.report import InstanceMinutes
 from slo.results import BacktestResult, SloResult
 from slo.sources import REASONS, instance_labels
+from slo.sums_evaluation import evaluate_group
 
 BUCKET_SCHEMA = pa.schema(
     [
@@ -246,21 +246,25 @@ def rollup_of(slo: Slo, sums: RunningSums, key: Key, at_s: int, lo_s: int, subs:
 
 def evaluate_sums(slos: Sequence[Slo], at: datetime, sums: RunningSums) -> list[SloResult]:
     """Every SLO instance at `at` (floored to the minute) from running sums holding `span_min(slos, at)` minutes
-    before it: the same results as `slo.job.evaluate` over the same rows."""
+    before it: the same results as `slo.job.evaluate` over the same rows. The instances of an SLO are evaluated
+    together (slo/sums_evaluation.py), as `rollup_of` and `evaluate_instance` would one by one."""
     at = floor_minute(at)
     at_s = int(at.timestamp())
     lo_s = at_s - span_min(slos, at) * MINUTE_S
     subs = sorted({w for slo in slos for w in sub_hour_windows_s(slo)})
     index = {slo.name: i for i, slo in enumerate(slos)}
+    by_slo: dict[int, list[str]] = {}
+    for name, instance in sums.instances():  # sorted: an SLO's instances are adjacent, as before
+        i = index.get(name)
+        if i is not None:
+            by_slo.setdefault(i, []).append(instance)
     results: list[SloResult] = []
     seen: set[int] = set()
-    for name, instance in sums.instances():
-        i = index.get(name)
-        rollup = None if i is None else rollup_of(slos[i], sums, (name, instance), at_s, lo_s, subs)
-        if i is None or rollup is None:
-            continue
-        seen.add(i)
-        results.append(evaluate_instance(slos[i], instance_labels(slos[i], instance), at, rollup))
+    for i, instances in by_slo.items():
+        found = evaluate_group(slos[i], sums, instances, at_s, lo_s, subs)
+        if found:
+            seen.add(i)
+            results += found
     return completed(slos, at, results, seen, subs)
 
 

@@ -172,6 +172,8 @@ def completed(
             results.append(evaluate_instance(slo, {}, at, empty))
     order = {slo.name: i for i, slo in enumerate(slos)}
     kept, refused = without_repeats(sorted(results, key=lambda r: (order[r.name], sorted(r.labels.items()))))
+    if not refused:
+        return kept
     return [replace(r, repeated_label_sets=refused.get(identity(r.name, r.labels), 0)) for r in kept]
 
 

@@ -218,6 +218,35 @@ def seconds_to_exhaustion_rolling(
     return (j + float(u[j])) * HOUR_S
 
 
+def seconds_to_exhaustion_rolling_many(
+    hourly_bad: FloatArray, hourly_total: FloatArray, bad_per_s: FloatArray, total_per_s: FloatArray, budget: Fraction
+) -> list[float | None]:
+    """`seconds_to_exhaustion_rolling` of each row of `hourly_*` (instances x hours, oldest hour first, rows of one
+    length) with its rates, as numpy operations over all rows: the same operations, so the same answers."""
+    b = float(budget)
+    margin = np.ascontiguousarray(hourly_bad - b * hourly_total)
+    rows, length = margin.shape
+    f0 = margin.sum(axis=1)
+    if length == 0:
+        return [0.0 if f > 0 else None for f in f0.tolist()]
+    new_per_hour = (bad_per_s - b * total_per_s) * HOUR_S
+    hours = np.arange(length, dtype=np.float64)
+    before = np.concatenate((np.zeros((rows, 1)), np.cumsum(margin, axis=1)[:, :-1]), axis=1)
+    f_start = f0[:, None] - before + new_per_hour[:, None] * hours
+    slope = new_per_hour[:, None] - margin
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = np.where(slope > 0, -f_start / slope, np.inf)
+    crossing = (u >= 0) & (u < 1) & (slope > 0)
+    first = np.argmax(crossing, axis=1)
+    found: list[float | None] = []
+    crossed_rows = [bool(c) for c in np.any(crossing, axis=1).tolist()]
+    for f, crossed, j, u_j in zip(
+        f0.tolist(), crossed_rows, first.tolist(), u[np.arange(rows), first].tolist(), strict=True
+    ):
+        found.append(0.0 if f > 0 else (j + u_j) * HOUR_S if crossed else None)
+    return found
+
+
 def seconds_to_exhaustion_calendar(
     bad_so_far: float, total_so_far: float, rates: Rates, budget: Fraction, seconds_left: float
 ) -> float | None:

@@ -3,10 +3,11 @@ Spark Structured Streaming's own Kafka source (docs/slo.md, "Streaming from Kafk
 
 Each source kind reads its topic (`events` the canary's, `lag` the lag groups', `audit` the broker-side audit's);
 rows are decoded with the log's schema, copies of one event (same `kp-source`/`kp-seq`, delivery is at least once)
-dropped within the watermark, scored by slo/sources.py as the batch job scores Parquet rows, and summed per minute
-in Spark's state, which the watermark bounds. Every micro-batch emits the buckets it changed (update mode); the
-driver writes them as one file named after the batch id (a replay after a crash rewrites the same file: exactly
-once with the checkpoint) and folds them into running sums (slo/bucket_sums.py) that slo/buckets.py evaluates.
+dropped within the watermark (Spark's state) and scored by slo/sources.py as the batch job scores Parquet rows.
+The driver sums each micro-batch's events per minute onto the buckets' values so far (slo/stream_buckets.py),
+writes the buckets it changed, as absolute values, as one file named after the batch id (a replay after a crash
+starts from the table as the last committed batch left it and rewrites the same file: exactly once with the
+checkpoint) and folds them into running sums (slo/bucket_sums.py) that slo/buckets.py evaluates.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -28,11 +30,13 @@ from pyspark.sql.streaming import StreamingQuery
 from pulse.errors import ConfigError
 from slo.bucket_sums import RunningSums
 from slo.bucket_table import BucketTable
-from slo.buckets import BUCKET_SCHEMA, add_buckets, evaluate_sums, ring_minutes
+from slo.buckets import add_buckets, evaluate_sums, ring_minutes
+from slo.checkpoint import last_committed, watermark_ms
 from slo.job import prepare
 from slo.model import EventsSource, Slo
 from slo.results import SloResult
 from slo.sources import score_frame
+from slo.stream_buckets import EVENT_COLUMNS, absolute_buckets, minute_sums
 
 KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
 """Spark's Kafka source: 4.2.0 is the newest on Maven Central (no 4.3.x); it runs on pyspark 4.3.0 (measured:
@@ -170,7 +174,9 @@ def _as_text(field: dict[str, Any]) -> dict[str, Any]:
 def bucket_frame(
     spark: SparkSession, slos: Sequence[Slo], topics: Mapping[str, Topic], settings: StreamSettings
 ) -> DataFrame:
-    """The streaming buckets: (slo index, instance, minute, rows, good, total, n_bad_value, n_good_exceeds_total)."""
+    """The streaming scored events, deduplicated: `EVENT_COLUMNS` (slo index, instance, event time in us, ...).
+    The driver sums them per minute (slo/stream_buckets.py): a Spark aggregation would be a second stateful
+    operator, with its own shuffle and state commits every micro-batch, for a thousand rows a minute."""
     prepare(spark)
     by_kind: dict[str, list[tuple[int, Slo, str]]] = {}
     for index, slo in enumerate(slos):
@@ -184,33 +190,13 @@ def bucket_frame(
     scored = frames[0]
     for frame in frames[1:]:
         scored = scored.unionByName(frame)
-    ok = F.col("ok")
-    return (
-        scored.groupBy("slo", "instance", F.window("time", "1 minute").alias("w"))
-        .agg(
-            F.count(F.lit(1)).alias("rows"),
-            F.coalesce(F.sum(F.when(ok, F.col("good"))), F.lit(0.0)).alias("good"),
-            F.coalesce(F.sum(F.when(ok, F.col("total"))), F.lit(0.0)).alias("total"),
-            F.sum("n_bad_value").alias("n_bad_value"),
-            F.sum("n_good_exceeds_total").alias("n_good_exceeds_total"),
-        )
-        .select(
-            "slo",
-            "instance",
-            F.col("w.start").alias("minute"),
-            "rows",
-            "good",
-            "total",
-            "n_bad_value",
-            "n_good_exceeds_total",
-        )
-    )
+    return scored.withColumn("us", F.unix_micros("time")).select(*EVENT_COLUMNS)
 
 
 def dropped_as_late(progress: Sequence[Mapping[str, Any]], after_batch: int) -> tuple[int, int]:
     """Rows Spark left out as later than the watermark in the micro-batches after `after_batch` (pure, from each
-    batch's progress: every stateful operator's `numRowsDroppedByWatermark`), and the newest batch id seen. A row is
-    dropped by the first operator, the deduplication; the aggregation after it uses the same watermark."""
+    batch's progress: every stateful operator's `numRowsDroppedByWatermark`), and the newest batch id seen. The
+    stream's one operator is the deduplication; the driver drops the rest (slo/stream_buckets.py)."""
     dropped, newest = 0, after_batch
     for batch in progress:
         batch_id = int(batch.get("batchId", -1))
@@ -223,11 +209,14 @@ def dropped_as_late(progress: Sequence[Mapping[str, Any]], after_batch: int) -> 
 
 def stream_settings(cores: int) -> dict[str, str]:
     """SQL settings the stream's query starts with (pure): shuffle partitions sized to the executors' `cores`, not
-    the session's 8, as each stateful operator runs a task and commits a state file per partition every
-    micro-batch, and the stream's state is small (minutes within the watermark). A checkpoint keeps its first count.
-    Batches without data stay on: Spark judges a batch's late rows by the previous batch's watermark, so without
-    the empty batch that follows a watermark move, rows arriving next would be judged one batch too leniently."""
-    return {"spark.sql.shuffle.partitions": str(max(1, cores))}
+    the session's 8, as the deduplication runs a task and commits a state file per partition every micro-batch,
+    and its state is small (ids within the watermark). A checkpoint keeps its first count. No micro-batch without
+    data: it would only evict state (done by the next batch as well) and move the watermark by which Spark judges
+    late rows, which the driver applies itself (slo/stream_buckets.py); it cost a whole micro-batch per minute."""
+    return {
+        "spark.sql.shuffle.partitions": str(max(1, cores)),
+        "spark.sql.streaming.noDataMicroBatches.enabled": "false",
+    }
 
 
 SKEW_MIN = 1440
@@ -237,8 +226,9 @@ skew, or `--at` before the newest events) leave the window still in the ring."""
 
 class BucketStream:
     """The running stream: writes each micro-batch's buckets to the table and keeps the sums the cycles evaluate.
-    On start the sums are refilled from the table, so a restart evaluates what it evaluated before; a table at a
-    URL is read and written through Spark, a local one with pyarrow."""
+    On start the sums are refilled from the table as the last committed micro-batch left it (the entry of a batch
+    cut short is replayed), so a restart evaluates what it evaluated before; a table at a URL is read and written
+    through Spark, a local one with pyarrow."""
 
     def __init__(self, slos: Sequence[Slo], settings: StreamSettings) -> None:
         self.slos = list(slos)
@@ -249,15 +239,20 @@ class BucketStream:
         self.late_dropped = 0
         """Events not counted because they came later than the watermark, since this process started."""
         self._progress_seen = -1
+        self._late_told = 0
         self.table = BucketTable(settings.buckets)
 
     def start(self, spark: SparkSession, topics: Mapping[str, Topic], available_now: bool = False) -> StreamingQuery:
         """Refill the sums from the table, then start the query (it resumes from the checkpoint, if any)."""
         self.table.prepare(spark)
-        add_buckets(self.sums, self.slos, self.table.read(spark))
+        table = self.table.read(spark)
+        committed = last_committed(spark, self.settings.checkpoint)
+        if table.num_rows and pc.max(table["batch"]).as_py() > committed:  # a copy only when a batch was cut short
+            table = table.filter(pc.less_equal(table["batch"], committed))
+        add_buckets(self.sums, self.slos, table)
         writer = (
             bucket_frame(spark, self.slos, topics, self.settings)
-            .writeStream.outputMode("update")
+            .writeStream.outputMode("append")
             .option("checkpointLocation", self.settings.checkpoint)
             .foreachBatch(self._batch)
             .queryName("kafka-pulse-slo-stream")
@@ -281,38 +276,28 @@ class BucketStream:
                     spark.conf.set(key, old)
 
     def _batch(self, frame: DataFrame, batch_id: int) -> None:
-        """foreachBatch: the batch's buckets as the table's entry `part-<batch id>`, then the sums."""
-        rows = frame.collect()
-        names = [s.name for s in self.slos]
-        table = pa.Table.from_pylist(
-            [
-                {
-                    "slo": names[int(r["slo"])],
-                    "instance": r["instance"],
-                    "minute": r["minute"],
-                    "rows": int(r["rows"]),
-                    "good": float(r["good"]),
-                    "total": float(r["total"]),
-                    "n_bad_value": int(r["n_bad_value"] or 0),
-                    "n_good_exceeds_total": int(r["n_good_exceeds_total"] or 0),
-                    "batch": batch_id,
-                }
-                for r in rows
-            ],
-            schema=BUCKET_SCHEMA,
-        )
+        """foreachBatch: the batch's buckets as the table's entry `part-<batch id>`, then the sums. Arrow, not
+        `Row` objects: a thousand events a minute cross to the driver as columns."""
+        events = frame.toArrow()
+        minutes, late = minute_sums(events, watermark_ms(frame.sparkSession, self.settings.checkpoint, batch_id))
+        with self._lock:  # reads the sums an evaluation may be reading
+            table, older = absolute_buckets(minutes, [s.name for s in self.slos], self.sums, batch_id)
         self.table.write(frame.sparkSession, table, batch_id)
         with self._lock:
             add_buckets(self.sums, self.slos, table)
             self.batches += 1
+            self.late_dropped += late + older
 
     def count_late(self, query: StreamingQuery) -> int:
         """Add the late events of the micro-batches finished since the last call (Spark keeps the last 100 batches'
-        progress: call at least that often); returns how many this call added."""
+        progress: call at least that often); returns how many were added since the last call, with those the
+        driver left out itself."""
         progress = [json.loads(p.json) for p in query.recentProgress]
         dropped, self._progress_seen = dropped_as_late(progress, self._progress_seen)
-        self.late_dropped += dropped
-        return dropped
+        with self._lock:
+            self.late_dropped += dropped
+            grown, self._late_told = self.late_dropped - self._late_told, self.late_dropped
+        return grown
 
     def evaluate(self, at: datetime) -> list[SloResult]:
         """Every SLO instance at `at` from the buckets received so far: a few lookups per hour of each window."""

@@ -199,3 +199,34 @@ def test_buckets_of_slos_not_evaluated_are_left_out_of_the_sums() -> None:
     assert sums.instances() == [("x", "a")]
     add_buckets(sums, [slo()], table(rows[:1]))
     assert sums.instances() == [("x", "a")]
+
+
+@pytest.mark.parametrize("capacity", [120, 121])  # whole hours: minutes an hour apart in adjacent rows
+def test_running_sums_are_the_sums_of_the_minutes_they_took(capacity: int) -> None:
+    # Random loads and sets, late and gapped, against a plain dict of the minutes each took (the ones the ring
+    # refused left out): every sum before a minute still in the ring is the dict's.
+    rng = np.random.default_rng(8)
+    sums = RunningSums(capacity)
+    taken: dict[str, dict[int, np.ndarray]] = {"a": {}, "b": {}}
+    first = np.unique(rng.integers(1000, 1400, 150))
+    values = rng.integers(0, 9, (len(first), len(COLUMNS))).astype(np.float64)
+    sums.load(("x", "a"), first, values)
+    taken["a"] = {int(m): v for m, v in zip(first, values, strict=True) if m >= first.max() - capacity + 1}
+    for step in range(400):
+        key = "ab"[step % 2]
+        last = max(taken[key], default=0)
+        minute = int(rng.integers(last - capacity - 5, last + 90)) if taken[key] else 2000
+        value = rng.integers(0, 9, len(COLUMNS)).astype(np.float64)
+        if taken[key] and minute <= last - capacity + 1:
+            sums.set(("x", key), minute, value)  # ignored
+            continue
+        sums.set(("x", key), minute, value)
+        taken[key][minute] = value
+    for key, minutes in taken.items():
+        newest = max(minutes)
+        asked = np.arange(newest - capacity + 2, newest + 3)
+        expected = [sum((v for m, v in minutes.items() if m < a), np.zeros(len(COLUMNS))) for a in asked]
+        assert np.array_equal(sums.before(("x", key), asked), np.array(expected)), key
+        known, held = sums.minute_values(("x", key), asked)
+        assert held.tolist() == [a > newest - capacity + 1 for a in asked]
+        assert np.array_equal(known[held], np.array([minutes.get(int(a), np.zeros(len(COLUMNS))) for a in asked[held]]))

@@ -76,6 +76,7 @@ def test_late_rows_are_summed_over_every_operator_of_each_new_batch_once() -> No
     assert dropped_as_late([], 6) == (0, 6)
 
 
-def test_the_query_starts_with_a_partition_per_core() -> None:
-    assert stream_settings(2) == {"spark.sql.shuffle.partitions": "2"}
-    assert stream_settings(0) == {"spark.sql.shuffle.partitions": "1"}
+def test_the_query_starts_with_a_partition_per_core_and_no_batch_without_data() -> None:
+    assert stream_settings(2)["spark.sql.shuffle.partitions"] == "2"
+    assert stream_settings(0)["spark.sql.shuffle.partitions"] == "1"
+    assert stream_settings(2)["spark.sql.streaming.noDataMicroBatches.enabled"] == "false"
