@@ -56,8 +56,9 @@ _MEMBER_RECORDS = (
 
 CONSUME_RECORDS = INGEST_CHUNK
 """Records taken per consume: what one hold of the lock applies. A consume's messages (each an object with its key's
-and value's bytes) are the reader's largest transient, and Python's allocator keeps arenas a batch spread over: at
-10,000 a consume, `kafka-pulse lag` at 5,000 commits/s stayed 3-4 MB larger, for no CPU saved (docs/benchmarks.md)."""
+and value's bytes, then a decoded tuple) are the reader's largest transient, and not all of a batch's peak is given
+back: at 10,000 a consume, `kafka-pulse lag` at 5,000 commits/s stayed 3-4 MB larger in a harness, for no CPU saved
+(docs/benchmarks.md)."""
 
 READER_QUEUES = {
     "queued.max.messages.kbytes": 4096,
