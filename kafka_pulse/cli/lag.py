@@ -20,7 +20,7 @@ from kafka_pulse.clusters import load_or_default, resolve_cluster
 from kafka_pulse.runner.assembly import Assembly, add_alert_sink, add_lag, add_sli_sink, add_status
 from lag import replay_lines
 from pulse.alerts import AlertSink
-from pulse.allocator import arrow_pool_settings, bound_malloc_arenas
+from pulse.allocator import arrow_pool_settings, bound_malloc_arenas, skip_arrow_remote_filesystems
 from pulse.config import LagConfig, LagMode, check_section, field_docs, load_config, split_host_port
 from pulse.errors import ConfigError, PulseError
 from pulse.lifecycle import configure_logging, run_until_signal
@@ -51,6 +51,7 @@ def lag(ctx: click.Context, config_path: Path | None, cluster_names: tuple[str, 
         return
     bound_malloc_arenas(os.environ)  # before any thread: RSS then grows with the data, not the threads
     os.environ.update(arrow_pool_settings(os.environ))  # before pyarrow's import (the evaluation log's)
+    skip_arrow_remote_filesystems(sys.modules)  # the same: the log writes local files, S3's library costs 2.8 MB
     configure_logging()
     config = load_or_default(config_path, os.environ)
     if not config.lag.enabled:

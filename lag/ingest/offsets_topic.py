@@ -54,15 +54,21 @@ _MEMBER_RECORDS = (
     ConsumerGroupAssignmentTombstone,
 )
 
+CONSUME_RECORDS = INGEST_CHUNK
+"""Records taken per consume: what one hold of the lock applies. A consume's messages (each an object with its key's
+and value's bytes, then a decoded tuple) are the reader's largest transient, and not all of a batch's peak is given
+back: at 10,000 a consume, `kafka-pulse lag` at 5,000 commits/s stayed 3-4 MB larger in a harness, for no CPU saved
+(docs/benchmarks.md)."""
+
 READER_QUEUES = {
     "queued.max.messages.kbytes": 4096,
     "queued.min.messages": 10_000,
     "fetch.max.bytes": 4 << 20,
     "fetch.min.bytes": 64 << 10,
 }
-"""librdkafka's prefetch sized for what the reader takes at a time (10,000 records of about 100 B a consume): with
+"""librdkafka's prefetch sized for what the reader takes at a time (consumes of about 100 B records): with
 the defaults (64 MiB queued, 100,000 records a partition, 50 MiB fetches) a backlog read at start could queue up to
-64 MiB ahead of the decoding; 4 MiB is several consumes' worth. A fetch waits for 64 KiB or `fetch.wait.max.ms`
+64 MiB ahead of the decoding; 4 MiB is dozens of consumes' worth. A fetch waits for 64 KiB or `fetch.wait.max.ms`
 (500 ms): with the default of one byte, a steady stream of commits is read in many small fetches, each naming every
 `__consumer_offsets` partition, and their handling cost as much as the decoding (docs/kafka-clients.md)."""
 
@@ -151,7 +157,7 @@ class OffsetsTopicReader:
             """A refusal to read (TOPIC_AUTHORIZATION_FAILED: no Read ACL on the topic): librdkafka reports it once
             in a while, not at every consume, so it stays the reason until records come; other errors pass."""
             while not stop.is_set():
-                messages = consumer.consume(num_messages=10_000, timeout=0.5)
+                messages = consumer.consume(num_messages=CONSUME_RECORDS, timeout=0.5)
                 errors = [e for m in messages if (e := m.error()) is not None]
                 if errors:
                     self.ingest([(m.key(), m.value()) for m in messages if m.error() is None])

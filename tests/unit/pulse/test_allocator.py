@@ -1,16 +1,26 @@
 """glibc's malloc arenas bounded (pulse/allocator.py, #27): threads started after the bound share its arenas, and an
-operator's `MALLOC_ARENA_MAX` is left to glibc; Arrow's pool is pointed at that malloc unless the operator chose one.
-Each case runs in a fresh interpreter, whose arenas (and pyarrow's pool) are its own."""
+operator's `MALLOC_ARENA_MAX` is left to glibc; Arrow's pool is pointed at that malloc unless the operator chose one;
+pyarrow's remote filesystems are left out while its Parquet files are written and read as before. Each case runs in
+a fresh interpreter, whose arenas (and pyarrow's pool) are its own."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-from pulse.allocator import ARROW_POOL_VARIABLE, LONG_RUNNING_ARENAS, arenas_wanted, arrow_pool_settings
+from pulse.allocator import (
+    ARROW_POOL_VARIABLE,
+    ARROW_REMOTE_FILESYSTEMS,
+    LONG_RUNNING_ARENAS,
+    arenas_wanted,
+    arrow_pool_settings,
+    skip_arrow_remote_filesystems,
+)
 
 ARENAS_AFTER_THREADS = """
 import ctypes, os, sys, threading
@@ -104,3 +114,39 @@ def test_pyarrow_imported_after_the_settings_allocates_through_malloc() -> None:
     env = {k: v for k, v in os.environ.items() if k != ARROW_POOL_VARIABLE}
     assert arrow_pool("unset", env) != "system"  # the case can fail: pyarrow's own default is another allocator
     assert arrow_pool("set", env) == "system"
+
+
+def test_remote_filesystems_marked_absent_unless_already_imported() -> None:
+    loaded = ModuleType("pyarrow._s3fs")
+    modules: dict[str, ModuleType | None] = {"pyarrow._s3fs": loaded}
+    assert skip_arrow_remote_filesystems(modules) == list(ARROW_REMOTE_FILESYSTEMS[1:])
+    assert modules == {"pyarrow._s3fs": loaded, **dict.fromkeys(ARROW_REMOTE_FILESYSTEMS[1:])}
+
+
+PARQUET_AFTER_SKIP = """
+import io, sys
+from pulse.allocator import skip_arrow_remote_filesystems
+if sys.argv[1] == "skip":
+    skip_arrow_remote_filesystems(sys.modules)
+import pyarrow as pa, pyarrow.fs, pyarrow.parquet as pq
+table = pa.table({"group": ["g1", None], "lag": pa.array([3, 4], pa.int64())})
+sink = io.BytesIO()
+with pq.ParquetWriter(sink, table.schema, compression="zstd") as writer:  # as the log's compaction writes
+    writer.write_table(table)
+pq.write_table(table, sys.argv[2], compression="zstd")  # as the log's writer does
+assert pq.ParquetFile(io.BytesIO(sink.getvalue())).read().equals(table)
+assert pq.ParquetFile(sys.argv[2]).read().equals(table) and pq.read_schema(sys.argv[2]) == table.schema
+with open("/proc/self/maps") as maps:
+    print("libarrow_s3" in maps.read(), hasattr(pyarrow.fs, "LocalFileSystem"))
+"""
+
+
+def test_parquet_written_and_read_without_the_remote_filesystems(tmp_path: Path) -> None:
+    def run(mode: str) -> str:
+        args = [sys.executable, "-c", PARQUET_AFTER_SKIP, mode, str(tmp_path / f"{mode}.parquet")]
+        done = subprocess.run(args, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert run("import") == "True True"  # the case can fail: pyarrow.fs loads S3's library
+    assert run("skip") == "False True"
