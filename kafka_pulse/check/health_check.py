@@ -38,6 +38,7 @@ from kafka_pulse.check.judge.verdict import (
 from kafka_pulse.check.probe.broker_watch import SILENT, BrokerWatch
 from kafka_pulse.check.probe.kafka_probes import (
     AnsweringServers,
+    needs_kafka_python,
     preload_quorum_client,
     read_lag,
     read_metadata,
@@ -105,7 +106,8 @@ def run_check(
     `read_self`, `read_slow` and `read_neighbours` replace what the run on http.listen reports on its /metrics
     (the default: that /metrics, read once for the three). With `lag_source`, the lag section is judged from the
     evaluator's group verdicts instead of the one-snapshot read."""
-    Task("kafka-python import", preload_quorum_client)  # overlaps the waits on the network below
+    if needs_kafka_python(cluster, lag_source is None and config.lag.share_groups.enabled):
+        Task("kafka-python import", preload_quorum_client)  # overlaps the waits on the network below
     run = RunMetrics(config.http, deadline)
     slo_task: Task[SloFacts | NotAvailable] = Task("SLO results", partial(read_slo_budgets, config, deadline))
     self_task: Task[list[ComponentHealth] | NotAvailable | ProbeFailed] = Task(
