@@ -45,7 +45,6 @@ from kafka_pulse.check.probe.kafka_probes import (
     read_quorum,
 )
 from kafka_pulse.check.probe.round_trip import round_trip
-from kafka_pulse.check.probe.share_probe import read_shares_once
 from kafka_pulse.check.probe.slo_budgets import read_slo_budgets, stale_after_s
 from kafka_pulse.check.sections import judged_sections
 from kafka_pulse.self_health import ComponentHealth
@@ -189,6 +188,8 @@ def run_check(
         Task("lag snapshot", partial(read_lag, cluster, servers, inner)) if lag_source is None else None
     )
     if lag_source is None and config.lag.share_groups.enabled:  # one read: lag shown, nothing judged
+        from kafka_pulse.check.probe.share_probe import read_shares_once  # kafka-python's reader, only when on
+
         shares_task = Task("share groups", partial(read_shares_once, cluster, servers, inner))
     probes = watch.results()
     if any(p.error == SILENT for p in probes.values()):

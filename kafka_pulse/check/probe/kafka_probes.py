@@ -27,7 +27,6 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from collectors import diagnose_under_replicated
 from kafka_pulse.check.deadline import Deadline, Task, close_later, first_success
 from kafka_pulse.check.facts import (
     BrokerAddress,
@@ -45,7 +44,7 @@ from pulse.config import ClusterConfig, split_host_port
 from pulse.kafka.admin_client import kafka_python_warnings
 from pulse.kafka.broker_probe import CheckResult, tls_context
 from pulse.kafka.elr import ElrRead, elr_topics, read_elr, with_elr
-from pulse.kafka.partitions import PartitionState
+from pulse.kafka.partitions import PartitionState, diagnose_under_replicated
 from pulse.kafka.quorum import QuorumNotKraft, QuorumUnreachable, QuorumUnread, describe_quorum, parse_quorum
 from pulse.kafka.quorum_wire import describe_quorum_wire
 from pulse.kafka_log import verdict_settings
