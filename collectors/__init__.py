@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from pulse.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
-    from collectors.cluster_state import ClusterSnapshot, diagnose_under_replicated
+    from collectors.cluster_state import ClusterSnapshot
     from collectors.service import NOT_READ_HERE, build_collectors
     from collectors.slow_broker_rules import Signal
 
@@ -21,7 +21,6 @@ __all__ = [
     "ClusterSnapshot",
     "Signal",
     "build_collectors",
-    "diagnose_under_replicated",
 ]
 
 _HOMES = {
@@ -29,7 +28,6 @@ _HOMES = {
     "ClusterSnapshot": "collectors.cluster_state",
     "Signal": "collectors.slow_broker_rules",
     "build_collectors": "collectors.service",
-    "diagnose_under_replicated": "collectors.cluster_state",
 }
 """Exported name -> the module that defines it, imported on first use (PEP 562), so importing the package is free."""
 

@@ -15,7 +15,6 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -25,7 +24,10 @@ from pulse.admin_requests import describe_cluster
 from pulse.config import ClusterConfig
 from pulse.errors import KafkaUnavailable
 from pulse.kafka.elr import elr_topics, read_elr, with_elr
+from pulse.kafka.partitions import Diagnosis as Diagnosis  # declared beside the partition facts `check` shares
 from pulse.kafka.partitions import ElrVerdict, PartitionState
+from pulse.kafka.partitions import Scope as Scope
+from pulse.kafka.partitions import diagnose_under_replicated as diagnose_under_replicated
 from pulse.kafka.quorum import QuorumNotKraft, QuorumState, QuorumUnread, describe_quorum, parse_quorum
 from pulse.kafka.remote_tier import TIERED_CONFIGS, TieredTopic, read_earliest_local, tiered_topic
 from pulse.profile import kafka_python_config
@@ -78,24 +80,6 @@ class ClusterSnapshot:
     """Tiered partitions' earliest local offset (`fetch_earliest_local`); empty when not read."""
 
 
-class Scope(StrEnum):
-    """Where the under-replication comes from (the chapter's first question about URP)."""
-
-    NONE = "none"
-    """No partition is under-replicated."""
-    BROKER = "broker"
-    """One broker is missing from the ISR of every under-replicated partition: look at that broker."""
-    CLUSTER_WIDE = "cluster-wide"
-    """No single broker explains it: look at load, the network or the controller."""
-
-
-@dataclass(frozen=True)
-class Diagnosis:
-    scope: Scope
-    brokers: tuple[int, ...] = ()
-    """With scope BROKER, the broker(s) common to all under-replicated partitions (usually exactly one)."""
-
-
 @dataclass(frozen=True)
 class BrokerBalance:
     """One row of the chapter's balance table."""
@@ -140,24 +124,6 @@ class ClusterHealth:
     tiered: tuple[TieredTopic, ...] = ()
     earliest_local: Mapping[tuple[str, int], int] = field(default_factory=dict)
     """As in `ClusterSnapshot`: the `kafka_pulse_cluster_topic_remote_*` and earliest-local families."""
-
-
-def diagnose_under_replicated(partitions: Iterable[PartitionState]) -> Diagnosis:
-    """The broker(s) absent from the ISR of every under-replicated partition, else cluster-wide.
-
-    A dead or slow broker drops out of the ISR of all its partitions, so it is the one lagging replica they share.
-    Intersecting lagging replicas (not whole assignments) keeps the answer right when every partition is
-    assigned to every broker, as with RF 3 on 3 brokers.
-    """
-    common: frozenset[int] | None = None
-    for state in partitions:
-        if state.is_under_replicated:
-            common = state.lagging_replicas if common is None else common & state.lagging_replicas
-    if common is None:
-        return Diagnosis(Scope.NONE)
-    if common:
-        return Diagnosis(Scope.BROKER, tuple(sorted(common)))
-    return Diagnosis(Scope.CLUSTER_WIDE)
 
 
 def _skew(count: int, mean: float) -> float:

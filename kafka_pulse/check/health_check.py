@@ -38,13 +38,13 @@ from kafka_pulse.check.judge.verdict import (
 from kafka_pulse.check.probe.broker_watch import SILENT, BrokerWatch
 from kafka_pulse.check.probe.kafka_probes import (
     AnsweringServers,
+    needs_kafka_python,
     preload_quorum_client,
     read_lag,
     read_metadata,
     read_quorum,
 )
 from kafka_pulse.check.probe.round_trip import round_trip
-from kafka_pulse.check.probe.share_probe import read_shares_once
 from kafka_pulse.check.probe.slo_budgets import read_slo_budgets, stale_after_s
 from kafka_pulse.check.sections import judged_sections
 from kafka_pulse.self_health import ComponentHealth
@@ -105,7 +105,8 @@ def run_check(
     `read_self`, `read_slow` and `read_neighbours` replace what the run on http.listen reports on its /metrics
     (the default: that /metrics, read once for the three). With `lag_source`, the lag section is judged from the
     evaluator's group verdicts instead of the one-snapshot read."""
-    Task("kafka-python import", preload_quorum_client)  # overlaps the waits on the network below
+    if needs_kafka_python(cluster, lag_source is None and config.lag.share_groups.enabled):
+        Task("kafka-python import", preload_quorum_client)  # overlaps the waits on the network below
     run = RunMetrics(config.http, deadline)
     slo_task: Task[SloFacts | NotAvailable] = Task("SLO results", partial(read_slo_budgets, config, deadline))
     self_task: Task[list[ComponentHealth] | NotAvailable | ProbeFailed] = Task(
@@ -187,6 +188,8 @@ def run_check(
         Task("lag snapshot", partial(read_lag, cluster, servers, inner)) if lag_source is None else None
     )
     if lag_source is None and config.lag.share_groups.enabled:  # one read: lag shown, nothing judged
+        from kafka_pulse.check.probe.share_probe import read_shares_once  # kafka-python's reader, only when on
+
         shares_task = Task("share groups", partial(read_shares_once, cluster, servers, inner))
     probes = watch.results()
     if any(p.error == SILENT for p in probes.values()):

@@ -1,9 +1,11 @@
 """A partition as the metadata describes it, with the derived facts both the cluster-state collector and
 `kafka-pulse check` judge by (offline, under-replicated, under min ISR, what can recover it, which replicas it
-waits for; pure). The one home of the under-min-ISR rule and of the ELR verdict (KIP-966)."""
+waits for; pure). The one home of the under-min-ISR rule, of the ELR verdict (KIP-966) and of the
+under-replication diagnosis (here, not in the collector, so `check` does not import the collector to use it)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -81,3 +83,39 @@ class PartitionState:
     def lagging_replicas(self) -> frozenset[int]:
         """Replicas that are assigned but not in sync: the brokers this partition waits for."""
         return frozenset(self.replicas) - frozenset(self.isr)
+
+
+class Scope(StrEnum):
+    """Where the under-replication comes from (the chapter's first question about URP)."""
+
+    NONE = "none"
+    """No partition is under-replicated."""
+    BROKER = "broker"
+    """One broker is missing from the ISR of every under-replicated partition: look at that broker."""
+    CLUSTER_WIDE = "cluster-wide"
+    """No single broker explains it: look at load, the network or the controller."""
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    scope: Scope
+    brokers: tuple[int, ...] = ()
+    """With scope BROKER, the broker(s) common to all under-replicated partitions (usually exactly one)."""
+
+
+def diagnose_under_replicated(partitions: Iterable[PartitionState]) -> Diagnosis:
+    """The broker(s) absent from the ISR of every under-replicated partition, else cluster-wide.
+
+    A dead or slow broker drops out of the ISR of all its partitions, so it is the one lagging replica they share.
+    Intersecting lagging replicas (not whole assignments) keeps the answer right when every partition is
+    assigned to every broker, as with RF 3 on 3 brokers.
+    """
+    common: frozenset[int] | None = None
+    for state in partitions:
+        if state.is_under_replicated:
+            common = state.lagging_replicas if common is None else common & state.lagging_replicas
+    if common is None:
+        return Diagnosis(Scope.NONE)
+    if common:
+        return Diagnosis(Scope.BROKER, tuple(sorted(common)))
+    return Diagnosis(Scope.CLUSTER_WIDE)

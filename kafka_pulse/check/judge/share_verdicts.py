@@ -10,14 +10,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_pulse.check.facts import NotAvailable, ProbeFailed
 from kafka_pulse.check.judge.lag_verdicts import GroupVerdict, map_status
 from kafka_pulse.check.judge.verdict import EXAMPLES, Section, Status
 from pulse.config.lag import LagCheckStatusMap
-from pulse.kafka.share_groups import ShareGroupsRead
-from pulse.kafka.share_stall import ShareGroupVerdict, ShareStatus, group_verdict, judge_partition, verdict_json
+
+if TYPE_CHECKING:
+    from pulse.kafka.share_groups import ShareGroupsRead
+    from pulse.kafka.share_stall import ShareGroupVerdict
 
 ONE_READ = "one read (no window: a stalled start offset is judged by `run`, `lag` or `check --lag-url`)"
 """The source `check` names for its own read of the share groups."""
@@ -42,6 +44,8 @@ class ShareFacts:
 def from_one_read(read: ShareGroupsRead) -> ShareFacts:
     """`check`'s own read, judged by the share-stall rule with no window: every partition UNKNOWN (a stall needs
     the start offset's history), its start offset and lag kept as read."""
+    from pulse.kafka.share_stall import group_verdict, judge_partition
+
     verdicts = tuple(
         group_verdict(
             g, tuple(judge_partition(p.topic, p.partition, p.start_offset, p.lag, None, 0.0) for p in g.partitions)
@@ -54,6 +58,8 @@ def from_one_read(read: ShareGroupsRead) -> ShareFacts:
 def check_status(verdict: ShareGroupVerdict, rules: Sequence[LagCheckStatusMap]) -> Status:
     """A share group's check status through `lag.check_statuses`: STALLED as a consumer group's STALL (default
     CRIT), OK as OK, UNKNOWN as UNKNOWN (never OK)."""
+    from pulse.kafka.share_stall import ShareStatus
+
     as_group = {
         ShareStatus.STALLED: GroupVerdict(verdict.group, "ERR", "STALL"),
         ShareStatus.OK: GroupVerdict(verdict.group, "OK"),
@@ -78,6 +84,8 @@ def _line(verdict: ShareGroupVerdict, status: Status) -> str:
 def _detail(verdict: ShareGroupVerdict, status: Status) -> dict[str, Any]:
     """The group's JSON (the share-group route's) with its check status, at most DETAILED partitions, the
     stalled ones first."""
+    from pulse.kafka.share_stall import verdict_json
+
     out = verdict_json(verdict)
     parts = sorted(out["partitions"], key=lambda p: (p["status"] != "STALLED", p["status"] != "UNKNOWN"))
     return {**out, "partitions": parts[:DETAILED], "partition_count": len(parts), "check_status": status.value}
@@ -91,6 +99,8 @@ def add_share_groups(
     (never OK). Share groups that are not read here (`lag.share_groups.enabled` off) leave `lag` as it is."""
     if isinstance(facts, NotAvailable):
         return lag
+    from pulse.kafka.share_stall import ShareStatus  # share groups' modules only when they were read
+
     if isinstance(facts, ProbeFailed):
         facts = ShareFacts(ONE_READ, (), windowed=False, reason=facts.reason)
     judged = [(v, check_status(v, rules) if facts.windowed else Status.INFO) for v in facts.groups]

@@ -27,7 +27,6 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from collectors import diagnose_under_replicated
 from kafka_pulse.check.deadline import Deadline, Task, close_later, first_success
 from kafka_pulse.check.facts import (
     BrokerAddress,
@@ -45,8 +44,9 @@ from pulse.config import ClusterConfig, split_host_port
 from pulse.kafka.admin_client import kafka_python_warnings
 from pulse.kafka.broker_probe import CheckResult, tls_context
 from pulse.kafka.elr import ElrRead, elr_topics, read_elr, with_elr
-from pulse.kafka.partitions import PartitionState
+from pulse.kafka.partitions import PartitionState, diagnose_under_replicated
 from pulse.kafka.quorum import QuorumNotKraft, QuorumUnreachable, QuorumUnread, describe_quorum, parse_quorum
+from pulse.kafka.quorum_wire import describe_quorum_wire
 from pulse.kafka_log import verdict_settings
 from pulse.profile import admin_config, kafka_python_config
 
@@ -276,9 +276,20 @@ class AnsweringServers:
 # --- controller -----------------------------------------------------------------------------------------------------
 
 
+WIRE_PROTOCOLS = ("PLAINTEXT", "SSL")
+"""Listeners whose quorum read goes over a connection of our own (pulse/kafka/quorum_wire.py); with a SASL login it
+goes through kafka-python."""
+
+
+def needs_kafka_python(cluster: ClusterConfig, share_groups: bool) -> bool:
+    """Whether a healthy check of `cluster` reads through kafka-python: the quorum behind a SASL login, or the
+    share groups (with `lag.share_groups.enabled`). The ELR read of partitions under min ISR imports it on use."""
+    return share_groups or cluster.security.protocol not in WIRE_PROTOCOLS
+
+
 def preload_quorum_client() -> None:
-    """Import kafka-python, the quorum read's client, on a thread of its own while the check waits on the network:
-    its import is most of that read's time (0.1 s of CPU), and `read_quorum` then finds it loaded."""
+    """Import kafka-python on a thread of its own while the check waits on the network, when a read will need it
+    (`needs_kafka_python`): its import is most of such a read's time (0.1 s of CPU), which then finds it loaded."""
     with kafka_python_warnings():
         import kafka.admin  # noqa: F401
 
@@ -286,11 +297,15 @@ def preload_quorum_client() -> None:
 def read_quorum(
     cluster: ClusterConfig, servers: Iterable[str], metadata_controller: int | None, deadline: Deadline
 ) -> QuorumFacts | ProbeFailed:
-    """The KRaft quorum through DescribeQuorum (brokers forward it to the active controller); a cluster that does
-    not know the request runs ZooKeeper, whose controller is the one the metadata names."""
-    settings = kafka_python_config(cluster, CLIENT_ID, deadline.remaining(), list(servers))
+    """The KRaft quorum through DescribeQuorum (brokers forward it to the active controller), on a connection of
+    our own unless a SASL login is needed; a cluster that does not know the request runs ZooKeeper, whose controller
+    is the one the metadata names."""
     try:
-        answer = describe_quorum(settings, close=close_later)
+        if cluster.security.protocol in WIRE_PROTOCOLS:
+            answer = describe_quorum_wire(servers, deadline.remaining(), tls_context(cluster))
+        else:
+            settings = kafka_python_config(cluster, CLIENT_ID, deadline.remaining(), list(servers))
+            answer = describe_quorum(settings, close=close_later)
     except QuorumNotKraft:
         return QuorumFacts("zookeeper", metadata_controller)
     except QuorumUnreachable as exc:

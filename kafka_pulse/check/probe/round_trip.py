@@ -17,7 +17,6 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from canary import KafkaPythonReassigner, TopicManager, read_layout
 from kafka_pulse.check.deadline import Deadline, close_later
 from kafka_pulse.check.facts import FailureKind, PartitionTrip, ProbeFailed, RoundTripFacts
 from kafka_pulse.check.probe.kafka_probes import CLIENT_ID, admin_settings
@@ -202,6 +201,8 @@ def create_topic(
     cluster: ClusterConfig, canary: CanaryConfig, servers: Sequence[str], deadline: Deadline
 ) -> tuple[PartitionState, ...] | ProbeFailed:
     """Create the monitor topic with the canary's own placement and wait until every partition has a leader."""
+    from canary import KafkaPythonReassigner, TopicManager, read_layout  # its placement, only when it is missing
+
     admin = AdminClient(admin_settings(cluster, servers))
     manager = TopicManager(admin, KafkaPythonReassigner(cluster), canary, timeout_s=deadline.share(0.5))
     report = manager.reconcile(time.monotonic())

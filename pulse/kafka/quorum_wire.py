@@ -1,0 +1,241 @@
+"""DescribeQuorum on a connection of its own, without kafka-python: `check` is CPU-bound on its start, and
+kafka-python's import (0.1 s of CPU) was most of its quorum read on a healthy cluster. PLAINTEXT and TLS only (a
+SASL login stays with kafka-python, pulse/kafka/quorum.py). The answer has the shape of kafka-python's
+`describe_metadata_quorum`, so `parse_quorum` reads both, and its errors are named as kafka-python names them.
+
+ApiVersions v0 first on the same connection (served before authentication): a broker that does not list
+DescribeQuorum runs ZooKeeper (`QuorumNotKraft`); then DescribeQuorum at the highest version both know (v0-v2).
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import struct
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from pulse.config import split_host_port
+from pulse.kafka.quorum import QuorumNotKraft, QuorumUnreachable, QuorumUnread
+
+API_VERSIONS, DESCRIBE_QUORUM = 18, 55
+MAX_VERSION = 2
+"""The newest DescribeQuorum version this codec reads (Kafka 3.8+, KIP-853); older brokers get theirs."""
+METADATA_TOPIC = "__cluster_metadata"
+CLIENT_ID = b"kafka-pulse-check"
+MAX_FRAME_BYTES = 1 << 20
+"""Both answers are a few KiB; a larger announced size is not a Kafka broker, so it is never buffered."""
+
+
+# --- encoding (pure) ----------------------------------------------------------------------------------------------
+
+
+def _frame(api_key: int, version: int, correlation_id: int, body: bytes, flexible: bool) -> bytes:
+    """Request header v1 (v2 with its empty tagged fields when `flexible`), then `body`, size-prefixed."""
+    header = struct.pack(">hhih", api_key, version, correlation_id, len(CLIENT_ID)) + CLIENT_ID
+    payload = header + (b"\x00" if flexible else b"") + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+def api_versions_request(correlation_id: int) -> bytes:
+    """ApiVersions v0: no body."""
+    return _frame(API_VERSIONS, 0, correlation_id, b"", flexible=False)
+
+
+def describe_quorum_request(correlation_id: int, version: int) -> bytes:
+    """DescribeQuorum (flexible from v0) for partition 0 of the metadata topic."""
+    name = METADATA_TOPIC.encode()
+    topic = _uvarint(len(name) + 1) + name + _uvarint(2) + struct.pack(">i", 0) + b"\x00" + b"\x00"
+    return _frame(DESCRIBE_QUORUM, version, correlation_id, _uvarint(2) + topic + b"\x00", flexible=True)
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+# --- decoding (pure) ----------------------------------------------------------------------------------------------
+
+
+class _Reader:
+    """A response body read front to back; running past its end is a ValueError (not a Kafka answer)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.at = data, 0
+
+    def take(self, fmt: str) -> Any:
+        size = struct.calcsize(fmt)
+        if self.at + size > len(self.data):
+            raise ValueError(f"answer ends at byte {len(self.data)}, {size} more expected at {self.at}")
+        (value,) = struct.unpack_from(fmt, self.data, self.at)
+        self.at += size
+        return value
+
+    def skip(self, count: int) -> None:
+        if count < 0 or self.at + count > len(self.data):
+            raise ValueError(f"answer ends at byte {len(self.data)}, {count} more expected at {self.at}")
+        self.at += count
+
+    def uvarint(self) -> int:
+        value = shift = 0
+        while True:
+            byte: int = self.take(">B")
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+            if shift > 28:
+                raise ValueError("varint longer than 5 bytes")
+
+    def compact_string(self) -> str | None:
+        size = self.uvarint() - 1
+        if size < 0:
+            return None
+        start = self.at
+        self.skip(size)
+        return self.data[start : self.at].decode("utf-8", "replace")
+
+    def compact_count(self) -> int:
+        return max(self.uvarint() - 1, 0)
+
+    def tagged_fields(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()  # the tag
+            self.skip(self.uvarint())
+
+
+def parse_api_versions(frame: bytes, correlation_id: int) -> dict[int, tuple[int, int]]:
+    """ApiVersions v0's answer: API key -> (min, max) version; ValueError when it is not the answer to our request
+    or carries an error."""
+    reader = _Reader(frame)
+    if (got := reader.take(">i")) != correlation_id:
+        raise ValueError(f"correlation id {got}, expected {correlation_id}")
+    if error := reader.take(">h"):
+        raise ValueError(f"ApiVersions error code {error}")
+    keys: dict[int, tuple[int, int]] = {}
+    for _ in range(reader.take(">i")):
+        key, low, high = reader.take(">h"), reader.take(">h"), reader.take(">h")
+        keys[key] = (low, high)
+    return keys
+
+
+def _replica(reader: _Reader, version: int) -> dict[str, Any]:
+    replica: dict[str, Any] = {"replica_id": reader.take(">i")}
+    if version >= 2:
+        reader.skip(16)  # replica_directory_id (KIP-853), not judged
+    replica["log_end_offset"] = reader.take(">q")
+    replica["last_fetch_timestamp"] = reader.take(">q") if version >= 1 else -1
+    replica["last_caught_up_timestamp"] = reader.take(">q") if version >= 1 else -1
+    reader.tagged_fields()
+    return replica
+
+
+def parse_describe_quorum(frame: bytes, correlation_id: int, version: int) -> dict[str, Any]:
+    """DescribeQuorum's answer as kafka-python's `describe_metadata_quorum` returns it (topics, partitions with
+    `error`: None or its text); a top-level error raises QuorumUnread as `describe_quorum` words it. The nodes of v2
+    (the controllers' listeners) are not read."""
+    reader = _Reader(frame)
+    if (got := reader.take(">i")) != correlation_id:
+        raise ValueError(f"correlation id {got}, expected {correlation_id}")
+    reader.tagged_fields()  # response header v1
+    error = reader.take(">h")
+    message = reader.compact_string() if version >= 2 else None
+    if error:
+        exc = _kafka_error(error, message or "")
+        raise QuorumUnread(f"{type(exc).__name__}: {exc}")
+    topics = []
+    for _ in range(reader.compact_count()):
+        name = reader.compact_string()
+        partitions = []
+        for _ in range(reader.compact_count()):
+            index, code = reader.take(">i"), reader.take(">h")
+            text = reader.compact_string() if version >= 2 else None
+            partition: dict[str, Any] = {
+                "partition_index": index,
+                "leader_id": reader.take(">i"),
+                "leader_epoch": reader.take(">i"),
+                "high_watermark": reader.take(">q"),
+                "current_voters": [_replica(reader, version) for _ in range(reader.compact_count())],
+                "observers": [_replica(reader, version) for _ in range(reader.compact_count())],
+                "error": str(_kafka_error(code, text)) if code else None,
+            }
+            reader.tagged_fields()
+            partitions.append(partition)
+        reader.tagged_fields()
+        topics.append({"topic_name": name, "partitions": partitions})
+    return {"topics": topics}
+
+
+def _kafka_error(code: int, message: str | None) -> Exception:
+    """kafka-python's exception for `code`, so a refusal reads as it did through kafka-python (its import is paid
+    only on this path)."""
+    from pulse.kafka.admin_client import kafka_python_warnings
+
+    with kafka_python_warnings():
+        from kafka.errors import for_code
+
+    return for_code(code)(message)  # type: ignore[no-any-return]
+
+
+# --- the exchange -------------------------------------------------------------------------------------------------
+
+
+def describe_quorum_wire(servers: Iterable[str], timeout_s: float, context: ssl.SSLContext | None) -> dict[str, Any]:
+    """DescribeQuorum's answer from the first of `servers` that takes a connection, all within `timeout_s`; raises
+    QuorumNotKraft on a ZooKeeper cluster, QuorumUnreachable when no server takes a connection, QuorumUnread for
+    anything else (a timeout included: the server was reached)."""
+    limit = time.monotonic() + timeout_s
+    refused: list[str] = []
+    for server in servers:
+        host, port = split_host_port(server)
+        try:
+            return _ask(host, port, limit, context)
+        except TimeoutError as exc:
+            raise QuorumUnread(f"{server}: no answer within {timeout_s:.1f} s") from exc
+        except ssl.SSLError as exc:
+            raise QuorumUnread(f"{server}: TLS: {exc}") from exc
+        except ValueError as exc:
+            raise QuorumUnread(f"{server}: {exc}") from exc
+        except OSError as exc:  # refused, reset, unreachable: the next server may answer
+            refused.append(f"{server}: {type(exc).__name__}")
+    raise QuorumUnreachable(f"cannot connect: {'; '.join(refused) or 'no servers'}")
+
+
+def _ask(host: str, port: int, limit: float, context: ssl.SSLContext | None) -> dict[str, Any]:
+    with socket.create_connection((host, port), timeout=max(limit - time.monotonic(), 0.001)) as raw:
+        raw.settimeout(max(limit - time.monotonic(), 0.001))
+        # wrap_socket detaches `raw`, so the TLS socket must be closed itself (else its fd waits for the GC).
+        with context.wrap_socket(raw, server_hostname=host) if context is not None else raw as conn:
+            conn.sendall(api_versions_request(1))
+            keys = parse_api_versions(_answer(conn, limit), 1)
+            if DESCRIBE_QUORUM not in keys:
+                raise QuorumNotKraft(f"{host}:{port} does not know DescribeQuorum (a ZooKeeper cluster)")
+            low, high = keys[DESCRIBE_QUORUM]
+            version = min(high, MAX_VERSION)
+            if version < low:
+                raise QuorumUnread(f"DescribeQuorum v{low}-v{high} on {host}:{port}; this reads v0-v{MAX_VERSION}")
+            conn.sendall(describe_quorum_request(2, version))
+            return parse_describe_quorum(_answer(conn, limit), 2, version)
+
+
+def _answer(conn: socket.socket, limit: float) -> bytes:
+    conn.settimeout(max(limit - time.monotonic(), 0.001))
+    (size,) = struct.unpack(">i", _read(conn, 4))
+    if not 4 <= size <= MAX_FRAME_BYTES:
+        raise ValueError(f"answer size {size} outside 4..{MAX_FRAME_BYTES}")
+    return _read(conn, size)
+
+
+def _read(conn: socket.socket, count: int) -> bytes:
+    data = b""
+    while len(data) < count:
+        chunk = conn.recv(count - len(data))
+        if not chunk:
+            raise ConnectionResetError("connection closed by the broker")
+        data += chunk
+    return data
