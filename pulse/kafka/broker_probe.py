@@ -90,10 +90,10 @@ def check_broker(
             # wrap_socket detaches `raw`, so the TLS socket must be closed itself (else its fd waits for the GC).
             with context.wrap_socket(raw, server_hostname=host) if context is not None else raw as conn:
                 conn.sendall(api_versions_request(correlation_id))
-                (size,) = struct.unpack(">i", _read(conn, 4))
+                (size,) = struct.unpack(">i", read_exactly(conn, 4))
                 if not 6 <= size <= MAX_RESPONSE_BYTES:
                     raise ValueError(f"response size {size} outside 6..{MAX_RESPONSE_BYTES}")
-                error_code = parse_api_versions_response(_read(conn, size), correlation_id)
+                error_code = parse_api_versions_response(read_exactly(conn, size), correlation_id)
                 return result(error_code == 0, None if error_code == 0 else f"error code {error_code}")
     except TimeoutError:
         return result(False, "timeout")
@@ -107,7 +107,8 @@ def check_broker(
         return result(False, type(exc).__name__)
 
 
-def _read(conn: socket.socket, count: int) -> bytes:
+def read_exactly(conn: socket.socket, count: int) -> bytes:
+    """`count` bytes of a Kafka answer; a broker closing the connection early is an error, not a short read."""
     data = b""
     while len(data) < count:
         chunk = conn.recv(count - len(data))

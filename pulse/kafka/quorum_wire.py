@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from pulse.config import split_host_port
+from pulse.kafka.broker_probe import read_exactly
 from pulse.kafka.quorum import QuorumNotKraft, QuorumUnreachable, QuorumUnread
 
 API_VERSIONS, DESCRIBE_QUORUM = 18, 55
@@ -225,17 +226,7 @@ def _ask(host: str, port: int, limit: float, context: ssl.SSLContext | None) -> 
 
 def _answer(conn: socket.socket, limit: float) -> bytes:
     conn.settimeout(max(limit - time.monotonic(), 0.001))
-    (size,) = struct.unpack(">i", _read(conn, 4))
+    (size,) = struct.unpack(">i", read_exactly(conn, 4))
     if not 4 <= size <= MAX_FRAME_BYTES:
         raise ValueError(f"answer size {size} outside 4..{MAX_FRAME_BYTES}")
-    return _read(conn, size)
-
-
-def _read(conn: socket.socket, count: int) -> bytes:
-    data = b""
-    while len(data) < count:
-        chunk = conn.recv(count - len(data))
-        if not chunk:
-            raise ConnectionResetError("connection closed by the broker")
-        data += chunk
-    return data
+    return read_exactly(conn, size)
