@@ -19,13 +19,12 @@ from typing import Any
 
 from pulse.config import split_host_port
 from pulse.kafka.broker_probe import read_exactly
-from pulse.kafka.quorum import QuorumNotKraft, QuorumUnreachable, QuorumUnread
+from pulse.kafka.quorum import METADATA_TOPIC, QuorumNotKraft, QuorumUnreachable, QuorumUnread
 from pulse.kafka.wire import Reader
 
 API_VERSIONS, DESCRIBE_QUORUM = 18, 55
 MAX_VERSION = 2
 """The newest DescribeQuorum version this codec reads (Kafka 3.8+, KIP-853); older brokers get theirs."""
-METADATA_TOPIC = "__cluster_metadata"
 CLIENT_ID = b"kafka-pulse-check"
 MAX_FRAME_BYTES = 1 << 20
 """Both answers are a few KiB; a larger announced size is not a Kafka broker, so it is never buffered."""
