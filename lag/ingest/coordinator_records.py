@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lag.ingest.wire import Reader
+from pulse.kafka.wire import Reader
 
 TopicIdPartitions = tuple[tuple[bytes, tuple[int, ...]], ...]
 """(topic id, partitions) pairs, as the new coordinator stores assignments: by the topic's 16-byte id."""

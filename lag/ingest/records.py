@@ -28,8 +28,8 @@ import struct
 from dataclasses import dataclass
 
 from lag.ingest.coordinator_records import KNOWN_KEYS, NewGroupRecord, UnsupportedValue, decode_group_record
-from lag.ingest.wire import Reader as _Reader
-from lag.ingest.wire import Truncated as _Truncated
+from pulse.kafka.wire import Reader as _Reader
+from pulse.kafka.wire import Truncated as _Truncated
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,9 @@ from typing import Any
 
 from pulse.kafka.admin_client import close_now, kafka_python_warnings, open_admin_client
 
+METADATA_TOPIC = "__cluster_metadata"
+"""The KRaft metadata log; its partition 0 is the one DescribeQuorum describes."""
+
 
 class QuorumNotKraft(Exception):
     """The cluster does not know DescribeQuorum: it runs ZooKeeper."""
@@ -76,27 +79,63 @@ def parse_quorum(answer: Mapping[str, Any], now_s: float) -> QuorumState:
     return QuorumState(leader if leader >= 0 else None, epoch, hwm, tuple(voters), observers)
 
 
-def describe_quorum(settings: Mapping[str, Any], close: Callable[[Callable[[], None]], None] | None = None) -> Any:
-    """DescribeQuorum's raw answer with kafka-python `settings` (pulse.profile.kafka_python_config); raises
-    QuorumNotKraft on a ZooKeeper cluster, QuorumUnreachable when no broker answers, QuorumUnread for anything
-    else. `close` runs the client's close (the
-    check closes on another thread, so a hung broker cannot hold it)."""
+def describe_quorum(
+    settings: Mapping[str, Any],
+    close: Callable[[Callable[[], None]], None] | None = None,
+    max_version: int | None = None,
+) -> dict[str, Any]:
+    """DescribeQuorum's answer with kafka-python `settings` (pulse.profile.kafka_python_config), in
+    `describe_metadata_quorum`'s shape; raises QuorumNotKraft on a ZooKeeper cluster, QuorumUnreachable when no
+    broker answers, QuorumUnread for anything else. `close` runs the client's close (the check closes on another
+    thread, so a hung broker cannot hold it); `max_version` caps the version asked (brokers before 3.8 know v0-v1)."""
     with kafka_python_warnings():
         # kafka-python 3.0.12 drops the socket of a connection whose ApiVersions timed out (a SIGSTOPped node) when
         # `close` cancels the connecting task, leaving it to the socket's finalizer, which closes it and warns.
         warnings.filterwarnings("ignore", r"unclosed <socket\.socket", ResourceWarning)
         from kafka.errors import IncompatibleBrokerVersion, UnsupportedVersionError
         from kafka.errors import KafkaError as KafkaPythonError
+        from kafka.protocol.admin.cluster import DescribeQuorumRequest
 
         try:
             client = open_admin_client(settings)
         except KafkaPythonError as exc:
             raise QuorumUnreachable(f"cannot connect: {exc}") from exc
+        topic = DescribeQuorumRequest.TopicData
+        request = DescribeQuorumRequest(
+            topics=[topic(topic_name=METADATA_TOPIC, partitions=[topic.PartitionData(partition_index=0)])],
+            max_version=max_version,
+        )
         try:
-            return client.describe_metadata_quorum()
+            # Not `describe_metadata_quorum`: kafka-python 3.0.12's pops the partitions' `error_message`, which
+            # answers before v2 lack, so on a broker before 3.8 it raised KeyError (the collectors' cluster state).
+            return answer_of(client._manager.run(_send, client, request).to_dict())
         except (IncompatibleBrokerVersion, UnsupportedVersionError) as exc:
             raise QuorumNotKraft(str(exc)) from exc
         except KafkaPythonError as exc:
             raise QuorumUnread(f"{type(exc).__name__}: {exc}") from exc
         finally:
             (close or close_now)(client.close)
+
+
+async def _send(client: Any, request: Any) -> Any:
+    """The request to any broker (each forwards DescribeQuorum to the active controller), on the client's loop."""
+    return await client._manager.send(request)
+
+
+def answer_of(decoded: Mapping[str, Any]) -> dict[str, Any]:
+    """A decoded DescribeQuorum answer of any version (kafka-python's `to_dict()`) as `describe_metadata_quorum`
+    returns it: each partition's error as None or its text; a top-level error raises QuorumUnread (pure)."""
+    from kafka.errors import NoError, for_code
+
+    if code := decoded.get("error_code"):
+        exc = for_code(code)(decoded.get("error_message") or "")
+        raise QuorumUnread(f"{type(exc).__name__}: {exc}")
+    topics = []
+    for topic in decoded.get("topics") or []:
+        partitions = []
+        for partition in topic.get("partitions") or []:
+            fields = {k: v for k, v in partition.items() if k not in ("error_code", "error_message")}
+            error = for_code(partition.get("error_code", 0))(partition.get("error_message"))
+            partitions.append({**fields, "error": None if isinstance(error, NoError) else str(error)})
+        topics.append({**topic, "partitions": partitions})
+    return {"topics": topics, **({"nodes": decoded["nodes"]} if "nodes" in decoded else {})}

@@ -1,7 +1,8 @@
 """DescribeQuorum on a connection of its own, without kafka-python: `check` is CPU-bound on its start, and
 kafka-python's import (0.1 s of CPU) was most of its quorum read on a healthy cluster. PLAINTEXT and TLS only (a
 SASL login stays with kafka-python, pulse/kafka/quorum.py). The answer has the shape of kafka-python's
-`describe_metadata_quorum`, so `parse_quorum` reads both, and its errors are named as kafka-python names them.
+`describe_metadata_quorum`, so `parse_quorum` reads both, and its errors are named as kafka-python names them. The
+answers are read with lag's `__consumer_offsets` reader (`wire.py`).
 
 ApiVersions v0 first on the same connection (served before authentication): a broker that does not list
 DescribeQuorum runs ZooKeeper (`QuorumNotKraft`); then DescribeQuorum at the highest version both know (v0-v2).
@@ -18,12 +19,12 @@ from typing import Any
 
 from pulse.config import split_host_port
 from pulse.kafka.broker_probe import read_exactly
-from pulse.kafka.quorum import QuorumNotKraft, QuorumUnreachable, QuorumUnread
+from pulse.kafka.quorum import METADATA_TOPIC, QuorumNotKraft, QuorumUnreachable, QuorumUnread
+from pulse.kafka.wire import Reader
 
 API_VERSIONS, DESCRIBE_QUORUM = 18, 55
 MAX_VERSION = 2
 """The newest DescribeQuorum version this codec reads (Kafka 3.8+, KIP-853); older brokers get theirs."""
-METADATA_TOPIC = "__cluster_metadata"
 CLIENT_ID = b"kafka-pulse-check"
 MAX_FRAME_BYTES = 1 << 20
 """Both answers are a few KiB; a larger announced size is not a Kafka broker, so it is never buffered."""
@@ -63,75 +64,28 @@ def _uvarint(value: int) -> bytes:
 # --- decoding (pure) ----------------------------------------------------------------------------------------------
 
 
-class _Reader:
-    """A response body read front to back; running past its end is a ValueError (not a Kafka answer)."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data, self.at = data, 0
-
-    def take(self, fmt: str) -> Any:
-        size = struct.calcsize(fmt)
-        if self.at + size > len(self.data):
-            raise ValueError(f"answer ends at byte {len(self.data)}, {size} more expected at {self.at}")
-        (value,) = struct.unpack_from(fmt, self.data, self.at)
-        self.at += size
-        return value
-
-    def skip(self, count: int) -> None:
-        if count < 0 or self.at + count > len(self.data):
-            raise ValueError(f"answer ends at byte {len(self.data)}, {count} more expected at {self.at}")
-        self.at += count
-
-    def uvarint(self) -> int:
-        value = shift = 0
-        while True:
-            byte: int = self.take(">B")
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-            if shift > 28:
-                raise ValueError("varint longer than 5 bytes")
-
-    def compact_string(self) -> str | None:
-        size = self.uvarint() - 1
-        if size < 0:
-            return None
-        start = self.at
-        self.skip(size)
-        return self.data[start : self.at].decode("utf-8", "replace")
-
-    def compact_count(self) -> int:
-        return max(self.uvarint() - 1, 0)
-
-    def tagged_fields(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()  # the tag
-            self.skip(self.uvarint())
-
-
 def parse_api_versions(frame: bytes, correlation_id: int) -> dict[int, tuple[int, int]]:
     """ApiVersions v0's answer: API key -> (min, max) version; ValueError when it is not the answer to our request
     or carries an error."""
-    reader = _Reader(frame)
-    if (got := reader.take(">i")) != correlation_id:
+    reader = Reader(frame)
+    if (got := reader.int32()) != correlation_id:
         raise ValueError(f"correlation id {got}, expected {correlation_id}")
-    if error := reader.take(">h"):
+    if error := reader.int16():
         raise ValueError(f"ApiVersions error code {error}")
     keys: dict[int, tuple[int, int]] = {}
-    for _ in range(reader.take(">i")):
-        key, low, high = reader.take(">h"), reader.take(">h"), reader.take(">h")
+    for _ in range(reader.array_length()):
+        key, low, high = reader.int16(), reader.int16(), reader.int16()
         keys[key] = (low, high)
     return keys
 
 
-def _replica(reader: _Reader, version: int) -> dict[str, Any]:
-    replica: dict[str, Any] = {"replica_id": reader.take(">i")}
+def _replica(reader: Reader, version: int) -> dict[str, Any]:
+    replica: dict[str, Any] = {"replica_id": reader.int32()}
     if version >= 2:
-        reader.skip(16)  # replica_directory_id (KIP-853), not judged
-    replica["log_end_offset"] = reader.take(">q")
-    replica["last_fetch_timestamp"] = reader.take(">q") if version >= 1 else -1
-    replica["last_caught_up_timestamp"] = reader.take(">q") if version >= 1 else -1
+        reader.uuid()  # replica_directory_id (KIP-853), not judged
+    replica["log_end_offset"] = reader.int64()
+    replica["last_fetch_timestamp"] = reader.int64() if version >= 1 else -1
+    replica["last_caught_up_timestamp"] = reader.int64() if version >= 1 else -1
     reader.tagged_fields()
     return replica
 
@@ -140,29 +94,29 @@ def parse_describe_quorum(frame: bytes, correlation_id: int, version: int) -> di
     """DescribeQuorum's answer as kafka-python's `describe_metadata_quorum` returns it (topics, partitions with
     `error`: None or its text); a top-level error raises QuorumUnread as `describe_quorum` words it. The nodes of v2
     (the controllers' listeners) are not read."""
-    reader = _Reader(frame)
-    if (got := reader.take(">i")) != correlation_id:
+    reader = Reader(frame)
+    if (got := reader.int32()) != correlation_id:
         raise ValueError(f"correlation id {got}, expected {correlation_id}")
     reader.tagged_fields()  # response header v1
-    error = reader.take(">h")
+    error = reader.int16()
     message = reader.compact_string() if version >= 2 else None
     if error:
         exc = _kafka_error(error, message or "")
         raise QuorumUnread(f"{type(exc).__name__}: {exc}")
     topics = []
-    for _ in range(reader.compact_count()):
+    for _ in range(reader.compact_array_length()):
         name = reader.compact_string()
         partitions = []
-        for _ in range(reader.compact_count()):
-            index, code = reader.take(">i"), reader.take(">h")
+        for _ in range(reader.compact_array_length()):
+            index, code = reader.int32(), reader.int16()
             text = reader.compact_string() if version >= 2 else None
             partition: dict[str, Any] = {
                 "partition_index": index,
-                "leader_id": reader.take(">i"),
-                "leader_epoch": reader.take(">i"),
-                "high_watermark": reader.take(">q"),
-                "current_voters": [_replica(reader, version) for _ in range(reader.compact_count())],
-                "observers": [_replica(reader, version) for _ in range(reader.compact_count())],
+                "leader_id": reader.int32(),
+                "leader_epoch": reader.int32(),
+                "high_watermark": reader.int64(),
+                "current_voters": [_replica(reader, version) for _ in range(reader.compact_array_length())],
+                "observers": [_replica(reader, version) for _ in range(reader.compact_array_length())],
                 "error": str(_kafka_error(code, text)) if code else None,
             }
             reader.tagged_fields()

@@ -116,7 +116,7 @@ def lint_imports_with(tmp_path: Path, module: str, imported: str) -> subprocess.
         pytest.param("lag/diagnose/__init__.py", "lag.notify", id="diagnose-imports-notify"),
         pytest.param("lag/serve/__init__.py", "lag.notify", id="serve-imports-notify"),
         pytest.param("lag/evaluate/rules.py", "lag.ingest", id="evaluate-imports-ingest"),
-        pytest.param("lag/ingest/wire.py", "lag.evaluate", id="ingest-imports-evaluate"),
+        pytest.param("lag/ingest/records.py", "lag.evaluate", id="ingest-imports-evaluate"),
         pytest.param("lag/ingest/members.py", "lag.diagnose", id="ingest-imports-diagnose"),
         pytest.param("lag/serve/burrow_json.py", "lag.assembly", id="serve-imports-assembly"),
     ],

@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from pulse.kafka.quorum import QuorumUnread, parse_quorum
+from pulse.kafka.quorum import METADATA_TOPIC, QuorumUnread, answer_of, parse_quorum
 from pulse.kafka.quorum_wire import (
-    METADATA_TOPIC,
     describe_quorum_request,
     parse_api_versions,
     parse_describe_quorum,
@@ -65,14 +64,31 @@ def frame(response: Any, version: int, correlation_id: int = 2) -> bytes:
 
 
 def kafka_python_result(response: Any, version: int) -> dict[str, Any]:
-    """What kafka-python's `describe_metadata_quorum` returns for the same bytes (its `_async_describe_quorum`; before
-    v2 there is no error message, where it would raise KeyError)."""
+    """What kafka-python's `describe_metadata_quorum` returns for the same bytes (its `_async_describe_quorum`, which
+    before v2, where there is no error message, raises KeyError instead)."""
     decoded: dict[str, Any] = DescribeQuorumResponse.decode(response.encode(version=version), version=version).to_dict()
     for topic in decoded["topics"]:
         for partition in topic["partitions"]:
             error = kafka_errors.for_code(partition.pop("error_code"))(partition.pop("error_message", None))
             partition["error"] = None if isinstance(error, kafka_errors.NoError) else str(error)
     return decoded
+
+
+@pytest.mark.parametrize("version", [0, 1, 2])
+def test_the_kafka_python_path_reads_every_version_as_the_wire_does(version: int) -> None:
+    """`describe_quorum` (SASL clusters, the collectors) decodes with kafka-python and shapes with `answer_of`: every
+    version, v0-v1 included (brokers before 3.8), gives what `describe_metadata_quorum` gives at v2."""
+    decoded = DescribeQuorumResponse.decode(answer().encode(version=version), version=version).to_dict()
+    if version < 2:
+        assert "error_message" not in decoded["topics"][0]["partitions"][0]  # where kafka-python's own call fails
+    assert answer_of(decoded)["topics"] == kafka_python_result(answer(), version)["topics"]
+    now_s = 1_700_000_001.0
+    wire = parse_describe_quorum(frame(answer(), version), 2, version)
+    assert parse_quorum(answer_of(decoded), now_s) == parse_quorum(wire, now_s)
+    said = "denied" if version >= 2 else ""  # the top-level message is v2's
+    with pytest.raises(QuorumUnread, match=rf"ClusterAuthorizationFailedError: .*{said}$"):
+        refused = answer(error_code=31, message="denied")
+        answer_of(DescribeQuorumResponse.decode(refused.encode(version=version), version=version).to_dict())
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])

@@ -1,14 +1,15 @@
-"""The Kafka protocol's primitive types, read from a `__consumer_offsets` key or value (pure; used by `records.py`
-and `coordinator_records.py`). Big-endian; flexible versions use unsigned varints for lengths (length + 1, 0 for null)
-and end each struct with tagged fields (apache/kafka `clients/src/main/resources/common/message/README.md`)."""
+"""The Kafka protocol's primitive types, read front to back (pure): one reader for the `__consumer_offsets` decoder
+(lag/ingest/) and the hand-written DescribeQuorum (`quorum_wire.py`). Big-endian; flexible versions use unsigned
+varints for lengths (length + 1, 0 for null) and end each struct with tagged fields (apache/kafka
+`clients/src/main/resources/common/message/README.md`)."""
 
 from __future__ import annotations
 
 import struct
 
 
-class Truncated(Exception):
-    """The buffer ended (or a length was impossible) before the field its version promises."""
+class Truncated(ValueError):
+    """The buffer ended (or a length was impossible) before the field its version promises: not a Kafka answer."""
 
 
 class Reader:
@@ -22,7 +23,7 @@ class Reader:
 
     def _take(self, n: int) -> bytes:
         if n < 0 or self.pos + n > len(self.buf):
-            raise Truncated(f"need {n} bytes at {self.pos}, have {len(self.buf) - self.pos}")
+            raise Truncated(f"answer ends at byte {len(self.buf)}, {n} more expected at {self.pos}")
         out = self.buf[self.pos : self.pos + n]
         self.pos += n
         return out
