@@ -15,6 +15,11 @@ Rules, after Cruise Control's SlowBrokerFinder but stricter where its users foun
    a cluster-wide rise in every reason (peers' medians rise with it, so it singles nobody out).
 5. History only takes values above neither bar (own history x factor, peers x factor), and none while the broker
    is flagged, so a slow spell never becomes the broker's normal, even when noisy peers let some of its values pass.
+6. Warm-up: a broker's first `min_history` judged evaluations are shown (score, reason, history) but count toward no
+   flag. With no history yet, a verdict rests on one comparison with the peers' current values, the noisiest there
+   is: on a loaded 2-core host a healthy broker's probe p90 swung 56-401 ms between intervals and was x3.5 its two
+   peers' median in the detector's first interval, enough for a false flag at x3 (docs/testing.md, "No reruns").
+   After warm-up a broker without history (slow from the start, so nothing was remembered) is judged on its peers.
 """
 
 from __future__ import annotations
@@ -128,6 +133,8 @@ class BrokerState:
     flagged: bool = False
     recent: tuple[bool, ...] = ()
     """Whether each of the last max(`enter_after`, `clear_after`) + 1 evaluations was slow, oldest first."""
+    judged: int = 0
+    """Evaluations that judged a signal of this broker, counted up to `min_history` (rule 6: warm-up below it)."""
 
 
 @dataclass(frozen=True)
@@ -220,18 +227,22 @@ def evaluate(
         slow_now = broker in slow
         score = rows[0].score if rows else 0.0
         history = _remember(state, rows, th)
+        warm = min(th.min_history, state.judged + 1) if rows else state.judged
         if not rows:
             new = replace(state, history=history)
             reason = "unknown: no signal for this broker in this evaluation"
         elif suspended:
-            new = replace(state, history=history)
+            new = replace(state, history=history, judged=warm)
             reason = (
                 f"not judged: {len(slow)} of {len(brokers)} brokers look slow at once (brokers "
                 f"{', '.join(map(str, slow))}), so the cluster or the client is slow, not one broker; "
                 f"worst here: {describe(rows[0])}"
             )
+        elif state.judged < th.min_history:
+            new = replace(state, history=history, judged=warm)
+            reason = _warm_up_reason(rows, warm, th) + wide
         else:
-            new = _step(replace(state, history=history), slow_now, th)
+            new = _step(replace(state, history=history, judged=warm), slow_now, th)
             reason = _reason(rows, new, slow_now, th) + wide
         verdicts[broker] = Verdict(broker, new.flagged, score, slow_now, reason, rows, new)
     return Evaluation(verdicts, suspended)
@@ -265,6 +276,13 @@ def _step(state: BrokerState, slow_now: bool, th: Thresholds) -> BrokerState:
 def _clean_of_window(recent: tuple[bool, ...], th: Thresholds) -> int:
     """Clean evaluations among the last `clear_after` + 1."""
     return sum(1 for slow in recent[-(th.clear_after + 1) :] if not slow)
+
+
+def _warm_up_reason(rows: tuple[Judgement, ...], judged: int, th: Thresholds) -> str:
+    """Rule 6: what the warm-up evaluation saw, which raises no flag."""
+    elevated = [j for j in rows if j.elevated]
+    seen = "; ".join(describe(j) for j in elevated) if elevated else f"worst {describe(rows[0])}"
+    return f"warming up, evaluation {judged} of {th.min_history} (no flag before its history): {seen}"
 
 
 def _reason(rows: tuple[Judgement, ...], state: BrokerState, slow_now: bool, th: Thresholds) -> str:

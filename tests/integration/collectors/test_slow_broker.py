@@ -163,7 +163,7 @@ def test_stuttering_broker_is_flagged_named_and_cleared(
 ) -> None:
     # A healthy baseline: enough evaluations for every broker's history, nobody flagged.
     poll(lambda: evaluations(detecting), lambda n: n >= 6, 90, "6 detector evaluations", interval_s=0.5)
-    assert detecting.board() == {1: False, 2: False, 3: False}
+    assert detecting.board() == {1: False, 2: False, 3: False}, detecting.assembly.broker_health.snapshot("dev")
 
     stutter = stutter_node(kafka.cluster, SLOW, StutterPlan(stop_ms=300, period_ms=1000)).start()
     try:

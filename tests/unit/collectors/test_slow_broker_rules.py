@@ -190,3 +190,48 @@ def test_config_refuses_history_that_never_fills() -> None:
 def test_default_config_is_on_with_cruise_controls_factors() -> None:
     config = SlowBrokersConfig()
     assert config.enabled and (config.history_factor, config.peer_factor, config.flush_floor_ms) == (3.0, 3.0, 1000.0)
+
+
+CI = Thresholds(
+    floors={FloorKind.LATENCY: 50.0, FloorKind.FLUSH: 1000.0, FloorKind.BUSY: 0.5, FloorKind.QUEUE: 20.0},
+    history_len=20,
+    min_history=3,
+    enter_after=3,
+    clear_after=3,
+)
+"""The integration test's settings (tests/integration/collectors/test_slow_broker.py) on the default floors."""
+
+
+def run_with(rounds: Sequence[Round], th: Thresholds) -> list[Evaluation]:
+    states: dict[int, BrokerState] = {}
+    out = []
+    for signals in rounds:
+        evaluation = evaluate(signals, states, th)
+        states = {b: v.state for b, v in evaluation.verdicts.items()}
+        out.append(evaluation)
+    return out
+
+
+def p90s(one: float, two: float, three: float) -> Round:
+    return {1: {RTT: one}, 2: {RTT: two}, 3: {RTT: three}}
+
+
+def test_a_loaded_hosts_start_up_noise_flags_nobody() -> None:
+    """Probe p90s as a loaded 2-core host gives a healthy cluster in the detector's first intervals (load 6-11: two
+    of a round's callbacks delayed by our own process's stalls lift one broker's p90 of 13-20 samples; the first
+    interval also holds the connections' setup): broker 3 at x3.5 its peers' median in 4 of the first 6 intervals,
+    as in CI#18, where it was flagged at the healthy baseline with no history to judge it against."""
+    noisy, quiet = p90s(73.0, 63.0, 242.0), p90s(167.0, 82.0, 355.0)  # recorded; the second is x2.8
+    rounds = [noisy, quiet, noisy, noisy, p90s(120.0, 91.0, 67.0), noisy] + [p90s(102.0, 153.0, 137.0)] * 6
+    evals = run_with(rounds, CI)
+    assert [flagged(e) for e in evals] == [[]] * len(rounds)
+    assert evals[0].verdicts[3].slow_now  # seen and shown, as x1.1 against its peers ...
+    assert evals[0].verdicts[3].reason.startswith("warming up, evaluation 1 of 3 (no flag before its history): ")
+
+
+def test_a_broker_slow_from_the_start_is_flagged_after_the_warm_up() -> None:
+    """The price of the warm-up: a broker already slow when the detector starts (or one that joins slow) is flagged
+    `min_history` evaluations later, 6 instead of 3 here (7 instead of 3 on the defaults: 105 s, not 45 s)."""
+    evals = run_with([p90s(60.0, 300.0, 70.0)] * 7, CI)
+    assert [flagged(e) for e in evals] == [[]] * 5 + [[2]] * 2
+    assert evals[5].verdicts[2].reason == "slow: probe_rtt_ms 300 ms (own history -, peers' median 65 ms; x1.5)"
