@@ -135,7 +135,7 @@ class ListOffsetsCount:
 
 def test_a_cycle_reads_every_topic_in_one_listoffsets_round_per_boundary(kafka: KafkaHandle) -> None:
     """Twenty topics, four boundaries due: one round for the log ends and one per boundary, each a request per
-    leader (3 brokers), so at most 15 requests; asked topic by topic it was 5 rounds per topic, at least 100."""
+    leader (3 brokers), so at most 15 requests; asked topic by topic it was 5 rounds per topic (300 requests)."""
     topics = [kafka.create_topic("audit-many", partitions=3) for _ in range(20)]
     base = minute_of(int(time.time() * 1000)) - 4 * MINUTE_MS
     producer = kafka.producer()
