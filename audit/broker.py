@@ -6,9 +6,10 @@ audit's Parquet log (audit/broker_log.py), each where given."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 
-from confluent_kafka import OFFSET_END, Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, ConsumerGroupTopicPartitions, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from audit.broker_log import BrokerLog
@@ -21,8 +22,8 @@ from pulse.sli_sink import SliPublisher
 _LOG = logging.getLogger(__name__)
 
 MAX_BOUNDARIES_PER_CYCLE = 10
-"""A cycle reads at most this many boundaries per topic (one ListOffsets round per leader each); a backlog after
-a pause or a `since_ms` far back is caught up over the next cycles."""
+"""A cycle reads at most this many boundaries per topic; a backlog after a pause or a `since_ms` far back is caught
+up over the next cycles. Each boundary is one ListOffsets round per leader for every topic due at it, not per topic."""
 
 
 class BrokerAudit:
@@ -48,7 +49,8 @@ class BrokerAudit:
         self.consumer = consumer
         """Reads metadata and offsets only: never subscribes, never commits (give it any unused `group.id`)."""
         self.admin = admin
-        """Reads the groups' committed offsets (OffsetFetch; never Admin ListOffsets)."""
+        """Reads the topics' partitions (one Metadata request for all) and the groups' committed offsets (OffsetFetch;
+        never Admin ListOffsets)."""
         self.topics = tuple(topics)
         self.publisher = publisher
         """The SLI sink the rows are published to (topic `<prefix>audit-broker`); None publishes nothing."""
@@ -63,8 +65,7 @@ class BrokerAudit:
         """Read, settle, publish; returns the settled minutes. KafkaException or TimeoutError when the cluster
         cannot be read: the boundaries read so far are kept, nothing settles, the next cycle catches up."""
         partitions = self._partitions()
-        for topic in self.topics:
-            self._read_boundaries(topic, partitions[topic], now_ms)
+        self._read_boundaries(partitions, now_ms)
         for group in self.book.groups:
             self.book.observe_commits(group, self._committed(group, partitions), now_ms)
         audits = self.book.settle(now_ms)
@@ -81,25 +82,37 @@ class BrokerAudit:
         self.consumer.close()
 
     def _partitions(self) -> dict[str, list[int]]:
-        found: dict[str, list[int]] = {}
-        for topic in self.topics:
-            meta = self.consumer.list_topics(topic, timeout=self.timeout_s).topics.get(topic)
-            if meta is None or meta.error is not None:
-                raise KafkaException(meta.error if meta is not None else f"no metadata for {topic}")
-            found[topic] = sorted(meta.partitions)
-        return found
+        """Every watched topic's partitions from one Metadata request (one per topic cost 1,000 requests a cycle at
+        1,000 topics); KafkaException for a topic that is not there."""
+        futures = self.admin.describe_topics(TopicCollection(list(self.topics)), request_timeout=self.timeout_s)
+        deadline = time.monotonic() + self.timeout_s + 5  # librdkafka's own timeout ends first
+        return {
+            topic: sorted(p.id for p in await_result(future, max(deadline - time.monotonic(), 0.001)).partitions)
+            for topic, future in futures.items()
+        }
 
-    def _read_boundaries(self, topic: str, partitions: list[int], now_ms: int) -> None:
-        due = due_boundaries(self.book.read_up_to(topic), now_ms, self.grace_ms, self.since_ms)
+    def _read_boundaries(self, partitions: dict[str, list[int]], now_ms: int) -> None:
+        """The due boundaries of every topic, each boundary one ListOffsets round over all the topics due at it (and
+        one for the log ends), so requests grow with the leaders, not with the topics."""
+        due = {
+            topic: due_boundaries(self.book.read_up_to(topic), now_ms, self.grace_ms, self.since_ms)
+            for topic in self.topics
+        }
+        due = {topic: boundaries[:MAX_BOUNDARIES_PER_CYCLE] for topic, boundaries in due.items() if boundaries}
         if not due:
             return
-        keys = [(topic, p) for p in partitions]
-        ends = read_offsets(self.consumer, keys, OFFSET_END, self.timeout_s)
-        for boundary in due[:MAX_BOUNDARIES_PER_CYCLE]:
-            found = read_offsets(self.consumer, keys, boundary, self.timeout_s)
-            # No record at or after the boundary yet: the minute ends at the log's end as read this cycle.
-            offsets = {p: (o if o >= 0 else ends[(topic, p)]) for (_t, p), o in found.items()}
-            self.book.record_boundary(topic, boundary, offsets)
+        ends = read_offsets(self.consumer, [(t, p) for t in due for p in partitions[t]], OFFSET_END, self.timeout_s)
+        for boundary in sorted({b for boundaries in due.values() for b in boundaries}):
+            asked = [topic for topic, boundaries in due.items() if boundary in boundaries]
+            found = read_offsets(
+                self.consumer, [(t, p) for t in asked for p in partitions[t]], boundary, self.timeout_s
+            )
+            for topic in asked:
+                # No record at or after the boundary yet: the minute ends at the log's end as read this cycle.
+                keys = [(topic, p) for p in partitions[topic]]
+                self.book.record_boundary(
+                    topic, boundary, {p: found[t, p] if found[t, p] >= 0 else ends[t, p] for t, p in keys}
+                )
 
     def _committed(self, group: str, partitions: dict[str, list[int]]) -> dict[tuple[str, int], int]:
         wanted = [TopicPartition(t, p) for t in self.topics for p in partitions[t]]

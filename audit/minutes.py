@@ -84,7 +84,8 @@ class MinuteBook:
         self.groups = tuple(groups)
         self.max_wait_ms = max_wait_ms
         """A minute the group has not passed this long after its end settles anyway, as incomplete."""
-        self._bounds: dict[tuple[str, int], dict[int, int]] = {}
+        self._bounds: dict[str, dict[int, dict[int, int]]] = {}
+        """Topic -> partition -> boundary -> offset: by topic, so settling a topic's minute reads only its own."""
         self._read_up_to: dict[str, int] = {}
         self._first: dict[str, int] = {}
         self._commits: dict[tuple[str, str, int], _Commits] = {}
@@ -97,8 +98,9 @@ class MinuteBook:
     def record_boundary(self, topic: str, boundary_ms: int, offsets: Mapping[int, int]) -> None:
         """The offset of the first record with a timestamp at or after `boundary_ms`, per partition (the log end
         where there is none yet)."""
+        partitions = self._bounds.setdefault(topic, {})
         for partition, offset in offsets.items():
-            self._bounds.setdefault((topic, partition), {})[boundary_ms] = offset
+            partitions.setdefault(partition, {})[boundary_ms] = offset
         self._read_up_to[topic] = max(boundary_ms, self._read_up_to.get(topic, boundary_ms))
         self._first.setdefault(topic, boundary_ms)
 
@@ -131,8 +133,8 @@ class MinuteBook:
         end = minute + MINUTE_MS
         written = passed = 0
         passed_at: int | None = end
-        for (t, partition), bounds in self._bounds.items():
-            if t != topic or minute not in bounds or end not in bounds:
+        for partition, bounds in self._bounds.get(topic, {}).items():
+            if minute not in bounds or end not in bounds:
                 continue  # a partition added after the minute began has no share in it
             count = max(0, bounds[end] - bounds[minute])
             written += count
@@ -151,16 +153,18 @@ class MinuteBook:
         return MinuteAudit(group, topic, minute, written, passed, passed_at)
 
     def _forget(self, now_ms: int) -> None:
-        for (topic, _partition), bounds in self._bounds.items():
+        for topic, partitions in self._bounds.items():
             oldest = min((self._next.get((g, topic), self._first[topic]) for g in self.groups), default=None)
-            if oldest is not None:
+            if oldest is None:
+                continue
+            for bounds in partitions.values():
                 for boundary in [b for b in bounds if b < oldest]:
                     del bounds[boundary]
         horizon = now_ms - self.max_wait_ms - 2 * MINUTE_MS
         for (group, topic, partition), seen in self._commits.items():
             # Observations below the start of the oldest unsettled minute can answer no boundary still needed
             # (every later boundary is at or above it); the newest is kept for the passed count.
-            needed = self._bounds.get((topic, partition), {}).get(self._next.get((group, topic), -1))
+            needed = self._bounds.get(topic, {}).get(partition, {}).get(self._next.get((group, topic), -1))
             drop = bisect_left(seen.at_ms, horizon)
             while needed is not None and drop < len(seen.offsets) and seen.offsets[drop] < needed:
                 drop += 1

@@ -6,6 +6,7 @@ timestamps are set minutes in the past, so every boundary is due at once and no 
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from typing import Any
@@ -112,3 +113,52 @@ def test_the_audit_counts_each_minute_of_each_group(kafka: KafkaHandle, sink: Sl
     ]  # fmt: skip
     assert {r["group"] for r in clients.to_pylist() if r["role"] == "consumer"} == {"billing"}
     assert all(r["latency_count"] == r["processed"] for r in clients.to_pylist() if r["role"] == "consumer")
+
+
+class ListOffsetsCount:
+    """A `stats_cb`: the ListOffsets requests one librdkafka consumer has sent, summed over its brokers."""
+
+    def __init__(self) -> None:
+        self.sent = self.emitted = 0
+
+    def __call__(self, stats: str) -> None:
+        brokers = json.loads(stats).get("brokers", {}).values()
+        self.sent = sum(int((b.get("req") or {}).get("ListOffsets") or 0) for b in brokers)
+        self.emitted += 1
+
+    def now(self, consumer: Any) -> int:
+        """The count of an emission made after this call (the consumer's poll serves the callback)."""
+        target = self.emitted + 2
+        poll(lambda: consumer.poll(0.1) or self.emitted, lambda _: self.emitted >= target, 30, "librdkafka stats")
+        return self.sent
+
+
+def test_a_cycle_reads_every_topic_in_one_listoffsets_round_per_boundary(kafka: KafkaHandle) -> None:
+    """Twenty topics, four boundaries due: one round for the log ends and one per boundary, each a request per
+    leader (3 brokers), so at most 15 requests; asked topic by topic it was 5 rounds per topic (300 requests)."""
+    topics = [kafka.create_topic("audit-many", partitions=3) for _ in range(20)]
+    base = minute_of(int(time.time() * 1000)) - 4 * MINUTE_MS
+    producer = kafka.producer()
+    for topic in topics:
+        for partition in range(3):
+            producer.produce(topic, b"x", partition=partition, timestamp=base + MINUTE_MS + partition)
+    assert producer.flush(30) == 0
+
+    counted = ListOffsetsCount()
+    consumer = kafka.consumer("kp-audit-many", **{"statistics.interval.ms": 100, "stats_cb": counted})
+    broker = BrokerAudit(
+        "dev", consumer, kafka.admin(), topics, ["nobody"], None, grace_s=1, max_wait_s=60, since_ms=base
+    )
+    try:
+        before = counted.now(consumer)
+        now_ms = base + 3 * MINUTE_MS + 2_000  # boundaries base, base+1m, base+2m, base+3m are due: 4 rounds + ends
+        settled = broker.cycle(now_ms)
+        sent = counted.now(consumer) - before
+    finally:
+        broker.close()
+    assert 0 < sent <= 5 * 3, f"{sent} ListOffsets requests for 20 topics"
+    for topic in topics:
+        assert broker.book.read_up_to(topic) == base + 3 * MINUTE_MS
+    assert [(a.topic, a.written) for a in settled if a.minute_ms == base + MINUTE_MS] == [
+        (topic, 3) for topic in topics
+    ]
