@@ -32,7 +32,7 @@ from kafka_pulse.cli.main import cli
 from pulse.polling import poll
 from pulse.sli_sink import SpooledEvent, events_of
 from tests.fixtures.kafka import KafkaHandle
-from tests.fixtures.spark import T, iso
+from tests.fixtures.spark import SHORT_LIVED_DEFAULTS, T, iso
 
 pytestmark = pytest.mark.integration
 
@@ -171,8 +171,14 @@ def _led(md: Any, partitions: int) -> bool:
 
 
 def stream_argv(published: Published, *more: str) -> tuple[list[str], dict[str, str]]:
+    """The command and environment of `slo stream` on `published`; Spark's defaults file (SPARK_CONF_DIR) gives its
+    JVMs, which live for a few micro-batches, the short-lived options (tests/fixtures/spark.py)."""
     argv = [sys.executable, "-m", "kafka_pulse.cli.main", "slo", "stream", "--config", str(published.config)]
+    conf_dir = published.state.parent / "stream-spark-conf"
+    conf_dir.mkdir(exist_ok=True)
+    (conf_dir / "spark-defaults.conf").write_text(SHORT_LIVED_DEFAULTS)
     env = {**os.environ, "PYTHONPATH": str(REPO), "KAFKA_PULSE_HOME": str(published.state.parent / "home")}
+    env["SPARK_CONF_DIR"] = str(conf_dir)
     return [*argv, "--state-dir", str(published.state), "--json", *more], env
 
 
