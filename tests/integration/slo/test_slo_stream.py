@@ -32,7 +32,7 @@ from kafka_pulse.cli.main import cli
 from pulse.polling import poll
 from pulse.sli_sink import SpooledEvent, events_of
 from tests.fixtures.kafka import KafkaHandle
-from tests.fixtures.spark import T, iso
+from tests.fixtures.spark import SHORT_LIVED_DEFAULTS, T, iso
 
 pytestmark = pytest.mark.integration
 
@@ -154,6 +154,13 @@ def published(kafka: KafkaHandle, tmp_path_factory: pytest.TempPathFactory) -> P
     return found
 
 
+@pytest.fixture(scope="module")
+def first_stream(published: Published) -> dict[str, Any]:
+    """The stream's first `--once` answer on the module's state: it has then seen every published event. Its two
+    users share the one run (a JVM start and the whole topic) instead of each starting one."""
+    return run_stream(published)
+
+
 def _led(md: Any, partitions: int) -> bool:
     return (
         md is not None
@@ -164,8 +171,14 @@ def _led(md: Any, partitions: int) -> bool:
 
 
 def stream_argv(published: Published, *more: str) -> tuple[list[str], dict[str, str]]:
+    """The command and environment of `slo stream` on `published`; Spark's defaults file (SPARK_CONF_DIR) gives its
+    JVMs, which live for a few micro-batches, the short-lived options (tests/fixtures/spark.py)."""
     argv = [sys.executable, "-m", "kafka_pulse.cli.main", "slo", "stream", "--config", str(published.config)]
+    conf_dir = published.state.parent / "stream-spark-conf"
+    conf_dir.mkdir(exist_ok=True)
+    (conf_dir / "spark-defaults.conf").write_text(SHORT_LIVED_DEFAULTS)
     env = {**os.environ, "PYTHONPATH": str(REPO), "KAFKA_PULSE_HOME": str(published.state.parent / "home")}
+    env["SPARK_CONF_DIR"] = str(conf_dir)
     return [*argv, "--state-dir", str(published.state), "--json", *more], env
 
 
@@ -190,8 +203,10 @@ def cli_json(*args: str) -> dict[str, Any]:
     return found
 
 
-def test_the_stream_answers_as_the_batch_job_on_the_same_events(published: Published, spark: SparkSession) -> None:
-    streamed = run_stream(published)
+def test_the_stream_answers_as_the_batch_job_on_the_same_events(
+    published: Published, first_stream: dict[str, Any], spark: SparkSession
+) -> None:
+    streamed = first_stream
     batch = cli_json("slo", "evaluate", "--config", str(published.config), "--at", iso(T))
     assert streamed == batch
     names = [(s["name"], s["labels"]) for s in batch["slos"]]
@@ -209,9 +224,9 @@ def test_the_stream_answers_as_the_batch_job_on_the_same_events(published: Publi
 
 
 def test_a_late_event_within_the_watermark_counts_and_a_later_one_is_counted_as_dropped(
-    kafka: KafkaHandle, published: Published
+    kafka: KafkaHandle, published: Published, first_stream: dict[str, Any]
 ) -> None:
-    run_stream(published)  # the stream has seen every published event (the state is the module's)
+    # first_stream: the stream has seen every published event (the state is the module's)
     newest = max(r["time"] for r in canary_rows())
     first = canary_rows()[0]
     late = [

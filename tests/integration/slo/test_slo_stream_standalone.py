@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 
 from devstack.spark_standalone import SparkStandalone
 from tests.fixtures.kafka import KafkaHandle
-from tests.fixtures.spark import T, iso
+from tests.fixtures.spark import SHORT_LIVED_DEFAULTS, T, iso
 from tests.integration.slo.test_slo_stream import STREAM_TIMEOUT_S, cli_json, produce, publish, stream_argv
 
 pytestmark = pytest.mark.integration
@@ -60,12 +60,14 @@ def test_the_stream_on_a_standalone_cluster_reads_kafka_on_the_executors_and_kee
         entry["source"]["path"] = "no-parquet-here"
     streamed_config = tmp_path / "stream.yaml"
     streamed_config.write_text(yaml.safe_dump(body))
-    # Spark's event log through its own defaults file (SPARK_CONF_DIR), read by the driver's spark-submit.
+    # Spark's event log through its own defaults file (SPARK_CONF_DIR), read by the driver's spark-submit, with
+    # the short-lived JVMs' options the other stream tests get (tests/fixtures/spark.py).
     conf_dir, log_dir = tmp_path / "spark-conf", tmp_path / "spark-events"
     conf_dir.mkdir()
     log_dir.mkdir()
     (conf_dir / "spark-defaults.conf").write_text(
         f"spark.eventLog.enabled true\nspark.eventLog.dir file://{log_dir}\nspark.eventLog.compress false\n"
+        + SHORT_LIVED_DEFAULTS
     )
     state_url = f"file://{tmp_path}/remote-state"
     argv, env = stream_argv(found, "--once", "--at", iso(T))
