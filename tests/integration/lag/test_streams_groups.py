@@ -11,6 +11,7 @@ import signal
 import subprocess
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -156,41 +157,63 @@ def word_count(kafka: KafkaHandle, tmp_path: Path) -> Iterator[WordCount]:
         app.stop()
 
 
-@pytest.mark.parametrize("ingestion", ["consumer_offsets", "admin"])
-def test_a_wordcount_app_is_listed_flagged_not_ready_and_its_lag_equals_the_tools(
-    kafka: KafkaHandle, word_count: WordCount, tmp_path: Path, ingestion: str
-) -> None:
-    """In both ingestion modes: `__consumer_offsets` holds the app's commits as any group's; admin ingestion fetches
-    them for the streams groups described (confluent-kafka's group listing leaves streams groups out)."""
-    app = word_count.app
-    settings = {
-        "clusters": [{"name": CLUSTER, "bootstrap_servers": kafka.bootstrap_servers.split(",")}],
-        "lag": {
-            "offset_refresh_s": 1,
-            "ingestion": ingestion,
-            "evaluation_log": {"enabled": False},
-            "streams_groups": {"enabled": True, "refresh_s": 1},
-        },
-    }
-    config = parse_config(yaml.safe_dump(settings), "pulse.yaml", {})
-    registry = CollectorRegistry()
-    runner = LagRunner(config, config.clusters, state=tmp_path / "state", registry=registry)
-    server = HttpServer(HttpApp(Router(runner.api.routes(), invalid_request)), "127.0.0.1", 0).start()
-    runner.start()
-    url = f"{server.url}/v3/kafka/{CLUSTER}/streamsgroup/{app}"
+INGESTIONS = ("consumer_offsets", "admin")
 
-    def status() -> dict[str, Any]:
-        answer = httpx.get(url, timeout=10)
+
+class Watcher:
+    """A lag runner with streams groups on, in one ingestion mode, serving its routes on a port of its own."""
+
+    def __init__(self, kafka: KafkaHandle, tmp_path: Path, ingestion: str) -> None:
+        settings = {
+            "clusters": [{"name": CLUSTER, "bootstrap_servers": kafka.bootstrap_servers.split(",")}],
+            "lag": {
+                "offset_refresh_s": 1,
+                "ingestion": ingestion,
+                "evaluation_log": {"enabled": False},
+                "streams_groups": {"enabled": True, "refresh_s": 1},
+            },
+        }
+        config = parse_config(yaml.safe_dump(settings), "pulse.yaml", {})
+        self.ingestion = ingestion
+        self.registry = CollectorRegistry()
+        self.runner = LagRunner(config, config.clusters, state=tmp_path / f"state-{ingestion}", registry=self.registry)
+        self.server = HttpServer(HttpApp(Router(self.runner.api.routes(), invalid_request)), "127.0.0.1", 0).start()
+        self.runner.start()
+
+    def status(self, app: str) -> dict[str, Any]:
+        answer = httpx.get(f"{self.server.url}/v3/kafka/{CLUSTER}/streamsgroup/{app}", timeout=10)
         return answer.json()["status"] if answer.status_code == 200 else {}
 
+    def lags(self, app: str) -> Lags:
+        answer = httpx.get(f"{self.server.url}/v3/kafka/{CLUSTER}/consumer/{app}/lag", timeout=10).json()
+        lags: Lags = {(p["topic"], p["partition"]): p["current_lag"] for p in answer["status"]["partitions"]}
+        return lags
+
+    def stop(self) -> None:
+        self.runner.stop()
+        self.server.stop()
+
+
+def test_a_wordcount_app_is_listed_flagged_not_ready_and_its_lag_equals_the_tools(
+    kafka: KafkaHandle, word_count: WordCount, tmp_path: Path
+) -> None:
+    """In both ingestion modes, side by side on the same app (one app run, not one per mode): `__consumer_offsets`
+    holds the app's commits as any group's; admin ingestion fetches them for the streams groups described
+    (confluent-kafka's group listing leaves streams groups out)."""
+    app = word_count.app
+    watchers: list[Watcher] = []
     try:
+        for ingestion in INGESTIONS:
+            watchers.append(Watcher(kafka, tmp_path, ingestion))
         # 1. No source topic: the coordinator holds the group NOT_READY, and kafka-pulse says so (the app gives up
         # after two heartbeat intervals: MissingSourceTopicException).
         word_count.start()
-        body = poll(status, lambda s: s.get("status") == "NOT_READY", 90, f"{app} NOT_READY")
-        assert body["state"] == "NotReady" and "NOT_READY" in body["reason"]
-        text = generate_latest(registry).decode()
-        assert f'kafka_pulse_streams_group_status{{cluster="{CLUSTER}",streams_group="{app}"}} 2.0' in text
+        for w in watchers:
+            body = poll(partial(w.status, app), lambda s: s.get("status") == "NOT_READY", 90,
+                        f"{app} NOT_READY ({w.ingestion})")  # fmt: skip
+            assert body["state"] == "NotReady" and "NOT_READY" in body["reason"], (w.ingestion, body)
+            text = generate_latest(w.registry).decode()
+            assert f'kafka_pulse_streams_group_status{{cluster="{CLUSTER}",streams_group="{app}"}} 2.0' in text
 
         # 2. The topic appears and the app is started again: it runs its topology; listed with state, epochs and
         # its member. Its input is on partition 0 only: partition 1 stays without a commit (below).
@@ -198,18 +221,19 @@ def test_a_wordcount_app_is_listed_flagged_not_ready_and_its_lag_equals_the_tool
         create_source(kafka, partitions=2)
         produce_to_partition_0(kafka, 200, "alpha beta")
         process = word_count.start()
-        body = poll(
-            status,
-            lambda s: s.get("state") == "Stable" and len(s["members"]) == 1 and s["members"][0]["active_tasks"] > 0,
-            120,
-            f"{app} Stable with its member",
-        )
-        assert body["status"] == "OK" and body["topology_epoch"] is not None and SOURCE in body["source_topics"]
-        (member,) = body["members"]
-        assert member["topology_epoch"] == body["topology_epoch"] and not member["stale_topology"]
-        assert member["member_epoch"] > 0 and body["group_epoch"] >= member["member_epoch"]
-        listing = httpx.get(f"{server.url}/v3/kafka/{CLUSTER}/streamsgroup", timeout=10).json()
-        assert app in listing["streamsgroups"] and listing["error"] is False
+        for w in watchers:
+            body = poll(
+                partial(w.status, app),
+                lambda s: s.get("state") == "Stable" and len(s["members"]) == 1 and s["members"][0]["active_tasks"] > 0,
+                120,
+                f"{app} Stable with its member ({w.ingestion})",
+            )
+            assert body["status"] == "OK" and body["topology_epoch"] is not None and SOURCE in body["source_topics"]
+            (member,) = body["members"]
+            assert member["topology_epoch"] == body["topology_epoch"] and not member["stale_topology"]
+            assert member["member_epoch"] > 0 and body["group_epoch"] >= member["member_epoch"]
+            listing = httpx.get(f"{w.server.url}/v3/kafka/{CLUSTER}/streamsgroup", timeout=10).json()
+            assert app in listing["streamsgroups"] and listing["error"] is False
 
         def caught_up(s: dict[str, Any]) -> bool:
             """OK with no lag on both sub-topologies' inputs: the source topic's partitions and the repartition
@@ -220,7 +244,13 @@ def test_a_wordcount_app_is_listed_flagged_not_ready_and_its_lag_equals_the_tool
             repartition = {p["partition"] for p in s["lag"]["partitions"] if p["topic"].endswith("-repartition")}
             return s["lag"]["status"] == "OK" and inputs == repartition == {0, 1} and s["lag"]["totallag"] == 0
 
-        poll(status, caught_up, 120, f"{app} judged OK by the evaluator, caught up")
+        for w in watchers:
+            poll(
+                partial(w.status, app),
+                caught_up,
+                120,
+                f"{app} judged OK by the evaluator, caught up ({w.ingestion})",
+            )
 
         # 3. Paused (SIGSTOP: still a member until its session times out, consuming nothing) with a backlog: the
         # evaluator's input-topic lag equals the tool's at the same moment (the tool prints offsets only for a
@@ -230,32 +260,34 @@ def test_a_wordcount_app_is_listed_flagged_not_ready_and_its_lag_equals_the_tool
         process.send_signal(signal.SIGSTOP)
         produce(kafka, SOURCE, 150, "gamma")
 
-        def ours() -> Lags:
-            answer = httpx.get(f"{server.url}/v3/kafka/{CLUSTER}/consumer/{app}/lag", timeout=10).json()
-            lags: Lags = {(p["topic"], p["partition"]): p["current_lag"] for p in answer["status"]["partitions"]}
-            return lags
-
-        def agree(pair: tuple[Lags, Lags]) -> bool:
+        def agree(seen: tuple[list[Lags], Lags]) -> bool:
             """Every partition the tool prints (the source topic's and the repartition topic's, each a
-            sub-topology's input) has the same lag in ours."""
-            mine, tool = pair
+            sub-topology's input) has the same lag in each mode's."""
+            ours, tool = seen
             inputs = {tp for tp in tool if tp[0] == SOURCE}
-            return len(inputs) == 2 and all(mine.get(tp) == lag for tp, lag in tool.items())
+            return len(inputs) == 2 and all(mine.get(tp) == lag for mine in ours for tp, lag in tool.items())
 
         def backlog_seen(lags: Lags) -> bool:
             return sum(lag or 0 for (topic, _), lag in lags.items() if topic == SOURCE) == 150
 
-        # Ours first (an HTTP read), then the tool (a JVM start, 20-30 s at load 40): the paused member leaves the
+        # Ours first (HTTP reads), then the tool (a JVM start, 20-30 s at load 40): the paused member leaves the
         # group 60 s after the pause, and the tool prints nothing for a group without members.
-        poll(ours, backlog_seen, 60, f"the backlog of 150 in {app}'s lag", interval_s=0.5)
-        mine, tool = poll(lambda: (ours(), tool_lags(kafka, app)), agree, 45, "kafka-pulse and the tool agreeing")
+        for w in watchers:
+            poll(partial(w.lags, app), backlog_seen, 60, f"the backlog of 150 in {app}'s lag ({w.ingestion})", 0.5)
+        ours, tool = poll(
+            lambda: ([w.lags(app) for w in watchers], tool_lags(kafka, app)),
+            agree,
+            45,
+            "kafka-pulse and the tool agreeing",
+        )
         assert sum(lag or 0 for (topic, _), lag in tool.items() if topic == SOURCE) == 150, tool
         assert (tool.get((SOURCE, 1)) or 0) > 0, tool  # never committed, counted from the log start by both
-        route = httpx.get(url, timeout=10).json()["status"]["lag"]
-        assert {(p["topic"], p["partition"]): p["current_lag"] for p in route["partitions"]} == mine  # one verdict
-        text = generate_latest(registry).decode()
-        assert f'kafka_pulse_streams_group_input_lag{{cluster="{CLUSTER}",streams_group="{app}"}}' in text
-        assert httpx.get(f"{server.url}/v3/kafka", timeout=10).json()["clusters"] == [CLUSTER]  # Burrow's, unchanged
+        for w, mine in zip(watchers, ours, strict=True):
+            route = w.status(app)["lag"]
+            assert {(p["topic"], p["partition"]): p["current_lag"] for p in route["partitions"]} == mine  # one verdict
+            text = generate_latest(w.registry).decode()
+            assert f'kafka_pulse_streams_group_input_lag{{cluster="{CLUSTER}",streams_group="{app}"}}' in text
+            assert httpx.get(f"{w.server.url}/v3/kafka", timeout=10).json()["clusters"] == [CLUSTER]  # Burrow's
     finally:
-        runner.stop()
-        server.stop()
+        for w in watchers:
+            w.stop()
