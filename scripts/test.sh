@@ -68,6 +68,7 @@ beside=(
     tests/integration/slo/test_slo_cli.py
     tests/integration/slo/test_slo_stream.py
     tests/integration/collectors/test_kraft_voter_change.py
+    tests/integration/collectors/test_kraft_quorum.py
     tests/integration/lag/test_lag_new_protocol.py
     tests/integration/app/test_demo.py
     tests/integration/app/test_clean_exits.py
