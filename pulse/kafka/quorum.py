@@ -125,17 +125,25 @@ async def _send(client: Any, request: Any) -> Any:
 def answer_of(decoded: Mapping[str, Any]) -> dict[str, Any]:
     """A decoded DescribeQuorum answer of any version (kafka-python's `to_dict()`) as `describe_metadata_quorum`
     returns it: each partition's error as None or its text; a top-level error raises QuorumUnread (pure)."""
-    from kafka.errors import NoError, for_code
-
     if code := decoded.get("error_code"):
-        exc = for_code(code)(decoded.get("error_message") or "")
+        exc = kafka_error(code, decoded.get("error_message") or "")
         raise QuorumUnread(f"{type(exc).__name__}: {exc}")
     topics = []
     for topic in decoded.get("topics") or []:
         partitions = []
         for partition in topic.get("partitions") or []:
             fields = {k: v for k, v in partition.items() if k not in ("error_code", "error_message")}
-            error = for_code(partition.get("error_code", 0))(partition.get("error_message"))
-            partitions.append({**fields, "error": None if isinstance(error, NoError) else str(error)})
+            code = partition.get("error_code", 0)
+            error = str(kafka_error(code, partition.get("error_message"))) if code else None
+            partitions.append({**fields, "error": error})
         topics.append({**topic, "partitions": partitions})
     return {"topics": topics, **({"nodes": decoded["nodes"]} if "nodes" in decoded else {})}
+
+
+def kafka_error(code: int, message: str | None) -> Exception:
+    """kafka-python's exception for a non-zero error `code`, so both quorum readers word a refusal as kafka-python
+    does (the wire reader pays kafka-python's import only on this path)."""
+    with kafka_python_warnings():
+        from kafka.errors import for_code
+
+    return for_code(code)(message)  # type: ignore[no-any-return]

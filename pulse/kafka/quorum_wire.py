@@ -19,7 +19,7 @@ from typing import Any
 
 from pulse.config import split_host_port
 from pulse.kafka.broker_probe import read_exactly
-from pulse.kafka.quorum import METADATA_TOPIC, QuorumNotKraft, QuorumUnreachable, QuorumUnread
+from pulse.kafka.quorum import METADATA_TOPIC, QuorumNotKraft, QuorumUnreachable, QuorumUnread, kafka_error
 from pulse.kafka.wire import Reader
 
 API_VERSIONS, DESCRIBE_QUORUM = 18, 55
@@ -101,7 +101,7 @@ def parse_describe_quorum(frame: bytes, correlation_id: int, version: int) -> di
     error = reader.int16()
     message = reader.compact_string() if version >= 2 else None
     if error:
-        exc = _kafka_error(error, message or "")
+        exc = kafka_error(error, message or "")
         raise QuorumUnread(f"{type(exc).__name__}: {exc}")
     topics = []
     for _ in range(reader.compact_array_length()):
@@ -117,24 +117,13 @@ def parse_describe_quorum(frame: bytes, correlation_id: int, version: int) -> di
                 "high_watermark": reader.int64(),
                 "current_voters": [_replica(reader, version) for _ in range(reader.compact_array_length())],
                 "observers": [_replica(reader, version) for _ in range(reader.compact_array_length())],
-                "error": str(_kafka_error(code, text)) if code else None,
+                "error": str(kafka_error(code, text)) if code else None,
             }
             reader.tagged_fields()
             partitions.append(partition)
         reader.tagged_fields()
         topics.append({"topic_name": name, "partitions": partitions})
     return {"topics": topics}
-
-
-def _kafka_error(code: int, message: str | None) -> Exception:
-    """kafka-python's exception for `code`, so a refusal reads as it did through kafka-python (its import is paid
-    only on this path)."""
-    from pulse.kafka.admin_client import kafka_python_warnings
-
-    with kafka_python_warnings():
-        from kafka.errors import for_code
-
-    return for_code(code)(message)  # type: ignore[no-any-return]
 
 
 # --- the exchange -------------------------------------------------------------------------------------------------
