@@ -24,10 +24,7 @@ from pulse.admin_requests import describe_cluster
 from pulse.config import ClusterConfig
 from pulse.errors import KafkaUnavailable
 from pulse.kafka.elr import elr_topics, read_elr, with_elr
-from pulse.kafka.partitions import Diagnosis as Diagnosis  # declared beside the partition facts `check` shares
-from pulse.kafka.partitions import ElrVerdict, PartitionState
-from pulse.kafka.partitions import Scope as Scope
-from pulse.kafka.partitions import diagnose_under_replicated as diagnose_under_replicated
+from pulse.kafka.partitions import Diagnosis, ElrVerdict, PartitionState, diagnose_under_replicated
 from pulse.kafka.quorum import QuorumNotKraft, QuorumState, QuorumUnread, describe_quorum, parse_quorum
 from pulse.kafka.remote_tier import TIERED_CONFIGS, TieredTopic, read_earliest_local, tiered_topic
 from pulse.profile import kafka_python_config

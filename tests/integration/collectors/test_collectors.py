@@ -13,7 +13,6 @@ from typing import Any, Literal
 import pytest
 
 from collectors.catalogue import BeanQuery, scrape_plan
-from collectors.cluster_state import Scope
 from collectors.mapping import BrokerIdentity, Family, map_readings, merge_families
 from collectors.scrapers import ScrapeResult
 from collectors.service import CollectorService
@@ -28,6 +27,7 @@ from collectors.transport import (
 from devstack.prometheus import Prometheus, ScrapeTarget
 from kafka_pulse.clusters import dev_cluster_config
 from pulse.config import ClusterConfig, CollectorsConfig, JmxBrokerConfig
+from pulse.kafka.partitions import Scope
 from pulse.paths import cache_dir
 from pulse.polling import poll
 from pulse.ports import free_ports

@@ -12,9 +12,8 @@ from collectors.cluster_state import (
     BrokerBalance,
     ClusterHealth,
     ClusterSnapshot,
-    diagnose_under_replicated,
 )
-from pulse.kafka.partitions import ElrVerdict
+from pulse.kafka.partitions import ElrVerdict, diagnose_under_replicated
 
 
 def _skew(count: int, mean: float) -> float:

@@ -5,17 +5,10 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from collectors.cluster_state import (
-    ClusterHealth,
-    ClusterSnapshot,
-    Diagnosis,
-    Scope,
-    assess,
-    diagnose_under_replicated,
-)
+from collectors.cluster_state import ClusterHealth, ClusterSnapshot, assess
 from collectors.collector import ClusterStateCollector
 from collectors.scrapers import PeriodicScraper
-from pulse.kafka.partitions import ElrVerdict, PartitionState
+from pulse.kafka.partitions import Diagnosis, ElrVerdict, PartitionState, Scope, diagnose_under_replicated
 from pulse.kafka.quorum import QuorumState, VoterState
 from pulse.kafka.remote_tier import TieredTopic
 
