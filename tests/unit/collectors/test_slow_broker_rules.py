@@ -38,11 +38,11 @@ def with_slow(base: Round, broker: int, rtt: float) -> Round:
     return {**base, broker: {**base[broker], RTT: rtt}}
 
 
-def run(rounds: Sequence[Round]) -> list[Evaluation]:
+def run(rounds: Sequence[Round], th: Thresholds = TH) -> list[Evaluation]:
     states: dict[int, BrokerState] = {}
     out = []
     for signals in rounds:
-        evaluation = evaluate(signals, states, TH)
+        evaluation = evaluate(signals, states, th)
         states = {b: v.state for b, v in evaluation.verdicts.items()}
         out.append(evaluation)
     return out
@@ -202,16 +202,6 @@ CI = Thresholds(
 """The integration test's settings (tests/integration/collectors/test_slow_broker.py) on the default floors."""
 
 
-def run_with(rounds: Sequence[Round], th: Thresholds) -> list[Evaluation]:
-    states: dict[int, BrokerState] = {}
-    out = []
-    for signals in rounds:
-        evaluation = evaluate(signals, states, th)
-        states = {b: v.state for b, v in evaluation.verdicts.items()}
-        out.append(evaluation)
-    return out
-
-
 def p90s(one: float, two: float, three: float) -> Round:
     return {1: {RTT: one}, 2: {RTT: two}, 3: {RTT: three}}
 
@@ -223,7 +213,7 @@ def test_a_loaded_hosts_start_up_noise_flags_nobody() -> None:
     as in CI#18, where it was flagged at the healthy baseline with no history to judge it against."""
     noisy, quiet = p90s(73.0, 63.0, 242.0), p90s(167.0, 82.0, 355.0)  # recorded; the second is x2.8
     rounds = [noisy, quiet, noisy, noisy, p90s(120.0, 91.0, 67.0), noisy] + [p90s(102.0, 153.0, 137.0)] * 6
-    evals = run_with(rounds, CI)
+    evals = run(rounds, CI)
     assert [flagged(e) for e in evals] == [[]] * len(rounds)
     assert evals[0].verdicts[3].slow_now  # seen and shown, as x1.1 against its peers ...
     assert evals[0].verdicts[3].reason.startswith("warming up, evaluation 1 of 3 (no flag before its history): ")
@@ -232,6 +222,6 @@ def test_a_loaded_hosts_start_up_noise_flags_nobody() -> None:
 def test_a_broker_slow_from_the_start_is_flagged_after_the_warm_up() -> None:
     """The price of the warm-up: a broker already slow when the detector starts (or one that joins slow) is flagged
     `min_history` evaluations later, 6 instead of 3 here (7 instead of 3 on the defaults: 105 s, not 45 s)."""
-    evals = run_with([p90s(60.0, 300.0, 70.0)] * 7, CI)
+    evals = run([p90s(60.0, 300.0, 70.0)] * 7, CI)
     assert [flagged(e) for e in evals] == [[]] * 5 + [[2]] * 2
     assert evals[5].verdicts[2].reason == "slow: probe_rtt_ms 300 ms (own history -, peers' median 65 ms; x1.5)"
