@@ -27,6 +27,10 @@ from pulse.profile import NO_AUTO_CREATE, client_config
 
 _LOG = logging.getLogger(__name__)
 
+REPOSITION_RETRY_S = 1.0
+"""After a failed watermark read, librdkafka has stopped the partition (`auto.offset.reset=error`): ask again this
+much later, so a partition never stays unread (a topic just created fails ListOffsets on a leader still loading it)."""
+
 
 @dataclass(frozen=True)
 class Arrival:
@@ -93,6 +97,8 @@ class ProbeConsumer:
         self._assigned: set[int] = set()
         self._next_offset: dict[int, int] = {}
         self._paused: set[int] = set()
+        self._retry: dict[int, tuple[float, str]] = {}
+        """Partitions whose reposition failed: when to try again (monotonic), and the error that stopped them."""
         self._lock = threading.Lock()
         self.counts = ConsumerCounts()
 
@@ -145,6 +151,8 @@ class ProbeConsumer:
 
     def poll_once(self, timeout_s: float) -> None:
         """Handle at most a batch of records or errors; never raises for Kafka trouble."""
+        if self._retry:
+            self._retry_repositions()
         try:
             # consume() waits for a full batch or the whole timeout, which would stamp every arrival late by up
             # to timeout_s; poll() returns on the first record, then consume(timeout=0) drains what is queued.
@@ -196,6 +204,12 @@ class ProbeConsumer:
             return
         _LOG.debug("consumer error on %s: %s", self._topic, error.str())
 
+    def _retry_repositions(self) -> None:
+        now = time.monotonic()
+        for partition, (due, why) in sorted(self._retry.items()):
+            if due <= now:
+                self._reposition(partition, why)
+
     def _reposition(self, partition: int, why: str) -> None:
         """Our position is no longer in the log: find out which way it moved, settle, and go on from there."""
         tp = TopicPartition(self._topic, partition)
@@ -203,8 +217,17 @@ class ProbeConsumer:
         try:
             low, high = self._consumer.get_watermark_offsets(tp, timeout=5.0, cached=False)
         except KafkaException as exc:
-            _LOG.warning("canary %s[%d]: %s, and watermarks unavailable: %s", self._topic, partition, why, exc)
+            _LOG.warning(
+                "canary %s[%d]: %s, and watermarks unavailable (asking again in %.0f s): %s",
+                self._topic,
+                partition,
+                why,
+                REPOSITION_RETRY_S,
+                exc,
+            )
+            self._retry[partition] = (time.monotonic() + REPOSITION_RETRY_S, why)
             return
+        self._retry.pop(partition, None)
         position = self._next_offset.get(partition, low)
         now = time.monotonic()
         self.counts.resets += 1

@@ -15,13 +15,16 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from canary.consumer import ProbeConsumer
 from canary.events import ProbeResult
 from canary.producer import departure_grace_s
 from canary.service import CanaryService, RoundRecord
 from canary.topic import read_layout, read_log_offsets
+from kafka_pulse.clusters import dev_cluster_config
+from pulse.config import CanaryConfig
 from pulse.errors import KafkaUnavailable
 from pulse.paths import cache_dir
 from pulse.polling import poll
@@ -300,3 +303,39 @@ def test_a_broker_gone_for_good_is_planned_around_and_taken_back(faulty_kafka: K
         target = canary.rounds + 8
         poll(lambda: canary.rounds, lambda rounds: rounds >= target, 60, "8 more probe rounds")
         assert sample(canary, "kafka_pulse_canary_topic_changes_total", action="reassign") == done, "thrashing"
+
+
+def test_a_partition_whose_watermarks_failed_is_repositioned_when_its_leader_answers(faulty_kafka: KafkaHandle) -> None:
+    """The canary's reader loses its place (librdkafka stops the partition: `auto.offset.reset=error`) while the
+    leader cannot answer a watermark read (SIGSTOP here; in CI, a topic just created whose leader was still loading
+    it). It asks again until the leader answers, then reads on: a partition never stays unread, which would leave
+    every later probe to it lost and the status page's round trip with nothing recent to judge."""
+    topic = f"reposition-{uuid.uuid4().hex[:8]}"
+    admin = faulty_kafka.admin()
+    admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[3]])])[topic].result(timeout=30)
+    config = CanaryConfig(topic=topic)
+    reader = ProbeConsumer(dev_cluster_config(faulty_kafka.cluster), config, "reposition-test", None)
+    try:
+
+        def assigned() -> frozenset[int]:
+            reader.sync_partitions([0])
+            return reader.assigned
+
+        poll(assigned, lambda got: got == {0}, 30, "partition 0 read")
+        faulty_kafka.cluster.pause(3)
+        try:
+            reader._reposition(0, "_AUTO_OFFSET_RESET")  # what a stopped partition's error leads to
+        finally:
+            faulty_kafka.cluster.resume(3)
+        assert reader.counts.resets == 0, "the watermarks were read from a paused leader"
+        producer = Producer({"bootstrap.servers": faulty_kafka.bootstrap_servers})
+        producer.produce(topic, key=b"another canary", value=b"x", partition=0)
+        assert producer.flush(30) == 0
+
+        def read() -> tuple[int, int]:
+            reader.poll_once(0.2)
+            return reader.counts.resets, reader.counts.foreign
+
+        poll(read, lambda seen: seen == (1, 1), 90, "the partition repositioned once and its record read")
+    finally:
+        reader.close()
