@@ -9,8 +9,9 @@ produces nothing. `LatestProbes` is the canary sink that keeps each partition's 
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Mapping
-from datetime import datetime
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from kafka_pulse.check.consult.slow_brokers import SlowBrokerFact, SlowBrokerFacts
@@ -140,21 +141,23 @@ def slow_from_board(brokers: Mapping[int, BrokerSlowness] | None) -> SlowBrokerF
 
 def trips_from_canary(
     topic: str,
-    latest: Mapping[int, ProbeResult],
+    latest: Mapping[int, SettledProbe],
     in_sync: Mapping[int, tuple[int, ...]],
     now: datetime,
     max_age_s: float,
 ) -> RoundTripFacts | ProbeFailed:
     """Each partition's last settled canary probe as a round trip: produced (acks=all) and read back, or failed with
-    its error. A probe sent more than `max_age_s` ago is not judged (a stalled canary, or a produce still waiting on
-    a hung broker), never taken as a success."""
+    its error. A partition whose last probe settled more than `max_age_s` ago is not judged (a stalled canary, or a
+    produce still waiting on a hung broker), never taken as a success. The age runs from the settling, not the
+    send: a probe settled as lost settles `loss_deadline_s` after its send, and must still be judged, as lost."""
     if not latest:
         return ProbeFailed(FailureKind.ERROR, "the canary has settled no probe yet")
     trips: list[PartitionTrip] = []
-    for partition, r in sorted(latest.items()):
+    for partition, settled in sorted(latest.items()):
+        r = settled.result
         leader = r.broker if r.broker is not None else -1
         isr = in_sync.get(partition, ())
-        age_s = (now - r.time).total_seconds()
+        age_s = (now - settled.settled_at).total_seconds()
         if age_s > max_age_s:
             error = f"no canary probe settled for {age_s:.0f} s"
             trips.append(PartitionTrip(partition, leader, isr, False, False, error, judged=False))
@@ -164,22 +167,32 @@ def trips_from_canary(
     return RoundTripFacts(topic, tuple(trips))
 
 
+@dataclass(frozen=True)
+class SettledProbe:
+    """A partition's last probe and when the canary settled it (read back, lost or failed): its age is the page's."""
+
+    result: ProbeResult
+    settled_at: datetime
+
+
 class LatestProbes:
     """A canary sink keeping each partition's last settled probe (duplicates skipped): what the round trip section
     reads. Bounded by the monitor topic's partitions."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self._lock = threading.Lock()
-        self._latest: dict[int, ProbeResult] = {}
+        self._clock = clock
+        self._latest: dict[int, SettledProbe] = {}
 
     def record(self, event: ProbeResult) -> None:
         if event.duplicate:
             return
+        settled_at = self._clock()
         with self._lock:
             last = self._latest.get(event.partition)
-            if last is None or event.time >= last.time:
-                self._latest[event.partition] = event
+            if last is None or event.time >= last.result.time:
+                self._latest[event.partition] = SettledProbe(event, settled_at)
 
-    def latest(self) -> dict[int, ProbeResult]:
+    def latest(self) -> dict[int, SettledProbe]:
         with self._lock:
             return dict(self._latest)

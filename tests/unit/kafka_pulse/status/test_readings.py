@@ -191,8 +191,13 @@ def probe(partition: int, broker: int | None, age_s: float = 1.0, ok: bool = Tru
     return ProbeResult(at, "dev", "__pulse_canary", partition, broker, None, None, "p", 0, **fields)  # type: ignore[arg-type]
 
 
+def settled(*probes: ProbeResult, after_s: float = 0.0) -> dict[int, readings.SettledProbe]:
+    """Each probe as the canary settled it, `after_s` after its send."""
+    return {r.partition: readings.SettledProbe(r, r.time + timedelta(seconds=after_s)) for r in probes}
+
+
 def test_each_partitions_last_settled_probe_makes_the_round_trip() -> None:
-    latest = {p: probe(p, b) for p, b in enumerate((1, 2, 3))}
+    latest = settled(*(probe(p, b) for p, b in enumerate((1, 2, 3))))
     trips = readings.trips_from_canary("__pulse_canary", latest, {}, NOW, 7.0)
     got = sections(fresh(reading()), trips=trips)
     assert got["round_trip"].status is Status.OK
@@ -200,13 +205,22 @@ def test_each_partitions_last_settled_probe_makes_the_round_trip() -> None:
 
 
 def test_a_failed_probe_is_charged_to_its_leader_and_an_old_one_is_not_judged() -> None:
-    failed = {0: probe(0, 1), 1: probe(1, 2, ok=False), 2: probe(2, 3)}
+    failed = settled(probe(0, 1), probe(1, 2, ok=False), probe(2, 3))
     got = sections(fresh(reading()), trips=readings.trips_from_canary("__pulse_canary", failed, {}, NOW, 7.0))
     assert got["round_trip"].status is Status.CRIT and got["round_trip"].culprits == (2,)
-    old = {0: probe(0, 1), 1: probe(1, 2, age_s=30.0), 2: probe(2, 3)}
+    old = settled(probe(0, 1), probe(1, 2, age_s=30.0), probe(2, 3))
     got = sections(fresh(reading()), trips=readings.trips_from_canary("__pulse_canary", old, {}, NOW, 7.0))
     assert got["round_trip"].status is Status.UNKNOWN
     assert any("no canary probe settled for 30 s" in line for line in got["round_trip"].reasons)
+
+
+def test_a_probe_settled_as_lost_is_judged_though_it_was_sent_long_ago() -> None:
+    # A lost probe settles loss_deadline_s (30 s) after its send: its age is the settling's, so it counts as lost.
+    lost = probe(1, 2, age_s=31.0, consume_ok=False, e2e_latency_s=None, lost=True)
+    latest = settled(probe(0, 1), probe(2, 3)) | settled(lost, after_s=30.5)
+    got = sections(fresh(reading()), trips=readings.trips_from_canary("__pulse_canary", latest, {}, NOW, 7.0))
+    assert got["round_trip"].status is Status.CRIT and got["round_trip"].culprits == (2,)
+    assert any("acknowledged, never read back" in line for line in got["round_trip"].reasons)
 
 
 def test_no_settled_probe_yet_is_unknown() -> None:
@@ -215,12 +229,12 @@ def test_no_settled_probe_yet_is_unknown() -> None:
 
 
 def test_the_sink_keeps_each_partitions_newest_probe_and_skips_duplicates() -> None:
-    sink = readings.LatestProbes()
+    sink = readings.LatestProbes(clock=lambda: NOW)
     newer, older = probe(0, 1, age_s=1.0), probe(0, 1, age_s=5.0)
     sink.record(newer)
     sink.record(older)
     sink.record(probe(0, 2, age_s=0.5, duplicate=True))
-    assert sink.latest() == {0: newer}
+    assert sink.latest() == {0: readings.SettledProbe(newer, NOW)}
 
 
 def test_a_slow_broker_of_this_process_warns_on_the_brokers_section() -> None:
