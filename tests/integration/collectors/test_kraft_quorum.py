@@ -6,6 +6,7 @@ writes metadata snapshots on its interval (the leader's no-op records grow the l
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -129,14 +130,25 @@ def test_an_idle_node_writes_metadata_snapshots_so_the_exported_age_resets(tmp_p
         def emitter() -> dict[str, float]:
             return {r.bean.rsplit("=", 1)[1]: float(r.value) for r in jmx.read((SNAPSHOT_BEANS,))}
 
+        def generated() -> tuple[float, float, float]:
+            """The latest snapshot's bytes, and the bounds of when it was generated (ms since the epoch): the age
+            was taken somewhere between the read's start and end."""
+            start_ms = time.time() * 1000
+            e = emitter()
+            end_ms = time.time() * 1000
+            age_ms = e.get("LatestSnapshotGeneratedAgeMs", 0.0)
+            return e.get("LatestSnapshotGeneratedBytes", 0.0), start_ms - age_ms, end_ms - age_ms
+
         try:
-            first = poll(emitter, lambda e: e.get("LatestSnapshotGeneratedBytes", 0) > 0, 120, "a first snapshot", 1.0)
-            age_ms = first["LatestSnapshotGeneratedAgeMs"]
+            first = poll(generated, lambda g: g[0] > 0, 120, "a first snapshot", 1.0)
+            latest_first_ms = first[2]
+            # Newer only when its earliest possible generation time is past the first's latest: a plain "age below
+            # the first reading's" could wait forever when that reading came right after a snapshot.
             poll(
-                emitter,
-                lambda e: e["LatestSnapshotGeneratedAgeMs"] < age_ms,
+                generated,
+                lambda g: g[1] > latest_first_ms,
                 120,
-                f"a snapshot newer than the one {age_ms:.0f} ms old",
+                "a snapshot generated after the first one",
                 1.0,
             )
         finally:
