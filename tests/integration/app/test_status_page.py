@@ -33,7 +33,6 @@ from tests.fixtures.logs import register_log
 from tests.fixtures.pulse_process import PulseProcesses
 from tests.integration.app.status_support import (
     PAGE_DEADLINE_S,
-    SHOTS,
     Page,
     await_dom,
     broker_row,
@@ -119,7 +118,6 @@ def page(
         driver.execute_cdp_cmd("Network.setExtraHTTPHeaders", {"headers": {"Authorization": f"Basic {token}"}})
         url = run.url + "/"
         driver.get(url)
-        SHOTS.mkdir(parents=True, exist_ok=True)
         yield Page(driver, url, status_kafka, run, cluster["name"])
     finally:
         if driver is not None:
