@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from collectors.mapping import Family
-from collectors.slow_broker_rules import Signal
+from collectors.slow_broker_rules import WINDOWED, Signal
 
 _REQUEST = "kafka_network_requestmetrics_localtimems"
 _FLUSH_COUNT = "kafka_log_logflushstats_logflushrateandtimems_count"
@@ -63,8 +63,6 @@ def jmx_signals(families: Mapping[str, Family], flush_ms: float | None = None) -
 JMX_SETTLE_S = 300.0
 """How long a broker's windowed JMX signals are not judged after its scrape failed (a restart, a hang): Kafka's
 request percentiles come from a reservoir biased to the last ~5 minutes, so they show the outage itself that long."""
-WINDOWED = frozenset({Signal.PRODUCE_P99, Signal.FETCH_FOLLOWER_P99, Signal.NETWORK_BUSY, Signal.HANDLER_BUSY})
-"""Signals that average or sample a past window on the broker; the queue size and the interval's flush time do not."""
 
 
 def settled(signals: Mapping[Signal, float], since_gap_s: float) -> dict[Signal, float]:

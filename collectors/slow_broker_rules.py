@@ -3,7 +3,8 @@
 Rules, after Cruise Control's SlowBrokerFinder but stricter where its users found it noisy:
 1. A signal is elevated only when its value is above its floor AND above `history_factor` x the broker's own history
    median AND above `peer_factor` x the median of the other brokers' current values (medians: one outlier moves
-   neither). A broker with too little history is judged against its peers only; a lone broker against its history.
+   neither). A broker with too little history is judged against its peers only (rule 7 excepted); a lone broker
+   against its history.
 2. A broker's score is its worst signal's ratio (1.0 = exactly at the bar); it looks slow in this evaluation when
    any signal is elevated. A missing signal is not judged; a broker with none at all is unknown (no streak moves).
 3. Hysteresis: flagged once `enter_after` of the last `enter_after` + 1 evaluations were slow (one noisy clean
@@ -20,6 +21,10 @@ Rules, after Cruise Control's SlowBrokerFinder but stricter where its users foun
    is: on a loaded 2-core host a healthy broker's probe p90 swung 56-401 ms between intervals and was x3.5 its two
    peers' median in the detector's first interval, enough for a false flag at x3 (docs/testing.md, "No reruns").
    After warm-up a broker without history (slow from the start, so nothing was remembered) is judged on its peers.
+7. A WINDOWED signal (a broker-side percentile or rate over a past window) without own history is not judged (score
+   0; its peer test still keeps values out of history, rule 5): its first values hold minutes the detector did not
+   watch (a cluster's start-up, an earlier outage), and a healthy broker's JMX p99 read x3 its peers' after rule 6's
+   warm-up, which the probe ends an evaluation before the first JMX scrape lands (docs/testing.md, "No reruns").
 """
 
 from __future__ import annotations
@@ -77,6 +82,9 @@ FLOOR_OF: Mapping[Signal, FloorKind] = {
     Signal.LOG_FLUSH_MEAN: FloorKind.FLUSH,
 }
 """Which floor each signal is held to."""
+
+WINDOWED = frozenset({Signal.PRODUCE_P99, Signal.FETCH_FOLLOWER_P99, Signal.NETWORK_BUSY, Signal.HANDLER_BUSY})
+"""Signals that average or sample a past window on the broker; the queue size and the interval's flush time do not."""
 
 PRODUCE_SIDE = (Signal.CANARY_PRODUCE, Signal.PRODUCE_P99)
 """Where a broker's produce latency is read from, best first (the board's `produce_latency_ms`)."""
@@ -164,17 +172,18 @@ def _bar(base: float | None, factor: float) -> float | None:
 
 
 def judge(signal: Signal, value: float, own: tuple[float, ...], peers: list[float], th: Thresholds) -> Judgement:
-    """Rule 1 for one signal of one broker."""
+    """Rules 1 and 7 for one signal of one broker."""
     history = statistics.median(own) if len(own) >= th.min_history else None
     peer = statistics.median(peers) if peers else None
     floor = th.floor(signal)
-    bars = [b for b in (_bar(history, th.history_factor), _bar(peer, th.peer_factor)) if b is not None]
-    if not bars:
-        return Judgement(signal, value, history, peer, 0.0, False, False)
-    bar = max(floor, *bars)
-    score = value / bar if bar > 0 else (float("inf") if value > 0 else 0.0)
     above_history = history is not None and value >= floor and value >= history * th.history_factor
     above_peers = peer is not None and value >= floor and value >= peer * th.peer_factor
+    judged_peer = peer if history is not None or signal not in WINDOWED else None  # rule 7
+    bars = [b for b in (_bar(history, th.history_factor), _bar(judged_peer, th.peer_factor)) if b is not None]
+    if not bars:
+        return Judgement(signal, value, history, peer, 0.0, False, above_peers)
+    bar = max(floor, *bars)
+    score = value / bar if bar > 0 else (float("inf") if value > 0 else 0.0)
     return Judgement(signal, value, history, peer, score, above_history, above_peers)
 
 

@@ -25,7 +25,8 @@ class SlowBrokersConfig(Section):
     """How many of the broker's own past (not elevated) evaluations form its history; 40 x 15 s = 10 minutes."""
     min_history: int = Field(default=4, ge=1)
     """Below this many past values the history test is skipped and the broker is judged against its peers only
-    (a broker that just joined); a broker's first this many evaluations are a warm-up that raises no flag."""
+    (a broker that just joined), except on windowed JMX signals, which wait for their history; a broker's first
+    this many evaluations are a warm-up that raises no flag."""
     history_factor: float = Field(default=3.0, gt=1.0)
     """A signal is elevated when above this times the broker's own history median (and above the peer test)."""
     peer_factor: float = Field(default=3.0, gt=1.0)

@@ -10,8 +10,8 @@ import pytest
 from collectors.catalogue import Reading
 from collectors.mapping import BrokerIdentity, map_readings
 from collectors.slow_broker import BrokerProber, quantile, round_excess, send_order
-from collectors.slow_broker_jmx import JMX_SETTLE_S, WINDOWED, flush_totals, interval_flush_ms, jmx_signals, settled
-from collectors.slow_broker_rules import Signal
+from collectors.slow_broker_jmx import JMX_SETTLE_S, flush_totals, interval_flush_ms, jmx_signals, settled
+from collectors.slow_broker_rules import WINDOWED, Signal
 from pulse.config import SlowBrokersConfig
 
 

@@ -13,6 +13,7 @@ from collectors.slow_broker_rules import (
     FloorKind,
     Signal,
     Thresholds,
+    describe,
     evaluate,
     judge,
     produce_side,
@@ -225,3 +226,38 @@ def test_a_broker_slow_from_the_start_is_flagged_after_the_warm_up() -> None:
     evals = run([p90s(60.0, 300.0, 70.0)] * 7, CI)
     assert [flagged(e) for e in evals] == [[]] * 5 + [[2]] * 2
     assert evals[5].verdicts[2].reason == "slow: probe_rtt_ms 300 ms (own history -, peers' median 65 ms; x1.5)"
+
+
+FF, PRODUCE = Signal.FETCH_FOLLOWER_P99, Signal.PRODUCE_P99
+
+
+def test_a_windowed_jmx_signal_without_history_flags_nobody() -> None:
+    """CI on 2026-11-30 (a shared cluster, load 5-7): healthy broker 3 flagged 24 s into detection on a JMX p99 with
+    no history, x1.0 against its peers' median of 34 ms. The probe judges from the first evaluation, so rule 6's
+    warm-up ends before the JMX p99s (from the first scrape, an evaluation later) have history, and their first
+    values hold minutes the detector did not watch: broker 3's FetchFollower p99 at about x3 its peers', falling
+    (recorded: 81, 61, 41, 27 ms against 34, 23, 19, 16 at load 13-14). Nothing above the peer bar is remembered,
+    so without rule 7 it stayed peer-judged and was flagged at the 6th evaluation."""
+    probe = [p90s(90.0, 104.0, 60.0), p90s(70.0, 40.0, 130.0), p90s(120.0, 95.0, 80.0)] * 3
+    ff = [None, (50, 45, 150), (42, 40, 130), (38, 36, 115), (35, 33, 103), (34, 34, 103), (33, 31, 95), (30, 28, 90),
+          (28, 26, 80)]  # fmt: skip
+    rounds: list[Round] = []
+    for rtt, jmx in zip(probe, ff, strict=True):
+        extra = {b: {FF: float(jmx[b - 1]), PRODUCE: 129.0 if b == 3 else 60.0} if jmx else {} for b in rtt}
+        rounds.append({b: {**rtt[b], **extra[b]} for b in rtt})
+    evals = run(rounds, CI)
+    assert [flagged(e) for e in evals] == [[]] * len(rounds)
+    sixth = evals[5].verdicts[3]
+    assert not sixth.slow_now
+    assert "fetch_follower_local_p99_ms 103 ms (own history -, peers' median 34 ms; x0.0)" in [
+        describe(j) for j in sixth.judgements
+    ]
+    assert FF not in sixth.state.history  # above its peers' bar: kept out of its history all the same (rule 5)
+    assert produce_side(sixth) == (129.0, False)  # as in the CI excerpt: Produce p99 below its peers' bar
+
+
+def test_a_windowed_jmx_signal_with_history_is_judged() -> None:
+    """Rule 7 only waits for the history: a broker's FetchFollower p99 x10 its own and its peers' then flags it."""
+    quiet: Round = {b: {FF: 10.0} for b in (1, 2, 3)}
+    rounds = [quiet] * 4 + [{**quiet, 2: {FF: 200.0}}] * 3
+    assert [flagged(e) for e in run(rounds, CI)] == [[]] * 6 + [[2]]
