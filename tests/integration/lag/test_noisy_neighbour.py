@@ -26,6 +26,7 @@ from devstack.noisy_neighbour import NoisyNeighbourWorkload, NoisyPlan
 from devstack.runtime import ensure_config_command, ensure_tools
 from devstack.stutter import StutterPlan, stutter_node
 from kafka_pulse.clusters import dev_cluster_config
+from kafka_pulse.status.board import CHECK_TIMEOUT_S, JOIN_GRACE_S, REFRESH_S
 from pulse.paths import cache_dir
 from pulse.polling import poll
 from tests.fixtures.kafka import KafkaHandle
@@ -39,6 +40,13 @@ WINDOW_S = 5.0
 """The page-cache window given to lag: the backlog is minutes old by the HWM history, far beyond it."""
 DETECTOR = {"interval_s": 4, "probes_per_interval": 10, "min_history": 3, "history_evaluations": 20}
 """Short evaluations (about 8 canary probes per broker each); the rules (floors, factors x3) are the defaults."""
+METRICS_WAIT_S = 90.0
+"""/metrics and the lag API judge the detector's latest verdict per request, and the stutter is read once in
+`METRICS_WAIT_S / interval_s` evaluations at most (a 4 s evaluation may miss it now and then under load)."""
+PAGE_WAIT_S = METRICS_WAIT_S / DETECTOR["interval_s"] * REFRESH_S + CHECK_TIMEOUT_S + JOIN_GRACE_S
+"""The status page reads lag's verdicts once per refresh (`REFRESH_S`), taken before that refresh's check (at most
+`CHECK_TIMEOUT_S + JOIN_GRACE_S`), so it sees one evaluation per refresh: as many refreshes as /metrics gets
+evaluations (118.5 s). A fixed 30 s was 6 refreshes, missed in CI while broker 2 was named on the API."""
 
 
 @dataclass
@@ -147,12 +155,12 @@ def test_run_names_the_group_reading_from_disk_on_the_slowed_broker(noisy_run: N
         metrics = poll(
             lambda: r.get("/metrics").text,
             lambda text: bool(named(text, group)),
-            90,
+            METRICS_WAIT_S,
             f"kafka_pulse_noisy_neighbour naming {group} on broker {BROKER}",
             interval_s=1.0,
         )
         status = poll(lambda: r.get(status_path).json(), status_why, 30, "the lag API's noisy_neighbour", 1.0)
-        page = poll(lambda: r.get("/api/status").json(), page_row, 30, "the status page's group row", 1.0)
+        page = poll(lambda: r.get("/api/status").json(), page_row, PAGE_WAIT_S, "the status page's group row", 1.0)
         checked = poll(
             lambda: check_output(r),
             lambda done: "noisy neighbour on broker" in done.output,
