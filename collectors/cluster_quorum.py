@@ -36,7 +36,8 @@ def fetch_quorum(
         limit = left if at == len(nodes) - 1 else min(left, ATTEMPT_S)
         try:
             answer = describe_quorum(kafka_python_config(cluster, ELR_CLIENT_ID, limit, servers), node=node)
-            unanswered.discard(node) if node is not None else None
+            if node is not None:
+                unanswered.discard(node)
             return replace(snapshot, quorum=parse_quorum(answer, time.time()), quorum_up=True)
         except QuorumNotKraft:
             return replace(snapshot, quorum=None, quorum_up=None)

@@ -64,11 +64,11 @@ def read_attempt_s(timeout_s: float | None, partitions: int, previous_s: float |
     for the previous read's `partitions`); half the limit before any good read; None (no second try) when half the
     limit is under `ATTEMPT_S`.
 
-    librdkafka sends a request without a broker of its own (Metadata, DescribeConfigs of topics) to the connected
-    broker it sent to most recently, so once a broker hangs (SIGSTOP: connections kept, nothing answered) every
-    later request of the kept client goes to it until `socket.timeout.ms` (60 s) drops the connection, a minute
-    past the broker's fencing; a fresh client uses only brokers that answered its handshake, which a hung one never
-    does (tests/integration/collectors/test_kraft_quorum.py)."""
+    librdkafka sends Metadata (the read's, and the refresh between DescribeCluster attempts) to the connected broker
+    it sent to most recently, so once a broker hangs (SIGSTOP: connections kept, nothing answered) every later one of
+    the kept client goes to it until `socket.timeout.ms` (60 s) drops the connection: about 70 s of failed reads;
+    a fresh client uses only brokers that answered its handshake, which a hung one never does
+    (docs/kafka-clients.md, tests/integration/collectors/test_kraft_quorum.py)."""
     half = (timeout_s or read_timeout_s(partitions)) / 2
     if half < ATTEMPT_S:
         return None
