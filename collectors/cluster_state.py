@@ -4,8 +4,8 @@
 derives what an operator checks by hand: brokers missing, offline / under-replicated / under-min-ISR partitions,
 partitions and leaders per broker with their skew, preferred-leader imbalance, replicas sharing one rack, and
 `diagnose_under_replicated`: one broker common to every under-replicated partition, or a cluster-wide problem.
-`fetch_elr`, `fetch_quorum` and `fetch_earliest_local` add what kafka-python reads and librdkafka cannot: the ELR of
-partitions under min ISR, the KRaft quorum, and the earliest local offset of tiered partitions.
+`fetch_elr`, `fetch_earliest_local` and `cluster_quorum.fetch_quorum` add what kafka-python reads and librdkafka
+cannot: the ELR of partitions under min ISR, the earliest local offset of tiered partitions, and the KRaft quorum.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -25,7 +25,7 @@ from pulse.config import ClusterConfig
 from pulse.errors import KafkaUnavailable
 from pulse.kafka.elr import elr_topics, read_elr, with_elr
 from pulse.kafka.partitions import Diagnosis, ElrVerdict, PartitionState, diagnose_under_replicated
-from pulse.kafka.quorum import QuorumNotKraft, QuorumState, QuorumUnread, describe_quorum, parse_quorum
+from pulse.kafka.quorum import QuorumState
 from pulse.kafka.remote_tier import TIERED_CONFIGS, TieredTopic, read_earliest_local, tiered_topic
 from pulse.profile import kafka_python_config
 
@@ -38,6 +38,11 @@ threads, where one request for every topic is served by one."""
 BASE_TIMEOUT_S = 10.0
 PER_PARTITION_S = 0.002
 MAX_TIMEOUT_S = 300.0
+ATTEMPT_S = 2.0
+"""Least wait for the kept client's read before a fresh client reads again (`read_attempt_s`): a small cluster
+answers in milliseconds."""
+RENEWALS = 2
+"""Fresh clients one read may turn to (`fetch_snapshot`); the last one has all the read's time left."""
 UNDER_MIN_ISR_EXAMPLES = 20
 """Partitions under min ISR named one by one on /metrics (`kafka_pulse_cluster_under_min_isr_partition`): the
 series stay bounded however many there are; the per-verdict counts hold them all."""
@@ -51,6 +56,23 @@ class ClusterStateTimeout(KafkaUnavailable):
 def read_timeout_s(partitions: int) -> float:
     """The default time limit of a cluster-state read of `partitions` partitions (pure)."""
     return min(MAX_TIMEOUT_S, BASE_TIMEOUT_S + PER_PARTITION_S * max(0, partitions))
+
+
+def read_attempt_s(timeout_s: float | None, partitions: int, previous_s: float | None) -> float | None:
+    """How long a read waits on the kept client before it is done again on a fresh one (pure): 3 times the previous
+    good read's `previous_s`, at least `ATTEMPT_S` and at most half the read's limit (`timeout_s`, or the default
+    for the previous read's `partitions`); half the limit before any good read; None (no second try) when half the
+    limit is under `ATTEMPT_S`.
+
+    librdkafka sends Metadata (the read's, and the refresh between DescribeCluster attempts) to the connected broker
+    it sent to most recently, so once a broker hangs (SIGSTOP: connections kept, nothing answered) every later one of
+    the kept client goes to it until `socket.timeout.ms` (60 s) drops the connection: about 70 s of failed reads;
+    a fresh client uses only brokers that answered its handshake, which a hung one never does
+    (docs/kafka-clients.md, tests/integration/collectors/test_kraft_quorum.py)."""
+    half = (timeout_s or read_timeout_s(partitions)) / 2
+    if half < ATTEMPT_S:
+        return None
+    return half if previous_s is None else min(half, max(ATTEMPT_S, 3 * previous_s))
 
 
 @dataclass(frozen=True)
@@ -212,12 +234,39 @@ def worst_under_min_isr(short: Iterable[PartitionState]) -> tuple[PartitionState
 # --- Admin API ----------------------------------------------------------------------------------------------------
 
 
-def fetch_snapshot(admin: AdminClient, cluster: str, timeout_s: float | None) -> ClusterSnapshot:
+def fetch_snapshot(
+    admin: AdminClient,
+    cluster: str,
+    timeout_s: float | None,
+    renew: Callable[[], AdminClient] | None = None,
+    attempt_s: float | None = None,
+) -> ClusterSnapshot:
     """Read brokers, controller, every partition and each topic's min.insync.replicas: metadata, describe_cluster and
     batched describe_configs, all within `timeout_s` (None: `read_timeout_s` of the partitions the metadata lists);
-    running out of it raises `ClusterStateTimeout`."""
+    running out of it raises `ClusterStateTimeout`. With `renew`, a read `admin` has not finished within `attempt_s`
+    is done again on `renew()`'s fresh client in the time left (`read_attempt_s` says why)."""
     started = time.monotonic()
-    deadline = started + (timeout_s or BASE_TIMEOUT_S)
+    if renew is None or attempt_s is None:
+        return _read(admin, cluster, started, timeout_s)
+    for _ in range(RENEWALS):
+        try:
+            return _read(admin, cluster, started, timeout_s, time.monotonic() + attempt_s)
+        except _AttemptCut:
+            _LOG.warning("cluster %r: no cluster state in %.1f s (a hung broker?); reading it again on a fresh client",
+                         cluster, attempt_s)  # fmt: skip
+        admin = renew()
+    return _read(admin, cluster, started, timeout_s)
+
+
+class _AttemptCut(ClusterStateTimeout):
+    """A read ended by its attempt's cut, before its own limit."""
+
+
+def _read(
+    admin: AdminClient, cluster: str, started: float, timeout_s: float | None, cut: float = float("inf")
+) -> ClusterSnapshot:
+    """`fetch_snapshot` on `admin` alone; `cut` (monotonic) ends it early, as a timeout."""
+    deadline = min(cut, started + (timeout_s or BASE_TIMEOUT_S))  # == cut: the cut ends it before its limit
     step = "metadata"
     try:
         # Metadata first: it refreshes librdkafka's idea of the controller, which describe_cluster is sent to;
@@ -225,19 +274,19 @@ def fetch_snapshot(admin: AdminClient, cluster: str, timeout_s: float | None) ->
         metadata = admin.list_topics(timeout=_left(deadline))
         if timeout_s is None:  # the rest gets the time this cluster's size needs, counted from the start
             timeout_s = read_timeout_s(sum(len(t.partitions) for t in metadata.topics.values()))
-            deadline = started + timeout_s
+            deadline = min(cut, started + timeout_s)
         step = "describe_cluster"
         described = describe_cluster(admin, _left(deadline))
         step = f"describe_configs of {len(metadata.topics)} topics"
         min_isr, tiered = _topic_configs(admin, metadata.topics, deadline)
     except TimeoutError as exc:
-        raise ClusterStateTimeout(
+        raise (_AttemptCut if deadline == cut else ClusterStateTimeout)(
             f"cluster {cluster!r}: cluster state read timed out after {deadline - started:g} s ({step})"
         ) from exc
     except KafkaException as exc:
         error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
         if error is not None and error.code() == KafkaError._TIMED_OUT:
-            raise ClusterStateTimeout(
+            raise (_AttemptCut if deadline == cut else ClusterStateTimeout)(
                 f"cluster {cluster!r}: cluster state read timed out after {deadline - started:g} s ({step}: "
                 f"{error.str()})"
             ) from exc
@@ -271,21 +320,6 @@ def fetch_elr(cluster: ClusterConfig, snapshot: ClusterSnapshot, timeout_s: floa
     if read.reason:
         _LOG.warning("cluster %r: ELR of partitions under min ISR not read: %s", cluster.name, read.reason)
     return replace(snapshot, partitions=with_elr(snapshot.partitions, read))
-
-
-def fetch_quorum(cluster: ClusterConfig, snapshot: ClusterSnapshot, timeout_s: float) -> ClusterSnapshot:
-    """`snapshot` with the KRaft quorum from DescribeQuorum (pulse/kafka/quorum.py, the reader `check` uses), each
-    exchange bounded by `timeout_s`. A failed read is `quorum_up=False`, logged, never raised; a ZooKeeper cluster
-    has no quorum (`quorum_up=None`)."""
-    settings = kafka_python_config(cluster, ELR_CLIENT_ID, timeout_s, snapshot.servers)
-    try:
-        answer = describe_quorum(settings)
-        return replace(snapshot, quorum=parse_quorum(answer, time.time()), quorum_up=True)
-    except QuorumNotKraft:
-        return replace(snapshot, quorum=None, quorum_up=None)
-    except QuorumUnread as exc:
-        _LOG.warning("cluster %r: KRaft quorum not read: %s", cluster.name, exc)
-        return replace(snapshot, quorum=None, quorum_up=False)
 
 
 def fetch_earliest_local(cluster: ClusterConfig, snapshot: ClusterSnapshot, timeout_s: float) -> ClusterSnapshot:

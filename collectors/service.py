@@ -7,6 +7,7 @@ both compose it with an HTTP listener.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -16,6 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from collectors.catalogue import TopicSelection, scrape_plan
 from collectors.clients import client_scraper
+from collectors.cluster_quorum import fetch_quorum
 from collectors.cluster_state import (
     BASE_TIMEOUT_S,
     ClusterHealth,
@@ -23,9 +25,9 @@ from collectors.cluster_state import (
     assess,
     fetch_earliest_local,
     fetch_elr,
-    fetch_quorum,
     fetch_racks,
     fetch_snapshot,
+    read_attempt_s,
 )
 from collectors.collector import CLIENT_HEALTH, ClusterStateCollector, JmxCollector
 from collectors.mapping import BrokerIdentity
@@ -176,15 +178,36 @@ class CollectorService:
         return PeriodicScraper(f"cluster {cluster.name} racks", scrape, self.config.scrape_interval_s)
 
     def _state_scraper(self, cluster: ClusterConfig) -> PeriodicScraper[ClusterHealth]:
-        admin = self._admin(cluster)
+        kept = [self._admin(cluster)]
+        """The client the reads use, replaced when a read waits on a hung broker (`fetch_snapshot`)."""
+        took: list[float | None] = [None]
+        """How long the latest `fetch_snapshot` took; None after a failed one (`read_attempt_s`)."""
         expected = {b.broker_id for b in cluster.jmx.brokers} if cluster.jmx is not None else set()
 
+        retired: list[AdminClient] = []
+        unanswered: set[int] = set()
+        """Brokers that did not answer the latest DescribeQuorum asked of them: asked last (`fetch_quorum`)."""
+
+        def renew() -> AdminClient:
+            retired.append(kept[0])
+            self._admins.remove(kept[0])
+            kept[0] = self._admin(cluster)
+            return kept[0]
+
         def scrape() -> ClusterHealth:
+            if retired:  # the read that retired them has returned, so this list holds their last references
+                release(retired)
+            admin = kept[0]
             admin.poll(0)  # serves its queued librdkafka lines to the limiter (pulse/kafka_log.py)
+            previous = self._snapshots.get(cluster.name)
+            partitions = len(previous.partitions) if previous is not None else 0
+            attempt_s = read_attempt_s(self.config.admin_timeout_s, partitions, took[0])
+            started, took[0] = time.monotonic(), None
             # Default (None): the time limit grows with the partitions the read's metadata lists.
-            snapshot = fetch_snapshot(admin, cluster.name, self.config.admin_timeout_s)
+            snapshot = fetch_snapshot(admin, cluster.name, self.config.admin_timeout_s, renew, attempt_s)
+            took[0] = time.monotonic() - started
             snapshot = fetch_elr(cluster, snapshot, self.config.admin_timeout_s or BASE_TIMEOUT_S)
-            snapshot = fetch_quorum(cluster, snapshot, self.config.admin_timeout_s or BASE_TIMEOUT_S)
+            snapshot = fetch_quorum(cluster, snapshot, self.config.admin_timeout_s or BASE_TIMEOUT_S, unanswered)
             snapshot = fetch_earliest_local(cluster, snapshot, self.config.admin_timeout_s or BASE_TIMEOUT_S)
             self._snapshots[cluster.name] = snapshot
             for broker, rack in snapshot.brokers.items():
@@ -227,6 +250,14 @@ class CollectorService:
             scraper.stop()
         for state in self.admin_scrapers():
             state.stop()
+
+
+def release(clients: list[AdminClient]) -> None:
+    """Drop `clients` (emptying the list) on a thread of their own, where they are destroyed: destroying one joins
+    its broker threads, and the thread of a hung broker may hold it."""
+    batch = clients.copy()
+    clients.clear()
+    threading.Thread(target=batch.clear, name="kafka-pulse-release-admin", daemon=True).start()
 
 
 def build_collectors(

@@ -58,7 +58,9 @@ class CollectorsConfig(Section):
     """How often brokers, clients and cluster state are read; /metrics serves the last result."""
     admin_timeout_s: PositiveSeconds | None = None
     """Time limit of one cluster-state read (metadata, describe_cluster, topic configs). Default: 10 s plus 2 ms a
-    partition the read's metadata lists (30 s at 10,000 partitions, where a loaded host needed 11-26 s)."""
+    partition the read's metadata lists (30 s at 10,000 partitions, where a loaded host needed 11-26 s). A read the
+    kept Admin client has not finished in 3 times the previous read's time (at least 2 s, at most half this limit,
+    a limit of 4 s or more) is done again on a fresh client in the time left (docs/kafka-clients.md)."""
     transport: Literal["jmxquery", "jpype"] = "jpype"
     """`jpype` keeps one JMX connection per broker in-process: a tenth of jmxquery's scrape time and CPU, and JMX login
     and TLS (docs/benchmarks.md); `jmxquery` forks a JVM per scrape and cannot take credentials off its argv."""

@@ -83,11 +83,13 @@ def describe_quorum(
     settings: Mapping[str, Any],
     close: Callable[[Callable[[], None]], None] | None = None,
     max_version: int | None = None,
+    node: int | None = None,
 ) -> dict[str, Any]:
     """DescribeQuorum's answer with kafka-python `settings` (pulse.profile.kafka_python_config), in
     `describe_metadata_quorum`'s shape; raises QuorumNotKraft on a ZooKeeper cluster, QuorumUnreachable when no
     broker answers, QuorumUnread for anything else. `close` runs the client's close (the check closes on another
-    thread, so a hung broker cannot hold it); `max_version` caps the version asked (brokers before 3.8 know v0-v1)."""
+    thread, so a hung broker cannot hold it); `max_version` caps the version asked (brokers before 3.8 know v0-v1);
+    `node` is the broker asked (by default one kafka-python picks at random, once it has no connection yet)."""
     with kafka_python_warnings():
         # kafka-python 3.0.12 drops the socket of a connection whose ApiVersions timed out (a SIGSTOPped node) when
         # `close` cancels the connecting task, leaving it to the socket's finalizer, which closes it and warns.
@@ -108,7 +110,7 @@ def describe_quorum(
         try:
             # Not `describe_metadata_quorum`: kafka-python 3.0.12's pops the partitions' `error_message`, which
             # answers before v2 lack, so on a broker before 3.8 it raised KeyError (the collectors' cluster state).
-            return answer_of(client._manager.run(_send, client, request).to_dict())
+            return answer_of(client._manager.run(_send, client, request, node).to_dict())
         except (IncompatibleBrokerVersion, UnsupportedVersionError) as exc:
             raise QuorumNotKraft(str(exc)) from exc
         except KafkaPythonError as exc:
@@ -117,9 +119,10 @@ def describe_quorum(
             (close or close_now)(client.close)
 
 
-async def _send(client: Any, request: Any) -> Any:
-    """The request to any broker (each forwards DescribeQuorum to the active controller), on the client's loop."""
-    return await client._manager.send(request)
+async def _send(client: Any, request: Any, node: int | None) -> Any:
+    """The request to `node`, or any broker (each forwards DescribeQuorum to the active controller), on the client's
+    loop."""
+    return await client._manager.send(request, node_id=node)
 
 
 def answer_of(decoded: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """The KRaft quorum on /metrics and the status page from DescribeQuorum against the real 4.x dev cluster: the leader and
 its epoch, and a voter paused with SIGSTOP (a hung controller) seen falling behind, then caught up again once
-resumed. The page's controller section is the board's in-process check over the same collectors (no Kafka client of
-its own), judged as `kafka-pulse check` judges it. And the snapshot-age rule's premise on a real node: an idle node
-writes metadata snapshots on its interval (the leader's no-op records grow the log), so the age it exports resets."""
+resumed; DescribeQuorum asked of that paused node first is read from the next. The page's controller section is the
+board's in-process check over the same collectors (no Kafka client of its own), judged as `kafka-pulse check`
+judges it. And the snapshot-age rule's premise on a real node: an idle node writes metadata snapshots on its
+interval (the leader's no-op records grow the log), so the age it exports resets."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import yaml
 from prometheus_client import CollectorRegistry, generate_latest
 
 from collectors.catalogue import BeanQuery
-from collectors.cluster_state import ClusterHealth
+from collectors.cluster_quorum import fetch_quorum
+from collectors.cluster_state import ClusterHealth, fetch_snapshot
 from collectors.scrapers import ScrapeResult
 from collectors.service import CollectorService
 from collectors.transport import open_transport
@@ -105,6 +107,31 @@ def test_a_paused_voter_falls_behind_on_metrics_and_catches_up_when_resumed(kafk
         poll(lambda: admin.list_topics(timeout=10), lambda md: len(md.brokers) == 3 and all(
             len(p.isrs) == len(p.replicas) for t in md.topics.values() for p in t.partitions.values()
         ), 120, "every broker back and every ISR full")  # fmt: skip
+
+
+def test_describe_quorum_asked_of_a_hung_broker_first_is_read_from_the_next(kafka: KafkaHandle) -> None:
+    """The cluster-state read's DescribeQuorum, asked first of a SIGSTOPped broker (as `unanswered` orders it), gives
+    up on that broker after its attempt and reads the quorum from the next one: the quorum is read, and the hung
+    broker is kept in `unanswered`, to be asked last by the next read."""
+    cluster = dev_cluster_config(kafka.cluster)
+    snapshot = fetch_snapshot(kafka.admin(), "dev", 30)
+    healthy = fetch_quorum(cluster, snapshot, 10)
+    assert healthy.quorum is not None and healthy.quorum.leader in snapshot.addresses, healthy
+    victim = next(n for n in sorted(snapshot.addresses) if n != healthy.quorum.leader)
+    others = sorted(n for n in snapshot.addresses if n != victim)
+    unanswered = set(others)  # so the victim is asked first
+    kafka.cluster.pause(victim)
+    try:
+        read = fetch_quorum(cluster, snapshot, 10, unanswered)
+    finally:
+        kafka.cluster.resume(victim)
+        admin = kafka.admin()
+        poll(lambda: admin.list_topics(timeout=10), lambda md: len(md.brokers) == 3 and all(
+            len(p.isrs) == len(p.replicas) for t in md.topics.values() for p in t.partitions.values()
+        ), 120, "every broker back and every ISR full")  # fmt: skip
+    assert read.quorum_up is True and read.quorum is not None, read
+    assert read.quorum.leader == healthy.quorum.leader
+    assert victim in unanswered and others[0] not in unanswered, (victim, unanswered)
 
 
 SNAPSHOT_INTERVAL_MS = 5000
