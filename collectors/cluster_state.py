@@ -252,8 +252,11 @@ def fetch_snapshot(
         try:
             return _read(admin, cluster, started, timeout_s, time.monotonic() + attempt_s)
         except _AttemptCut:
-            _LOG.warning("cluster %r: no cluster state in %.1f s (a hung broker?); reading it again on a fresh client",
-                         cluster, attempt_s)  # fmt: skip
+            _LOG.warning(
+                "cluster %r: no cluster state in %.1f s (a hung broker?); reading it again on a fresh client",
+                cluster,
+                attempt_s,
+            )
         admin = renew()
     return _read(admin, cluster, started, timeout_s)
 

@@ -178,34 +178,22 @@ class CollectorService:
         return PeriodicScraper(f"cluster {cluster.name} racks", scrape, self.config.scrape_interval_s)
 
     def _state_scraper(self, cluster: ClusterConfig) -> PeriodicScraper[ClusterHealth]:
-        kept = [self._admin(cluster)]
-        """The client the reads use, replaced when a read waits on a hung broker (`fetch_snapshot`)."""
-        took: list[float | None] = [None]
-        """How long the latest `fetch_snapshot` took; None after a failed one (`read_attempt_s`)."""
+        reads = KeptClient(lambda: self._admin(cluster), self._admins.remove)
         expected = {b.broker_id for b in cluster.jmx.brokers} if cluster.jmx is not None else set()
-
-        retired: list[AdminClient] = []
         unanswered: set[int] = set()
         """Brokers that did not answer the latest DescribeQuorum asked of them: asked last (`fetch_quorum`)."""
 
-        def renew() -> AdminClient:
-            retired.append(kept[0])
-            self._admins.remove(kept[0])
-            kept[0] = self._admin(cluster)
-            return kept[0]
-
         def scrape() -> ClusterHealth:
-            if retired:  # the read that retired them has returned, so this list holds their last references
-                release(retired)
-            admin = kept[0]
+            reads.release_retired()
+            admin = reads.client
             admin.poll(0)  # serves its queued librdkafka lines to the limiter (pulse/kafka_log.py)
             previous = self._snapshots.get(cluster.name)
             partitions = len(previous.partitions) if previous is not None else 0
-            attempt_s = read_attempt_s(self.config.admin_timeout_s, partitions, took[0])
-            started, took[0] = time.monotonic(), None
+            attempt_s = read_attempt_s(self.config.admin_timeout_s, partitions, reads.took_s)
+            started, reads.took_s = time.monotonic(), None
             # Default (None): the time limit grows with the partitions the read's metadata lists.
-            snapshot = fetch_snapshot(admin, cluster.name, self.config.admin_timeout_s, renew, attempt_s)
-            took[0] = time.monotonic() - started
+            snapshot = fetch_snapshot(admin, cluster.name, self.config.admin_timeout_s, reads.renew, attempt_s)
+            reads.took_s = time.monotonic() - started
             snapshot = fetch_elr(cluster, snapshot, self.config.admin_timeout_s or BASE_TIMEOUT_S)
             snapshot = fetch_quorum(cluster, snapshot, self.config.admin_timeout_s or BASE_TIMEOUT_S, unanswered)
             snapshot = fetch_earliest_local(cluster, snapshot, self.config.admin_timeout_s or BASE_TIMEOUT_S)
@@ -252,12 +240,32 @@ class CollectorService:
             state.stop()
 
 
-def release(clients: list[AdminClient]) -> None:
-    """Drop `clients` (emptying the list) on a thread of their own, where they are destroyed: destroying one joins
-    its broker threads, and the thread of a hung broker may hold it."""
-    batch = clients.copy()
-    clients.clear()
-    threading.Thread(target=batch.clear, name="kafka-pulse-release-admin", daemon=True).start()
+class KeptClient:
+    """The Admin client of one cluster's state reads: `renew` puts a fresh one in its place when a read waits on a
+    hung broker (`fetch_snapshot`); the replaced ones are dropped at the next read, off its thread."""
+
+    def __init__(self, make: Callable[[], AdminClient], forget: Callable[[AdminClient], None]) -> None:
+        self._make = make
+        self._forget = forget
+        self.client = make()
+        self.took_s: float | None = None
+        """How long the latest `fetch_snapshot` took; None after a failed one (`read_attempt_s`)."""
+        self._retired: list[AdminClient] = []
+
+    def renew(self) -> AdminClient:
+        self._retired.append(self.client)
+        self._forget(self.client)
+        self.client = self._make()
+        return self.client
+
+    def release_retired(self) -> None:
+        """Drop the replaced clients on a thread of their own, where they are destroyed: destroying one joins its
+        broker threads, and the thread of a hung broker may hold it. Called between reads, so the read that
+        retired them has returned and this list holds their last references."""
+        if not self._retired:
+            return
+        batch, self._retired = self._retired, []
+        threading.Thread(target=batch.clear, name="kafka-pulse-release-admin", daemon=True).start()
 
 
 def build_collectors(
