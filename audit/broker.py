@@ -9,13 +9,14 @@ import logging
 import time
 from collections.abc import Sequence
 
-from confluent_kafka import OFFSET_END, Consumer, ConsumerGroupTopicPartitions, TopicCollection, TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, TopicCollection
 from confluent_kafka.admin import AdminClient
 
 from audit.broker_log import BrokerLog
 from audit.minutes import MinuteAudit, MinuteBook, due_boundaries
 from audit.streams import BROKER_STREAM, broker_table
-from pulse.admin_requests import GROUP_REQUEST_TIMEOUT_S, await_result
+from pulse.admin_requests import await_result
+from pulse.kafka.group_offsets import GroupOffsetsReader, OffsetsUnread
 from pulse.kafka.offsets import read_offsets
 from pulse.sli_sink import SliPublisher
 
@@ -35,6 +36,7 @@ class BrokerAudit:
         cluster: str,
         consumer: Consumer,
         admin: AdminClient,
+        offsets: GroupOffsetsReader,
         topics: Sequence[str],
         groups: Sequence[str],
         publisher: SliPublisher | None,
@@ -49,8 +51,10 @@ class BrokerAudit:
         self.consumer = consumer
         """Reads metadata and offsets only: never subscribes, never commits (give it any unused `group.id`)."""
         self.admin = admin
-        """Reads the topics' partitions (one Metadata request for all) and the groups' committed offsets (OffsetFetch;
-        never Admin ListOffsets)."""
+        """Reads the topics' partitions (one Metadata request for all; never Admin ListOffsets)."""
+        self.offsets = offsets
+        """Reads the groups' committed offsets: one OffsetFetch per coordinator for every group (never librdkafka's:
+        pulse/kafka/group_offsets.py says why)."""
         self.topics = tuple(topics)
         self.publisher = publisher
         """The SLI sink the rows are published to (topic `<prefix>audit-broker`); None publishes nothing."""
@@ -66,8 +70,9 @@ class BrokerAudit:
         cannot be read: the boundaries read so far are kept, nothing settles, the next cycle catches up."""
         partitions = self._partitions()
         self._read_boundaries(partitions, now_ms)
+        committed = self._committed(partitions)
         for group in self.book.groups:
-            self.book.observe_commits(group, self._committed(group, partitions), now_ms)
+            self.book.observe_commits(group, committed[group], now_ms)
         audits = self.book.settle(now_ms)
         if audits:
             table = broker_table(self.cluster, audits, now_ms)
@@ -78,8 +83,10 @@ class BrokerAudit:
         return audits
 
     def close(self) -> None:
-        """Close the consumer (the admin client has nothing to close); the audit is not used afterwards."""
+        """Close the consumer and the offsets' client (the admin client has nothing to close); the audit is not used
+        afterwards."""
         self.consumer.close()
+        self.offsets.close()
 
     def _partitions(self) -> dict[str, list[int]]:
         """Every watched topic's partitions from one Metadata request (one per topic cost 1,000 requests a cycle at
@@ -114,13 +121,12 @@ class BrokerAudit:
                     topic, boundary, {p: found[t, p] if found[t, p] >= 0 else ends[t, p] for t, p in keys}
                 )
 
-    def _committed(self, group: str, partitions: dict[str, list[int]]) -> dict[tuple[str, int], int]:
-        wanted = [TopicPartition(t, p) for t in self.topics for p in partitions[t]]
-        request = ConsumerGroupTopicPartitions(group, wanted)
-        # librdkafka keeps its own long timeout for coordinator requests (a short one can abort the process:
-        # pulse/admin_requests.py); our wait is bounded by `await_result`.
-        future = self.admin.list_consumer_group_offsets([request], request_timeout=GROUP_REQUEST_TIMEOUT_S)[group]
-        answer = await_result(future, self.timeout_s)
-        return {
-            (tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions if tp.error is None and tp.offset >= 0
-        }
+    def _committed(self, partitions: dict[str, list[int]]) -> dict[str, dict[tuple[str, int], int]]:
+        """Every watched group's committed offsets on the watched partitions; OffsetsUnread naming the groups that
+        could not be read (the cycle then settles nothing)."""
+        wanted = [(t, p) for t in self.topics for p in partitions[t]]
+        found = self.offsets.read(dict.fromkeys(self.book.groups, wanted))
+        failed = sorted(f"{g[:249]!r} ({read.error})" for g, read in found.items() if read.code)
+        if failed:
+            raise OffsetsUnread(f"committed offsets not read for {len(failed)} groups: {', '.join(failed[:5])}")
+        return {group: dict(read.offsets) for group, read in found.items()}

@@ -20,8 +20,9 @@ from audit.broker import BrokerAudit
 from audit.broker_log import BrokerLog, BrokerLogCollector
 from audit.minutes import MinuteAudit
 from pulse.config import AuditConfig, ClusterConfig
+from pulse.kafka.group_offsets import GroupOffsetsReader
 from pulse.lifecycle import Part, Periodic
-from pulse.profile import client_config
+from pulse.profile import client_config, kafka_python_config
 from pulse.redact import redact_text
 from pulse.sli_sink import SliPublisher
 
@@ -163,6 +164,7 @@ def build_audit(
             cluster.name,
             consumer,
             admin,
+            GroupOffsetsReader(kafka_python_config(cluster, AUDIT_CLIENT_ID, config.timeout_s)),
             config.topics,
             config.groups,
             sli_sink,

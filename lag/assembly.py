@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from lag.diagnose.page_cache import PageCacheEstimator
 from lag.ingest.admin_clients import AdminClients, new_admin_client
-from lag.ingest.admin_source import GROUP_OFFSETS_FEED, AdminOffsetsReader
+from lag.ingest.admin_source import GROUP_OFFSETS_FEED, WAIT_S, AdminOffsetsReader
 from lag.ingest.exact_lag import ExactLagFetcher
 from lag.ingest.group_type_poller import GroupTypePoller
 from lag.ingest.hwm import HwmPoller
@@ -46,6 +46,7 @@ from lag.store.streams_board import StreamsBoard
 from pulse.alerts import AlertSender
 from pulse.broker_health import BrokerHealthBoard
 from pulse.config import ClusterConfig, PulseConfig
+from pulse.kafka.group_offsets import GroupOffsetsReader
 from pulse.kafka.share_groups import ShareGroupReader
 from pulse.kafka.streams_groups import StreamsGroupReader
 from pulse.kafka_log import limiter_for
@@ -75,7 +76,13 @@ class KafkaLagSource:
         service: LagWriter,
         health: SourceHealth,
         ingestion: Ingestion = "consumer_offsets",
+        offsets_settings: Mapping[str, Any] | None = None,
     ) -> None:
+        """`offsets_settings`: pulse.profile.kafka_python_config of the cluster, for admin ingestion's committed
+        offsets (pulse/kafka/group_offsets.py); required with it."""
+        if ingestion == "admin" and offsets_settings is None:
+            raise ValueError(f"lag source {cluster!r}: admin ingestion needs the kafka-python settings")
+        self.offsets_settings = dict(offsets_settings or {})
         self.cluster = cluster
         self.client_config = dict(client_config)
         self.service = service
@@ -106,8 +113,9 @@ class KafkaLagSource:
         self._loops = [Periodic(f"{name}-hwm", refresh_s, self.hwm.poll_hwms, first_delay_s=refresh_s)]
         if self.ingestion == "admin":
             clients = AdminClients(lambda: new_admin_client(self.client_config))
+            offsets = GroupOffsetsReader(self.offsets_settings)
             self.admin_reader = AdminOffsetsReader(
-                self.cluster, clients, self.service, self.health, self.streams_groups
+                self.cluster, clients, offsets, self.service, self.health, self.streams_groups
             )
             self.admin_reader.poll()
             group_s = settings.effective_group_refresh_s()
@@ -134,6 +142,8 @@ class KafkaLagSource:
         if any(loop.is_alive() for loop in self._loops):
             return  # a read still in progress owns the reader; closing it under that read is unsafe
         self.hwm.close()
+        if self.admin_reader is not None:
+            self.admin_reader.close()
 
 
 class SwitchInterval:
@@ -202,7 +212,8 @@ class LagRunner:
         for cluster in clusters:
             kafka = {**client_config(cluster), "client.id": CLIENT_ID, **self.kafka_log.settings(cluster.name)}
             ingestion = lag.ingestion_for(cluster.name)
-            source = KafkaLagSource(cluster.name, kafka, self.service, self.health, ingestion)
+            offsets = kafka_python_config(cluster, CLIENT_ID, WAIT_S) if ingestion == "admin" else None
+            source = KafkaLagSource(cluster.name, kafka, self.service, self.health, ingestion, offsets)
             self.sources.append(source)
             if lag.page_cache.enabled:
                 self.page_cache.append(

@@ -21,27 +21,32 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaError, KafkaException
+from confluent_kafka import ConsumerGroupState, KafkaError, KafkaException
 
 from lag.ingest.admin_clients import RENEW_AFTER_FAILURES, AdminClients
 from lag.store.access import LagWriter
 from lag.store.freshness import SourceHealth
 from pulse.admin_requests import GROUP_REQUEST_TIMEOUT_S, await_result
+from pulse.kafka.group_offsets import GroupOffsets, GroupOffsetsReader, OffsetsUnread
 
 _LOG = logging.getLogger(__name__)
 GROUP_OFFSETS_FEED = "group-offsets"
 """The SourceHealth feed this reader keeps fresh; the cluster is unknown while it is stale."""
 _REQUEST_TIMEOUT_S = 5.0
 """The group listing's request timeout (ListGroups goes to every broker, not to a coordinator)."""
-_WAIT_S = 10.0
-"""How long a round waits for one group's answers; one that does not come in time fails the round."""
+WAIT_S = 10.0
+"""How long a round waits for one group's answers (its description, its offsets' request timeout); one that does not
+come in time fails the round."""
 _BATCH = 200
-"""OffsetFetch requests in flight at once (confluent-kafka takes one group per request)."""
+"""DescribeConsumerGroups requests in flight at once."""
 
 TopicPartition = tuple[str, int]
 _SKIPPED_GROUP_ERRORS = frozenset({KafkaError.GROUP_ID_NOT_FOUND, KafkaError.GROUP_AUTHORIZATION_FAILED})
-"""Errors about one group that skip it for the round. Any other error (timeouts, a coordinator that is down) fails
-the round, so the cluster turns unknown: a skipped live group would otherwise look silent, i.e. stopped."""
+"""Errors about one group that skip it for the round (the same two skip its offsets: GroupOffsets.skipped). Any other
+error (timeouts, a coordinator that is down) fails the round, so the cluster turns unknown: a skipped live group
+would otherwise look silent, i.e. stopped."""
+
+
 _ACTIVE_STATES = frozenset(
     {ConsumerGroupState.STABLE, ConsumerGroupState.PREPARING_REBALANCING, ConsumerGroupState.COMPLETING_REBALANCING}
 )
@@ -91,6 +96,7 @@ class AdminOffsetsReader:
         self,
         cluster: str,
         clients: AdminClients,
+        offsets: GroupOffsetsReader,
         service: LagWriter,
         health: SourceHealth,
         streams_groups: Callable[[], Mapping[str, int]] | None = None,
@@ -100,7 +106,10 @@ class AdminOffsetsReader:
         self.cluster = cluster
         self.streams_groups = streams_groups
         self.clients = clients
-        """This reader's own admin client (never the HWM thread's), renewed by its loop after failed polls."""
+        """This reader's own admin client (never the HWM thread's) for the listing and descriptions, renewed by its
+        loop after failed polls."""
+        self.offsets = offsets
+        """The committed offsets' reader (kafka-python: pulse/kafka/group_offsets.py says why), renewed with it."""
         self.service = service
         self.health = health
         self._last: dict[str, dict[TopicPartition, int]] = {}
@@ -128,7 +137,12 @@ class AdminOffsetsReader:
         if self._failed and self._failed % RENEW_AFTER_FAILURES == 0:
             _LOG.info("lag source %s: %d offset polls failed; renewing their admin client", self.cluster, self._failed)
             self.clients.renew()
+            self.offsets.close()  # the next read opens a new client
         return ok
+
+    def close(self) -> None:
+        """Closes the offsets' client; called once the loop has stopped."""
+        self.offsets.close()
 
     def read_snapshots(self) -> tuple[set[str], list[GroupSnapshot]]:
         """The groups Kafka lists (those the filters accept) and a snapshot of each that could be read."""
@@ -139,44 +153,26 @@ class AdminOffsetsReader:
         with self.service.locked() as store:
             groups = sorted(g.group_id for g in listing.valid if store.admits(self.cluster, g.group_id))
             streams = {g: n for g, n in streams.items() if g not in groups and store.admits(self.cluster, g)}
-        snapshots = self._streams_snapshots(streams)
+        snapshots: list[GroupSnapshot] = []
         for i in range(0, len(groups), _BATCH):
             batch = groups[i : i + _BATCH]
             # Coordinator requests keep librdkafka's long timeout (pulse/admin_requests.py); `_snapshot` bounds
-            # our wait.
+            # our wait. The offsets are read while the descriptions are on their way.
             described = admin.describe_consumer_groups(batch, request_timeout=GROUP_REQUEST_TIMEOUT_S)
-            offsets = {
-                g: admin.list_consumer_group_offsets(
-                    [ConsumerGroupTopicPartitions(g)], request_timeout=GROUP_REQUEST_TIMEOUT_S
-                )[g]
-                for g in batch
-            }
-            self.clients.track([*described.values(), *offsets.values()])
+            self.clients.track(list(described.values()))
+            offsets = self.offsets.read(dict.fromkeys(batch))
             for group in batch:
                 snap = _snapshot(group, described[group], offsets[group])
                 if snap is not None:
                     snapshots.append(snap)
+        # Streams groups' offsets as any group's; alive while they have members, as StreamsGroupDescribe counted
+        # them (DescribeConsumerGroups answers them as dead classic groups).
+        streamed = self.offsets.read(dict.fromkeys(streams))
+        for group, members in sorted(streams.items()):
+            found = _committed(streamed[group])
+            if found is not None:
+                snapshots.append(GroupSnapshot(group, members > 0, found, {}, members))
         return set(groups) | set(streams), snapshots
-
-    def _streams_snapshots(self, members: Mapping[str, int]) -> list[GroupSnapshot]:
-        """Streams groups' committed offsets (OffsetFetch for the group id); alive while they have members, as
-        StreamsGroupDescribe counted them (DescribeConsumerGroups answers them as dead classic groups)."""
-        admin, out = self.clients.client, []
-        names = sorted(members)
-        for i in range(0, len(names), _BATCH):
-            batch = names[i : i + _BATCH]
-            offsets = {
-                g: admin.list_consumer_group_offsets(
-                    [ConsumerGroupTopicPartitions(g)], request_timeout=GROUP_REQUEST_TIMEOUT_S
-                )[g]
-                for g in batch
-            }
-            self.clients.track(list(offsets.values()))
-            for group in batch:
-                found = _committed(group, offsets[group])
-                if found is not None:
-                    out.append(GroupSnapshot(group, members[group] > 0, found, {}, members[group]))
-        return out
 
     def apply(self, listed: set[str], snapshots: list[GroupSnapshot], now_ms: int) -> None:
         """Store the polled offsets; groups Kafka no longer lists are forgotten (Burrow's groups reaper)."""
@@ -196,15 +192,15 @@ class AdminOffsetsReader:
                 self._last[snap.group] = dict(snap.offsets)
 
 
-def _snapshot(group: str, described: Future[Any], offsets: Future[Any]) -> GroupSnapshot | None:
+def _snapshot(group: str, described: Future[Any], offsets: GroupOffsets) -> GroupSnapshot | None:
     """The group's snapshot; None when the group was deleted between the listing and the fetch, or is not ours to
     read: it is skipped this round. Every other error raises."""
     try:
-        description = await_result(described, _WAIT_S)
+        description = await_result(described, WAIT_S)
     except KafkaException as exc:
         _skip(group, exc)
         return None
-    found = _committed(group, offsets)
+    found = _committed(offsets)
     if found is None:
         return None
     owners: dict[TopicPartition, tuple[str, str]] = {}
@@ -218,18 +214,15 @@ def _snapshot(group: str, described: Future[Any], offsets: Future[Any]) -> Group
     return GroupSnapshot(group, active, found, owners, members)
 
 
-def _committed(group: str, offsets: Future[Any]) -> dict[TopicPartition, int] | None:
-    """The group's committed offsets; None when it is skipped this round (`_skip`)."""
-    try:
-        committed = await_result(offsets, _WAIT_S)
-    except KafkaException as exc:
-        _skip(group, exc)
+def _committed(offsets: GroupOffsets) -> dict[TopicPartition, int] | None:
+    """The group's committed offsets; None when it is skipped this round (deleted, or not ours); OffsetsUnread for
+    any other error."""
+    if offsets.skipped:
+        _LOG.info("group %s skipped this round: %s", offsets.group, offsets.error)
         return None
-    return {
-        (tp.topic, tp.partition): tp.offset
-        for tp in committed.topic_partitions or []
-        if tp.error is None and tp.offset >= 0
-    }
+    if offsets.code:
+        raise OffsetsUnread(f"group {offsets.group[:249]!r}: committed offsets not read: {offsets.error}")
+    return dict(offsets.offsets)
 
 
 def _skip(group: str, exc: KafkaException) -> None:

@@ -17,14 +17,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from confluent_kafka import (
-    OFFSET_END,
-    Consumer,
-    ConsumerGroupTopicPartitions,
-    KafkaError,
-    KafkaException,
-    TopicPartition,
-)
+from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from kafka_pulse.check.deadline import Deadline, Task, close_later, first_success
@@ -39,11 +32,12 @@ from kafka_pulse.check.facts import (
 )
 from kafka_pulse.check.probe.broker_watch import ask_api_versions
 from kafka_pulse.check.probe.lag_summary import group_lag
-from pulse.admin_requests import GROUP_REQUEST_TIMEOUT_S, await_result, describe_cluster
+from pulse.admin_requests import await_result, describe_cluster
 from pulse.config import ClusterConfig, split_host_port
 from pulse.kafka.admin_client import kafka_python_warnings
 from pulse.kafka.broker_probe import CheckResult, tls_context
 from pulse.kafka.elr import ElrRead, elr_topics, read_elr, with_elr
+from pulse.kafka.group_offsets import GroupOffsets, GroupOffsetsReader
 from pulse.kafka.partitions import PartitionState, diagnose_under_replicated
 from pulse.kafka.quorum import QuorumNotKraft, QuorumUnreachable, QuorumUnread, describe_quorum, parse_quorum
 from pulse.kafka.quorum_wire import describe_quorum_wire
@@ -53,6 +47,9 @@ from pulse.profile import admin_config, kafka_python_config
 CLIENT_ID = "kafka-pulse-check"
 MAX_GROUPS = 200
 """Consumer groups whose offsets one check reads at most (the rest are named as not read)."""
+OFFSETS_SHARE = 0.3
+"""Of the deadline left after the group listing, what each committed-offsets exchange may take (FindCoordinator,
+OffsetFetch, and both again for groups whose coordinator moved)."""
 MAX_CONFIG_TOPICS = 5000
 """Topics with a short ISR whose min.insync.replicas one check reads at most, in one DescribeConfigs batch (the rest
 are named as not judged for min ISR)."""
@@ -283,7 +280,8 @@ goes through kafka-python."""
 
 def needs_kafka_python(cluster: ClusterConfig, share_groups: bool) -> bool:
     """Whether a healthy check of `cluster` reads through kafka-python: the quorum behind a SASL login, or the
-    share groups (with `lag.share_groups.enabled`). The ELR read of partitions under min ISR imports it on use."""
+    share groups (with `lag.share_groups.enabled`). The ELR read of partitions under min ISR, and the committed
+    offsets of a cluster that has consumer groups, import it on use."""
     return share_groups or cluster.security.protocol not in WIRE_PROTOCOLS
 
 
@@ -339,29 +337,45 @@ def read_lag(cluster: ClusterConfig, servers: Iterable[str], deadline: Deadline)
     groups = sorted(listing.valid, key=lambda g: g.group_id)
     errors = tuple(str(e) for e in listing.errors or [])
     chosen, skipped = groups[:MAX_GROUPS], [g.group_id for g in groups[MAX_GROUPS:]]
-    pending = {
-        g.group_id: admin.list_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(g.group_id)], request_timeout=GROUP_REQUEST_TIMEOUT_S
-        )[g.group_id]
-        for g in chosen
-    }
     committed: dict[str, dict[tuple[str, int], int]] = {}
     unread = list(skipped)
-    for group, future in pending.items():
-        try:
-            result = await_result(future, deadline.remaining())
-        except (KafkaException, TimeoutError):
-            unread.append(group)
-            continue
-        committed[group] = {
-            (tp.topic, tp.partition): tp.offset
-            for tp in result.topic_partitions or []
-            if tp.error is None and tp.offset >= 0
-        }
+    found = _committed(cluster, servers, [g.group_id for g in chosen], deadline)
+    for g in chosen:
+        read = found.get(g.group_id)
+        if read is None or read.code:
+            unread.append(g.group_id)
+        else:
+            committed[g.group_id] = dict(read.offsets)
     hwms = _hwms({tp for offsets in committed.values() for tp in offsets}, cluster, servers, deadline)
     states = {g.group_id: _state_name(g.state) for g in chosen}
     lags: list[GroupLag] = [group_lag(g, states[g], committed[g], hwms) for g in sorted(committed)]
     return LagFacts(len(groups), tuple(lags), tuple(unread), errors)
+
+
+def _committed(
+    cluster: ClusterConfig, servers: Iterable[str], groups: list[str], deadline: Deadline
+) -> dict[str, GroupOffsets]:
+    """The groups' committed offsets by the deadline (pulse/kafka/group_offsets.py: never librdkafka's
+    ListConsumerGroupOffsets, which can kill the process when a coordinator moves); none when no broker could be
+    reached or the deadline came first. The read runs on a Task that closes its client when it ends, so a hung
+    broker never holds the verdict."""
+    if not groups:
+        return {}
+    with kafka_python_warnings():
+        from kafka.errors import KafkaError as KafkaPythonError
+
+    reader = GroupOffsetsReader(kafka_python_config(cluster, CLIENT_ID, deadline.share(OFFSETS_SHARE), list(servers)))
+
+    def read() -> dict[str, GroupOffsets]:
+        try:
+            return reader.read(dict.fromkeys(groups))
+        except KafkaPythonError:
+            return {}
+        finally:
+            reader.close()
+
+    found = Task("committed offsets", read).wait(deadline)
+    return found if isinstance(found, dict) else {}
 
 
 def _hwms(

@@ -52,7 +52,7 @@ from pulse.errors import KafkaUnavailable
 from pulse.kafka_log import verdict_settings
 from pulse.paths import cache_dir
 from pulse.ports import wait_until
-from pulse.profile import client_config
+from pulse.profile import client_config, kafka_python_config
 from tests.fixtures.kafka import KAFKA_VERSION, KafkaHandle, commit_offsets
 from tests.fixtures.logs import register_log
 
@@ -190,7 +190,8 @@ def _lag_status(acl_cluster: AclCluster, mode: Ingestion, acls: Sequence[Acl], s
     health = SourceHealth(stale_after_s=30.0, recovery_s=0.0)
     service = LagService(LagConfig(mode="enhanced", intervals=3, offset_refresh_s=0.5, group_allow="^lp-app-"), health)
     principal = acl_cluster.principal(acls)
-    source = KafkaLagSource(CLUSTER, client_config(principal), service, health, ingestion=mode)
+    offsets = kafka_python_config(principal, "kafka-pulse-test", 10.0)
+    source = KafkaLagSource(CLUSTER, client_config(principal), service, health, mode, offsets)
     source.start()
     try:
         deadline = time.monotonic() + settle_s

@@ -79,7 +79,7 @@ def test_the_audit_counts_each_minute_of_each_group(kafka: KafkaHandle, sink: Sl
     client_rows = sum(r.report() for r in reporters)
 
     broker = BrokerAudit(
-        "dev", kafka.consumer("kp-audit"), kafka.admin(), [topic], ["billing", "fraud"], sink,
+        "dev", kafka.consumer("kp-audit"), kafka.admin(), kafka.group_offsets(), [topic], ["billing", "fraud"], sink,
         grace_s=1, max_wait_s=60, since_ms=base,
     )  # fmt: skip
     settled = broker.cycle(int(time.time() * 1000))
@@ -147,7 +147,16 @@ def test_a_cycle_reads_every_topic_in_one_listoffsets_round_per_boundary(kafka: 
     counted = ListOffsetsCount()
     consumer = kafka.consumer("kp-audit-many", **{"statistics.interval.ms": 100, "stats_cb": counted})
     broker = BrokerAudit(
-        "dev", consumer, kafka.admin(), topics, ["nobody"], None, grace_s=1, max_wait_s=60, since_ms=base
+        "dev",
+        consumer,
+        kafka.admin(),
+        kafka.group_offsets(),
+        topics,
+        ["nobody"],
+        None,
+        grace_s=1,
+        max_wait_s=60,
+        since_ms=base,
     )
     try:
         before = counted.now(consumer)

@@ -95,7 +95,7 @@ def test_skipped_lagging_and_failed_records_are_found_in_their_minutes(
     # "Incomplete past a deadline": a minute a group has not passed is held back (no row) until `max_wait_s`
     # after its end, and settles as incomplete then. With an hour, `laggard`'s minutes 3..5 are not yet due ...
     patient = BrokerAudit(
-        "dev", kafka.consumer("kp-audit-patient"), kafka.admin(), [topic], GROUPS, None,
+        "dev", kafka.consumer("kp-audit-patient"), kafka.admin(), kafka.group_offsets(), [topic], GROUPS, None,
         grace_s=1, max_wait_s=3600, since_ms=base,
     )  # fmt: skip
     try:
@@ -105,7 +105,7 @@ def test_skipped_lagging_and_failed_records_are_found_in_their_minutes(
     assert early == {(g, minute) for g in ("healthy", "skipper") for minute in m} | {("laggard", x) for x in m[:3]}
     # ... with the audit's minimum of a minute, they settle now (their ends are 4 to 6 minutes old), 0 passed.
     broker = BrokerAudit(
-        "dev", kafka.consumer("kp-audit"), kafka.admin(), [topic], GROUPS, sink,
+        "dev", kafka.consumer("kp-audit"), kafka.admin(), kafka.group_offsets(), [topic], GROUPS, sink,
         grace_s=1, max_wait_s=60, since_ms=base,
     )  # fmt: skip
     try:

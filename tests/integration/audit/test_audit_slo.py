@@ -80,7 +80,7 @@ def test_a_freshness_slo_over_the_audit_rows(
 
     log = BrokerLog(tmp_path / "audit", flush_interval_s=60).start()
     audit = BrokerAudit(
-        "dev", kafka.consumer("kp-audit"), kafka.admin(), [topic], [healthy, behind], sink,
+        "dev", kafka.consumer("kp-audit"), kafka.admin(), kafka.group_offsets(), [topic], [healthy, behind], sink,
         log=log, grace_s=1, max_wait_s=60, since_ms=base,
     )  # fmt: skip
     settled = audit.cycle(int(time.time() * 1000))

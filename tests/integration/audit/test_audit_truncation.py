@@ -101,7 +101,7 @@ def test_acknowledged_records_lost_in_an_unclean_election_are_found_missing(
     billing = consume_group(faulty_kafka, topic, "billing", {0: KEPT + HEAD})
 
     broker = BrokerAudit(
-        "faulty", faulty_kafka.consumer("kp-audit"), admin, [topic], ["billing"], sink,
+        "faulty", faulty_kafka.consumer("kp-audit"), admin, faulty_kafka.group_offsets(), [topic], ["billing"], sink,
         grace_s=1, max_wait_s=60, since_ms=kept,
     )  # fmt: skip
 

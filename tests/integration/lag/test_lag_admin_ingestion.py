@@ -54,7 +54,8 @@ def test_admin_ingestion_classifies_like_consumer_offsets(kafka: KafkaHandle) ->
         service = services[mode] = LagService(
             LagConfig(mode="enhanced", intervals=3, offset_refresh_s=1.0, group_allow="^ad-"), health
         )
-        sources.append(KafkaLagSource(CLUSTER, kafka.client_config(), service, health, ingestion=mode))
+        settings = kafka.kafka_python_config()
+        sources.append(KafkaLagSource(CLUSTER, kafka.client_config(), service, health, mode, settings))
     seen: dict[tuple[Ingestion, str], set[Status]] = defaultdict(set)
     hwm = 20
     try:

@@ -18,6 +18,7 @@ from lag.protocol import Status
 from lag.service import LagService
 from lag.store.freshness import SourceHealth
 from pulse.config import LagConfig
+from pulse.kafka.group_offsets import GroupOffsetsReader
 
 
 @pytest.mark.parametrize(
@@ -51,7 +52,8 @@ def reader_with_service(mode: str = "burrow") -> tuple[AdminOffsetsReader, LagSe
     clock = Clock()
     health = SourceHealth(stale_after_s=30, recovery_s=0, clock_ms=clock)
     service = LagService(LagConfig(mode=mode, intervals=3, offset_refresh_s=10), health, clock)  # type: ignore[arg-type]
-    reader = AdminOffsetsReader("c", AdminClients(lambda: None), service, health)  # apply() never calls Kafka
+    # apply() never calls Kafka, and a GroupOffsetsReader connects to nothing until it reads
+    reader = AdminOffsetsReader("c", AdminClients(lambda: None), GroupOffsetsReader({}), service, health)
     return reader, service, clock
 
 
