@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -133,12 +133,18 @@ def publish(kafka: KafkaHandle, root: Path, partitions: int = 3) -> tuple[Publis
 
 
 def produce(
-    kafka: KafkaHandle, topic: str, events: Sequence[SpooledEvent], extra: Sequence[tuple[SpooledEvent, int]] = ()
+    kafka: KafkaHandle,
+    topic: str,
+    events: Sequence[SpooledEvent],
+    extra: Sequence[tuple[SpooledEvent, int]] = (),
+    partition_of_key: Mapping[bytes, int] | None = None,
 ) -> None:
-    """`events` as the sink sends them, then each of `extra` with its schema version replaced."""
+    """`events` as the sink sends them, then each of `extra` with its schema version replaced; `partition_of_key`
+    places `events` by record key instead of the producer's partitioner."""
     producer = kafka.producer()
     for event in events:
-        producer.produce(topic, key=event.key, value=event.value, headers=event.headers())
+        partition = -1 if partition_of_key is None else partition_of_key[event.key]  # -1: the partitioner's choice
+        producer.produce(topic, key=event.key, value=event.value, partition=partition, headers=event.headers())
     for event, version in extra:
         headers = [(k, str(version).encode() if k == "kp-schema-version" else v) for k, v in event.headers()]
         producer.produce(topic, key=event.key, value=event.value, headers=headers)

@@ -4,6 +4,15 @@ SLOs' `path` pointing nowhere (a streamed SLO needs no Parquet). Spark's own eve
 the Kafka partitions were read by tasks on the executors of both workers, none on the driver, and the table's
 files were written by executor tasks; a restart on the same URL refills its sums from that table. What one machine
 cannot show (no shared mount needed) is in docs/slo.md.
+
+Which executor reads a Kafka partition is Spark's Kafka source's choice, not the scheduler's luck: it prefers, for
+each topic-partition, executor number `TopicPartition.hashCode mod n` of the n executors registered when the batch
+is planned, and the scheduler keeps a task on its preferred executor for `spark.locality.wait` (3 s). So the test
+makes both hold by construction: the driver waits for both executors before it schedules anything, and cluster
+a's events go to partition 0, b's to partition 1, whose hash codes differ by 31 (an odd number), so they prefer
+different executors of two whatever the topic's name. The producer's own partitioner put them on partitions 0 and 2
+of three, both preferring one executor: the other read a partition only when the first task outlasted the locality
+wait, which a CI run under load did not (every scan task on executor 0).
 """
 
 from __future__ import annotations
@@ -20,10 +29,20 @@ from pyspark.sql import SparkSession
 
 from devstack.spark_standalone import SparkStandalone
 from tests.fixtures.kafka import KafkaHandle
-from tests.fixtures.spark import SHORT_LIVED_DEFAULTS, T, iso
+from tests.fixtures.spark import SHORT_LIVED_DEFAULTS, WORKERS, T, iso
 from tests.integration.slo.test_slo_stream import STREAM_TIMEOUT_S, cli_json, produce, publish, stream_argv
 
 pytestmark = pytest.mark.integration
+
+PARTITION_OF_CLUSTER = {b"a": 0, b"b": 1}
+"""The record key (the SLI's cluster) -> its partition: adjacent partitions, preferred by different executors."""
+WAIT_FOR_EXECUTORS = (
+    f"spark.cores.max {WORKERS}\n"
+    "spark.scheduler.minRegisteredResourcesRatio 1.0\n"
+    "spark.scheduler.maxRegisteredResourcesWaitingTime 300s\n"
+)
+"""spark-defaults.conf lines that hold the driver's first job until both one-core executors have registered
+(standalone expects `spark.cores.max` cores and waits for none by default; the wait is bounded for a loaded host)."""
 
 
 def spark_events(log_dir: Path) -> Iterator[dict[str, Any]]:
@@ -50,8 +69,8 @@ def scan_stages(events: list[dict[str, Any]]) -> set[int]:
 def test_the_stream_on_a_standalone_cluster_reads_kafka_on_the_executors_and_keeps_its_table_at_a_url(
     kafka: KafkaHandle, spark: SparkSession, spark_standalone: SparkStandalone, tmp_path: Path
 ) -> None:
-    found, topic, events = publish(kafka, tmp_path)
-    produce(kafka, topic, events)
+    found, topic, events = publish(kafka, tmp_path, partitions=len(PARTITION_OF_CLUSTER))
+    produce(kafka, topic, events, partition_of_key=PARTITION_OF_CLUSTER)
     # The stream's own config: the standalone master, and `path` where no Parquet is (the batch job's config,
     # found.config, keeps its Parquet for the comparison).
     body = yaml.safe_load(found.config.read_text())
@@ -61,13 +80,15 @@ def test_the_stream_on_a_standalone_cluster_reads_kafka_on_the_executors_and_kee
     streamed_config = tmp_path / "stream.yaml"
     streamed_config.write_text(yaml.safe_dump(body))
     # Spark's event log through its own defaults file (SPARK_CONF_DIR), read by the driver's spark-submit, with
-    # the short-lived JVMs' options the other stream tests get (tests/fixtures/spark.py).
+    # the short-lived JVMs' options the other stream tests get (tests/fixtures/spark.py) and the wait for both
+    # executors, as an operator sets them (docs/slo.md).
     conf_dir, log_dir = tmp_path / "spark-conf", tmp_path / "spark-events"
     conf_dir.mkdir()
     log_dir.mkdir()
     (conf_dir / "spark-defaults.conf").write_text(
         f"spark.eventLog.enabled true\nspark.eventLog.dir file://{log_dir}\nspark.eventLog.compress false\n"
         + SHORT_LIVED_DEFAULTS
+        + WAIT_FOR_EXECUTORS
     )
     state_url = f"file://{tmp_path}/remote-state"
     argv, env = stream_argv(found, "--once", "--at", iso(T))
