@@ -49,26 +49,27 @@ class GroupOffsets:
         return self.code in SKIPPED
 
 
-def parse_answer(answer: Mapping[str, Any], asked: Sequence[str]) -> dict[str, GroupOffsets]:
-    """An OffsetFetch answer (`to_dict()` of any version) as groups (pure). v8+ names each group; v2-v7 answer the
-    one group `asked` at the top level. A group asked and not answered is `UNANSWERED`."""
-    rows = answer.get("groups")
-    if rows is None:
-        rows = [{**answer, "group_id": asked[0]}] if asked else []
+def parse_answer(answer: Any, asked: Sequence[str]) -> dict[str, GroupOffsets]:
+    """An OffsetFetch answer as kafka-python decodes it, any version, read by attribute (its `to_dict()` cost ten
+    times this walk at 100,000 partitions). v8+ names each group; v2-v7 answer the one group `asked` at the top
+    level. A group asked and not answered is `UNANSWERED`; one not asked is dropped (the answer is the broker's)."""
+    wanted = set(asked)
+    if answer.API_VERSION >= 8:
+        rows = [(str(row.group_id), row.error_code, row.topics) for row in answer.groups or []]
+    else:
+        rows = [(asked[0], answer.error_code, answer.topics)] if asked else []
     found: dict[str, GroupOffsets] = {}
-    for row in rows:
-        group = str(row.get("group_id") or "")
-        if group not in asked:
-            continue  # only what was asked: the answer comes from the broker
-        code = int(row.get("error_code") or 0)
+    for group, code, topics in rows:
+        if group not in wanted:
+            continue
         if code:
             found[group] = GroupOffsets(group, {}, code, error_name(code))
             continue
         offsets = {
-            (str(topic["name"]), int(p["partition_index"])): int(p["committed_offset"])
-            for topic in row.get("topics") or []
-            for p in topic.get("partitions") or []
-            if not p.get("error_code") and int(p["committed_offset"]) >= 0
+            (str(topic.name), p.partition_index): p.committed_offset
+            for topic in topics or []
+            for p in topic.partitions or []
+            if not p.error_code and p.committed_offset >= 0
         }
         found[group] = GroupOffsets(group, offsets)
     for group in asked:
@@ -137,7 +138,7 @@ async def _round(client: Any, wanted: dict[str, Partitions], batch: int) -> dict
     found: dict[str, GroupOffsets] = {}
     for chunk, pending in sent:
         try:
-            answer = (await pending).to_dict()
+            answer = await pending
         except KafkaError as exc:
             found |= {g: GroupOffsets(g, {}, UNANSWERED, f"{type(exc).__name__}: {exc}") for g in chunk}
             continue

@@ -1,5 +1,5 @@
-"""OffsetFetch answers and requests of pulse/kafka/group_offsets.py, without a broker: answers in kafka-python's
-`to_dict()` shapes (v8+ names its groups, v2-v7 answer one at the top), requests as kafka-python encodes them."""
+"""OffsetFetch answers and requests of pulse/kafka/group_offsets.py, without a broker: answers as kafka-python
+decodes them off the wire (v8+ names its groups, v2-v7 answer one at the top), requests as it encodes them."""
 
 from __future__ import annotations
 
@@ -16,35 +16,48 @@ from pulse.kafka.group_offsets import (
 )
 
 
-def partition(index: int, offset: int, error: int = 0) -> dict[str, Any]:
-    return {"partition_index": index, "committed_offset": offset, "committed_leader_epoch": -1, "metadata": "",
-            "error_code": error}  # fmt: skip
+def response() -> Any:
+    with kafka_python_warnings():
+        from kafka.protocol.consumer import OffsetFetchResponse
+
+    return OffsetFetchResponse
+
+
+def decoded(answer: Any, version: int) -> Any:
+    """`answer` as kafka-python decodes it off the wire at `version`."""
+    return response().decode(answer.encode(version=version), version=version)
+
+
+def v8_group(group: str, error: int, partitions: list[tuple[int, int, int]]) -> Any:
+    """A v8 answer's group with topic `t`'s (partition, offset, error) rows."""
+    kind = response().OffsetFetchResponseGroup
+    row = kind.OffsetFetchResponseTopics.OffsetFetchResponsePartitions
+    rows = [row(partition_index=i, committed_offset=o, committed_leader_epoch=-1, metadata="", error_code=e)
+            for i, o, e in partitions]  # fmt: skip
+    return kind(group_id=group, error_code=error, topics=[kind.OffsetFetchResponseTopics(name="t", partitions=rows)])
 
 
 def test_a_v8_answer_reads_each_group_and_leaves_out_partitions_without_a_commit() -> None:
-    answer = {
-        "throttle_time_ms": 0,
-        "groups": [
-            {"group_id": "a", "error_code": 0,
-             "topics": [{"name": "t", "partitions": [partition(0, 5), partition(1, -1), partition(2, 9, error=3)]}]},
-            {"group_id": "b", "error_code": GROUP_ID_NOT_FOUND, "topics": []},
-            {"group_id": "c", "error_code": 16, "topics": []},
-        ],
-    }  # fmt: skip
-    found = parse_answer(answer, ["a", "b", "c"])
+    groups = [v8_group("a", 0, [(0, 5, 0), (1, -1, 0), (2, 9, 3)]), v8_group("b", GROUP_ID_NOT_FOUND, []),
+              v8_group("c", 16, [])]  # fmt: skip
+    found = parse_answer(decoded(response()(version=8, throttle_time_ms=0, groups=groups), 8), ["a", "b", "c"])
     assert found["a"] == GroupOffsets("a", {("t", 0): 5})
     assert found["b"].skipped and found["b"].error == "GroupIdNotFoundError" and not found["b"].offsets
     assert found["c"].code in COORDINATOR_MOVED and not found["c"].skipped and found["c"].error == "NotCoordinatorError"
 
 
 def test_a_v7_answer_is_the_one_group_asked() -> None:
-    answer = {"throttle_time_ms": 0, "error_code": 0, "topics": [{"name": "t", "partitions": [partition(3, 12)]}]}
-    assert parse_answer(answer, ["g"]) == {"g": GroupOffsets("g", {("t", 3): 12})}
+    kind = response().OffsetFetchResponseTopic
+    row = kind.OffsetFetchResponsePartition(
+        partition_index=3, committed_offset=12, committed_leader_epoch=-1, metadata="", error_code=0
+    )
+    answer = response()(version=7, throttle_time_ms=0, error_code=0, topics=[kind(name="t", partitions=[row])])
+    assert parse_answer(decoded(answer, 7), ["g"]) == {"g": GroupOffsets("g", {("t", 3): 12})}
 
 
 def test_a_group_asked_and_not_answered_is_unanswered_and_one_not_asked_is_dropped() -> None:
-    answer = {"groups": [{"group_id": "stranger", "error_code": 0, "topics": []}]}
-    found = parse_answer(answer, ["asked"])
+    answer = response()(version=8, throttle_time_ms=0, groups=[v8_group("stranger", 0, [(0, 1, 0)])])
+    found = parse_answer(decoded(answer, 8), ["asked"])
     assert list(found) == ["asked"]
     assert found["asked"].code == UNANSWERED and not found["asked"].skipped and not found["asked"].offsets
 
