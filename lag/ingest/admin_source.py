@@ -27,7 +27,7 @@ from lag.ingest.admin_clients import RENEW_AFTER_FAILURES, AdminClients
 from lag.store.access import LagWriter
 from lag.store.freshness import SourceHealth
 from pulse.admin_requests import GROUP_REQUEST_TIMEOUT_S, await_result
-from pulse.kafka.group_offsets import GroupOffsets, GroupOffsetsReader, OffsetsUnread
+from pulse.kafka.group_offsets import SKIPPED, GroupOffsets, GroupOffsetsReader, OffsetsUnread
 
 _LOG = logging.getLogger(__name__)
 GROUP_OFFSETS_FEED = "group-offsets"
@@ -41,12 +41,10 @@ _BATCH = 200
 """DescribeConsumerGroups requests in flight at once."""
 
 TopicPartition = tuple[str, int]
-_SKIPPED_GROUP_ERRORS = frozenset({KafkaError.GROUP_ID_NOT_FOUND, KafkaError.GROUP_AUTHORIZATION_FAILED})
-"""Errors about one group that skip it for the round (the same two skip its offsets: GroupOffsets.skipped). Any other
-error (timeouts, a coordinator that is down) fails the round, so the cluster turns unknown: a skipped live group
-would otherwise look silent, i.e. stopped."""
-
-
+_SKIPPED_GROUP_ERRORS = SKIPPED
+"""Errors about one group that skip it for the round, its description's or its offsets' (GroupOffsets.skipped). Any
+other error (timeouts, a coordinator that is down) fails the round, so the cluster turns unknown: a skipped live
+group would otherwise look silent, i.e. stopped."""
 _ACTIVE_STATES = frozenset(
     {ConsumerGroupState.STABLE, ConsumerGroupState.PREPARING_REBALANCING, ConsumerGroupState.COMPLETING_REBALANCING}
 )
