@@ -64,6 +64,13 @@ def lead_with(kafka: KafkaHandle, partition: int, replicas: list[int]) -> None:
     poll(elect, lambda leader: leader == replicas[0], 60, f"broker {replicas[0]} leading {OFFSETS_TOPIC}-{partition}")
 
 
+def commit(kafka: KafkaHandle, group: str, offsets: list[TopicPartition]) -> None:
+    """`group` commits `offsets` through a consumer that then leaves."""
+    committer = kafka.consumer(group)
+    commit_offsets(committer, offsets)
+    committer.close()
+
+
 @pytest.fixture()
 def reader(kafka: KafkaHandle) -> Iterator[GroupOffsetsReader]:
     made = GroupOffsetsReader(kafka.kafka_python_config())
@@ -76,9 +83,7 @@ def test_a_group_reads_what_it_committed_by_group_and_by_partition(
 ) -> None:
     topic = kafka.create_topic("goff", partitions=3)
     group = f"goff-{uuid.uuid4().hex[:8]}"
-    committer = kafka.consumer(group)
-    commit_offsets(committer, [TopicPartition(topic, 0, 7), TopicPartition(topic, 2, 11)])
-    committer.close()
+    commit(kafka, group, [TopicPartition(topic, 0, 7), TopicPartition(topic, 2, 11)])
 
     never = f"goff-never-{uuid.uuid4().hex[:8]}"
     found = reader.read({group: None, never: None})
@@ -93,9 +98,7 @@ def test_a_read_right_after_the_coordinator_moved_asks_the_new_one(
 ) -> None:
     topic = kafka.create_topic("goff-move", partitions=1)
     group = f"goff-move-{uuid.uuid4().hex[:8]}"
-    committer = kafka.consumer(group)
-    commit_offsets(committer, [TopicPartition(topic, 0, 42)])
-    committer.close()
+    commit(kafka, group, [TopicPartition(topic, 0, 42)])
     want = GroupOffsets(group, {(topic, 0): 42})
     assert reader.read({group: None})[group] == want
     old = cached_coordinator(reader, group)
@@ -138,9 +141,7 @@ def test_a_hung_coordinator_leaves_its_groups_unanswered_and_the_others_read(kaf
             break
     (hung, hung_group), (_, live_group) = sorted(leaders.items())
     for group in leaders.values():
-        committer = kafka.consumer(group)
-        commit_offsets(committer, [TopicPartition(topic, 0, 5)])
-        committer.close()
+        commit(kafka, group, [TopicPartition(topic, 0, 5)])
     reader = GroupOffsetsReader(kafka.kafka_python_config(3.0))
     try:
         assert all(r.code == 0 for r in reader.read(dict.fromkeys(leaders.values())).values())  # coordinators known
